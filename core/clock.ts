@@ -1,0 +1,10 @@
+// Time is injected so tests control it (STYLE.md §7).
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+export function isoTime(ms: number): string {
+  return new Date(ms).toISOString();
+}

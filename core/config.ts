@@ -1,0 +1,158 @@
+// Configuration: parsed once at start from the environment with zod, frozen,
+// and passed down. Nothing else reads process.env. Defaults live here, with
+// their units in the names. The README's configuration table mirrors this.
+import { z } from "zod";
+
+const bool = z
+  .enum(["true", "false", "1", "0", "yes", "no"])
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
+const commaList = z
+  .string()
+  .default("")
+  .transform((v) =>
+    v
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
+  );
+
+/** One openai-compatible endpoint (Mistral, Groq, vLLM, Ollama…). */
+const compatibleEndpoint = z.object({
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lower-case letters, digits and dashes"),
+  base_url: z.url(),
+  api_key: z.string().optional(),
+  models: z.array(z.string().min(1)).min(1),
+});
+
+const envSchema = z.object({
+  PORT: int(0, 65535).default(8080),
+  HOST: z.string().default("0.0.0.0"),
+  PUBLIC_URL: optionalString,
+  TROUPE_DATA_DIR: z.string().default("./.troupe"),
+  TROUPE_MODE: z.enum(["embedded", "dapr"]).default("embedded"),
+  TROUPE_REPLICA: z.string().default("0"),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+
+  REDIS_URL: optionalString,
+
+  SIGNUP_ENABLED: bool.default(true),
+  SESSION_TTL_SECONDS: int(60, 365 * 24 * 3600).default(7 * 24 * 3600),
+  API_KEY_PREFIX: z
+    .string()
+    .regex(/^[a-z][a-z0-9]{0,15}$/, "lower-case letters and digits, starting with a letter")
+    .default("trp"),
+  DEFAULT_RATE_LIMIT_PER_MINUTE: int(1, 10_000_000).default(600),
+  /** How stale another replica's cached view of a key may get before it re-reads it. */
+  KEY_CACHE_REVALIDATE_MS: int(100, 60_000).default(2_000),
+
+  OPENAI_API_KEY: optionalString,
+  OPENAI_BASE_URL: z.url().default("https://api.openai.com/v1"),
+  ANTHROPIC_API_KEY: optionalString,
+  ANTHROPIC_BASE_URL: z.url().default("https://api.anthropic.com"),
+  GEMINI_API_KEY: optionalString,
+  GEMINI_BASE_URL: z.url().default("https://generativelanguage.googleapis.com"),
+  COHERE_API_KEY: optionalString,
+  COHERE_BASE_URL: z.url().default("https://api.cohere.com"),
+  /** JSON array of {name, base_url, api_key?, models: [...]}. */
+  OPENAI_COMPATIBLE_ENDPOINTS: z.string().default("[]"),
+  PROVIDER_TIMEOUT_MS: int(100, 600_000).default(60_000),
+  PROVIDER_MAX_ATTEMPTS: int(1, 10).default(3),
+  SIMULATED_LATENCY_MS: int(0, 600_000).default(0),
+  /** 0 streams the whole simulated answer at once. */
+  SIMULATED_TOKENS_PER_SECOND: int(0, 1_000_000).default(0),
+
+  ELASTICSEARCH_URL: optionalString,
+  ELASTICSEARCH_INDEX: z.string().default("troupe-vectors"),
+  EMBEDDING_INDEX_MODEL: z.string().default("simulated-embed"),
+
+  DAPR_HOST: z.string().default("127.0.0.1"),
+  DAPR_HTTP_PORT: int(1, 65535).default(3500),
+  /** Loopback port where daprd calls this replica's actors (never the public gateway port). */
+  ACTOR_CALLBACK_PORT: int(0, 65535).default(3000),
+  ACTOR_IDLE_TIMEOUT_MS: int(1_000, 24 * 3600_000).default(60 * 60_000),
+
+  OUTBOUND_ALLOW_HOSTS: commaList,
+});
+
+export type RawEnv = Record<string, string | undefined>;
+
+function parseCompatible(raw: string): z.infer<typeof compatibleEndpoint>[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error("OPENAI_COMPATIBLE_ENDPOINTS must be a JSON array");
+  }
+  const result = z.array(compatibleEndpoint).safeParse(parsed);
+  if (!result.success) throw new Error(`OPENAI_COMPATIBLE_ENDPOINTS: ${z.prettifyError(result.error)}`);
+  return result.data;
+}
+
+export function loadConfig(env: RawEnv = process.env) {
+  const result = envSchema.safeParse(env);
+  if (!result.success) throw new Error(`Invalid configuration:\n${z.prettifyError(result.error)}`);
+  const e = result.data;
+  const config = {
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl: e.PUBLIC_URL,
+    dataDir: e.TROUPE_DATA_DIR,
+    mode: e.TROUPE_MODE,
+    replica: e.TROUPE_REPLICA,
+    logLevel: e.LOG_LEVEL,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    redisUrl: e.REDIS_URL,
+    tenancy: {
+      signupEnabled: e.SIGNUP_ENABLED,
+      sessionTtlSeconds: e.SESSION_TTL_SECONDS,
+      apiKeyPrefix: e.API_KEY_PREFIX,
+      defaultRateLimitPerMinute: e.DEFAULT_RATE_LIMIT_PER_MINUTE,
+      keyCacheRevalidateMs: e.KEY_CACHE_REVALIDATE_MS,
+    },
+    providers: {
+      openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+      anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL },
+      gemini: { apiKey: e.GEMINI_API_KEY, baseUrl: e.GEMINI_BASE_URL },
+      cohere: { apiKey: e.COHERE_API_KEY, baseUrl: e.COHERE_BASE_URL },
+      openaiCompatible: parseCompatible(e.OPENAI_COMPATIBLE_ENDPOINTS),
+      timeoutMs: e.PROVIDER_TIMEOUT_MS,
+      maxAttempts: e.PROVIDER_MAX_ATTEMPTS,
+      simulated: { latencyMs: e.SIMULATED_LATENCY_MS, tokensPerSecond: e.SIMULATED_TOKENS_PER_SECOND },
+    },
+    vectors: {
+      elasticsearchUrl: e.ELASTICSEARCH_URL,
+      elasticsearchIndex: e.ELASTICSEARCH_INDEX,
+      indexModel: e.EMBEDDING_INDEX_MODEL,
+    },
+    actors: {
+      daprHost: e.DAPR_HOST,
+      daprHttpPort: e.DAPR_HTTP_PORT,
+      callbackPort: e.ACTOR_CALLBACK_PORT,
+      idleTimeoutMs: e.ACTOR_IDLE_TIMEOUT_MS,
+    },
+    outboundAllowHosts: e.OUTBOUND_ALLOW_HOSTS,
+  };
+  return deepFreeze(config);
+}
+
+export type Config = ReturnType<typeof loadConfig>;
+export type TenancyConfig = Config["tenancy"];
+export type ProvidersConfig = Config["providers"];
+export type VectorsConfig = Config["vectors"];
+export type ActorsConfig = Config["actors"];
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,76 @@
+// The one error registry. Every error Troupe returns has a stable code, an
+// HTTP status and a default message; the gateway renders all of them in one
+// body shape: {"error": {code, message, request_id, details?}} (DESIGN.md §4).
+
+export const errorCatalog = {
+  invalid_request: { status: 400, message: "The request is invalid." },
+  unauthorized: { status: 401, message: "A valid credential is required." },
+  budget_exceeded: { status: 402, message: "The project's monthly budget is exhausted." },
+  insufficient_scope: { status: 403, message: "The API key's scopes do not include this category." },
+  forbidden: { status: 403, message: "This credential may not perform this operation." },
+  not_found: { status: 404, message: "Not found." },
+  method_not_allowed: { status: 405, message: "Method not allowed on this path." },
+  conflict: { status: 409, message: "The resource is in a state that does not allow this operation." },
+  payload_too_large: { status: 413, message: "The request body is too large." },
+  unsupported_media_type: { status: 415, message: "The request body must be application/json." },
+  rate_limited: { status: 429, message: "Too many requests." },
+  internal_error: { status: 500, message: "Internal error." },
+  provider_error: { status: 502, message: "The provider failed to answer." },
+  no_provider_available: { status: 503, message: "No provider is available for this request." },
+  service_unavailable: { status: 503, message: "A backing service is unavailable." },
+  provider_timeout: { status: 504, message: "The provider did not answer in time." },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+export interface FieldIssue {
+  path: string;
+  message: string;
+}
+
+export interface TroupeErrorOptions {
+  details?: unknown;
+  /** Seconds, rendered as the Retry-After header (429, 503). */
+  retryAfterSeconds?: number;
+  cause?: unknown;
+}
+
+export class TroupeError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: unknown;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: ErrorCode, message?: string, options: TroupeErrorOptions = {}) {
+    super(message ?? errorCatalog[code].message, { cause: options.cause });
+    this.name = "TroupeError";
+    this.code = code;
+    this.status = errorCatalog[code].status;
+    this.details = options.details;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+export function troupeError(code: ErrorCode, message?: string, options?: TroupeErrorOptions): TroupeError {
+  return new TroupeError(code, message, options);
+}
+
+export function isTroupeError(error: unknown): error is TroupeError {
+  return error instanceof TroupeError;
+}
+
+/** 400 naming the failing fields. */
+export function invalidRequest(issues: FieldIssue[], message?: string): TroupeError {
+  const summary = message ?? issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
+  return new TroupeError("invalid_request", summary || errorCatalog.invalid_request.message, { details: issues });
+}
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; request_id: string; details?: unknown };
+}
+
+export function errorBody(error: TroupeError, requestId: string): ErrorBody {
+  const body: ErrorBody = { error: { code: error.code, message: error.message, request_id: requestId } };
+  if (error.details !== undefined) body.error.details = error.details;
+  return body;
+}
