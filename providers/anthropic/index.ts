@@ -1,0 +1,33 @@
+// The Anthropic adapter (chat only; Anthropic has no embeddings API).
+import type { Dispatcher } from "undici";
+import type { CallOptions, ChatRequest, ProviderAdapter } from "../types.ts";
+import { createDispatcher } from "../http.ts";
+import type { AnthropicApiConfig } from "./api.ts";
+import { anthropicChat, anthropicChatStream } from "./chat.ts";
+
+export interface AnthropicAdapterOptions {
+  baseUrl: string;
+  apiKey?: string | undefined;
+  defaultMaxTokens?: number;
+  dispatcher?: Dispatcher;
+}
+
+export function createAnthropicAdapter(opts: AnthropicAdapterOptions): ProviderAdapter {
+  // 4096: enough for a long answer, accepted by every current Claude model.
+  const cfg: AnthropicApiConfig = {
+    provider: "anthropic",
+    baseUrl: opts.baseUrl,
+    apiKey: opts.apiKey,
+    defaultMaxTokens: opts.defaultMaxTokens ?? 4096,
+  };
+  const owned = opts.dispatcher === undefined;
+  const dispatcher = opts.dispatcher ?? createDispatcher();
+  return {
+    provider: cfg.provider,
+    chat: (req: ChatRequest, o: CallOptions) => anthropicChat(cfg, dispatcher, req, o),
+    chatStream: (req: ChatRequest, o: CallOptions) => anthropicChatStream(cfg, dispatcher, req, o),
+    close: async () => {
+      if (owned) await dispatcher.close();
+    },
+  };
+}

@@ -1,0 +1,211 @@
+// OpenAI chat completions: request mapping, zod schemas of the upstream
+// answers, the JSON transform and the SSE stream transform.
+import { z } from "zod";
+import type { Dispatcher } from "undici";
+import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import { ProviderCallError } from "../errors.ts";
+import { readJson, send } from "../http.ts";
+import { cutStream, parseSse, parseSseJson } from "../sse.ts";
+import { parseToolArguments } from "../tool-arguments.ts";
+import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
+import { mapOpenAIFinishReason } from "./map-openai-finish-reason.ts";
+
+type OpenAIContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
+type OpenAIMessage =
+  | { role: "system" | "user"; content: string | OpenAIContentPart[] }
+  | {
+      role: "assistant";
+      content: string | null;
+      tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+    }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export function toOpenAIMessages(messages: ChatMessage[]): OpenAIMessage[] {
+  return messages.map((m): OpenAIMessage => {
+    switch (m.role) {
+      case "system":
+        return { role: "system", content: m.content };
+      case "user":
+        if (!m.images || m.images.length === 0) return { role: "user", content: m.content };
+        return {
+          role: "user",
+          content: [
+            { type: "text", text: m.content },
+            ...m.images.map((img): OpenAIContentPart => ({
+              type: "image_url",
+              image_url: { url: "url" in img ? img.url : `data:${img.media_type};base64,${img.base64}` },
+            })),
+          ],
+        };
+      case "assistant": {
+        const msg: OpenAIMessage = { role: "assistant", content: m.content === "" && m.tool_calls?.length ? null : m.content };
+        if (m.tool_calls && m.tool_calls.length > 0) {
+          msg.tool_calls = m.tool_calls.map((c) => ({
+            id: c.id,
+            type: "function",
+            function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+          }));
+        }
+        return msg;
+      }
+      case "tool":
+        return { role: "tool", tool_call_id: m.tool_call_id ?? "", content: m.content };
+    }
+  });
+}
+
+export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, stream: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = { model: req.model, messages: toOpenAIMessages(req.messages) };
+  if (req.max_tokens != null) body[cfg.maxTokensField] = req.max_tokens;
+  if (req.temperature != null) body.temperature = req.temperature;
+  if (req.tools && req.tools.length > 0) {
+    body.tools = req.tools.map((t) => ({
+      type: "function",
+      function: { name: t.name, description: t.description, parameters: t.parameters },
+    }));
+    if (req.tool_choice != null) {
+      body.tool_choice =
+        typeof req.tool_choice === "string" ? req.tool_choice : { type: "function", function: { name: req.tool_choice.name } };
+    }
+  }
+  if (stream) {
+    body.stream = true;
+    body.stream_options = { include_usage: true };
+  }
+  return body;
+}
+
+const usageSchema = z.object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int() }).passthrough();
+
+const responseSchema = z.object({
+  model: z.string().optional(),
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullable().optional(),
+          tool_calls: z
+            .array(z.object({ id: z.string(), function: z.object({ name: z.string(), arguments: z.string() }) }))
+            .nullable()
+            .optional(),
+        }),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .min(1),
+  usage: usageSchema.nullable().optional(),
+});
+
+const chunkSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        delta: z
+          .object({
+            content: z.string().nullable().optional(),
+            tool_calls: z
+              .array(
+                z.object({
+                  index: z.number().int(),
+                  id: z.string().nullable().optional(),
+                  function: z.object({ name: z.string().nullable().optional(), arguments: z.string().nullable().optional() }).optional(),
+                }),
+              )
+              .nullable()
+              .optional(),
+          })
+          .optional(),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .default([]),
+  usage: usageSchema.nullable().optional(),
+});
+
+export function parseUpstream<T>(provider: string, schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new ProviderCallError(provider, "protocol", `${provider} sent an unexpected answer: ${z.prettifyError(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+export async function openaiChat(
+  cfg: OpenAIApiConfig,
+  dispatcher: Dispatcher,
+  req: ChatRequest,
+  opts: CallOptions,
+): Promise<ChatResult> {
+  const body = await send(cfg.provider, dispatcher, openaiUrls.chat(cfg), {
+    headers: openaiHeaders(cfg),
+    body: toOpenAIBody(cfg, req, false),
+    signal: opts.signal,
+  });
+  const data = parseUpstream(cfg.provider, responseSchema, await readJson(cfg.provider, body, opts.signal));
+  const choice = data.choices[0]!;
+  const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).map((c) => ({
+    id: c.id,
+    name: c.function.name,
+    arguments: parseToolArguments(cfg.provider, c.function.arguments),
+  }));
+  return {
+    content: choice.message.content ?? "",
+    finish_reason: mapOpenAIFinishReason(choice.finish_reason, toolCalls.length > 0),
+    model: data.model ?? req.model,
+    provider: cfg.provider,
+    input_tokens: data.usage?.prompt_tokens ?? 0,
+    output_tokens: data.usage?.completion_tokens ?? 0,
+    tool_calls: toolCalls.length > 0 ? toolCalls : null,
+  };
+}
+
+export async function* openaiChatStream(
+  cfg: OpenAIApiConfig,
+  dispatcher: Dispatcher,
+  req: ChatRequest,
+  opts: CallOptions,
+): AsyncGenerator<StreamEvent> {
+  const body = await send(cfg.provider, dispatcher, openaiUrls.chat(cfg), {
+    headers: { ...openaiHeaders(cfg), accept: "text/event-stream" },
+    body: toOpenAIBody(cfg, req, true),
+    signal: opts.signal,
+  });
+  // Tool call fragments arrive keyed by index: id and name first, arguments in pieces.
+  const pending = new Map<number, { id: string; name: string; args: string }>();
+  let finishReason: string | null | undefined;
+  let usage: z.infer<typeof usageSchema> | null | undefined;
+  let done = false;
+  for await (const ev of parseSse(cfg.provider, body, opts.signal)) {
+    if (ev.data === "[DONE]") {
+      done = true;
+      break;
+    }
+    const chunk = parseUpstream(cfg.provider, chunkSchema, parseSseJson(cfg.provider, ev.data));
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      const content = choice.delta?.content;
+      if (content) yield { delta: content };
+      for (const tc of choice.delta?.tool_calls ?? []) {
+        const entry = pending.get(tc.index) ?? { id: "", name: "", args: "" };
+        if (tc.id) entry.id = tc.id;
+        if (tc.function?.name) entry.name += tc.function.name;
+        if (tc.function?.arguments) entry.args += tc.function.arguments;
+        pending.set(tc.index, entry);
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason;
+    }
+  }
+  if (!done && finishReason === undefined) throw cutStream(cfg.provider);
+  const indices = [...pending.keys()].sort((a, b) => a - b);
+  for (const i of indices) {
+    const tc = pending.get(i)!;
+    yield { tool_call: { id: tc.id, name: tc.name, arguments: parseToolArguments(cfg.provider, tc.args) } };
+  }
+  yield {
+    finish_reason: mapOpenAIFinishReason(finishReason, pending.size > 0),
+    input_tokens: usage?.prompt_tokens ?? 0,
+    output_tokens: usage?.completion_tokens ?? 0,
+    model: req.model,
+    provider: cfg.provider,
+  };
+}

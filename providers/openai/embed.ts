@@ -1,0 +1,37 @@
+// OpenAI /v1/embeddings (also spoken by most openai-compatible servers).
+import { z } from "zod";
+import type { Dispatcher } from "undici";
+import type { CallOptions, EmbedRequest, EmbedResult } from "../types.ts";
+import { readJson, send } from "../http.ts";
+import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
+import { parseUpstream } from "./chat.ts";
+
+const responseSchema = z.object({
+  data: z.array(z.object({ index: z.number().int(), embedding: z.array(z.number()) })),
+  model: z.string().optional(),
+  usage: z.object({ prompt_tokens: z.number().int() }).passthrough().optional(),
+});
+
+export async function openaiEmbed(
+  cfg: OpenAIApiConfig,
+  dispatcher: Dispatcher,
+  req: EmbedRequest,
+  opts: CallOptions,
+): Promise<EmbedResult> {
+  const payload: Record<string, unknown> = { model: req.model, input: req.input, encoding_format: "float" };
+  if (req.dimensions != null) payload.dimensions = req.dimensions;
+  const body = await send(cfg.provider, dispatcher, openaiUrls.embeddings(cfg), {
+    headers: openaiHeaders(cfg),
+    body: payload,
+    signal: opts.signal,
+  });
+  const data = parseUpstream(cfg.provider, responseSchema, await readJson(cfg.provider, body, opts.signal));
+  const embeddings = [...data.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
+  return {
+    embeddings,
+    dimensions: embeddings[0]?.length ?? 0,
+    model: req.model,
+    provider: cfg.provider,
+    input_tokens: data.usage?.prompt_tokens ?? 0,
+  };
+}

@@ -1,0 +1,166 @@
+// The normalized shapes every provider adapter speaks (spec §2 Message,
+// ToolCall, Tool definition, Chat result; DESIGN.md §4 Chat and Streaming).
+// The HTTP layer validates request bodies with these schemas and generates
+// OpenAPI from them, so request schemas avoid transforms (z.toJSONSchema).
+import { z } from "zod";
+
+export const routingStrategySchema = z.enum(["auto", "manual", "cost", "latency"]);
+export type RoutingStrategy = z.infer<typeof routingStrategySchema>;
+
+export const finishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter", "error"]);
+export type FinishReason = z.infer<typeof finishReasonSchema>;
+
+export const toolCallSchema = z
+  .object({
+    id: z.string().min(1),
+    name: z.string().min(1),
+    arguments: z.record(z.string(), z.unknown()),
+  })
+  .strict();
+export type ToolCall = z.infer<typeof toolCallSchema>;
+
+/** An image attached to a user message (vision). Not part of the public chat body. */
+export const imageInputSchema = z.union([
+  z.object({ url: z.string().min(1) }).strict(),
+  z.object({ base64: z.string().min(1), media_type: z.string().min(1) }).strict(),
+]);
+export type ImageInput = z.infer<typeof imageInputSchema>;
+
+export const chatMessageSchema = z
+  .object({
+    id: z.string().optional(),
+    role: z.enum(["system", "user", "assistant", "tool"]),
+    content: z.string().nullable().default(""),
+    tool_calls: z.array(toolCallSchema).nullable().optional(),
+    tool_call_id: z.string().nullable().optional(),
+  })
+  .strict();
+/** Internal message: the public one plus images for vision requests. */
+export type ChatMessage = {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+  tool_calls?: ToolCall[] | null | undefined;
+  tool_call_id?: string | null | undefined;
+  images?: ImageInput[] | undefined;
+};
+
+export const toolDefinitionSchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 letters, digits, _ or -"),
+    description: z.string().default(""),
+    parameters: z.record(z.string(), z.unknown()).default({ type: "object", properties: {} }),
+  })
+  .strict();
+export type ToolDefinition = { name: string; description: string; parameters: Record<string, unknown> };
+
+/** "auto" (model decides), "none", "required" (some tool), or one named tool. */
+export const toolChoiceSchema = z.union([
+  z.enum(["auto", "none", "required"]),
+  z.object({ name: z.string().min(1) }).strict(),
+  z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1) }).strict() }).strict(),
+]);
+export type ToolChoice = "auto" | "none" | "required" | { name: string };
+
+/** Body of POST /v1/chat/completions (spec §4.1). Unknown fields are refused. */
+export const chatCompletionRequestSchema = z
+  .object({
+    messages: z.array(chatMessageSchema).min(1),
+    model: z.string().min(1).nullable().optional(),
+    routing_strategy: routingStrategySchema.default("auto"),
+    max_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
+    temperature: z.number().min(0).max(2).nullable().optional(),
+    stream: z.boolean().default(false),
+    tools: z.array(toolDefinitionSchema).nullable().optional(),
+    tool_choice: toolChoiceSchema.nullable().optional(),
+  })
+  .strict();
+export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
+
+/** What adapters receive: the request with the upstream model resolved. */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  max_tokens?: number | null | undefined;
+  temperature?: number | null | undefined;
+  tools?: ToolDefinition[] | null | undefined;
+  tool_choice?: ToolChoice | null | undefined;
+}
+
+export const chatResultSchema = z.object({
+  content: z.string(),
+  finish_reason: finishReasonSchema,
+  model: z.string(),
+  provider: z.string(),
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+  tool_calls: z.array(toolCallSchema).nullable(),
+});
+export type ChatResult = z.infer<typeof chatResultSchema>;
+
+/** Stream events, exactly the SSE `data:` payloads of DESIGN.md §4 Streaming. */
+export const streamDeltaSchema = z.object({ delta: z.string() });
+export const streamToolCallSchema = z.object({ tool_call: toolCallSchema });
+export const streamFinishSchema = z.object({
+  finish_reason: finishReasonSchema,
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+  model: z.string(),
+  provider: z.string(),
+});
+export const streamErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+export const streamEventSchema = z.union([streamDeltaSchema, streamToolCallSchema, streamFinishSchema, streamErrorSchema]);
+export type StreamDelta = z.infer<typeof streamDeltaSchema>;
+export type StreamToolCall = z.infer<typeof streamToolCallSchema>;
+export type StreamFinish = z.infer<typeof streamFinishSchema>;
+export type StreamError = z.infer<typeof streamErrorSchema>;
+/** What adapters and the router yield; errors are thrown, the route renders them. */
+export type StreamEvent = StreamDelta | StreamToolCall | StreamFinish;
+
+export function isFinish(e: StreamEvent): e is StreamFinish {
+  return "finish_reason" in e;
+}
+
+/** Body of POST /v1/embeddings (spec §4.2). */
+export const embeddingRequestSchema = z
+  .object({
+    input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(2048)]),
+    model: z.string().min(1).nullable().optional(),
+    routing_strategy: routingStrategySchema.default("auto"),
+    dimensions: z.number().int().min(1).max(8192).nullable().optional(),
+  })
+  .strict();
+export type EmbeddingRequest = z.infer<typeof embeddingRequestSchema>;
+
+export interface EmbedRequest {
+  model: string;
+  input: string[];
+  dimensions?: number | null | undefined;
+  /** Cohere needs it; others ignore it. */
+  input_type?: "search_document" | "search_query" | undefined;
+}
+
+export const embedResultSchema = z.object({
+  embeddings: z.array(z.array(z.number())),
+  dimensions: z.number().int(),
+  model: z.string(),
+  provider: z.string(),
+  input_tokens: z.number().int().min(0),
+});
+export type EmbedResult = z.infer<typeof embedResultSchema>;
+
+/** Per-call options every adapter honours. */
+export interface CallOptions {
+  signal: AbortSignal;
+}
+
+/**
+ * A provider adapter. Capabilities it lacks are simply absent. `provider` is
+ * the name results report (e.g. "openai", or an openai-compatible endpoint's name).
+ */
+export interface ProviderAdapter {
+  readonly provider: string;
+  chat?(req: ChatRequest, opts: CallOptions): Promise<ChatResult>;
+  chatStream?(req: ChatRequest, opts: CallOptions): AsyncIterable<StreamEvent>;
+  embed?(req: EmbedRequest, opts: CallOptions): Promise<EmbedResult>;
+  close?(): Promise<void>;
+}
