@@ -1,0 +1,37 @@
+// Chooses the vector index backend from configuration: Elasticsearch when
+// ELASTICSEARCH_URL is set, else the embedded index under the data directory.
+// The returned index is not open yet: the caller awaits open() at start-up,
+// which is where a model/dimension mismatch is refused.
+import { join } from "node:path";
+import type { VectorsConfig } from "../core/config.ts";
+import type { Logger } from "../core/log.ts";
+import { ElasticsearchVectorIndex } from "./elasticsearch-vector-index.ts";
+import { EmbeddedVectorIndex } from "./embedded-vector-index.ts";
+import type { VectorIndex } from "./vector-index.ts";
+
+export interface VectorIndexDeps {
+  /** TROUPE_DATA_DIR; the embedded index lives in <dataDir>/vectors. */
+  dataDir: string;
+  /** Output dimension of the configured EMBEDDING_INDEX_MODEL (from the model catalogue). */
+  dimensions: number;
+  logger?: Logger;
+}
+
+export function createVectorIndex(config: VectorsConfig, deps: VectorIndexDeps): VectorIndex {
+  const logger = deps.logger?.child({ component: "vectors" });
+  if (config.elasticsearchUrl) {
+    return new ElasticsearchVectorIndex({
+      url: config.elasticsearchUrl,
+      index: config.elasticsearchIndex,
+      model: config.indexModel,
+      dimensions: deps.dimensions,
+      ...(logger ? { logger } : {}),
+    });
+  }
+  return new EmbeddedVectorIndex({
+    directory: join(deps.dataDir, "vectors"),
+    model: config.indexModel,
+    dimensions: deps.dimensions,
+    ...(logger ? { logger } : {}),
+  });
+}

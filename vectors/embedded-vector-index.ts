@@ -1,0 +1,238 @@
+// The embedded (default) vector index: exact cosine search in process, records
+// persisted in an LMDB file under the data directory. `add` resolves only
+// after LMDB has flushed the records to disk, so nothing acknowledged is lost
+// when the process dies; on open every record is loaded back into per
+// organization partitions (isolation by construction: a search only ever
+// reads its own organization's partitions).
+import { mkdir, open as openFile, readFile, rename } from "node:fs/promises";
+import { join } from "node:path";
+import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
+import { z } from "zod";
+import type { Logger } from "../core/log.ts";
+import { VectorPartition, type ExactSearchKernel, type PartitionHit } from "./embedded-partition.ts";
+import {
+  assertSameIndexMeta,
+  assertValidIndexMeta,
+  checkQuery,
+  checkRecords,
+  cosineDistance,
+  indexMetaSchema,
+  unitVector,
+  type CheckedRecord,
+  type VectorIndex,
+  type VectorIndexMeta,
+  type VectorRecord,
+  type VectorSearchFilter,
+  type VectorSearchResult,
+} from "./vector-index.ts";
+
+export interface EmbeddedVectorIndexOptions {
+  /** Directory holding meta.json and records.mdb (created if missing). */
+  directory: string;
+  model: string;
+  dimensions: number;
+  /** Exact-search kernel; "usearch" (SIMD) unless a test pins the JS loop. */
+  kernel?: ExactSearchKernel;
+  logger?: Logger;
+}
+
+/** Stored state read back at open is parsed like any other boundary. */
+const storedValueSchema = z.object({
+  content: z.string(),
+  metadata: z.string(),
+  model: z.string(),
+  created_at: z.string(),
+  vector: z.custom<Uint8Array>((v) => v instanceof Uint8Array, "expected bytes"),
+});
+type StoredValue = z.infer<typeof storedValueSchema>;
+const storedKeySchema = z.tuple([z.string(), z.string()]);
+
+/** Partition key for records without a string metadata.kind. */
+const noKind = "\u0000";
+
+export class EmbeddedVectorIndex implements VectorIndex {
+  readonly backend = "embedded";
+  readonly model: string;
+  readonly dimensions: number;
+  private readonly directory: string;
+  private readonly kernel: ExactSearchKernel;
+  private readonly logger: Logger | undefined;
+  private db: RootDatabase<StoredValue, [string, string]> | undefined;
+  /** organization → kind → partition. */
+  private readonly organizations = new Map<string, Map<string, VectorPartition>>();
+  /** organization → id → kind, to move a record whose kind changed. */
+  private readonly kindById = new Map<string, Map<string, string>>();
+  /** Applies committed batches to memory in the order they were written. */
+  private applyTail: Promise<void> = Promise.resolve();
+
+  constructor(options: EmbeddedVectorIndexOptions) {
+    this.directory = options.directory;
+    this.model = options.model;
+    this.dimensions = options.dimensions;
+    this.kernel = options.kernel ?? "usearch";
+    this.logger = options.logger;
+    assertValidIndexMeta({ model: this.model, dimensions: this.dimensions });
+  }
+
+  async open(): Promise<void> {
+    if (this.db) return;
+    await mkdir(this.directory, { recursive: true });
+    const configured: VectorIndexMeta = { model: this.model, dimensions: this.dimensions };
+    const stored = await this.readMeta();
+    if (stored) assertSameIndexMeta(this.directory, stored, configured);
+    else await this.writeMeta(configured);
+
+    const db = openLmdb<StoredValue, [string, string]>({
+      path: join(this.directory, "records.mdb"),
+      encoding: "msgpack",
+      compression: false,
+    });
+    const startedMs = performance.now();
+    let loaded = 0;
+    try {
+      for (const { key, value } of db.getRange()) {
+        const [organizationId, id] = storedKeySchema.parse(key);
+        const record = storedValueSchema.parse(value);
+        const vector = new Float32Array(record.vector.buffer.slice(record.vector.byteOffset, record.vector.byteOffset + record.vector.byteLength));
+        const unit = unitVector(vector, this.dimensions);
+        if (typeof unit === "string") throw new Error(`record ${organizationId}/${id}: ${unit}`);
+        const metadata = z.record(z.string(), z.unknown()).parse(JSON.parse(record.metadata));
+        this.applyOne(organizationId, id, record, metadata, unit);
+        loaded++;
+      }
+    } catch (error) {
+      await db.close();
+      throw new Error(`vector index ${this.directory} holds an unreadable record: ${(error as Error).message}`, { cause: error });
+    }
+    this.db = db;
+    this.logger?.info("vector index loaded", { backend: "embedded", directory: this.directory, records: loaded, ms: Math.round(performance.now() - startedMs) });
+  }
+
+  async add(records: readonly VectorRecord[]): Promise<void> {
+    const db = this.requireOpen();
+    const checked = checkRecords(records, this);
+    if (checked.length === 0) return;
+    // Writes are queued in call order; memory follows the same order once each
+    // batch is on disk, so concurrent upserts of one id end as they were called.
+    const written = db.transaction(() => {
+      for (const record of checked) void db.put([record.organization_id, record.id], toStored(record));
+    });
+    const previous = this.applyTail;
+    const applied = (async () => {
+      await previous.catch(() => undefined);
+      await written;
+      await db.flushed;
+      for (const record of checked) this.applyOne(record.organization_id, record.id, toStored(record), record.metadata, record.unit);
+    })();
+    this.applyTail = applied;
+    await applied;
+  }
+
+  async search(
+    organizationId: string,
+    queryVector: readonly number[] | Float32Array,
+    topK: number,
+    filter?: VectorSearchFilter,
+  ): Promise<VectorSearchResult[]> {
+    this.requireOpen();
+    const query = checkQuery(organizationId, queryVector, topK, filter, this);
+    const partitions = this.organizations.get(query.organizationId);
+    if (!partitions) return [];
+    let hits: PartitionHit[] = [];
+    if (query.metadataKind !== undefined) {
+      hits = partitions.get(query.metadataKind)?.search(query.unit, query.topK) ?? [];
+    } else {
+      for (const partition of partitions.values()) hits.push(...partition.search(query.unit, query.topK));
+      hits.sort((a, b) => b.cosine - a.cosine);
+      hits.length = Math.min(hits.length, query.topK);
+    }
+    return hits.map(({ entry, cosine }) => ({
+      id: entry.id,
+      content: entry.content,
+      metadata: JSON.parse(entry.metadataJson) as Record<string, unknown>,
+      model: entry.model,
+      distance: cosineDistance(cosine),
+    }));
+  }
+
+  async close(): Promise<void> {
+    const db = this.db;
+    if (!db) return;
+    await this.applyTail.catch(() => undefined);
+    this.db = undefined;
+    this.organizations.clear();
+    this.kindById.clear();
+    await db.close();
+  }
+
+  /** Records held for an organization (for diagnostics and tests). */
+  count(organizationId: string): number {
+    let total = 0;
+    for (const partition of this.organizations.get(organizationId)?.values() ?? []) total += partition.size;
+    return total;
+  }
+
+  private applyOne(organizationId: string, id: string, value: StoredValue, metadata: Record<string, unknown>, unit: Float32Array): void {
+    const kindValue = metadata["kind"];
+    const kind = typeof kindValue === "string" ? kindValue : noKind;
+    let partitions = this.organizations.get(organizationId);
+    let kinds = this.kindById.get(organizationId);
+    if (!partitions || !kinds) {
+      partitions = new Map();
+      kinds = new Map();
+      this.organizations.set(organizationId, partitions);
+      this.kindById.set(organizationId, kinds);
+    }
+    const previousKind = kinds.get(id);
+    if (previousKind !== undefined && previousKind !== kind) partitions.get(previousKind)?.remove(id);
+    let partition = partitions.get(kind);
+    if (!partition) {
+      partition = new VectorPartition(this.dimensions, this.kernel);
+      partitions.set(kind, partition);
+    }
+    partition.upsert({ id, content: value.content, metadataJson: value.metadata, model: value.model }, unit);
+    kinds.set(id, kind);
+  }
+
+  private requireOpen(): Database<StoredValue, [string, string]> {
+    if (!this.db) throw new Error("vector index is not open: call open() first");
+    return this.db;
+  }
+
+  private async readMeta(): Promise<VectorIndexMeta | undefined> {
+    let text: string;
+    try {
+      text = await readFile(join(this.directory, "meta.json"), "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    const parsed = indexMetaSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) throw new Error(`vector index ${this.directory}/meta.json is unreadable: ${z.prettifyError(parsed.error)}`);
+    return parsed.data;
+  }
+
+  /** Written once, atomically (temp file, fsync, rename), before any record. */
+  private async writeMeta(meta: VectorIndexMeta): Promise<void> {
+    const target = join(this.directory, "meta.json");
+    const temp = `${target}.${process.pid}.tmp`;
+    const file = await openFile(temp, "w");
+    try {
+      await file.writeFile(JSON.stringify({ ...meta, similarity: "cosine", created_by: "troupe" }, null, 2) + "\n");
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await rename(temp, target);
+  }
+}
+
+function toStored(record: CheckedRecord): StoredValue {
+  return {
+    content: record.content,
+    metadata: JSON.stringify(record.metadata),
+    model: record.model,
+    created_at: record.created_at,
+    vector: new Uint8Array(record.vector.buffer, record.vector.byteOffset, record.vector.byteLength),
+  };
+}
