@@ -1,0 +1,27 @@
+// The simulated provider: always available, the default when no provider key
+// is set, and the load testers' upstream. One adapter object grows a method
+// per category (chat and embeddings today; images, audio and video add
+// methods here with the same rules: deterministic, derived from the input,
+// paced by `latencyMs`).
+import type { CallOptions, ChatRequest, EmbedRequest, ProviderAdapter } from "../types.ts";
+import { simulatedChat, simulatedChatStream, sleep, type SimulatedTiming } from "./chat.ts";
+import { simulatedEmbed } from "./embed.ts";
+
+export interface SimulatedOptions {
+  latencyMs?: number;
+  tokensPerSecond?: number;
+}
+
+export function createSimulatedAdapter(opts: SimulatedOptions = {}): ProviderAdapter {
+  const provider = "simulated";
+  const timing: SimulatedTiming = { latencyMs: opts.latencyMs ?? 0, tokensPerSecond: opts.tokensPerSecond ?? 0 };
+  return {
+    provider,
+    chat: (req: ChatRequest, o: CallOptions) => simulatedChat(provider, timing, req, o.signal),
+    chatStream: (req: ChatRequest, o: CallOptions) => simulatedChatStream(provider, timing, req, o.signal),
+    embed: async (req: EmbedRequest, o: CallOptions) => {
+      await sleep(timing.latencyMs, o.signal);
+      return simulatedEmbed(provider, req);
+    },
+  };
+}
