@@ -157,17 +157,15 @@ export function checkRecords(records: readonly VectorRecord[], meta: VectorIndex
       issues.push({ path: `records[${i}].vector`, message: "must be an array of numbers" });
       return;
     }
-    const unit = unitVector(vector, meta.dimensions);
+    // Normalise the float32 values that get stored, so a record reloaded from
+    // disk has bit-for-bit the unit vector it had when it was added.
+    const stored = vector.length === meta.dimensions ? Float32Array.from(vector) : new Float32Array(0);
+    const unit = unitVector(vector.length === meta.dimensions ? stored : vector, meta.dimensions);
     if (typeof unit === "string") {
       issues.push({ path: `records[${i}].vector`, message: unit });
       return;
     }
-    checked.push({
-      ...parsed.data,
-      kind: kindOf(parsed.data.metadata),
-      vector: vector instanceof Float32Array ? Float32Array.from(vector) : Float32Array.from(vector),
-      unit,
-    });
+    checked.push({ ...parsed.data, kind: kindOf(parsed.data.metadata), vector: stored, unit });
   });
   if (issues.length > 0) throw invalidRequest(issues);
   return checked;

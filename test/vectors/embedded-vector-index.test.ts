@@ -1,0 +1,57 @@
+// The shared vector index suite against the embedded backend, once with the
+// usearch SIMD kernel and once with the plain JS loop, plus what only the
+// embedded backend has: the on-disk layout and unreadable stored state.
+import t from "tap";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { EmbeddedVectorIndex } from "../../vectors/embedded-vector-index.ts";
+import type { ExactSearchKernel } from "../../vectors/embedded-partition.ts";
+import { createVectorIndex } from "../../vectors/create-vector-index.ts";
+import { vectorIndexSuite, type VectorIndexHarness } from "./vector-index-suite.ts";
+
+function harness(kernel: ExactSearchKernel): VectorIndexHarness {
+  const roots: string[] = [];
+  return {
+    async newLocation(label) {
+      const dir = await mkdtemp(join(tmpdir(), `troupe-vectors-${label}-`));
+      roots.push(dir);
+      return dir;
+    },
+    make: (location, shape) => new EmbeddedVectorIndex({ directory: location, ...shape, kernel }),
+    async cleanup() {
+      for (const dir of roots) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+t.test("usearch kernel", async (t) => vectorIndexSuite(t, harness("usearch")));
+t.test("js kernel", async (t) => vectorIndexSuite(t, harness("js")));
+
+t.test("factory picks the embedded index under <dataDir>/vectors without ELASTICSEARCH_URL", async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), "troupe-vectors-factory-"));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const index = createVectorIndex({ elasticsearchUrl: undefined, elasticsearchIndex: "unused", indexModel: "simulated-embed" }, { dataDir, dimensions: 8 });
+  t.equal(index.backend, "embedded");
+  await index.open();
+  await index.add([
+    { id: randomUUID(), organization_id: "o", content: "x", metadata: {}, model: "simulated-embed", vector: [1, 0, 0, 0, 0, 0, 0, 0], created_at: new Date().toISOString() },
+  ]);
+  await index.close();
+  const meta = JSON.parse(await readFile(join(dataDir, "vectors", "meta.json"), "utf8"));
+  t.match(meta, { model: "simulated-embed", dimensions: 8 });
+});
+
+t.test("unreadable stored state is refused at open, not served", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "troupe-vectors-corrupt-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, "meta.json"), JSON.stringify({ model: 42 }));
+  await t.rejects(new EmbeddedVectorIndex({ directory: dir, model: "m", dimensions: 4 }).open(), /meta\.json is unreadable/);
+});
+
+t.test("use before open is a programming error", async (t) => {
+  const index = new EmbeddedVectorIndex({ directory: join(tmpdir(), "never-opened"), model: "m", dimensions: 4 });
+  await t.rejects(index.search("o", [1, 0, 0, 0], 1), /not open/);
+  t.throws(() => new EmbeddedVectorIndex({ directory: "x", model: "m", dimensions: 0 }), /invalid vector index configuration/);
+});
