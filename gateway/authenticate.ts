@@ -1,0 +1,88 @@
+// Turns a request's credential into an AuthContext for the route's auth
+// mode. API keys and session tokens are told apart by their prefixes, so a
+// credential of the wrong kind is a clear 403, an unknown one a 401.
+import { timingSafeEqual } from "node:crypto";
+import { TroupeError } from "../core/errors.ts";
+import type { AccountService } from "../tenancy/accounts.ts";
+import type { ApiKeyService } from "../tenancy/api-keys.ts";
+import { looksLikeApiKey, sessionTokenPrefix, sha256 } from "../tenancy/key-format.ts";
+import type { AuthContext } from "./auth-context.ts";
+import type { RouteDefinition } from "./route.ts";
+
+export const sessionCookie = "troupe_session";
+export const csrfCookie = "troupe_csrf";
+export const csrfHeader = "x-csrf-token";
+
+export interface Authenticator {
+  authenticate(route: RouteDefinition, method: string, headers: Record<string, string>): Promise<AuthContext>;
+}
+
+const safeMethods = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeyService, keyPrefix: string): Authenticator {
+  const sessionAuth = async (token: string, viaCookie: boolean): Promise<AuthContext> => {
+    const session = await accounts.resolveSession(token);
+    if (!session) throw new TroupeError("unauthorized", "the session is unknown, expired or logged out");
+    return { kind: "session", userId: session.user_id, sessionId: session.id, tokenHash: sha256(token), csrfToken: session.csrf_token, viaCookie };
+  };
+
+  return {
+    async authenticate(route, method, headers) {
+      const bearer = bearerToken(headers["authorization"]);
+      const mode = route.auth;
+      if (mode === "none") {
+        if (route.refusesApiKeys && bearer !== undefined && looksLikeApiKey(bearer, keyPrefix)) {
+          throw new TroupeError("forbidden", "this endpoint does not accept API keys");
+        }
+        return { kind: "none" };
+      }
+      if (bearer !== undefined) {
+        if (looksLikeApiKey(bearer, keyPrefix)) {
+          if (mode === "session") throw new TroupeError("forbidden", "this endpoint takes a dashboard session token, not an API key");
+          return { kind: "api_key", key: await apiKeys.authenticate(bearer) };
+        }
+        if (bearer.startsWith(sessionTokenPrefix)) {
+          if (mode === "api_key") throw new TroupeError("forbidden", "this endpoint takes an API key, not a session token");
+          return sessionAuth(bearer, false);
+        }
+        throw new TroupeError("unauthorized", "the bearer credential is neither an API key nor a session token");
+      }
+      const cookieToken = mode === "api_key" ? undefined : cookieValue(headers["cookie"], sessionCookie);
+      if (cookieToken !== undefined) {
+        const auth = await sessionAuth(cookieToken, true);
+        if (auth.kind === "session" && !safeMethods.has(method) && !sameSecret(headers[csrfHeader], auth.csrfToken)) {
+          throw new TroupeError("forbidden", `cookie-authenticated changes need the ${csrfHeader} header from login (CSRF protection)`);
+        }
+        return auth;
+      }
+      throw new TroupeError(
+        "unauthorized",
+        mode === "api_key" ? "missing API key: send Authorization: Bearer <API key>" : "missing credential: send Authorization: Bearer <session token> or the session cookie",
+      );
+    },
+  };
+}
+
+function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match || !match[1]) throw new TroupeError("unauthorized", "the Authorization header must be `Bearer <credential>`");
+  return match[1];
+}
+
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return undefined;
+}
+
+function sameSecret(presented: string | undefined, expected: string): boolean {
+  if (!presented) return false;
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,108 @@
+// Low-level uWS request/response mechanics, kept apart from the pipeline:
+// copying what we need out of `req` before any await, reading a body with a
+// size cap, and writing corked responses (REFERENCE.md "uWebSockets.js
+// pitfalls").
+import type { HttpRequest, HttpResponse } from "uWebSockets.js";
+import { TroupeError } from "../core/errors.ts";
+
+export interface CapturedRequest {
+  method: string;
+  url: string;
+  query: string;
+  headers: Record<string, string>;
+  params: string[];
+}
+
+export function captureRequest(req: HttpRequest, paramCount: number): CapturedRequest {
+  const headers: Record<string, string> = {};
+  req.forEach((name, value) => {
+    headers[name] = value;
+  });
+  const params: string[] = [];
+  for (let i = 0; i < paramCount; i++) params.push(decodeURIComponent(req.getParameter(i) ?? ""));
+  return { method: req.getCaseSensitiveMethod(), url: req.getUrl(), query: req.getQuery() ?? "", headers, params };
+}
+
+/** Per-response state uWS needs us to track. */
+export interface ResponseState {
+  aborted: boolean;
+  done: boolean;
+  abort: AbortController;
+}
+
+/**
+ * Reads the whole body, refusing more than maxBytes with 413 as soon as the
+ * declared or received size passes it. uWS hands out a reused ArrayBuffer,
+ * so each chunk is copied.
+ */
+export function readBody(res: HttpResponse, state: ResponseState, declaredLength: number | undefined, maxBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (declaredLength !== undefined && declaredLength > maxBytes) {
+      reject(tooLarge(maxBytes));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let failed = false;
+    res.onData((chunk, isLast) => {
+      if (failed) return;
+      received += chunk.byteLength;
+      if (received > maxBytes) {
+        failed = true;
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received));
+    });
+    state.abort.signal.addEventListener("abort", () => reject(new TroupeError("invalid_request", "client went away")), { once: true });
+  });
+}
+
+function tooLarge(maxBytes: number): TroupeError {
+  return new TroupeError("payload_too_large", `the request body exceeds the limit of ${maxBytes} bytes`, { details: { max_bytes: maxBytes } });
+}
+
+const statusText: Record<number, string> = {
+  200: "200 OK",
+  201: "201 Created",
+  202: "202 Accepted",
+  204: "204 No Content",
+  400: "400 Bad Request",
+  401: "401 Unauthorized",
+  402: "402 Payment Required",
+  403: "403 Forbidden",
+  404: "404 Not Found",
+  405: "405 Method Not Allowed",
+  409: "409 Conflict",
+  413: "413 Payload Too Large",
+  415: "415 Unsupported Media Type",
+  429: "429 Too Many Requests",
+  500: "500 Internal Server Error",
+  502: "502 Bad Gateway",
+  503: "503 Service Unavailable",
+  504: "504 Gateway Timeout",
+};
+
+export function statusLine(status: number): string {
+  return statusText[status] ?? String(status);
+}
+
+/** Writes a whole response in one cork; a no-op once the client is gone. */
+export function writeResponse(
+  res: HttpResponse,
+  state: ResponseState,
+  status: number,
+  headers: [string, string][],
+  body: string | Buffer | undefined,
+  closeConnection = false,
+): void {
+  if (state.aborted || state.done) return;
+  state.done = true;
+  res.cork(() => {
+    res.writeStatus(statusLine(status));
+    for (const [name, value] of headers) res.writeHeader(name, value);
+    if (status === 204) res.endWithoutBody(0, closeConnection);
+    else res.end(body, closeConnection);
+  });
+}

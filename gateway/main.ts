@@ -1,0 +1,31 @@
+// `npm start`: one Troupe process. Embedded by default (no other service
+// needed); the cluster launcher runs the same file with TROUPE_MODE=dapr.
+import { loadConfig } from "../core/config.ts";
+import { createLogger } from "../core/log.ts";
+import { startTroupe } from "./app.ts";
+
+const config = loadConfig();
+const log = createLogger(config.logLevel, { replica: config.replica });
+
+try {
+  const troupe = await startTroupe(config, log);
+  process.stdout.write(`Troupe (${config.mode}) listening on ${troupe.url}\n`);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    log.info("shutting down", { signal });
+    troupe
+      .stop()
+      .then(() => process.exit(0))
+      .catch((error: unknown) => {
+        log.error("shutdown failed", { error });
+        process.exit(1);
+      });
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+} catch (error) {
+  log.error("could not start", { error });
+  process.exit(1);
+}

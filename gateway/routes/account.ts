@@ -1,0 +1,143 @@
+// Account, organizations, projects, environments and invitations: session
+// only, role-checked, and scoped so another organization's resources are 404.
+import { z } from "zod";
+import type { AccountService } from "../../tenancy/accounts.ts";
+import { defineRoute, json } from "../route.ts";
+import {
+  environmentSchema,
+  environmentWithKeySchema,
+  invitationSchema,
+  listOf,
+  membershipSchema,
+  name,
+  organizationSchema,
+  pageQuery,
+  projectSchema,
+  roleSchema,
+  userSchema,
+} from "../schemas.ts";
+import { sessionUser } from "./session-user.ts";
+
+const named = z.object({ name }).strict();
+
+export function accountRoutes(accounts: AccountService) {
+  return [
+    defineRoute({
+      method: "get",
+      path: "/v1/account",
+      summary: "The signed-in user and their memberships",
+      tag: "accounts",
+      auth: "session",
+      responses: { 200: z.object({ user: userSchema, memberships: z.array(z.object({ organization: organizationSchema, role: roleSchema })) }) },
+      handler: async (ctx) => json(200, await accounts.account(sessionUser(ctx.auth))),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/orgs",
+      summary: "Organizations the user belongs to",
+      tag: "organizations",
+      auth: "session",
+      query: pageQuery,
+      responses: { 200: listOf(organizationSchema) },
+      handler: async (ctx) => json(200, await accounts.listOrgs(sessionUser(ctx.auth), ctx.query.limit, ctx.query.cursor)),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/orgs",
+      summary: "Create an organization (you become its owner)",
+      tag: "organizations",
+      auth: "session",
+      body: named,
+      responses: { 201: organizationSchema },
+      handler: async (ctx) => json(201, await accounts.createOrg(sessionUser(ctx.auth), ctx.body.name)),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/orgs/:org_id",
+      summary: "One organization",
+      tag: "organizations",
+      auth: "session",
+      responses: { 200: organizationSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await accounts.getOrg(sessionUser(ctx.auth), ctx.params["org_id"] ?? "")),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/orgs/:org_id/projects",
+      summary: "Projects of an organization",
+      tag: "projects",
+      auth: "session",
+      query: pageQuery,
+      responses: { 200: listOf(projectSchema) },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await accounts.listProjects(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/orgs/:org_id/projects",
+      summary: "Create a project with its production and development environments",
+      tag: "projects",
+      auth: "session",
+      body: named,
+      responses: { 201: z.object({ project: projectSchema, environments: z.array(environmentWithKeySchema) }) },
+      errors: ["not_found"],
+      handler: async (ctx) => json(201, await accounts.createProject(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.body.name)),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/projects/:project_id/environments",
+      summary: "Environments of a project",
+      tag: "environments",
+      auth: "session",
+      query: pageQuery,
+      responses: { 200: listOf(environmentSchema) },
+      errors: ["not_found"],
+      handler: async (ctx) =>
+        json(200, await accounts.listEnvironments(sessionUser(ctx.auth), ctx.params["project_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/projects/:project_id/environments",
+      summary: "Create an environment; a non-production one comes with its test key, shown once",
+      tag: "environments",
+      auth: "session",
+      body: z.object({ name, production: z.boolean().optional() }).strict(),
+      responses: { 201: environmentWithKeySchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(201, await accounts.createEnvironment(sessionUser(ctx.auth), ctx.params["project_id"] ?? "", ctx.body)),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/orgs/:org_id/invitations",
+      summary: "Invitations of an organization (owners and admins)",
+      tag: "organizations",
+      auth: "session",
+      query: pageQuery,
+      responses: { 200: listOf(invitationSchema) },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await accounts.listInvitations(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/orgs/:org_id/invitations",
+      summary: "Invite someone by email with a role; the token is shown once",
+      tag: "organizations",
+      auth: "session",
+      body: z.object({ email: z.email().max(254), role: roleSchema }).strict(),
+      responses: { 201: z.object({ invitation: invitationSchema, token: z.string() }) },
+      errors: ["not_found"],
+      handler: async (ctx) => json(201, await accounts.createInvitation(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.body)),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/invitations/accept",
+      summary: "Accept an invitation sent to your email",
+      tag: "organizations",
+      auth: "session",
+      body: z.object({ token: z.string().min(1).max(200) }).strict(),
+      responses: { 200: membershipSchema },
+      errors: ["not_found", "conflict"],
+      handler: async (ctx) => json(200, await accounts.acceptInvitation(sessionUser(ctx.auth), ctx.body.token)),
+    }),
+  ];
+}

@@ -1,0 +1,52 @@
+// API key management (spec §4.8): session only, owners and admins write.
+import { z } from "zod";
+import type { ApiKeyService } from "../../tenancy/api-keys.ts";
+import { defineRoute, json } from "../route.ts";
+import { apiKeyRecordSchema, listOf, name, newApiKeySchema, pageQuery, scopeList } from "../schemas.ts";
+import { sessionUser } from "./session-user.ts";
+
+const createKeyBody = z
+  .object({
+    name,
+    scopes: scopeList.default([]),
+    live: z.boolean().default(false),
+    rate_limit_per_minute: z.number().int().min(1).max(10_000_000).optional(),
+  })
+  .strict();
+
+export function apiKeyRoutes(apiKeys: ApiKeyService) {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/environments/:environment_id/api-keys",
+      summary: "Create an API key; the full key is returned only now",
+      tag: "api-keys",
+      auth: "session",
+      body: createKeyBody,
+      responses: { 201: newApiKeySchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(201, await apiKeys.create(sessionUser(ctx.auth), ctx.params["environment_id"] ?? "", ctx.body)),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/environments/:environment_id/api-keys",
+      summary: "The keys of an environment (never the keys themselves)",
+      tag: "api-keys",
+      auth: "session",
+      query: pageQuery,
+      responses: { 200: listOf(apiKeyRecordSchema) },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await apiKeys.list(sessionUser(ctx.auth), ctx.params["environment_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
+    }),
+    defineRoute({
+      method: "delete",
+      path: "/v1/api-keys/:api_key_id",
+      summary: "Revoke a key: refused at once here, within seconds on every replica",
+      tag: "api-keys",
+      auth: "session",
+      responses: { 200: apiKeyRecordSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await apiKeys.revoke(sessionUser(ctx.auth), ctx.params["api_key_id"] ?? "")),
+    }),
+  ];
+}

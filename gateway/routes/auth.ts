@@ -1,0 +1,87 @@
+// Signup, login and logout (DESIGN.md §4 "Accounts"). Login sets an
+// httpOnly session cookie and returns the same token for bearer use; the
+// readable CSRF cookie/token must accompany cookie-authenticated changes.
+import { z } from "zod";
+import type { TenancyConfig } from "../../core/config.ts";
+import { TroupeError } from "../../core/errors.ts";
+import type { AccountService, SessionGrant } from "../../tenancy/accounts.ts";
+import { csrfCookie, sessionCookie } from "../authenticate.ts";
+import { defineRoute, json, type RouteContext } from "../route.ts";
+import { environmentWithKeySchema, name, organizationSchema, projectSchema, sessionGrantSchema, userSchema } from "../schemas.ts";
+
+const signupBody = z
+  .object({
+    email: z.email().max(254),
+    password: z.string().min(10, "must be at least 10 characters").max(1024),
+    name: name.optional(),
+    organization_name: name.optional(),
+  })
+  .strict();
+
+// Login takes any password string: a wrong one is a 401 whatever its length.
+const loginBody = z.object({ email: z.string().max(1024), password: z.string().max(1024 * 1024) }).strict();
+
+function setSessionCookies(ctx: RouteContext<unknown, unknown>, grant: SessionGrant, ttlSeconds: number): void {
+  ctx.setCookie({ name: sessionCookie, value: grant.session_token, maxAgeSeconds: ttlSeconds, httpOnly: true });
+  ctx.setCookie({ name: csrfCookie, value: grant.csrf_token, maxAgeSeconds: ttlSeconds, httpOnly: false });
+}
+
+export function authRoutes(accounts: AccountService, config: TenancyConfig) {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/auth/signup",
+      summary: "Create an account with its organization, default project and environments",
+      tag: "accounts",
+      auth: "none",
+      refusesApiKeys: true,
+      body: signupBody,
+      responses: {
+        201: z.object({
+          user: userSchema,
+          organization: organizationSchema,
+          project: projectSchema,
+          environments: z.array(environmentWithKeySchema),
+          ...sessionGrantSchema.shape,
+        }),
+      },
+      errors: ["conflict", "forbidden"],
+      handler: async (ctx) => {
+        const result = await accounts.signup(ctx.body);
+        setSessionCookies(ctx, result, config.sessionTtlSeconds);
+        return json(201, result);
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/auth/login",
+      summary: "Log in: returns a session token and sets the session cookie",
+      tag: "accounts",
+      auth: "none",
+      refusesApiKeys: true,
+      body: loginBody,
+      responses: { 200: z.object({ user: userSchema, ...sessionGrantSchema.shape }) },
+      errors: ["unauthorized"],
+      handler: async (ctx) => {
+        const result = await accounts.login(ctx.body);
+        setSessionCookies(ctx, result, config.sessionTtlSeconds);
+        return json(200, result);
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/auth/logout",
+      summary: "End the current session",
+      tag: "accounts",
+      auth: "session",
+      responses: { 204: null },
+      handler: async (ctx) => {
+        if (ctx.auth.kind !== "session") throw new TroupeError("forbidden");
+        await accounts.logout(ctx.auth.tokenHash);
+        ctx.setCookie({ name: sessionCookie, value: "", maxAgeSeconds: 0, httpOnly: true });
+        ctx.setCookie({ name: csrfCookie, value: "", maxAgeSeconds: 0, httpOnly: false });
+        return json(204);
+      },
+    }),
+  ];
+}

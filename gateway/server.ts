@@ -1,0 +1,236 @@
+// The uWebSockets.js gateway: one handler per declared route (uWS matches
+// the paths), the request pipeline (request id → credential → scope → rate
+// limit → body/query validation → handler), one error body, health
+// endpoints, the OpenAPI document, and graceful shutdown.
+import * as uWS from "uWebSockets.js";
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
+import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
+import type { Logger } from "../core/log.ts";
+import type { ApiKeyService } from "../tenancy/api-keys.ts";
+import type { AuthContext } from "./auth-context.ts";
+import type { Authenticator } from "./authenticate.ts";
+import { captureRequest, readBody, writeResponse, type CapturedRequest, type ResponseState } from "./http-io.ts";
+import { buildOpenApi } from "./openapi.ts";
+import { streamed, type CookieSpec, type RouteDefinition, type RouteResult } from "./route.ts";
+import { openSse } from "./sse.ts";
+import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
+
+export interface GatewayOptions {
+  routes: RouteDefinition[];
+  authenticator: Authenticator;
+  apiKeys: ApiKeyService;
+  log: Logger;
+  maxBodyBytes: number;
+  /** Cookies get `Secure` when the public URL is https. */
+  secureCookies: boolean;
+  /** Answers /readyz: true once every backing service is usable. */
+  ready: () => Promise<boolean>;
+  openApiInfo: { title: string; version: string };
+}
+
+export interface Gateway {
+  listen(host: string, port: number): Promise<number>;
+  /** Stops accepting, waits for in-flight requests (up to graceMs), then closes. */
+  shutdown(graceMs: number): Promise<void>;
+  readonly app: TemplatedApp;
+}
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+const bodyMethods = new Set(["post", "put", "patch"]);
+
+export function createGateway(options: GatewayOptions): Gateway {
+  const app = uWS.App();
+  const { log } = options;
+  let inflight = 0;
+  let draining = false;
+  let listenSocket: us_listen_socket | undefined;
+  const drainWaiters: (() => void)[] = [];
+  const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo));
+
+  const finished = (): void => {
+    inflight -= 1;
+    if (inflight === 0) for (const w of drainWaiters.splice(0)) w();
+  };
+
+  const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest): void => {
+    let troupe: TroupeError;
+    if (isTroupeError(error)) troupe = error;
+    else {
+      log.error("unhandled error", { request_id: requestId, path: req?.url, error });
+      troupe = new TroupeError("internal_error");
+    }
+    const headers: [string, string][] = [
+      ["content-type", "application/json"],
+      ["x-request-id", requestId],
+    ];
+    if (troupe.retryAfterSeconds !== undefined) headers.push(["retry-after", String(troupe.retryAfterSeconds)]);
+    writeResponse(res, state, troupe.status, headers, JSON.stringify(errorBody(troupe, requestId)), troupe.status === 413);
+  };
+
+  for (const route of options.routes) {
+    const paramNames = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "");
+    const hasBody = bodyMethods.has(route.method);
+    register(app, route.method, route.path, (res, req) => {
+      const captured = captureRequest(req, paramNames.length);
+      const state: ResponseState = { aborted: false, done: false, abort: new AbortController() };
+      res.onAborted(() => {
+        state.aborted = true;
+        state.abort.abort();
+      });
+      const incomingId = captured.headers["x-request-id"];
+      const requestId = incomingId && requestIdPattern.test(incomingId) ? incomingId : crypto.randomUUID();
+      if (draining) {
+        sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }));
+        return;
+      }
+      inflight += 1;
+      const declared = captured.headers["content-length"];
+      const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes) : undefined;
+      body?.catch(() => undefined); // handled where awaited; this only marks it observed
+      const started = performance.now();
+      handle(route, paramNames, captured, res, state, requestId, body)
+        .catch((error: unknown) => sendError(res, state, requestId, error, captured))
+        .finally(() => {
+          finished();
+          if (log.enabled("info")) {
+            log.info("request", { request_id: requestId, method: captured.method, path: captured.url, duration_ms: Math.round((performance.now() - started) * 100) / 100, aborted: state.aborted });
+          }
+        });
+    });
+  }
+
+  const handle = async (
+    route: RouteDefinition,
+    paramNames: string[],
+    req: CapturedRequest,
+    res: HttpResponse,
+    state: ResponseState,
+    requestId: string,
+    bodyPromise: Promise<Buffer> | undefined,
+  ): Promise<void> => {
+    const auth: AuthContext = await options.authenticator.authenticate(route, req.method, req.headers);
+    if (auth.kind === "api_key") {
+      const scopes = auth.key.scopes;
+      if (route.scope && scopes.length > 0 && !scopes.includes(route.scope)) {
+        throw new TroupeError("insufficient_scope", `this API key's scopes (${scopes.join(", ")}) do not include "${route.scope}"`, {
+          details: { required_scope: route.scope, key_scopes: scopes },
+        });
+      }
+      await options.apiKeys.checkRateLimit(auth.key);
+    }
+    let body: unknown;
+    if (bodyPromise) {
+      const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);
+      body = route.body ? parseWith(route.body, parsed ?? {}, "body") : undefined;
+    }
+    const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
+    const params: Record<string, string> = {};
+    paramNames.forEach((name, i) => (params[name] = req.params[i] ?? ""));
+    const cookies: string[] = [];
+    const result: RouteResult = await route.handler({
+      requestId,
+      params,
+      body,
+      query,
+      headers: req.headers,
+      auth,
+      signal: state.abort.signal,
+      sse: () => openSse(res, state, requestId),
+      setCookie: (cookie) => cookies.push(formatCookie(cookie, options.secureCookies)),
+    });
+    if (result === streamed) return;
+    const headers: [string, string][] = [["x-request-id", requestId]];
+    if (result.body !== undefined) headers.push(["content-type", "application/json"]);
+    for (const c of cookies) headers.push(["set-cookie", c]);
+    for (const [k, v] of Object.entries(result.headers ?? {})) headers.push([k, v]);
+    writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
+  };
+
+  const plain = (path: string, respond: () => Promise<{ status: number; body: string }>) => {
+    app.get(path, (res, req) => {
+      const incoming = req.getHeader("x-request-id");
+      const requestId = incoming && requestIdPattern.test(incoming) ? incoming : crypto.randomUUID();
+      const state: ResponseState = { aborted: false, done: false, abort: new AbortController() };
+      res.onAborted(() => (state.aborted = true));
+      respond()
+        .then(({ status, body }) => writeResponse(res, state, status, [["content-type", "application/json"], ["x-request-id", requestId]], body))
+        .catch((error: unknown) => sendError(res, state, requestId, error));
+    });
+  };
+  plain("/healthz", async () => ({ status: 200, body: '{"status":"ok"}' }));
+  plain("/readyz", async () => {
+    const ok = !draining && (await options.ready().catch(() => false));
+    return { status: ok ? 200 : 503, body: JSON.stringify({ status: ok ? "ready" : "not_ready" }) };
+  });
+  plain("/v1/openapi.json", async () => ({ status: 200, body: openApi }));
+
+  // Anything else: 405 when the path exists under another method, else 404.
+  const patterns = options.routes.map((r) => ({ method: r.method.toUpperCase(), regex: new RegExp("^" + r.path.replace(/:[^/]+/g, "[^/]+") + "/?$") }));
+  app.any("/*", (res, req) => {
+    const url = req.getUrl();
+    const method = req.getCaseSensitiveMethod().toUpperCase();
+    const incoming = req.getHeader("x-request-id");
+    const requestId = incoming && requestIdPattern.test(incoming) ? incoming : crypto.randomUUID();
+    const state: ResponseState = { aborted: false, done: false, abort: new AbortController() };
+    res.onAborted(() => (state.aborted = true));
+    const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
+    if (allowed.length > 0 && !allowed.includes(method)) {
+      const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed.join(", ")}`);
+      writeResponse(res, state, 405, [["content-type", "application/json"], ["x-request-id", requestId], ["allow", allowed.join(", ")]], JSON.stringify(errorBody(error, requestId)));
+      return;
+    }
+    sendError(res, state, requestId, new TroupeError("not_found", `no route for ${method} ${url}`));
+  });
+
+  return {
+    app,
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        app.listen(host, port, (socket) => {
+          if (!socket) {
+            reject(new Error(`could not listen on ${host}:${port} (port in use?)`));
+            return;
+          }
+          listenSocket = socket;
+          resolve(uWS.us_socket_local_port(socket));
+        });
+      });
+    },
+    async shutdown(graceMs) {
+      draining = true;
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      listenSocket = undefined;
+      if (inflight > 0) {
+        await Promise.race([new Promise<void>((r) => drainWaiters.push(r)), new Promise<void>((r) => setTimeout(r, graceMs).unref())]);
+      }
+      app.close();
+    },
+  };
+}
+
+function register(app: TemplatedApp, method: RouteDefinition["method"], path: string, handler: (res: HttpResponse, req: HttpRequest) => void): void {
+  switch (method) {
+    case "get":
+      app.get(path, handler);
+      return;
+    case "post":
+      app.post(path, handler);
+      return;
+    case "put":
+      app.put(path, handler);
+      return;
+    case "patch":
+      app.patch(path, handler);
+      return;
+    case "delete":
+      app.del(path, handler);
+      return;
+  }
+}
+
+function formatCookie(cookie: CookieSpec, secure: boolean): string {
+  const parts = [`${cookie.name}=${encodeURIComponent(cookie.value)}`, "Path=/", `Max-Age=${cookie.maxAgeSeconds}`, "SameSite=Lax"];
+  if (cookie.httpOnly) parts.push("HttpOnly");
+  if (secure) parts.push("Secure");
+  return parts.join("; ");
+}

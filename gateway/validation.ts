@@ -1,0 +1,42 @@
+// Request body and query parsing: JSON with clear messages, zod issues
+// turned into 400s that name each failing field path.
+import type { z } from "zod";
+import { invalidRequest, TroupeError, type FieldIssue } from "../core/errors.ts";
+
+export function zodIssues(error: z.ZodError, root: string): FieldIssue[] {
+  return error.issues.map((issue) => {
+    const path = [root, ...issue.path.map(String)].filter((p) => p !== "").join(".");
+    let message = issue.message;
+    if (issue.code === "unrecognized_keys") message = `unknown field(s): ${issue.keys.join(", ")}`;
+    return { path, message };
+  });
+}
+
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: "body" | "query"): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw invalidRequest(zodIssues(result.error, root));
+  return result.data;
+}
+
+const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+export function parseJsonBody(raw: Buffer, contentType: string | undefined): unknown {
+  if (raw.length === 0) return undefined;
+  if (!contentType || !jsonType.test(contentType)) {
+    throw new TroupeError("unsupported_media_type", `the request body must be application/json, got ${contentType ? JSON.stringify(contentType) : "no content-type"}`);
+  }
+  const text = raw.toString("utf8");
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : "unparseable";
+    throw new TroupeError("invalid_request", `the request body is not valid JSON: ${reason}`, { details: [{ path: "body", message: "malformed JSON" }] });
+  }
+}
+
+export function parseQuery(raw: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!raw) return out;
+  for (const [k, v] of new URLSearchParams(raw)) out[k] = v;
+  return out;
+}

@@ -1,0 +1,145 @@
+// Redis tenancy store for the distributed mode: every replica reads and
+// writes the same records. A batch is one Lua script, so it is atomic: the
+// claims are checked first and nothing is written when one is taken.
+// Durability is Redis's own (the local cluster runs it with appendonly).
+import { Redis } from "ioredis";
+import { ClaimTakenError, decodeCursor, encodeCursor, type IndexPage, type StoreOp, type TenancyStore } from "./store.ts";
+
+const applyScript = `
+local ops = cjson.decode(ARGV[1])
+local p = ARGV[2]
+for _, o in ipairs(ops) do
+  if o.op == "claim" and redis.call("EXISTS", p .. "claim:" .. o.key) == 1 then
+    return o.key
+  end
+end
+for _, o in ipairs(ops) do
+  if o.op == "put" then
+    if o.ttlMs then
+      redis.call("SET", p .. "doc:" .. o.key, o.value, "PX", o.ttlMs)
+    else
+      redis.call("SET", p .. "doc:" .. o.key, o.value)
+    end
+  elseif o.op == "delete" then redis.call("DEL", p .. "doc:" .. o.key)
+  elseif o.op == "claim" then redis.call("SET", p .. "claim:" .. o.key, o.value)
+  elseif o.op == "release" then redis.call("DEL", p .. "claim:" .. o.key)
+  elseif o.op == "index" then redis.call("ZADD", p .. "idx:" .. o.key, o.score, o.member)
+  elseif o.op == "unindex" then redis.call("ZREM", p .. "idx:" .. o.key, o.member)
+  end
+end
+return false
+`;
+
+const hitScript = `
+local count = redis.call("INCR", KEYS[1])
+if count == 1 then redis.call("PEXPIRE", KEYS[1], ARGV[1]) end
+local ttl = redis.call("PTTL", KEYS[1])
+if ttl < 0 then
+  redis.call("PEXPIRE", KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {count, ttl}
+`;
+
+type RedisWithScripts = Redis & {
+  troupeApply(prefix: string, opsJson: string, keyPrefix: string): Promise<string | null>;
+  troupeHit(key: string, windowMs: number): Promise<[number, number]>;
+};
+
+export class RedisTenancyStore implements TenancyStore {
+  readonly kind = "redis" as const;
+  private readonly redis: RedisWithScripts;
+  private subscriber: Redis | undefined;
+  private readonly handlers = new Map<string, ((message: string) => void)[]>();
+  private readonly prefix: string;
+
+  constructor(url: string, prefix = "troupe:") {
+    this.prefix = prefix;
+    const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    redis.defineCommand("troupeApply", { numberOfKeys: 1, lua: applyScript });
+    redis.defineCommand("troupeHit", { numberOfKeys: 1, lua: hitScript });
+    this.redis = redis as RedisWithScripts;
+  }
+
+  private doc(key: string): string {
+    return `${this.prefix}doc:${key}`;
+  }
+
+  async get(key: string): Promise<unknown> {
+    const raw = await this.redis.get(this.doc(key));
+    return raw === null ? undefined : JSON.parse(raw);
+  }
+
+  async getMany(keys: string[]): Promise<unknown[]> {
+    if (keys.length === 0) return [];
+    const raws = await this.redis.mget(keys.map((k) => this.doc(k)));
+    return raws.map((raw) => (raw === null ? undefined : JSON.parse(raw)));
+  }
+
+  async lookup(claimKey: string): Promise<string | undefined> {
+    const value = await this.redis.get(`${this.prefix}claim:${claimKey}`);
+    return value ?? undefined;
+  }
+
+  async apply(ops: StoreOp[]): Promise<void> {
+    // Values travel pre-serialized so cjson never re-encodes caller JSON.
+    const wire = ops.map((op) => (op.op === "put" ? { ...op, value: JSON.stringify(op.value) } : op));
+    // The single declared key is a lock-free placeholder; the script names its keys from ARGV.
+    const taken = await this.redis.troupeApply(`${this.prefix}batch`, JSON.stringify(wire), this.prefix);
+    if (taken) throw new ClaimTakenError(taken);
+  }
+
+  async page(indexKey: string, limit: number, cursor?: string | null): Promise<IndexPage> {
+    const after = cursor ? decodeCursor(cursor) : undefined;
+    const key = `${this.prefix}idx:${indexKey}`;
+    const max = after ? String(after.score) : "+inf";
+    const members: { member: string; score: number }[] = [];
+    let offset = 0;
+    const batch = limit + 32;
+    while (members.length <= limit) {
+      const flat = await this.redis.zrange(key, max, "-inf", "BYSCORE", "REV", "LIMIT", offset, batch, "WITHSCORES");
+      if (flat.length === 0) break;
+      for (let i = 0; i < flat.length; i += 2) {
+        const member = flat[i] ?? "";
+        const score = Number(flat[i + 1]);
+        // Equal scores come in reverse member order: skip up to and including the cursor.
+        if (after && score === after.score && member >= after.member) continue;
+        members.push({ member, score });
+        if (members.length > limit) break;
+      }
+      offset += batch;
+      if (flat.length < batch * 2) break;
+    }
+    const hasMore = members.length > limit;
+    const items = members.slice(0, limit);
+    const last = items[items.length - 1];
+    return { members: items.map((m) => m.member), nextCursor: hasMore && last ? encodeCursor(last.score, last.member) : null };
+  }
+
+  async hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }> {
+    const [count, ttl] = await this.redis.troupeHit(`${this.prefix}rl:${counterKey}`, windowMs);
+    return { count, resetInMs: ttl };
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.redis.publish(`${this.prefix}${channel}`, message);
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    if (!this.subscriber) {
+      this.subscriber = this.redis.duplicate();
+      this.subscriber.on("message", (ch: string, message: string) => {
+        for (const handler of this.handlers.get(ch) ?? []) handler(message);
+      });
+    }
+    const full = `${this.prefix}${channel}`;
+    const list = this.handlers.get(full) ?? [];
+    list.push(onMessage);
+    this.handlers.set(full, list);
+    await this.subscriber.subscribe(full);
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.redis.quit(), this.subscriber?.quit()]);
+  }
+}

@@ -1,0 +1,63 @@
+// The one interface for tenancy data, with an embedded (lmdb) and a Redis
+// implementation run by one shared test suite. It is deliberately small:
+// JSON documents by key, unique claims (email, key hash) that make a whole
+// batch fail, sorted membership indexes for lists, counters for rate limits
+// and a broadcast channel for cache invalidation across replicas. Every
+// multi-record change is one atomic batch, so nothing is ever half-written.
+
+export type StoreOp =
+  /** Writes a JSON document; with ttlMs it expires (sessions). */
+  | { op: "put"; key: string; value: unknown; ttlMs?: number }
+  | { op: "delete"; key: string }
+  /** Claims a unique name for an id; the whole batch fails if it is taken. */
+  | { op: "claim"; key: string; value: string }
+  | { op: "release"; key: string }
+  /** Adds a member to a sorted index (score = creation time in ms). */
+  | { op: "index"; key: string; member: string; score: number }
+  | { op: "unindex"; key: string; member: string };
+
+export interface IndexPage {
+  members: string[];
+  /** Opaque: pass back to get the next (older) page; null at the end. */
+  nextCursor: string | null;
+}
+
+export class ClaimTakenError extends Error {
+  readonly key: string;
+  constructor(key: string) {
+    super(`unique claim already taken: ${key}`);
+    this.name = "ClaimTakenError";
+    this.key = key;
+  }
+}
+
+export interface TenancyStore {
+  readonly kind: "embedded" | "redis";
+  get(key: string): Promise<unknown>;
+  getMany(keys: string[]): Promise<unknown[]>;
+  /** The id a unique claim points at. */
+  lookup(claimKey: string): Promise<string | undefined>;
+  /** Applies every op or none; throws ClaimTakenError when a claim is taken. Resolves once durable. */
+  apply(ops: StoreOp[]): Promise<void>;
+  /** Newest first (highest score first). */
+  page(indexKey: string, limit: number, cursor?: string | null): Promise<IndexPage>;
+  /** Increments a fixed-window counter; returns the count in this window and ms until it resets. */
+  hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }>;
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Cursor = "<score>:<member>" of the last item of the previous page. */
+export function encodeCursor(score: number, member: string): string {
+  return Buffer.from(`${score}:${member}`).toString("base64url");
+}
+
+export function decodeCursor(cursor: string): { score: number; member: string } | undefined {
+  const text = Buffer.from(cursor, "base64url").toString("utf8");
+  const at = text.indexOf(":");
+  if (at < 1) return undefined;
+  const score = Number(text.slice(0, at));
+  if (!Number.isFinite(score)) return undefined;
+  return { score, member: text.slice(at + 1) };
+}

@@ -1,0 +1,90 @@
+// Tenancy records as stored and as returned (DESIGN.md §4 "API keys",
+// "Accounts"). Every record read back from a store is parsed with these
+// schemas, so a corrupt or foreign record never travels further.
+import { z } from "zod";
+
+export const roleValues = ["owner", "admin", "member"] as const;
+export const roleSchema = z.enum(roleValues);
+export type Role = z.infer<typeof roleSchema>;
+
+export const userSchema = z.object({
+  id: z.string(),
+  email: z.string(),
+  name: z.string().nullable(),
+  created_at: z.string(),
+});
+export type User = z.infer<typeof userSchema>;
+
+/** Stored user: the public fields plus the password hash, never returned. */
+export const storedUserSchema = userSchema.extend({ password_hash: z.string() });
+export type StoredUser = z.infer<typeof storedUserSchema>;
+
+export const organizationSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() });
+export type Organization = z.infer<typeof organizationSchema>;
+
+export const membershipSchema = z.object({
+  organization_id: z.string(),
+  user_id: z.string(),
+  role: roleSchema,
+  created_at: z.string(),
+});
+export type Membership = z.infer<typeof membershipSchema>;
+
+export const projectSchema = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string(),
+  created_at: z.string(),
+});
+export type Project = z.infer<typeof projectSchema>;
+
+export const environmentSchema = z.object({
+  id: z.string(),
+  project_id: z.string(),
+  organization_id: z.string(),
+  name: z.string(),
+  production: z.boolean(),
+  created_at: z.string(),
+});
+export type Environment = z.infer<typeof environmentSchema>;
+
+export const apiKeyRecordSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  display_prefix: z.string(),
+  scopes: z.array(z.string()),
+  live: z.boolean(),
+  environment_id: z.string(),
+  project_id: z.string(),
+  organization_id: z.string(),
+  rate_limit_per_minute: z.number().int(),
+  created_at: z.string(),
+  last_used_at: z.string().nullable(),
+  revoked_at: z.string().nullable(),
+});
+export type ApiKeyRecord = z.infer<typeof apiKeyRecordSchema>;
+
+/** Stored key: the record plus the SHA-256 of the full key (never the key). */
+export const storedApiKeySchema = apiKeyRecordSchema.extend({ key_hash: z.string() });
+export type StoredApiKey = z.infer<typeof storedApiKeySchema>;
+
+export const sessionSchema = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  csrf_token: z.string(),
+  created_at: z.string(),
+  expires_at: z.string(),
+});
+export type Session = z.infer<typeof sessionSchema>;
+
+export const invitationSchema = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  email: z.string(),
+  role: roleSchema,
+  invited_by: z.string(),
+  created_at: z.string(),
+  expires_at: z.string(),
+  accepted_at: z.string().nullable(),
+});
+export type Invitation = z.infer<typeof invitationSchema>;
