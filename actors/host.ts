@@ -1,0 +1,46 @@
+// The actor host interface the gateway uses. Two implementations share it
+// (actors/hosts/embedded, actors/hosts/dapr) and one conformance suite
+// (test/actors/conformance.ts) pins their behaviour to each other.
+import type { ActorDefinition, ActorMethod, ActorMethods, AnyActorDefinition, MethodInput, MethodOutput } from "./actor.ts";
+
+export interface CallOptions {
+  /** Aborting rejects the caller; a turn already running still completes. */
+  signal?: AbortSignal;
+}
+
+export interface ActiveActorCount {
+  type: string;
+  count: number;
+}
+
+export interface ActorHost {
+  /** Adds actor types; call before start(). */
+  register(definitions: readonly AnyActorDefinition[]): void;
+  start(): Promise<void>;
+  /**
+   * Runs `method(input)` as one turn of actor (type, id), activating it if
+   * needed. Rejects with the method's error: a TroupeError keeps its code,
+   * status, message and details on both hosts.
+   */
+  call(type: string, id: string, method: string, input?: unknown, options?: CallOptions): Promise<unknown>;
+  /** Actors active in this process, per registered type (zero counts included). */
+  activeActors(): ActiveActorCount[];
+  /** True once the host can run turns (Dapr: daprd healthy, actor runtime running). */
+  ready(): Promise<boolean>;
+  /** Graceful: refuses new calls, drains running and queued turns (each turn persists as it commits), releases resources. */
+  stop(): Promise<void>;
+}
+
+/** Typed call through any host: method names, input and output come from the definition. */
+export async function callActor<S, M extends Record<string, ActorMethod<S>>, K extends keyof M & string>(
+  host: ActorHost,
+  definition: ActorDefinition<S, M>,
+  id: string,
+  method: K,
+  input: MethodInput<ActorDefinition<S, M>, K>,
+  options?: CallOptions,
+): Promise<MethodOutput<ActorDefinition<S, M>, K>> {
+  return (await host.call(definition.type, id, method, input, options)) as MethodOutput<ActorDefinition<S, M>, K>;
+}
+
+export type { ActorMethods };

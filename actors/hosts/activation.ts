@@ -1,0 +1,173 @@
+// One active actor: its committed state (kept in memory as JSON), its FIFO
+// turn queue, and the turn itself. Shared by both hosts so the commit rule —
+// state is persisted and replaces the in-memory copy only when the method
+// resolves — is written once.
+import type { Clock } from "../../core/clock.ts";
+import type { Logger } from "../../core/log.ts";
+import { TroupeError } from "../../core/errors.ts";
+import type { ActorContext, AnyActorDefinition } from "../actor.ts";
+
+export interface ScheduleSpec {
+  name: string;
+  dueMs: number;
+  periodMs: number | undefined;
+  method: string;
+  input: unknown;
+}
+
+/** What a host provides to the actors it runs. */
+export interface ActorServices {
+  clock: Clock;
+  log: Logger;
+  call(type: string, id: string, method: string, input: unknown): Promise<unknown>;
+  setTimer(type: string, id: string, spec: ScheduleSpec): Promise<void>;
+  clearTimer(type: string, id: string, name: string): Promise<void>;
+  setReminder(type: string, id: string, spec: ScheduleSpec): Promise<void>;
+  clearReminder(type: string, id: string, name: string): Promise<void>;
+}
+
+/** Writes the committed state; throwing fails the turn and keeps the previous state. */
+export type PersistState = (stateJson: string) => Promise<void>;
+
+interface QueuedTurn {
+  method: string;
+  input: unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  signal: AbortSignal | undefined;
+}
+
+export class Activation {
+  readonly definition: AnyActorDefinition;
+  readonly id: string;
+  lastUsedMs: number;
+  private stateJson: string;
+  private readonly queue: QueuedTurn[] = [];
+  private running = false;
+  private readonly services: ActorServices;
+  private readonly persist: PersistState;
+  private readonly log: Logger;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(definition: AnyActorDefinition, id: string, stateJson: string, services: ActorServices, persist: PersistState) {
+    this.definition = definition;
+    this.id = id;
+    this.stateJson = stateJson;
+    this.services = services;
+    this.persist = persist;
+    this.lastUsedMs = services.clock.now();
+    this.log = services.log.child({ actor_type: definition.type, actor_id: id });
+  }
+
+  /** Nothing running or queued. */
+  get idle(): boolean {
+    return !this.running && this.queue.length === 0;
+  }
+
+  /** The committed state as JSON (what the store holds). */
+  get committedStateJson(): string {
+    return this.stateJson;
+  }
+
+  /** Queues one turn; turns run one at a time in arrival order. */
+  invoke(method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    return new Promise((resolve, reject) => {
+      const turn: QueuedTurn = { method, input, resolve, reject, signal };
+      if (signal) {
+        signal.addEventListener(
+          "abort",
+          () => {
+            // Still queued: drop it. Already running: the caller stops waiting, the turn completes.
+            const index = this.queue.indexOf(turn);
+            if (index >= 0) this.queue.splice(index, 1);
+            reject(abortError(signal));
+          },
+          { once: true },
+        );
+      }
+      this.queue.push(turn);
+      this.lastUsedMs = this.services.clock.now();
+      if (!this.running) void this.drain();
+    });
+  }
+
+  /** Resolves when the queue is empty and no turn runs. */
+  whenIdle(): Promise<void> {
+    if (this.idle) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      for (let turn = this.queue.shift(); turn; turn = this.queue.shift()) {
+        try {
+          turn.resolve(await this.runTurn(turn.method, turn.input));
+        } catch (error) {
+          turn.reject(error);
+        }
+        this.lastUsedMs = this.services.clock.now();
+      }
+    } finally {
+      this.running = false;
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  private async runTurn(method: string, input: unknown): Promise<unknown> {
+    const { definition, id, services } = this;
+    const fn = Object.hasOwn(definition.methods, method) ? definition.methods[method] : undefined;
+    if (!fn) throw new TroupeError("not_found", `Actor type ${definition.type} has no method ${method}.`);
+    const ctx: ActorContext<unknown> = {
+      type: definition.type,
+      id,
+      state: JSON.parse(this.stateJson) as unknown,
+      clock: services.clock,
+      log: this.log,
+      call: (type, targetId, targetMethod, targetInput) => services.call(type, targetId, targetMethod, targetInput),
+      setTimer: (name, dueMs, periodMs, m, i) => services.setTimer(definition.type, id, checkSpec(definition, { name, dueMs, periodMs, method: m, input: i })),
+      clearTimer: (name) => services.clearTimer(definition.type, id, name),
+      setReminder: (name, dueMs, periodMs, m, i) =>
+        services.setReminder(definition.type, id, checkSpec(definition, { name, dueMs, periodMs, method: m, input: i })),
+      clearReminder: (name) => services.clearReminder(definition.type, id, name),
+    };
+    const output = await fn(ctx, input);
+    const draftJson = JSON.stringify(ctx.state);
+    if (draftJson !== this.stateJson) {
+      const parsed = definition.state.safeParse(ctx.state);
+      if (!parsed.success) {
+        throw new TroupeError("internal_error", `${definition.type}.${method} left a state that does not match its schema.`, {
+          cause: parsed.error,
+        });
+      }
+      const nextJson = JSON.stringify(parsed.data);
+      if (nextJson !== this.stateJson) {
+        await this.persist(nextJson);
+        this.stateJson = nextJson;
+      }
+    }
+    return output;
+  }
+}
+
+function checkSpec(definition: AnyActorDefinition, spec: ScheduleSpec): ScheduleSpec {
+  if (!Object.hasOwn(definition.methods, spec.method)) throw new Error(`${definition.type} has no method ${spec.method} to schedule`);
+  if (!spec.name || spec.name.includes("/")) throw new Error(`timer/reminder name "${spec.name}" must be non-empty without "/"`);
+  if (!Number.isFinite(spec.dueMs) || spec.dueMs < 0) throw new Error(`dueMs must be a non-negative number, got ${spec.dueMs}`);
+  if (spec.periodMs !== undefined && (!Number.isFinite(spec.periodMs) || spec.periodMs <= 0)) {
+    throw new Error(`periodMs must be positive when given, got ${spec.periodMs}`);
+  }
+  return spec;
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
+}
+
+/** Deep copy through JSON, so callers and actors never share objects (the Dapr host serializes anyway). */
+export function jsonCopy(value: unknown): unknown {
+  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
+}

@@ -1,0 +1,21 @@
+// Picks the actor host for the configured mode. The gateway calls this once
+// at start; nothing else needs to know which host runs the actors.
+import type { Clock } from "../../core/clock.ts";
+import type { ActorsConfig } from "../../core/config.ts";
+import type { Logger } from "../../core/log.ts";
+import type { ActorHost } from "../host.ts";
+import { DaprActorHost } from "./dapr/dapr-host.ts";
+import { EmbeddedActorHost } from "./embedded/embedded-host.ts";
+
+export interface CreateActorHostOptions {
+  mode: "embedded" | "dapr";
+  dataDir: string;
+  actors: ActorsConfig;
+  clock: Clock;
+  log: Logger;
+}
+
+export function createActorHost(options: CreateActorHostOptions): ActorHost {
+  if (options.mode === "dapr") return new DaprActorHost({ ...options.actors, clock: options.clock, log: options.log });
+  return new EmbeddedActorHost({ dataDir: options.dataDir, idleTimeoutMs: options.actors.idleTimeoutMs, clock: options.clock, log: options.log });
+}

@@ -1,0 +1,151 @@
+// The loopback uWS listener daprd calls (its --app-port): Dapr's actor
+// callback protocol and nothing else. It is never the public gateway port.
+//   GET    /dapr/config                               actor types and settings
+//   GET    /healthz                                   app health
+//   PUT    /actors/{type}/{id}/method/{method}        one turn
+//   PUT    /actors/{type}/{id}/method/timer/{name}    a timer fired
+//   PUT    /actors/{type}/{id}/method/remind/{name}   a reminder fired
+//   DELETE /actors/{type}/{id}                        deactivate
+// uWS rules (REFERENCE.md): onAborted before the first await, copy request
+// fields and body chunks before awaiting, cork writes made after an await.
+import * as uWS from "uWebSockets.js";
+import { errorToWire } from "./wire.ts";
+
+export interface CallbackHandlers {
+  config(): unknown;
+  invoke(type: string, id: string, method: string, bodyText: string): Promise<string>;
+  timer(type: string, id: string, name: string, bodyText: string): Promise<void>;
+  reminder(type: string, id: string, name: string, bodyText: string): Promise<void>;
+  deactivate(type: string, id: string): Promise<void>;
+}
+
+const statusText: Record<number, string> = {
+  200: "200 OK",
+  400: "400 Bad Request",
+  401: "401 Unauthorized",
+  402: "402 Payment Required",
+  403: "403 Forbidden",
+  404: "404 Not Found",
+  405: "405 Method Not Allowed",
+  409: "409 Conflict",
+  413: "413 Payload Too Large",
+  415: "415 Unsupported Media Type",
+  429: "429 Too Many Requests",
+  500: "500 Internal Server Error",
+  502: "502 Bad Gateway",
+  503: "503 Service Unavailable",
+  504: "504 Gateway Timeout",
+};
+
+export class CallbackServer {
+  private readonly app: uWS.TemplatedApp;
+  private listenSocket: uWS.us_listen_socket | undefined;
+  private inFlight = 0;
+  private drainWaiters: Array<() => void> = [];
+
+  constructor(handlers: CallbackHandlers) {
+    const app = uWS.App();
+    app.get("/healthz", (res) => {
+      res.writeHeader("content-type", "application/json").end("{}");
+    });
+    app.get("/dapr/config", (res) => {
+      res.writeHeader("content-type", "application/json").end(JSON.stringify(handlers.config()));
+    });
+    app.put("/actors/:type/:id/method/timer/:name", (res, req) => {
+      const [type, id, name] = params(req, 3);
+      this.handle(res, async (body) => {
+        await handlers.timer(type, id, name, body);
+        return "";
+      });
+    });
+    app.put("/actors/:type/:id/method/remind/:name", (res, req) => {
+      const [type, id, name] = params(req, 3);
+      this.handle(res, async (body) => {
+        await handlers.reminder(type, id, name, body);
+        return "";
+      });
+    });
+    app.put("/actors/:type/:id/method/:method", (res, req) => {
+      const [type, id, method] = params(req, 3);
+      this.handle(res, (body) => handlers.invoke(type, id, method, body));
+    });
+    app.del("/actors/:type/:id", (res, req) => {
+      const [type, id] = params(req, 2);
+      this.handle(res, async () => {
+        await handlers.deactivate(type, id);
+        return "";
+      });
+    });
+    app.any("/*", (res) => {
+      res.writeStatus("404 Not Found").end();
+    });
+    this.app = app;
+  }
+
+  /** Listens on 127.0.0.1; port 0 picks a free one. Resolves with the port. */
+  listen(port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen("127.0.0.1", port, (socket) => {
+        if (!socket) {
+          reject(new Error(`actor callback server could not listen on 127.0.0.1:${port}`));
+          return;
+        }
+        this.listenSocket = socket;
+        resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
+      });
+    });
+  }
+
+  /** Stops accepting connections, waits for in-flight callbacks, closes the app. */
+  async close(): Promise<void> {
+    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = undefined;
+    if (this.inFlight > 0) await new Promise<void>((resolve) => this.drainWaiters.push(resolve));
+    this.app.close();
+  }
+
+  private handle(res: uWS.HttpResponse, work: (bodyText: string) => Promise<string>): void {
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    this.inFlight++;
+    const chunks: Buffer[] = [];
+    res.onData((chunk, isLast) => {
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (!isLast) return;
+      const body = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+      work(body).then(
+        (text) => {
+          if (!aborted) res.cork(() => res.writeHeader("content-type", "application/json").end(text));
+        },
+        (error: unknown) => {
+          const { status, body: errorBody } = errorToWire(error);
+          if (!aborted) {
+            res.cork(() =>
+              res
+                .writeStatus(statusText[status] ?? `${status} Error`)
+                .writeHeader("content-type", "application/json")
+                .end(JSON.stringify(errorBody)),
+            );
+          }
+        },
+      ).finally(() => {
+        this.inFlight--;
+        if (this.inFlight === 0) {
+          const waiters = this.drainWaiters;
+          this.drainWaiters = [];
+          for (const w of waiters) w();
+        }
+      });
+    });
+  }
+}
+
+function params(req: uWS.HttpRequest, count: 2): [string, string];
+function params(req: uWS.HttpRequest, count: 3): [string, string, string];
+function params(req: uWS.HttpRequest, count: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < count; i++) out.push(decodeURIComponent(req.getParameter(i) ?? ""));
+  return out;
+}

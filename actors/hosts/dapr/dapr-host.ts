@@ -1,0 +1,184 @@
+// The Dapr actor host: the same actor definitions on Dapr's virtual actor
+// runtime (placement decides which replica hosts an actor, daprd's per-actor
+// lock makes turns one at a time, reminders go through the scheduler).
+// Hand-rolled instead of @dapr/dapr (REFERENCE.md's SDK caveats): daprd calls
+// our own loopback uWS listener (callback-server.ts), we call daprd's HTTP
+// API over keep-alive (daprd-client.ts).
+//
+// Performance rule (REFERENCE.md, measured): an active actor's state stays in
+// this process's memory after activation (one state read), and a turn writes
+// it back once, transactionally, only when it changed.
+import type { Clock } from "../../../core/clock.ts";
+import { TroupeError } from "../../../core/errors.ts";
+import type { Logger } from "../../../core/log.ts";
+import type { AnyActorDefinition } from "../../actor.ts";
+import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
+import { Activation, type ActorServices } from "../activation.ts";
+import { ActorRegistry, initialStateJson } from "../registry.ts";
+import { CallbackServer } from "./callback-server.ts";
+import { DaprdClient } from "./daprd-client.ts";
+import { goDuration, parseScheduledCall } from "./wire.ts";
+
+export interface DaprHostOptions {
+  daprHost: string;
+  daprHttpPort: number;
+  /** Loopback port daprd's --app-port points at; 0 picks a free one. */
+  callbackPort: number;
+  idleTimeoutMs: number;
+  clock: Clock;
+  log: Logger;
+  /** How long daprd waits for in-flight turns when it moves actors away. */
+  drainOngoingCallTimeoutMs?: number;
+}
+
+type Phase = "new" | "running" | "stopping" | "stopped";
+
+export class DaprActorHost implements ActorHost {
+  private readonly options: DaprHostOptions;
+  private readonly registry = new ActorRegistry();
+  private readonly activations = new Map<string, Activation>();
+  private readonly activating = new Map<string, Promise<Activation>>();
+  private readonly daprd: DaprdClient;
+  private readonly server: CallbackServer;
+  private readonly services: ActorServices;
+  private readonly log: Logger;
+  private phase: Phase = "new";
+  /** The callback port actually listened on (differs from options when 0). */
+  callbackPort = 0;
+
+  constructor(options: DaprHostOptions) {
+    this.options = options;
+    this.log = options.log.child({ component: "actors", host: "dapr" });
+    this.daprd = new DaprdClient({ daprHost: options.daprHost, daprHttpPort: options.daprHttpPort });
+    this.services = {
+      clock: options.clock,
+      log: options.log,
+      call: (type, id, method, input) => this.invokeThroughDapr(type, id, method, input),
+      setTimer: (type, id, s) => this.daprd.setTimer(type, id, s.name, s.dueMs, s.periodMs, { method: s.method, input: s.input }),
+      clearTimer: (type, id, name) => this.daprd.clearTimer(type, id, name),
+      setReminder: (type, id, s) => this.daprd.setReminder(type, id, s.name, s.dueMs, s.periodMs, { method: s.method, input: s.input }),
+      clearReminder: (type, id, name) => this.daprd.clearReminder(type, id, name),
+    };
+    this.server = new CallbackServer({
+      config: () => this.daprConfig(),
+      invoke: async (type, id, method, body) => {
+        const activation = await this.activate(type, id);
+        const output = await activation.invoke(method, body === "" ? undefined : (JSON.parse(body) as unknown));
+        return output === undefined ? "" : JSON.stringify(output);
+      },
+      timer: (type, id, name, body) => this.fireScheduled("timer", type, id, name, body),
+      reminder: (type, id, name, body) => this.fireScheduled("reminder", type, id, name, body),
+      deactivate: (type, id) => this.deactivate(type, id),
+    });
+  }
+
+  register(definitions: readonly AnyActorDefinition[]): void {
+    if (this.phase !== "new") throw new Error("register actor types before start()");
+    this.registry.add(definitions);
+  }
+
+  async start(): Promise<void> {
+    if (this.phase !== "new") throw new Error(`cannot start an actor host that is ${this.phase}`);
+    this.callbackPort = await this.server.listen(this.options.callbackPort);
+    this.phase = "running";
+    this.log.info("dapr actor host listening for daprd", {
+      callback_port: this.callbackPort,
+      daprd: `${this.options.daprHost}:${this.options.daprHttpPort}`,
+      types: this.registry.names(),
+    });
+  }
+
+  /** daprd answers, its actor runtime runs, and placement is connected. */
+  async ready(): Promise<boolean> {
+    if (this.phase !== "running") return false;
+    try {
+      const meta = await this.daprd.metadata();
+      const runtime = meta.actorRuntime;
+      return runtime?.runtimeStatus === "RUNNING" && runtime.hostReady === true && (runtime.placement ?? "").endsWith("connected");
+    } catch {
+      return false;
+    }
+  }
+
+  async call(type: string, id: string, method: string, input?: unknown, options: CallOptions = {}): Promise<unknown> {
+    if (this.phase !== "running") throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
+    return this.invokeThroughDapr(type, id, method, input, options.signal);
+  }
+
+  activeActors(): ActiveActorCount[] {
+    const counts = new Map<string, number>(this.registry.names().map((name) => [name, 0]));
+    for (const activation of this.activations.values()) {
+      counts.set(activation.definition.type, (counts.get(activation.definition.type) ?? 0) + 1);
+    }
+    return [...counts].map(([type, count]) => ({ type, count }));
+  }
+
+  /** Refuses new callbacks, lets running and queued turns finish (each wrote its state), closes. */
+  async stop(): Promise<void> {
+    if (this.phase !== "running") return;
+    this.phase = "stopping";
+    await Promise.all([...this.activations.values()].map((a) => a.whenIdle()));
+    await this.server.close();
+    this.activations.clear();
+    await this.daprd.close();
+    this.phase = "stopped";
+    this.log.info("dapr actor host stopped");
+  }
+
+  private daprConfig(): unknown {
+    return {
+      entities: this.registry.names(),
+      actorIdleTimeout: goDuration(this.options.idleTimeoutMs),
+      // Older daprd scan for idle actors at this interval; newer ones ignore it.
+      actorScanInterval: goDuration(Math.min(30_000, Math.max(1_000, this.options.idleTimeoutMs / 4))),
+      drainOngoingCallTimeout: goDuration(this.options.drainOngoingCallTimeoutMs ?? 10_000),
+      drainRebalancedActors: true,
+      reentrancy: { enabled: false },
+    };
+  }
+
+  private async invokeThroughDapr(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
+    const text = await this.daprd.invoke(type, id, method, input, signal);
+    return text === "" ? undefined : (JSON.parse(text) as unknown);
+  }
+
+  private async activate(type: string, id: string): Promise<Activation> {
+    if (this.phase !== "running") throw new TroupeError("service_unavailable", "This replica is shutting down.", { retryAfterSeconds: 1 });
+    const key = `${type}\u0000${id}`;
+    const existing = this.activations.get(key);
+    if (existing) return existing;
+    const pending = this.activating.get(key);
+    if (pending) return pending;
+    const definition = this.registry.get(type);
+    const promise = (async () => {
+      const stateJson = initialStateJson(definition, await this.daprd.readState(type, id), id);
+      const activation = new Activation(definition, id, stateJson, this.services, (json) => this.daprd.writeState(type, id, json));
+      this.activations.set(key, activation);
+      return activation;
+    })();
+    this.activating.set(key, promise);
+    try {
+      return await promise;
+    } finally {
+      this.activating.delete(key);
+    }
+  }
+
+  private async deactivate(type: string, id: string): Promise<void> {
+    const key = `${type}\u0000${id}`;
+    const activation = this.activations.get(key);
+    if (!activation) return;
+    await activation.whenIdle();
+    this.activations.delete(key);
+  }
+
+  private async fireScheduled(kind: "timer" | "reminder", type: string, id: string, name: string, body: string): Promise<void> {
+    const call = parseScheduledCall(body);
+    if (!call) {
+      this.log.warn(`${kind} without a method to run`, { actor_type: type, actor_id: id, name, body: body.slice(0, 200) });
+      return;
+    }
+    const activation = await this.activate(type, id);
+    await activation.invoke(call.method, call.input);
+  }
+}

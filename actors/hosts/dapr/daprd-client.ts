@@ -1,0 +1,111 @@
+// Troupe's calls into its daprd sidecar's HTTP API over keep-alive
+// connections (undici Pool): actor invocation, actor state (one key per
+// actor, written transactionally), timers, reminders (daprd hands them to
+// the scheduler service) and metadata. Every call is one round trip; the
+// host keeps their number per turn at the minimum (REFERENCE.md "Dapr").
+import { Pool } from "undici";
+import { daprMetadata, errorFromResponse, goDuration, type DaprMetadata, type ScheduledCall } from "./wire.ts";
+
+/** The single state key an actor's whole state lives under. */
+export const stateKey = "state";
+
+export interface DaprdClientOptions {
+  daprHost: string;
+  daprHttpPort: number;
+  /** Keep-alive connections to daprd. */
+  connections?: number;
+}
+
+interface Reply {
+  status: number;
+  text: string;
+}
+
+const jsonHeaders = { "content-type": "application/json" };
+
+export class DaprdClient {
+  private readonly pool: Pool;
+
+  constructor(options: DaprdClientOptions) {
+    this.pool = new Pool(`http://${options.daprHost}:${options.daprHttpPort}`, {
+      connections: options.connections ?? 128,
+      keepAliveTimeout: 60_000,
+      // Actor turns can be long (model calls); the caller's signal bounds them.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+  }
+
+  private async send(method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: string, signal?: AbortSignal): Promise<Reply> {
+    const response = await this.pool.request({
+      method,
+      path,
+      ...(body === undefined ? {} : { body, headers: jsonHeaders }),
+      ...(signal ? { signal } : {}),
+    });
+    return { status: response.statusCode, text: await response.body.text() };
+  }
+
+  private async expectOk(what: string, method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: string): Promise<Reply> {
+    const reply = await this.send(method, path, body);
+    if (reply.status >= 300) throw errorFromResponse(reply.status, reply.text, what);
+    return reply;
+  }
+
+  /** Invokes an actor method; the returned text is the method's JSON output (empty for undefined). */
+  async invoke(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<string> {
+    const body = input === undefined ? "" : JSON.stringify(input);
+    const reply = await this.send("PUT", `${actorPath(type, id)}/method/${encodeURIComponent(method)}`, body, signal);
+    if (reply.status >= 300) throw errorFromResponse(reply.status, reply.text, `call ${type}.${method}`);
+    return reply.text;
+  }
+
+  /** The actor's stored state, or undefined when it has none yet. */
+  async readState(type: string, id: string): Promise<unknown> {
+    const reply = await this.expectOk(`state read of ${type}/${id}`, "GET", `${actorPath(type, id)}/state/${stateKey}`);
+    if (reply.status === 204 || reply.text === "") return undefined;
+    return JSON.parse(reply.text) as unknown;
+  }
+
+  /** One transactional upsert of the whole state (already JSON). */
+  async writeState(type: string, id: string, stateJson: string): Promise<void> {
+    const body = `[{"operation":"upsert","request":{"key":"${stateKey}","value":${stateJson}}}]`;
+    await this.expectOk(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body);
+  }
+
+  async setTimer(type: string, id: string, name: string, dueMs: number, periodMs: number | undefined, call: ScheduledCall): Promise<void> {
+    const body = { dueTime: goDuration(dueMs), ...(periodMs === undefined ? {} : { period: goDuration(periodMs) }), callback: call.method, data: call };
+    await this.expectOk(`timer ${name} of ${type}/${id}`, "POST", `${actorPath(type, id)}/timers/${encodeURIComponent(name)}`, JSON.stringify(body));
+  }
+
+  async clearTimer(type: string, id: string, name: string): Promise<void> {
+    await this.expectOk(`timer delete ${name} of ${type}/${id}`, "DELETE", `${actorPath(type, id)}/timers/${encodeURIComponent(name)}`);
+  }
+
+  async setReminder(type: string, id: string, name: string, dueMs: number, periodMs: number | undefined, call: ScheduledCall): Promise<void> {
+    const body = { dueTime: goDuration(dueMs), ...(periodMs === undefined ? {} : { period: goDuration(periodMs) }), data: call };
+    await this.expectOk(`reminder ${name} of ${type}/${id}`, "POST", `${actorPath(type, id)}/reminders/${encodeURIComponent(name)}`, JSON.stringify(body));
+  }
+
+  async clearReminder(type: string, id: string, name: string): Promise<void> {
+    await this.expectOk(`reminder delete ${name} of ${type}/${id}`, "DELETE", `${actorPath(type, id)}/reminders/${encodeURIComponent(name)}`);
+  }
+
+  async metadata(): Promise<DaprMetadata> {
+    const reply = await this.expectOk("metadata", "GET", "/v1.0/metadata");
+    return daprMetadata.parse(JSON.parse(reply.text));
+  }
+
+  async healthy(): Promise<boolean> {
+    const reply = await this.send("GET", "/v1.0/healthz");
+    return reply.status >= 200 && reply.status < 300;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+}
+
+function actorPath(type: string, id: string): string {
+  return `/v1.0/actors/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
+}
