@@ -1,0 +1,176 @@
+// The model catalogue: catalogue.json (validated with zod at load) plus one
+// entry per model of each configured openai-compatible endpoint. It answers
+// "what is this model, what can it do, what does it cost"; the router adds
+// availability (provider configured, breaker not open).
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+export const categorySchema = z.enum(["text", "image", "audio", "video", "embedding", "vision", "translation"]);
+export type Category = z.infer<typeof categorySchema>;
+export const tierSchema = z.enum(["small", "medium", "large"]);
+
+export const capabilitiesSchema = z
+  .object({
+    streaming: z.boolean().optional(),
+    tools: z.boolean().optional(),
+    max_input_tokens: z.number().int().positive().optional(),
+    dimensions: z.number().int().positive().optional(),
+    custom_dimensions: z.boolean().optional(),
+    sizes: z.array(z.string()).optional(),
+    n_max: z.number().int().positive().optional(),
+    voices: z.array(z.string()).optional(),
+    durations: z.array(z.number()).optional(),
+  })
+  .strict();
+
+export const pricingSchema = z
+  .object({
+    unit: z.string(),
+    usd_per_unit: z.number().min(0).optional(),
+    input_usd_per_unit: z.number().min(0).optional(),
+    output_usd_per_unit: z.number().min(0).optional(),
+  })
+  .strict();
+
+export const modelEntrySchema = z
+  .object({
+    id: z.string().min(1),
+    provider: z.string().min(1),
+    /** The name the upstream knows it by, when it differs from id. */
+    upstream_model: z.string().optional(),
+    category: categorySchema,
+    /** Further categories the model serves (a text model also does vision, translation). */
+    also: z.array(categorySchema).default([]),
+    tier: tierSchema,
+    capabilities: capabilitiesSchema,
+    pricing: pricingSchema,
+  })
+  .strict();
+export type ModelEntry = z.infer<typeof modelEntrySchema>;
+
+const fileSchema = z.object({ $comment: z.string().optional(), models: z.array(modelEntrySchema) }).strict();
+
+/** What GET /v1/models lists per model. */
+export interface ModelListing {
+  id: string;
+  provider: string;
+  category: Category;
+  tier: z.infer<typeof tierSchema>;
+  available: boolean;
+  capabilities: z.infer<typeof capabilitiesSchema>;
+  pricing: z.infer<typeof pricingSchema>;
+}
+
+export interface Usage {
+  input_tokens?: number;
+  output_tokens?: number;
+  /** For per-unit categories (images, seconds of audio/video). */
+  units?: number;
+}
+
+export interface CompatibleModels {
+  name: string;
+  models: readonly string[];
+}
+
+export class Catalogue {
+  readonly models: readonly ModelEntry[];
+  private readonly byId: Map<string, ModelEntry>;
+
+  constructor(models: ModelEntry[]) {
+    this.models = models;
+    this.byId = new Map();
+    for (const m of models) {
+      if (this.byId.has(m.id)) throw new Error(`catalogue: duplicate model id ${m.id}`);
+      this.byId.set(m.id, m);
+    }
+  }
+
+  /** Loads catalogue.json (or `file`) and adds the openai-compatible endpoints' models as `<name>/<model>`. */
+  static load(compatible: readonly CompatibleModels[] = [], file?: string): Catalogue {
+    const raw: unknown = JSON.parse(readFileSync(file ?? new URL("./catalogue.json", import.meta.url), "utf8"));
+    const parsed = fileSchema.safeParse(raw);
+    if (!parsed.success) throw new Error(`catalogue: ${z.prettifyError(parsed.error)}`);
+    const models = [...parsed.data.models];
+    // Compatible endpoints go before the simulated models so auto prefers them.
+    const firstSimulated = models.findIndex((m) => m.provider === "simulated");
+    const extra: ModelEntry[] = compatible.flatMap((ep) =>
+      ep.models.map(
+        (model): ModelEntry => ({
+          id: `${ep.name}/${model}`,
+          provider: ep.name,
+          upstream_model: model,
+          category: "text",
+          also: ["translation"],
+          tier: "medium",
+          capabilities: { streaming: true, tools: true },
+          // Self-hosted or unknown price: listed as 0 rather than guessed.
+          pricing: { unit: "1M tokens", input_usd_per_unit: 0, output_usd_per_unit: 0 },
+        }),
+      ),
+    );
+    models.splice(firstSimulated === -1 ? models.length : firstSimulated, 0, ...extra);
+    return new Catalogue(models);
+  }
+
+  get(id: string): ModelEntry | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Models serving a category, in catalogue (preference) order. */
+  ofCategory(category: Category): ModelEntry[] {
+    return this.models.filter((m) => serves(m, category));
+  }
+
+  /** USD for a usage record of this model (0 for unknown models). */
+  priceOf(modelId: string, usage: Usage): number {
+    const m = this.byId.get(modelId);
+    if (!m) return 0;
+    return priceOf(m, usage);
+  }
+}
+
+export function serves(m: ModelEntry, category: Category): boolean {
+  return m.category === category || m.also.includes(category);
+}
+
+export function priceOf(m: ModelEntry, usage: Usage): number {
+  const p = m.pricing;
+  const perToken = p.unit === "1M tokens" ? 1 / 1_000_000 : p.unit === "1K tokens" ? 1 / 1000 : 0;
+  let usd = 0;
+  if (perToken > 0) {
+    usd += (usage.input_tokens ?? 0) * (p.input_usd_per_unit ?? p.usd_per_unit ?? 0) * perToken;
+    usd += (usage.output_tokens ?? 0) * (p.output_usd_per_unit ?? 0) * perToken;
+  } else {
+    usd += (usage.units ?? 0) * (p.usd_per_unit ?? 0);
+  }
+  return Math.round(usd * 1e9) / 1e9;
+}
+
+/** A rough per-token price for ordering by cost: input and output weighted 3:1, the usual chat mix. */
+export function sortPrice(m: ModelEntry): number {
+  const p = m.pricing;
+  return 3 * (p.input_usd_per_unit ?? p.usd_per_unit ?? 0) + (p.output_usd_per_unit ?? 0);
+}
+
+/** What a request needs from a model; checked before any provider call. */
+export interface Need {
+  category: Category;
+  tools?: boolean;
+  streaming?: boolean;
+  /** Embeddings with an explicit `dimensions`. */
+  dimensions?: number | null | undefined;
+}
+
+/** Why the model cannot serve the request, or undefined when it can. */
+export function capabilityProblem(m: ModelEntry, need: Need): string | undefined {
+  if (!serves(m, need.category)) {
+    return `model ${m.id} is a ${m.category} model and cannot serve ${need.category} requests`;
+  }
+  if (need.tools && !m.capabilities.tools) return `model ${m.id} does not support tools`;
+  if (need.streaming && !m.capabilities.streaming) return `model ${m.id} does not support streaming`;
+  if (need.dimensions != null && need.dimensions !== m.capabilities.dimensions && !m.capabilities.custom_dimensions) {
+    return `model ${m.id} only produces ${m.capabilities.dimensions} dimensions`;
+  }
+  return undefined;
+}

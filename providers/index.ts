@@ -1,0 +1,61 @@
+// Entry point for the gateway and actors: builds the adapters that config
+// enables (a provider without a key is absent; simulated is always there)
+// and the router over them.
+import type { Dispatcher } from "undici";
+import type { ProvidersConfig } from "../core/config.ts";
+import { createAnthropicAdapter } from "./anthropic/index.ts";
+import { Catalogue } from "./catalogue.ts";
+import { createCohereAdapter } from "./cohere/index.ts";
+import { createGeminiAdapter } from "./gemini/index.ts";
+import { createCompatibleAdapter } from "./openai-compatible/index.ts";
+import { createOpenAIAdapter } from "./openai/index.ts";
+import { Router, type RouterOptions } from "./router.ts";
+import { createSimulatedAdapter } from "./simulated/index.ts";
+import type { ProviderAdapter } from "./types.ts";
+
+/** The slice of config this module reads (core/config.ts `providers`). */
+export type ProvidersSettings = Pick<
+  ProvidersConfig,
+  "openai" | "anthropic" | "gemini" | "cohere" | "openaiCompatible" | "timeoutMs" | "maxAttempts" | "simulated"
+>;
+
+export interface ProviderOverrides {
+  dispatcher?: Dispatcher;
+  attemptTimeoutMs?: number;
+  breaker?: RouterOptions["breaker"];
+  backoff?: RouterOptions["backoff"];
+}
+
+export function createAdapters(cfg: ProvidersSettings, dispatcher?: Dispatcher): Map<string, ProviderAdapter> {
+  const d = dispatcher ? { dispatcher } : {};
+  const adapters = new Map<string, ProviderAdapter>();
+  adapters.set("simulated", createSimulatedAdapter(cfg.simulated));
+  if (cfg.openai.apiKey) adapters.set("openai", createOpenAIAdapter({ baseUrl: cfg.openai.baseUrl, apiKey: cfg.openai.apiKey, ...d }));
+  if (cfg.anthropic.apiKey) {
+    adapters.set("anthropic", createAnthropicAdapter({ baseUrl: cfg.anthropic.baseUrl, apiKey: cfg.anthropic.apiKey, ...d }));
+  }
+  if (cfg.gemini.apiKey) adapters.set("gemini", createGeminiAdapter({ baseUrl: cfg.gemini.baseUrl, apiKey: cfg.gemini.apiKey, ...d }));
+  if (cfg.cohere.apiKey) adapters.set("cohere", createCohereAdapter({ baseUrl: cfg.cohere.baseUrl, apiKey: cfg.cohere.apiKey, ...d }));
+  for (const ep of cfg.openaiCompatible) {
+    if (adapters.has(ep.name)) throw new Error(`openai-compatible endpoint name ${ep.name} clashes with a provider`);
+    adapters.set(ep.name, createCompatibleAdapter(ep, dispatcher));
+  }
+  return adapters;
+}
+
+export function createRouter(cfg: ProvidersSettings, overrides: ProviderOverrides = {}): Router {
+  const catalogue = Catalogue.load(cfg.openaiCompatible);
+  return new Router({
+    catalogue,
+    adapters: createAdapters(cfg, overrides.dispatcher),
+    timeoutMs: cfg.timeoutMs,
+    maxAttempts: cfg.maxAttempts,
+    ...(overrides.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: overrides.attemptTimeoutMs } : {}),
+    ...(overrides.breaker ? { breaker: overrides.breaker } : {}),
+    ...(overrides.backoff ? { backoff: overrides.backoff } : {}),
+  });
+}
+
+export { Router } from "./router.ts";
+export { Catalogue, priceOf } from "./catalogue.ts";
+export type { RoutedChatRequest, RoutedEmbedRequest, CallContext } from "./router.ts";

@@ -1,0 +1,479 @@
+// The provider router (DESIGN.md §4 Routing): picks the models that may serve
+// a request (manual, auto, cost, latency), checks capabilities before any
+// call, then runs a bounded chain of attempts: a deadline for the whole
+// request, a shorter one per attempt, retries with jittered exponential
+// backoff only on retryable failures, fallback to equivalent models on other
+// providers, and a circuit breaker per provider. Streams are never retried
+// once they have emitted an event. Results name the model that served.
+import { BrokenCircuitError } from "cockatiel";
+import { invalidRequest, isTroupeError, TroupeError } from "../core/errors.ts";
+import { capabilityProblem, sortPrice, type Catalogue, type Category, type ModelEntry, type ModelListing, type Need } from "./catalogue.ts";
+import { isProviderCallError, ProviderCallError } from "./errors.ts";
+import { LatencyTracker, ProviderHealth, type BreakerOptions } from "./router-health.ts";
+import type {
+  ChatMessage,
+  ChatRequest,
+  ChatResult,
+  EmbedResult,
+  ProviderAdapter,
+  RoutingStrategy,
+  StreamEvent,
+  ToolChoice,
+  ToolDefinition,
+} from "./types.ts";
+import { isFinish } from "./types.ts";
+import { validateConversation } from "./validate-chat.ts";
+
+export interface RouterOptions {
+  catalogue: Catalogue;
+  /** Configured providers, keyed by provider name. A provider absent here is unavailable. */
+  adapters: ReadonlyMap<string, ProviderAdapter>;
+  /** Deadline of a whole request, every attempt and backoff included (streams: until the last event). */
+  timeoutMs: number;
+  /** Attempts per request across the whole fallback chain. */
+  maxAttempts: number;
+  /**
+   * Deadline of one attempt (streams: until the first event). Default: half
+   * the request deadline, so a hanging provider still leaves time to fall back.
+   */
+  attemptTimeoutMs?: number;
+  breaker?: Partial<BreakerOptions>;
+  backoff?: { initialDelayMs?: number; maxDelayMs?: number };
+  random?: () => number;
+  now?: () => number;
+}
+
+export interface RoutedChatRequest {
+  model?: string | null | undefined;
+  routing_strategy?: RoutingStrategy | undefined;
+  /** text (default), vision or translation: which catalogue category must serve it. */
+  category?: "text" | "vision" | "translation";
+  messages: ChatMessage[];
+  max_tokens?: number | null | undefined;
+  temperature?: number | null | undefined;
+  tools?: ToolDefinition[] | null | undefined;
+  tool_choice?: ToolChoice | null | undefined;
+}
+
+export interface RoutedEmbedRequest {
+  model?: string | null | undefined;
+  routing_strategy?: RoutingStrategy | undefined;
+  input: string[];
+  dimensions?: number | null | undefined;
+  input_type?: "search_document" | "search_query" | undefined;
+}
+
+export interface CallContext {
+  /** The caller's signal: a client disconnect aborts the upstream call. */
+  signal?: AbortSignal | undefined;
+}
+
+/** Reason attached to aborts caused by our own deadlines. */
+class DeadlineReached extends ProviderCallError {}
+
+export class Router {
+  readonly catalogue: Catalogue;
+  private readonly adapters: ReadonlyMap<string, ProviderAdapter>;
+  private readonly health = new Map<string, ProviderHealth>();
+  readonly latency = new LatencyTracker();
+  private readonly timeoutMs: number;
+  private readonly attemptTimeoutMs: number;
+  private readonly maxAttempts: number;
+  private readonly breakerOptions: BreakerOptions;
+  private readonly initialDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly random: () => number;
+  private readonly now: () => number;
+
+  constructor(opts: RouterOptions) {
+    this.catalogue = opts.catalogue;
+    this.adapters = opts.adapters;
+    this.timeoutMs = opts.timeoutMs;
+    this.maxAttempts = Math.max(1, opts.maxAttempts);
+    this.attemptTimeoutMs = opts.attemptTimeoutMs ?? (this.maxAttempts > 1 ? Math.ceil(opts.timeoutMs / 2) : opts.timeoutMs);
+    // 5 failures in a row, 30 s pause: long enough to shed load from a failing provider, short enough to notice recovery.
+    this.breakerOptions = {
+      consecutiveFailures: opts.breaker?.consecutiveFailures ?? 5,
+      halfOpenAfterMs: opts.breaker?.halfOpenAfterMs ?? 30_000,
+    };
+    // 200 ms doubling to 5 s: typical provider 429/503 recovery times.
+    this.initialDelayMs = opts.backoff?.initialDelayMs ?? 200;
+    this.maxDelayMs = opts.backoff?.maxDelayMs ?? 5_000;
+    this.random = opts.random ?? Math.random;
+    this.now = opts.now ?? Date.now;
+  }
+
+  healthOf(provider: string): ProviderHealth {
+    let h = this.health.get(provider);
+    if (!h) {
+      h = new ProviderHealth(this.breakerOptions, this.now);
+      this.health.set(provider, h);
+    }
+    return h;
+  }
+
+  /** Provider configured and its breaker not open. */
+  isAvailable(provider: string): boolean {
+    return this.adapters.has(provider) && this.healthOf(provider).accepting;
+  }
+
+  /** GET /v1/models: the catalogue with availability. */
+  listModels(category?: Category): ModelListing[] {
+    const models = category ? this.catalogue.ofCategory(category) : this.catalogue.models;
+    return models.map((m) => ({
+      id: m.id,
+      provider: m.provider,
+      category: category ?? m.category,
+      tier: m.tier,
+      available: this.isAvailable(m.provider) && this.adapterServes(m, category ?? m.category),
+      capabilities: m.capabilities,
+      pricing: m.pricing,
+    }));
+  }
+
+  private adapterServes(m: ModelEntry, category: Category): boolean {
+    const a = this.adapters.get(m.provider);
+    if (!a) return false;
+    return category === "embedding" ? a.embed !== undefined : a.chat !== undefined;
+  }
+
+  /**
+   * The models to try, in order. Throws 400 for requests no model could
+   * serve as asked (unknown model, wrong category, missing capability,
+   * manual without a model) and 503 when every capable provider is unavailable.
+   */
+  plan(model: string | null | undefined, strategy: RoutingStrategy, need: Need): ModelEntry[] {
+    let pool: ModelEntry[];
+    if (model) {
+      const entry = this.catalogue.get(model);
+      if (!entry) throw invalidRequest([{ path: "model", message: `unknown model ${model} (GET /v1/models lists them)` }]);
+      const problem = capabilityProblem(entry, need);
+      if (problem) throw invalidRequest([{ path: "model", message: problem }]);
+      if (strategy === "manual") {
+        if (!this.adapters.has(entry.provider) || !this.adapterServes(entry, need.category)) {
+          throw new TroupeError("no_provider_available", `provider ${entry.provider} of model ${entry.id} is not configured`);
+        }
+        const h = this.healthOf(entry.provider);
+        if (!h.accepting) {
+          const retryAfter = h.retryAfterSeconds();
+          throw new TroupeError(
+            "no_provider_available",
+            `provider ${entry.provider} is failing (circuit breaker open); retry later or use routing_strategy auto`,
+            retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter },
+          );
+        }
+        return [entry];
+      }
+      // Equivalents: same category and tier, the needed capabilities, another provider.
+      // Simulated models never stand in for real ones (no silent fake answers).
+      const equivalents = this.catalogue
+        .ofCategory(need.category)
+        .filter(
+          (m) =>
+            m.id !== entry.id &&
+            m.tier === entry.tier &&
+            m.provider !== entry.provider &&
+            (entry.provider === "simulated" || m.provider !== "simulated") &&
+            capabilityProblem(m, need) === undefined,
+        );
+      pool = [entry, ...equivalents];
+      if (strategy !== "auto") pool = this.order(pool, strategy);
+    } else {
+      if (strategy === "manual") {
+        throw invalidRequest([{ path: "model", message: "routing_strategy manual needs a model" }]);
+      }
+      const capable = this.catalogue.ofCategory(need.category).filter((m) => capabilityProblem(m, need) === undefined);
+      const real = capable.filter((m) => m.provider !== "simulated" && this.adapters.has(m.provider));
+      // Simulated models serve only when no real provider can (or when named).
+      pool = real.length > 0 ? real : capable.filter((m) => m.provider === "simulated");
+      if (strategy !== "auto") pool = this.order(pool, strategy);
+    }
+    // One model per provider: a fallback should change provider, not model.
+    const seen = new Set<string>();
+    const candidates = pool.filter((m) => {
+      if (seen.has(m.provider) || !this.adapterServes(m, need.category) || !this.healthOf(m.provider).accepting) return false;
+      seen.add(m.provider);
+      return true;
+    });
+    if (candidates.length === 0) {
+      throw new TroupeError(
+        "no_provider_available",
+        `no configured, healthy provider can serve this ${need.category} request` + (model ? ` (model ${model})` : ""),
+      );
+    }
+    return candidates;
+  }
+
+  private order(pool: ModelEntry[], strategy: RoutingStrategy): ModelEntry[] {
+    const indexed = pool.map((m, i) => ({ m, i }));
+    if (strategy === "cost") indexed.sort((a, b) => sortPrice(a.m) - sortPrice(b.m) || a.i - b.i);
+    if (strategy === "latency") {
+      // Models never measured go first, so every candidate gets measured once.
+      const key = (m: ModelEntry) => this.latency.get(m.id) ?? -1;
+      indexed.sort((a, b) => key(a.m) - key(b.m) || a.i - b.i);
+    }
+    return indexed.map((x) => x.m);
+  }
+
+  async chat(req: RoutedChatRequest, ctx: CallContext = {}): Promise<ChatResult> {
+    const candidates = this.planChat(req, false);
+    const deadline = this.startDeadline(ctx.signal);
+    try {
+      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) =>
+        adapter.chat!(toChatRequest(req, entry), { signal }),
+      );
+      return { ...value, model: entry.id, provider: entry.provider };
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /**
+   * Streams events. Retries and fallbacks happen only before the first event;
+   * afterwards a failure is thrown to the consumer (the route renders it as a
+   * final error event). Stopping the iteration aborts the upstream call.
+   */
+  async *chatStream(req: RoutedChatRequest, ctx: CallContext = {}): AsyncGenerator<StreamEvent> {
+    const candidates = this.planChat(req, true);
+    const deadline = this.startDeadline(ctx.signal);
+    let iterator: AsyncIterator<StreamEvent> | undefined;
+    let finished = false;
+    try {
+      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) => {
+        const it = adapter.chatStream!(toChatRequest(req, entry), { signal })[Symbol.asyncIterator]();
+        const first = await it.next();
+        if (first.done) throw new ProviderCallError(entry.provider, "protocol", `${entry.provider} sent an empty stream`);
+        return { it, first: first.value };
+      });
+      iterator = value.it;
+      const rename = (e: StreamEvent): StreamEvent => (isFinish(e) ? { ...e, model: entry.id, provider: entry.provider } : e);
+      yield rename(value.first);
+      if (isFinish(value.first)) {
+        finished = true;
+        return;
+      }
+      while (true) {
+        let next: IteratorResult<StreamEvent>;
+        try {
+          next = await iterator.next();
+        } catch (e) {
+          throw this.toTroupeError(e, deadline.signal, 1);
+        }
+        if (next.done) throw new TroupeError("provider_error", `${entry.provider} stream ended without a finish event`);
+        yield rename(next.value);
+        if (isFinish(next.value)) {
+          finished = true;
+          return;
+        }
+      }
+    } finally {
+      if (!finished) {
+        deadline.abort();
+        // Ends the adapter generator (closing its upstream body); errors there no longer matter.
+        await iterator?.return?.().catch(() => undefined);
+      }
+      deadline.dispose();
+    }
+  }
+
+  async embed(req: RoutedEmbedRequest, ctx: CallContext = {}): Promise<EmbedResult> {
+    if (req.input.length === 0) throw invalidRequest([{ path: "input", message: "at least one text is needed" }]);
+    const candidates = this.plan(req.model, req.routing_strategy ?? "auto", { category: "embedding", dimensions: req.dimensions });
+    const deadline = this.startDeadline(ctx.signal);
+    try {
+      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) =>
+        adapter.embed!(
+          { model: entry.upstream_model ?? entry.id, input: req.input, dimensions: req.dimensions, input_type: req.input_type },
+          { signal },
+        ),
+      );
+      return { ...value, model: entry.id, provider: entry.provider };
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.adapters.values()].map((a) => a.close?.()));
+  }
+
+  private planChat(req: RoutedChatRequest, streaming: boolean): ModelEntry[] {
+    validateConversation(req.messages, req.tools, req.tool_choice);
+    const category = req.category ?? (req.messages.some((m) => m.images && m.images.length > 0) ? "vision" : "text");
+    return this.plan(req.model, req.routing_strategy ?? "auto", {
+      category,
+      tools: (req.tools?.length ?? 0) > 0,
+      streaming,
+    });
+  }
+
+  private startDeadline(client: AbortSignal | undefined): Deadline {
+    return new Deadline(this.timeoutMs, client);
+  }
+
+  /** Runs the attempt chain; resolves with the first success. */
+  private async attempts<T>(
+    candidates: ModelEntry[],
+    deadline: Deadline,
+    run: (entry: ModelEntry, adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>,
+  ): Promise<{ value: T; entry: ModelEntry }> {
+    const lastFailure = new Map<string, ProviderCallError>();
+    let lastError: unknown;
+    let attempts = 0;
+    for (let round = 0; attempts < this.maxAttempts; round++) {
+      let triedThisRound = false;
+      for (const entry of candidates) {
+        if (attempts >= this.maxAttempts) break;
+        const previous = lastFailure.get(entry.id);
+        if (round > 0 && (!previous || !previous.retryable)) continue;
+        const health = this.healthOf(entry.provider);
+        if (!health.accepting) continue;
+        const adapter = this.adapters.get(entry.provider)!;
+        if (round > 0) {
+          // Retrying the same model: wait Retry-After or a full-jitter exponential backoff.
+          const delayMs = previous?.retryAfterMs ?? this.random() * Math.min(this.maxDelayMs, this.initialDelayMs * 2 ** (round - 1));
+          if (delayMs >= deadline.remainingMs()) continue;
+          try {
+            await sleep(delayMs, deadline.signal);
+          } catch (e) {
+            throw this.toTroupeError(e, deadline.signal, attempts);
+          }
+        }
+        triedThisRound = true;
+        attempts++;
+        const attempt = deadline.attempt(Math.min(this.attemptTimeoutMs, deadline.remainingMs()), entry.provider);
+        const startedMs = performance.now();
+        try {
+          const value = await health.breaker.execute(() => run(entry, adapter, attempt.signal));
+          attempt.succeeded();
+          this.latency.record(entry.id, performance.now() - startedMs);
+          return { value, entry };
+        } catch (e) {
+          attempt.failed();
+          if (deadline.clientAborted) throw e;
+          if (e instanceof BrokenCircuitError) {
+            // A half-open probe is already in flight on this provider: not an attempt.
+            attempts--;
+            continue;
+          }
+          const failure = asProviderFailure(e, entry.provider);
+          if (!failure) throw e;
+          lastError = failure;
+          lastFailure.set(entry.id, failure);
+          if (!failure.fallbackable || deadline.expired) throw this.toTroupeError(failure, deadline.signal, attempts);
+        }
+      }
+      if (!triedThisRound) break;
+    }
+    if (lastError === undefined) {
+      throw new TroupeError("no_provider_available", "every capable provider is unavailable (circuit breakers open)");
+    }
+    throw this.toTroupeError(lastError, deadline.signal, attempts);
+  }
+
+  private toTroupeError(e: unknown, signal: AbortSignal, attempts: number): unknown {
+    if (isTroupeError(e)) return e;
+    const failure = asProviderFailure(e, "provider") ?? (signal.aborted ? asProviderFailure(signal.reason, "provider") : undefined);
+    if (!failure) return e;
+    const details = { provider: failure.provider, upstream_status: failure.status ?? null, attempts };
+    if (failure.kind === "timeout") {
+      return new TroupeError("provider_timeout", failure.message, { details, cause: failure });
+    }
+    if (failure.kind === "http" && !failure.fallbackable) {
+      return new TroupeError("invalid_request", `${failure.provider} rejected the request: ${failure.message}`, { details, cause: failure });
+    }
+    return new TroupeError("provider_error", failure.message, { details, cause: failure });
+  }
+}
+
+function toChatRequest(req: RoutedChatRequest, entry: ModelEntry): ChatRequest {
+  return {
+    model: entry.upstream_model ?? entry.id,
+    messages: req.messages,
+    max_tokens: req.max_tokens,
+    temperature: req.temperature,
+    tools: req.tools,
+    tool_choice: req.tool_choice,
+  };
+}
+
+function asProviderFailure(e: unknown, provider: string): ProviderCallError | undefined {
+  if (isProviderCallError(e)) return e;
+  if (isTroupeError(e)) return undefined;
+  // An adapter bug or an unexpected library error: not retryable, but another provider may do better.
+  if (e instanceof Error && e.name !== "AbortError") {
+    return new ProviderCallError(provider, "protocol", `${provider} failed: ${e.message}`, { cause: e });
+  }
+  return undefined;
+}
+
+/** The request's deadline plus the caller's signal; each attempt gets a child with its own shorter deadline. */
+class Deadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly endsAtMs: number;
+  private readonly client: AbortSignal | undefined;
+  readonly signal: AbortSignal;
+
+  constructor(timeoutMs: number, client: AbortSignal | undefined) {
+    this.endsAtMs = performance.now() + timeoutMs;
+    this.client = client;
+    this.timer = setTimeout(() => {
+      this.controller.abort(new DeadlineReached("router", "timeout", `no answer within the ${timeoutMs} ms deadline`));
+    }, timeoutMs);
+    this.signal = client ? AbortSignal.any([client, this.controller.signal]) : this.controller.signal;
+  }
+
+  get clientAborted(): boolean {
+    return this.client?.aborted ?? false;
+  }
+
+  get expired(): boolean {
+    return this.remainingMs() <= 0 || this.controller.signal.aborted;
+  }
+
+  remainingMs(): number {
+    return this.endsAtMs - performance.now();
+  }
+
+  abort(): void {
+    if (!this.controller.signal.aborted) this.controller.abort(new Error("stream consumer stopped"));
+  }
+
+  attempt(timeoutMs: number, provider: string): { signal: AbortSignal; succeeded(): void; failed(): void } {
+    const ctl = new AbortController();
+    const timer = setTimeout(() => {
+      ctl.abort(new ProviderCallError(provider, "timeout", `${provider} did not answer within ${Math.round(timeoutMs)} ms`));
+    }, Math.max(1, timeoutMs));
+    const signal = AbortSignal.any([this.signal, ctl.signal]);
+    return {
+      signal,
+      succeeded: () => clearTimeout(timer),
+      failed: () => {
+        clearTimeout(timer);
+        // Whatever is still running for this attempt stops now.
+        if (!ctl.signal.aborted) ctl.abort(new Error("attempt abandoned"));
+      },
+    };
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

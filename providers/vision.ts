@@ -1,0 +1,52 @@
+// Vision (DESIGN.md §4): one user message carrying the image, sent through
+// the chat router to a model of category `vision`; each adapter puts the
+// image in its provider's own format.
+import { z } from "zod";
+import type { CallContext, Router } from "./router.ts";
+import { routingStrategySchema, type ImageInput } from "./types.ts";
+
+export const visionRequestSchema = z
+  .object({
+    image_url: z.string().min(1).max(20_000_000),
+    prompt: z.string().min(1).default("Describe this image."),
+    model: z.string().min(1).nullable().optional(),
+    routing_strategy: routingStrategySchema.default("auto"),
+    max_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
+  })
+  .strict();
+export type VisionRequest = z.infer<typeof visionRequestSchema>;
+
+export interface VisionResult {
+  content: string;
+  model: string;
+  provider: string;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** data: URLs become inline base64 images; anything else is passed as a URL for the provider to fetch. */
+export function imageFromUrl(url: string): ImageInput {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (data) return { media_type: data[1]!, base64: data[2]! };
+  return { url };
+}
+
+export async function analyzeImage(router: Router, req: VisionRequest, ctx: CallContext = {}): Promise<VisionResult> {
+  const result = await router.chat(
+    {
+      model: req.model,
+      routing_strategy: req.routing_strategy,
+      category: "vision",
+      max_tokens: req.max_tokens,
+      messages: [{ role: "user", content: req.prompt, images: [imageFromUrl(req.image_url)] }],
+    },
+    ctx,
+  );
+  return {
+    content: result.content,
+    model: result.model,
+    provider: result.provider,
+    input_tokens: result.input_tokens,
+    output_tokens: result.output_tokens,
+  };
+}
