@@ -1,0 +1,107 @@
+// The shared vector index suite against a real Elasticsearch (ELASTICSEARCH_URL,
+// e.g. from `npm run elasticsearch`), plus what only this backend has: the
+// mapping it creates, refusal of a foreign index, and a fast service_unavailable
+// when the server is unreachable. Every add waits for a refresh (~1 s), hence
+// the longer timeout below.
+import t from "tap";
+import { randomUUID } from "node:crypto";
+import { Client } from "@elastic/elasticsearch";
+import { TroupeError } from "../../core/errors.ts";
+import { ElasticsearchVectorIndex } from "../../vectors/elasticsearch-vector-index.ts";
+import { createVectorIndex } from "../../vectors/create-vector-index.ts";
+import { vectorIndexSuite, type VectorIndexHarness } from "./vector-index-suite.ts";
+
+t.setTimeout(180_000);
+
+const url = process.env["ELASTICSEARCH_URL"];
+if (!url) {
+  // Never skipped: CI must run this against a real server.
+  throw new Error(
+    "ELASTICSEARCH_URL is not set: start a server with `npm run elasticsearch` (scripts/elasticsearch.sh) and export the URL it prints",
+  );
+}
+
+const runPrefix = `troupe-test-${process.pid}-${randomUUID().slice(0, 8)}`;
+const admin = new Client({ node: url, requestTimeout: 30_000 });
+t.teardown(async () => {
+  // Wildcard deletes are refused (action.destructive_requires_name): list, then delete by name.
+  const created = Object.keys(await admin.indices.get({ index: `${runPrefix}-*`, allow_no_indices: true }));
+  if (created.length > 0) await admin.indices.delete({ index: created });
+  await admin.close();
+});
+
+const harness: VectorIndexHarness = {
+  async newLocation(label) {
+    return `${runPrefix}-${label}`;
+  },
+  make: (location, shape) => new ElasticsearchVectorIndex({ url, index: location, ...shape }),
+  async cleanup() {
+    // The run's indices are deleted together in the file's teardown.
+  },
+};
+
+t.test("shared suite", async (t) => vectorIndexSuite(t, harness));
+
+t.test("the mapping: float HNSW cosine, keyword org and kind, model in _meta", async (t) => {
+  const index = createVectorIndex(
+    { elasticsearchUrl: url, elasticsearchIndex: `${runPrefix}-factory`, indexModel: "simulated-embed" },
+    { dataDir: "/nonexistent", dimensions: 8 },
+  );
+  t.equal(index.backend, "elasticsearch");
+  await index.open();
+  t.teardown(() => index.close());
+  const mapping = await admin.indices.getMapping({ index: `${runPrefix}-factory` });
+  const mappings = Object.values(mapping)[0]?.mappings;
+  t.match(mappings, {
+    _meta: { troupe: { model: "simulated-embed", dimensions: 8 } },
+    properties: {
+      organization_id: { type: "keyword" },
+      kind: { type: "keyword" },
+      metadata: { type: "object", enabled: false },
+      vector: { type: "dense_vector", dims: 8, similarity: "cosine", index_options: { type: "hnsw" } },
+    },
+  });
+  await index.open();
+  t.pass("open() is idempotent");
+});
+
+t.test("an index Troupe did not create is refused", async (t) => {
+  const name = `${runPrefix}-foreign`;
+  await admin.indices.create({ index: name, mappings: { properties: { title: { type: "text" } } } });
+  await t.rejects(new ElasticsearchVectorIndex({ url, index: name, model: "m", dimensions: 8 }).open(), /not created by Troupe/);
+});
+
+t.test("an unreachable server is service_unavailable within seconds, never a hang", async (t) => {
+  // Port 9 (discard) on loopback: nothing listens there, so connections are refused.
+  const index = new ElasticsearchVectorIndex({ url: "http://127.0.0.1:9", index: "x", model: "m", dimensions: 4, requestTimeoutMs: 2_000 });
+  const startedMs = Date.now();
+  try {
+    await index.open();
+    t.fail("open() should have failed");
+  } catch (error) {
+    t.ok(error instanceof TroupeError);
+    t.equal((error as TroupeError).code, "service_unavailable");
+    t.match((error as Error).message, /^Elasticsearch is unreachable: /);
+  }
+  t.ok(Date.now() - startedMs < 10_000, "failed fast");
+  await index.close();
+});
+
+t.test("a server that stops answering mid-request times out as service_unavailable", async (t) => {
+  const { createServer } = await import("node:net");
+  const sockets = new Set<import("node:net").Socket>();
+  // Accepts connections and never answers: the hang a stuck server causes.
+  const server = createServer((socket) => sockets.add(socket));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const index = new ElasticsearchVectorIndex({ url: `http://127.0.0.1:${port}`, index: "x", model: "m", dimensions: 4, requestTimeoutMs: 1_000, maxRetries: 0 });
+  const startedMs = Date.now();
+  await t.rejects(index.open(), { code: "service_unavailable", message: /Elasticsearch is unreachable: .*timed out/i });
+  t.ok(Date.now() - startedMs < 5_000, `gave up after ${Date.now() - startedMs} ms`);
+  await index.close();
+});
