@@ -2,12 +2,10 @@
 // ordering and exact cosine distances, top_k bounds, metadata round trip,
 // organization isolation, concurrent adds, restart persistence, refusal of a
 // model change, the metadata.kind filter and boundary validation.
-import type t from "tap";
+import type { Test } from "tap";
 import { randomUUID } from "node:crypto";
 import { TroupeError } from "../../core/errors.ts";
 import type { VectorIndex, VectorRecord, VectorSearchResult } from "../../vectors/vector-index.ts";
-
-type Test = typeof t;
 
 export interface IndexShape {
   model: string;
