@@ -1,0 +1,159 @@
+// Fake OpenAI server: POST /v1/chat/completions (JSON, and SSE with
+// stream_options.include_usage: usage in a last chunk with choices []),
+// tool calls with streamed argument fragments; POST /v1/embeddings. Checks
+// the request the way OpenAI does (auth, tool messages answering calls).
+import { createHash } from "node:crypto";
+import { fakeModel, truncateWords } from "./fake-model.ts";
+import { fragments, sendJson, sendSse, startFake, wordDeltas, words, type FakeContext, type FakeServer } from "./fake-server.ts";
+
+type Msg = {
+  role: string;
+  content?: unknown;
+  tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+};
+
+export interface OpenAIFakeOptions {
+  apiKey?: string;
+  /** Path prefix, "/v1" like api.openai.com. */
+  prefix?: string;
+}
+
+const errorBody = (status: number, message: string) => ({
+  error: { message, type: status === 429 ? "rate_limit_exceeded" : "server_error", code: null },
+});
+
+export function startOpenAIFake(opts: OpenAIFakeOptions = {}): Promise<FakeServer> {
+  const prefix = opts.prefix ?? "/v1";
+  return startFake(async (ctx) => {
+    if (opts.apiKey && ctx.req.headers.authorization !== `Bearer ${opts.apiKey}`) {
+      return sendJson(ctx, 401, errorBody(401, "Incorrect API key provided"));
+    }
+    if (ctx.req.path === `${prefix}/chat/completions`) return chat(ctx);
+    if (ctx.req.path === `${prefix}/embeddings`) return embeddings(ctx);
+    sendJson(ctx, 404, errorBody(404, `no route ${ctx.req.path}`));
+  }, errorBody);
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((p: { type?: string; text?: string; image_url?: { url: string } }) =>
+        p.type === "text" ? (p.text ?? "") : p.type === "image_url" ? `[image ${p.image_url?.url.slice(0, 40)}]` : "",
+      )
+      .join(" ");
+  }
+  return "";
+}
+
+async function chat(ctx: FakeContext): Promise<void> {
+  const body = ctx.req.body as {
+    model?: string;
+    messages?: Msg[];
+    tools?: { type: string; function: { name: string } }[];
+    stream?: boolean;
+    stream_options?: { include_usage?: boolean };
+    max_tokens?: number;
+    max_completion_tokens?: number;
+  };
+  if (!body?.model || !Array.isArray(body.messages) || body.messages.length === 0) {
+    return sendJson(ctx, 400, errorBody(400, "model and messages are required"));
+  }
+  const calls = new Set<string>();
+  let lastUser = "";
+  let toolResults: string[] = [];
+  for (const m of body.messages) {
+    if (m.role === "assistant") {
+      for (const c of m.tool_calls ?? []) {
+        if (c.type !== "function" || typeof c.function?.arguments !== "string") {
+          return sendJson(ctx, 400, errorBody(400, "tool_calls[].function.arguments must be a string"));
+        }
+        calls.add(c.id);
+      }
+    } else if (m.role === "tool") {
+      if (!m.tool_call_id || !calls.has(m.tool_call_id)) {
+        return sendJson(ctx, 400, errorBody(400, "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'"));
+      }
+      toolResults.push(textOf(m.content));
+    } else if (m.role === "user") {
+      lastUser = textOf(m.content);
+      toolResults = [];
+    }
+  }
+  const answer = fakeModel({ tools: (body.tools ?? []).map((t) => t.function.name), lastUser, toolResults });
+  const max = body.max_completion_tokens ?? body.max_tokens;
+  const promptTokens = body.messages.reduce((n, m) => n + words(textOf(m.content)) + 3, 0);
+  const id = `chatcmpl-${createHash("sha1").update(JSON.stringify(body.messages)).digest("hex").slice(0, 12)}`;
+  const created = 1_700_000_000;
+
+  if ("toolCall" in answer) {
+    const call = { id: `call_${id.slice(-8)}`, name: answer.toolCall.name, args: JSON.stringify(answer.toolCall.args) };
+    const usage = { prompt_tokens: promptTokens, completion_tokens: 12, total_tokens: promptTokens + 12 };
+    if (!body.stream) {
+      return sendJson(ctx, 200, {
+        id, object: "chat.completion", created, model: body.model,
+        choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id: call.id, type: "function", function: { name: call.name, arguments: call.args } }] }, finish_reason: "tool_calls" }],
+        usage,
+      });
+    }
+    const chunk = (delta: unknown, finish: string | null) =>
+      `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] })}`;
+    const frames = [
+      chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }, null),
+      ...fragments(call.args).map((f) => chunk({ tool_calls: [{ index: 0, function: { arguments: f } }] }, null)),
+      chunk({}, "tool_calls"),
+    ];
+    if (body.stream_options?.include_usage) {
+      frames.push(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [], usage })}`);
+    }
+    frames.push("data: [DONE]");
+    return sendSse(ctx, frames);
+  }
+
+  const { text, truncated } = truncateWords(answer.text, max);
+  const finish = truncated ? "length" : "stop";
+  const usage = { prompt_tokens: promptTokens, completion_tokens: words(text), total_tokens: promptTokens + words(text) };
+  if (!body.stream) {
+    return sendJson(ctx, 200, {
+      id, object: "chat.completion", created, model: body.model,
+      choices: [{ index: 0, message: { role: "assistant", content: text, refusal: null }, logprobs: null, finish_reason: finish }],
+      usage,
+    });
+  }
+  const chunk = (delta: unknown, finishReason: string | null) =>
+    `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] })}`;
+  const frames = [chunk({ role: "assistant", content: "" }, null), ...wordDeltas(text).map((d) => chunk({ content: d }, null)), chunk({}, finish)];
+  if (body.stream_options?.include_usage) {
+    frames.push(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [], usage })}`);
+  }
+  frames.push("data: [DONE]");
+  return sendSse(ctx, frames);
+}
+
+/** Deterministic unit vector per text. */
+export function fakeVector(text: string, dims: number): number[] {
+  const v: number[] = [];
+  let seed = createHash("sha256").update(text).digest();
+  while (v.length < dims) {
+    for (let i = 0; i + 1 < seed.length && v.length < dims; i += 2) v.push(seed.readInt16BE(i) / 32768);
+    seed = createHash("sha256").update(seed).digest();
+  }
+  const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0)) || 1;
+  return v.map((x) => x / norm);
+}
+
+function embeddings(ctx: FakeContext): void {
+  const body = ctx.req.body as { model?: string; input?: unknown; dimensions?: number; encoding_format?: string };
+  const inputs = typeof body?.input === "string" ? [body.input] : body?.input;
+  if (!body?.model || !Array.isArray(inputs) || inputs.some((i) => typeof i !== "string")) {
+    return sendJson(ctx, 400, errorBody(400, "model and input are required"));
+  }
+  const dims = body.dimensions ?? (body.model === "text-embedding-3-large" ? 3072 : 1536);
+  sendJson(ctx, 200, {
+    object: "list",
+    data: (inputs as string[]).map((t, index) => ({ object: "embedding", index, embedding: fakeVector(t, dims) })),
+    model: body.model,
+    usage: { prompt_tokens: (inputs as string[]).reduce((n, t) => n + words(t), 0), total_tokens: 0 },
+  });
+}
