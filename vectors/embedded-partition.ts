@@ -90,8 +90,11 @@ export class VectorPartition {
   }
 
   private searchUsearch(rows: Float32Array, query: Float32Array, limit: number): PartitionHit[] {
+    // usearch reads a typed array from its buffer's start, ignoring byteOffset:
+    // `rows` always starts at 0; a query view elsewhere is copied first.
+    const ownQuery = query.byteOffset === 0 ? query : query.slice();
     // threads 1: the gateway serves many requests at once; one search per core.
-    const matches = usearch.exactSearch(rows, query, this.dimensions, limit, usearch.MetricKind.IP, 1);
+    const matches = usearch.exactSearch(rows, ownQuery, this.dimensions, limit, usearch.MetricKind.IP, 1);
     const hits: PartitionHit[] = [];
     for (let i = 0; i < matches.keys.length && hits.length < limit; i++) {
       const row = Number(matches.keys[i]);

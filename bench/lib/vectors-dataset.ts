@@ -1,0 +1,103 @@
+// Synthetic data and measurement helpers for bench/vectors.ts: seeded,
+// clustered unit vectors (real embeddings cluster by topic, which is what
+// makes approximate search lose recall), exact ground truth, percentiles.
+import usearch from "usearch";
+
+export interface Dataset {
+  dimensions: number;
+  count: number;
+  /** count × dimensions unit vectors, row-major. */
+  vectors: Float32Array;
+}
+
+/** mulberry32: fast, seeded, good enough for benchmarks. */
+export function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let x = state;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function gaussian(random: () => number): number {
+  // Box–Muller; 1 − u keeps log away from 0.
+  return Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+}
+
+/**
+ * `count` unit vectors around `clusters` random centres: each is centre +
+ * N(0, spread²) noise per component, normalised. spread 1 puts a vector at
+ * cosine ≈ 0.7 from its centre and ≈ 0.5 from its cluster mates.
+ */
+export function clusteredUnitVectors(
+  count: number,
+  dimensions: number,
+  clusters: number,
+  spread: number,
+  centreSeed: number,
+  noiseSeed: number,
+): Dataset {
+  // Same centreSeed = same topics: queries are drawn around the data's centres.
+  const centreRandom = seeded(centreSeed);
+  const centres = new Float32Array(clusters * dimensions);
+  for (let i = 0; i < centres.length; i++) centres[i] = gaussian(centreRandom);
+  const random = seeded(noiseSeed);
+  const vectors = new Float32Array(count * dimensions);
+  for (let row = 0; row < count; row++) {
+    const centre = Math.floor(random() * clusters) * dimensions;
+    const offset = row * dimensions;
+    let sumSquares = 0;
+    for (let j = 0; j < dimensions; j++) {
+      const v = (centres[centre + j] as number) + spread * gaussian(random);
+      vectors[offset + j] = v;
+      sumSquares += v * v;
+    }
+    const inverseNorm = 1 / Math.sqrt(sumSquares);
+    for (let j = 0; j < dimensions; j++) vectors[offset + j] = (vectors[offset + j] as number) * inverseNorm;
+  }
+  return { dimensions, count, vectors };
+}
+
+export function row(dataset: Dataset, index: number): Float32Array {
+  return dataset.vectors.subarray(index * dataset.dimensions, (index + 1) * dataset.dimensions);
+}
+
+/** Exact top-k rows per query (usearch brute force, all cores): the recall reference. */
+export function exactTopK(dataset: Dataset, queries: Dataset, k: number): number[][] {
+  const truth: number[][] = [];
+  for (let q = 0; q < queries.count; q++) {
+    // slice(): usearch reads a typed array from its buffer's start, ignoring byteOffset.
+    const matches = usearch.exactSearch(dataset.vectors, row(queries, q).slice(), dataset.dimensions, k, usearch.MetricKind.IP, 0);
+    truth.push(Array.from(matches.keys, (key) => Number(key)));
+  }
+  return truth;
+}
+
+/** Cosine distance in float64 between two unit float32 rows. */
+export function exactDistance(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += (a[i] as number) * (b[i] as number);
+    na += (a[i] as number) ** 2;
+    nb += (b[i] as number) ** 2;
+  }
+  return 1 - dot / Math.sqrt(na * nb);
+}
+
+export function percentile(sortedMs: readonly number[], p: number): number {
+  if (sortedMs.length === 0) return Number.NaN;
+  const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
+  return sortedMs[index] as number;
+}
+
+export function recallAtK(found: readonly number[], truth: readonly number[], k: number): number {
+  const expected = new Set(truth.slice(0, k));
+  let hits = 0;
+  for (const id of found.slice(0, k)) if (expected.has(id)) hits++;
+  return hits / Math.min(k, expected.size || k);
+}

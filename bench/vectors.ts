@@ -1,0 +1,221 @@
+// `npm run bench:vectors`: indexes N clustered 768-dim vectors into each vector
+// index backend (embedded always; Elasticsearch when ELASTICSEARCH_URL is set)
+// and prints the indexing rate, search p50/p99 over 200 queries and recall@10
+// against exact search, beside the targets.
+//
+//   node bench/vectors.ts [--n 100000] [--queries 200] [--dims 768] [--k 10]
+//                         [--batch 500] [--only embedded|elasticsearch] [--keep-index]
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { Client } from "@elastic/elasticsearch";
+import { ElasticsearchVectorIndex } from "../vectors/elasticsearch-vector-index.ts";
+import { EmbeddedVectorIndex } from "../vectors/embedded-vector-index.ts";
+import type { VectorIndex, VectorRecord, VectorSearchResult } from "../vectors/vector-index.ts";
+import { clusteredUnitVectors, exactDistance, exactTopK, percentile, recallAtK, row, type Dataset } from "./lib/vectors-dataset.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    n: { type: "string", default: "100000" },
+    queries: { type: "string", default: "200" },
+    dims: { type: "string", default: "768" },
+    k: { type: "string", default: "10" },
+    batch: { type: "string", default: "500" },
+    only: { type: "string" },
+    "keep-index": { type: "boolean", default: false },
+  },
+});
+const n = positiveInt("n", args.n);
+const queryCount = positiveInt("queries", args.queries);
+const dimensions = positiveInt("dims", args.dims);
+const k = positiveInt("k", args.k);
+const batchSize = positiveInt("batch", args.batch);
+const model = "bench-embed";
+const organizationId = "org-bench";
+// A second organization (1 % of N) so the org filter has something to exclude.
+const otherOrganizationId = "org-other";
+const targets = {
+  embedded: { p50Ms: 15 },
+  elasticsearch: { p50Ms: 10, recall: 0.98 },
+};
+
+function positiveInt(name: string, value: string | undefined): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`--${name} must be a positive integer, got ${value}`);
+  return parsed;
+}
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+interface Corpus {
+  data: Dataset;
+  ids: string[];
+  rowById: Map<string, number>;
+  other: Dataset;
+  queries: Dataset;
+  truth: number[][];
+}
+
+function buildCorpus(): Corpus {
+  const startedMs = performance.now();
+  const data = clusteredUnitVectors(n, dimensions, 100, 1, 1, 2);
+  const other = clusteredUnitVectors(Math.max(1, Math.floor(n / 100)), dimensions, 100, 1, 1, 3);
+  // Queries: fresh draws around the same centres, so each has close neighbours.
+  const queries = clusteredUnitVectors(queryCount, dimensions, 100, 1, 1, 4);
+  const ids = Array.from({ length: n }, () => randomUUID());
+  const rowById = new Map(ids.map((id, i) => [id, i]));
+  log(`data: ${n} × ${dimensions} clustered unit vectors (100 clusters) in ${organizationId}, ${other.count} in ${otherOrganizationId}, ${queryCount} queries; generated in ${seconds(startedMs)} s`);
+  const truthStartedMs = performance.now();
+  const truth = exactTopK(data, queries, k);
+  log(`exact top-${k} reference computed in ${seconds(truthStartedMs)} s`);
+  return { data, ids, rowById, other, queries, truth };
+}
+
+function seconds(sinceMs: number): string {
+  return ((performance.now() - sinceMs) / 1000).toFixed(1);
+}
+
+function records(corpus: Corpus, from: number, to: number): VectorRecord[] {
+  const now = new Date().toISOString();
+  const out: VectorRecord[] = [];
+  for (let i = from; i < to; i++) {
+    out.push({
+      id: corpus.ids[i] as string,
+      organization_id: organizationId,
+      content: `document ${i}`,
+      metadata: { kind: "document", row: i },
+      model,
+      vector: row(corpus.data, i),
+      created_at: now,
+    });
+  }
+  return out;
+}
+
+function otherRecords(corpus: Corpus): VectorRecord[] {
+  const now = new Date().toISOString();
+  return Array.from({ length: corpus.other.count }, (_, i) => ({
+    id: randomUUID(),
+    organization_id: otherOrganizationId,
+    content: `other ${i}`,
+    metadata: {},
+    model,
+    vector: row(corpus.other, i),
+    created_at: now,
+  }));
+}
+
+interface SearchFigures {
+  p50Ms: number;
+  p99Ms: number;
+  recall: number;
+  maxDistanceError: number;
+}
+
+async function measureSearch(index: VectorIndex, corpus: Corpus): Promise<SearchFigures> {
+  // Warm-up: JIT, caches, ES's first-query costs.
+  for (let q = 0; q < Math.min(20, queryCount); q++) await index.search(organizationId, row(corpus.queries, q), k);
+  const latenciesMs: number[] = [];
+  let recallSum = 0;
+  let maxDistanceError = 0;
+  for (let q = 0; q < queryCount; q++) {
+    const query = row(corpus.queries, q);
+    const startedMs = performance.now();
+    const results: VectorSearchResult[] = await index.search(organizationId, query, k);
+    latenciesMs.push(performance.now() - startedMs);
+    const rows = results.map((r) => corpus.rowById.get(r.id) ?? -1);
+    if (rows.includes(-1)) throw new Error("a result is not one of this organization's records");
+    recallSum += recallAtK(rows, corpus.truth[q] as number[], k);
+    results.forEach((r, i) => {
+      const error = Math.abs(r.distance - exactDistance(query, row(corpus.data, rows[i] as number)));
+      maxDistanceError = Math.max(maxDistanceError, error);
+    });
+  }
+  latenciesMs.sort((a, b) => a - b);
+  return { p50Ms: percentile(latenciesMs, 50), p99Ms: percentile(latenciesMs, 99), recall: recallSum / queryCount, maxDistanceError };
+}
+
+function report(backend: string, indexed: { count: number; seconds: number }, search: SearchFigures, target: { p50Ms: number; recall?: number }): void {
+  const rate = Math.round(indexed.count / indexed.seconds);
+  const p50ok = search.p50Ms <= target.p50Ms ? "met" : "MISSED";
+  const recallTarget = target.recall;
+  const recallOk = recallTarget === undefined ? "" : search.recall >= recallTarget ? " (met)" : " (MISSED)";
+  log(`${backend}: indexed ${indexed.count} in ${indexed.seconds.toFixed(1)} s = ${rate} vectors/s`);
+  log(`${backend}: search k=${k} over ${queryCount} queries: p50 ${search.p50Ms.toFixed(2)} ms, p99 ${search.p99Ms.toFixed(2)} ms  [target p50 ≤ ${target.p50Ms} ms: ${p50ok}]`);
+  log(
+    `${backend}: recall@${k} ${search.recall.toFixed(4)}${recallTarget === undefined ? " (exact search)" : `  [target ≥ ${recallTarget}${recallOk}]`}; max |distance − exact cosine| ${search.maxDistanceError.toExponential(2)}`,
+  );
+}
+
+async function benchEmbedded(corpus: Corpus): Promise<void> {
+  const directory = await mkdtemp(join(tmpdir(), "troupe-bench-vectors-"));
+  try {
+    const index = new EmbeddedVectorIndex({ directory, model, dimensions });
+    await index.open();
+    const startedMs = performance.now();
+    for (let from = 0; from < n; from += 1000) await index.add(records(corpus, from, Math.min(n, from + 1000)));
+    const indexSeconds = (performance.now() - startedMs) / 1000;
+    await index.add(otherRecords(corpus));
+    await index.close();
+    const reopenedMs = performance.now();
+    const reopened = new EmbeddedVectorIndex({ directory, model, dimensions });
+    await reopened.open();
+    log(`embedded: reopened (loaded ${reopened.count(organizationId)} + ${reopened.count(otherOrganizationId)} records from disk) in ${seconds(reopenedMs)} s`);
+    const search = await measureSearch(reopened, corpus);
+    await reopened.close();
+    report("embedded", { count: n, seconds: indexSeconds }, search, targets.embedded);
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
+  const indexName = `troupe-bench-${Date.now()}`;
+  const admin = new Client({ node: url, requestTimeout: 3_600_000 });
+  const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000 });
+  try {
+    await index.open();
+    log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m 16, ef_construction 100), num_candidates max(200, 10·k)`);
+    const startedMs = performance.now();
+    // Two bulk requests in flight: ES indexes with its own threads; more only queues.
+    const inFlight = 2;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < n) {
+        const from = next;
+        next = Math.min(n, next + batchSize);
+        await index.addBulk(records(corpus, from, next), { refresh: false });
+      }
+    };
+    await Promise.all(Array.from({ length: inFlight }, worker));
+    await index.addBulk(otherRecords(corpus), { refresh: false });
+    await index.refresh();
+    const bulkSeconds = (performance.now() - startedMs) / 1000;
+    log(`elasticsearch: bulk-indexed and refreshed in ${bulkSeconds.toFixed(1)} s`);
+    const mergeStartedMs = performance.now();
+    await admin.indices.forcemerge({ index: indexName, max_num_segments: 1 });
+    log(`elasticsearch: force-merged to one segment in ${seconds(mergeStartedMs)} s`);
+    const buildSeconds = (performance.now() - startedMs) / 1000;
+    const search = await measureSearch(index, corpus);
+    report("elasticsearch", { count: n, seconds: buildSeconds }, search, targets.elasticsearch);
+    log(`elasticsearch: (indexing rate counts bulk + refresh + force-merge; bulk alone ${Math.round(n / bulkSeconds)} vectors/s)`);
+  } finally {
+    await index.close();
+    if (!args["keep-index"]) await admin.indices.delete({ index: indexName }).catch(() => undefined);
+    await admin.close();
+  }
+}
+
+const corpus = buildCorpus();
+const only = args.only;
+if (only !== undefined && only !== "embedded" && only !== "elasticsearch") throw new Error("--only must be embedded or elasticsearch");
+if (only !== "elasticsearch") await benchEmbedded(corpus);
+const elasticsearchUrl = process.env["ELASTICSEARCH_URL"];
+if (only !== "embedded") {
+  if (elasticsearchUrl) await benchElasticsearch(corpus, elasticsearchUrl);
+  else log("elasticsearch: skipped — ELASTICSEARCH_URL is not set (start one with `npm run elasticsearch`)");
+}
