@@ -1,20 +1,45 @@
 // Identifiers: UUIDs where the spec asks for them, otherwise prefixed ULIDs
-// (`key_…`, `org_…`) which sort by creation time (DESIGN.md §4).
+// (`key_…`, `org_…`) which sort by creation time (DESIGN.md §4). ULIDs are
+// monotonic within a process: two made in the same millisecond still sort
+// in creation order, so "newest first" lists are stable.
 import { randomBytes, randomUUID } from "node:crypto";
 
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+function freshRandom(): number[] {
+  const bytes = randomBytes(16);
+  return Array.from(bytes, (b) => b % 32);
+}
+
+/** Adds one to the 80-bit random part, base 32, carrying left. */
+function increment(digits: number[]): number[] {
+  const next = [...digits];
+  for (let i = next.length - 1; i >= 0; i--) {
+    const d = (next[i] ?? 0) + 1;
+    if (d < 32) {
+      next[i] = d;
+      return next;
+    }
+    next[i] = 0;
+  }
+  return freshRandom();
+}
 
 export function ulid(nowMs: number = Date.now()): string {
+  if (nowMs === lastTime) lastRandom = increment(lastRandom);
+  else {
+    lastTime = nowMs;
+    lastRandom = freshRandom();
+  }
   let time = "";
   let t = nowMs;
   for (let i = 0; i < 10; i++) {
     time = crockford[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const bytes = randomBytes(16);
-  let random = "";
-  for (let i = 0; i < 16; i++) random += crockford[(bytes[i] ?? 0) % 32];
-  return time + random;
+  return time + lastRandom.map((d) => crockford[d]).join("");
 }
 
 export function prefixedId(prefix: string, nowMs?: number): string {

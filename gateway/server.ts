@@ -121,7 +121,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     let body: unknown;
     if (bodyPromise) {
       const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);
-      body = route.body ? parseWith(route.body, parsed ?? {}, "body") : undefined;
+      body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
     }
     const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
     const params: Record<string, string> = {};

@@ -1,0 +1,121 @@
+// One suite for every TenancyStore implementation (embedded and Redis).
+import type { Test } from "tap";
+import { ClaimTakenError, type TenancyStore } from "../../tenancy/store.ts";
+
+export interface StoreFactory {
+  name: string;
+  /** A fresh, empty store. */
+  create(): Promise<TenancyStore>;
+  /** Closes and reopens the same data (restart persistence). */
+  reopen(store: TenancyStore): Promise<TenancyStore>;
+}
+
+export function storeSuite(t: Test, factory: StoreFactory): void {
+  t.test(`${factory.name}: put, get, getMany, delete`, async (t) => {
+    const store = await factory.create();
+    await store.apply([
+      { op: "put", key: "a", value: { n: 1, s: "x" } },
+      { op: "put", key: "b", value: [1, 2] },
+    ]);
+    t.same(await store.get("a"), { n: 1, s: "x" });
+    t.same(await store.getMany(["b", "missing", "a"]), [[1, 2], undefined, { n: 1, s: "x" }]);
+    await store.apply([{ op: "delete", key: "a" }]);
+    t.equal(await store.get("a"), undefined);
+    await store.close();
+  });
+
+  t.test(`${factory.name}: a taken claim fails the whole batch`, async (t) => {
+    const store = await factory.create();
+    await store.apply([{ op: "claim", key: "email:x", value: "u1" }]);
+    await t.rejects(
+      store.apply([
+        { op: "put", key: "user:u2", value: { id: "u2" } },
+        { op: "index", key: "users", member: "u2", score: 1 },
+        { op: "claim", key: "email:x", value: "u2" },
+      ]),
+      ClaimTakenError,
+    );
+    t.equal(await store.get("user:u2"), undefined, "nothing half-written");
+    t.same((await store.page("users", 10)).members, []);
+    t.equal(await store.lookup("email:x"), "u1");
+    await store.apply([{ op: "release", key: "email:x" }]);
+    t.equal(await store.lookup("email:x"), undefined);
+    await store.close();
+  });
+
+  t.test(`${factory.name}: concurrent claims, exactly one wins`, async (t) => {
+    const store = await factory.create();
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => store.apply([{ op: "claim", key: "race", value: `v${i}` }])));
+    t.equal(results.filter((r) => r.status === "fulfilled").length, 1);
+    await store.close();
+  });
+
+  t.test(`${factory.name}: index pages newest first with a cursor`, async (t) => {
+    const store = await factory.create();
+    const ops = Array.from({ length: 25 }, (_, i) => ({ op: "index" as const, key: "list", member: `m${String(i).padStart(2, "0")}`, score: 1000 + Math.floor(i / 2) }));
+    await store.apply(ops);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await store.page("list", 7, cursor);
+      seen.push(...page.members);
+      cursor = page.nextCursor;
+      pages += 1;
+    } while (cursor && pages < 10);
+    t.equal(pages, 4);
+    t.equal(seen.length, 25);
+    t.equal(new Set(seen).size, 25, "no duplicates across pages, even with equal scores");
+    t.equal(seen[0], "m24", "newest first");
+    t.equal(seen[24], "m00");
+    await store.apply([{ op: "unindex", key: "list", member: "m24" }]);
+    t.equal((await store.page("list", 1)).members[0], "m23");
+    await store.close();
+  });
+
+  t.test(`${factory.name}: documents with a ttl expire`, async (t) => {
+    const store = await factory.create();
+    await store.apply([{ op: "put", key: "session", value: { ok: true }, ttlMs: 150 }]);
+    t.same(await store.get("session"), { ok: true });
+    await new Promise((r) => setTimeout(r, 300));
+    t.equal(await store.get("session"), undefined);
+    await store.close();
+  });
+
+  t.test(`${factory.name}: fixed-window counters`, async (t) => {
+    const store = await factory.create();
+    const counts: number[] = [];
+    for (let i = 0; i < 5; i++) counts.push((await store.hit("k", 60_000)).count);
+    t.same(counts, [1, 2, 3, 4, 5]);
+    const { resetInMs } = await store.hit("k", 60_000);
+    t.ok(resetInMs > 0 && resetInMs <= 60_000, `reset in ${resetInMs} ms`);
+    const short = await store.hit("short", 100);
+    t.equal(short.count, 1);
+    await new Promise((r) => setTimeout(r, 200));
+    t.equal((await store.hit("short", 100)).count, 1, "window reset");
+    await store.close();
+  });
+
+  t.test(`${factory.name}: publish reaches subscribers`, async (t) => {
+    const store = await factory.create();
+    const got = new Promise<string>((resolve) => void store.subscribe("chan", resolve));
+    await new Promise((r) => setTimeout(r, 50));
+    await store.publish("chan", "hello");
+    t.equal(await got, "hello");
+    await store.close();
+  });
+
+  t.test(`${factory.name}: data survives a restart`, async (t) => {
+    const store = await factory.create();
+    await store.apply([
+      { op: "put", key: "persist", value: { v: 42 } },
+      { op: "claim", key: "unique", value: "id1" },
+      { op: "index", key: "idx", member: "a", score: 5 },
+    ]);
+    const reopened = await factory.reopen(store);
+    t.same(await reopened.get("persist"), { v: 42 });
+    t.equal(await reopened.lookup("unique"), "id1");
+    t.same((await reopened.page("idx", 5)).members, ["a"]);
+    await reopened.close();
+  });
+}
