@@ -71,6 +71,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
   readonly index: string;
   private readonly url: string;
   private readonly client: Client;
+  private readonly requestTimeoutMs: number;
   private readonly bulkTimeoutMs: number;
   private readonly numCandidates: (k: number) => number;
   private readonly logger: Logger | undefined;
@@ -82,21 +83,25 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     this.index = options.index;
     this.model = options.model;
     this.dimensions = options.dimensions;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
     this.bulkTimeoutMs = options.bulkTimeoutMs ?? 60_000;
     this.numCandidates = options.numCandidates ?? defaultNumCandidates;
     this.logger = options.logger;
+    // The transport's per-request timeout can only shorten the client-wide one
+    // (undici's socket timeouts come from it), so the client gets the longest
+    // deadline (bulk) and every other call passes the short one.
     this.client = new Client({
       node: options.url,
-      requestTimeout: options.requestTimeoutMs ?? 5_000,
+      requestTimeout: Math.max(this.bulkTimeoutMs, this.requestTimeoutMs),
       maxRetries: options.maxRetries ?? 1,
     });
   }
 
   async open(): Promise<void> {
     if (this.opened) return;
-    const exists = await this.call("check the index", () => this.client.indices.exists({ index: this.index }));
+    const exists = await this.call("check the index", () => this.client.indices.exists({ index: this.index }, this.short()));
     if (!exists) await this.createIndex();
-    const mapping = await this.call("read the index mapping", () => this.client.indices.getMapping({ index: this.index }));
+    const mapping = await this.call("read the index mapping", () => this.client.indices.getMapping({ index: this.index }, this.short()));
     const meta = troupeMetaSchema.safeParse(Object.values(mapping)[0]?.mappings._meta);
     if (!meta.success) {
       throw new Error(`refusing to use Elasticsearch index ${this.index}: it exists but was not created by Troupe (no _meta.troupe with model and dimensions)`);
@@ -161,7 +166,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
         },
         size: query.topK,
         _source: ["record_id", "content", "metadata", "model"],
-      }),
+      }, this.short()),
     );
     const parsed = searchResponseSchema.safeParse(response);
     if (!parsed.success) {
@@ -212,7 +217,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
             },
           },
         },
-        { requestTimeout: 30_000 },
+        { requestTimeout: Math.max(this.requestTimeoutMs, Math.min(30_000, this.bulkTimeoutMs)) },
       );
       this.logger?.info("vector index created", { backend: "elasticsearch", index: this.index });
     } catch (error) {
@@ -220,6 +225,10 @@ export class ElasticsearchVectorIndex implements VectorIndex {
       if (error instanceof errors.ResponseError && error.body?.error?.type === "resource_already_exists_exception") return;
       throw this.unavailable("create the index", error);
     }
+  }
+
+  private short(): { requestTimeout: number } {
+    return { requestTimeout: this.requestTimeoutMs };
   }
 
   private requireOpen(): void {
@@ -240,11 +249,11 @@ export class ElasticsearchVectorIndex implements VectorIndex {
       const body: unknown = error.body;
       const reason = z.object({ error: z.object({ type: z.string(), reason: z.string().optional() }) }).safeParse(body);
       const detail = reason.success ? `${reason.data.error.type}: ${reason.data.error.reason ?? ""}` : `HTTP ${error.statusCode}`;
-      return new TroupeError("service_unavailable", `Elasticsearch could not ${what} (index ${this.index}): ${detail}`, { cause: error });
+      // No `cause`: the client's error carries the whole request (megabytes of vectors) into logs.
+      return new TroupeError("service_unavailable", `Elasticsearch could not ${what} (index ${this.index}): ${detail}`);
     }
     const message = error instanceof Error ? error.message : String(error);
     return new TroupeError("service_unavailable", `Elasticsearch is unreachable: ${message} (${this.url}, while trying to ${what})`, {
-      cause: error,
       retryAfterSeconds: 5,
     });
   }
