@@ -112,19 +112,25 @@ export class LocalCluster {
   private componentsDir = "";
   private stopped = false;
 
-  private constructor(options: ClusterOptions) {
+  constructor(options: ClusterOptions) {
     this.options = options;
   }
 
   static async start(options: ClusterOptions): Promise<LocalCluster> {
     const cluster = new LocalCluster(options);
+    await cluster.start();
+    return cluster;
+  }
+
+  /** Starts everything; on failure (or a stop() meanwhile) stops what it started and throws. */
+  async start(): Promise<void> {
     try {
-      await cluster.boot();
+      await this.boot();
+      if (this.stopped) throw new Error("the cluster was stopped while starting");
     } catch (error) {
-      await cluster.stop();
+      await this.stop();
       throw error;
     }
-    return cluster;
   }
 
   private log(line: string): void {
@@ -255,6 +261,7 @@ export class LocalCluster {
         "--resources-path", this.componentsDir,
         "--config", join(repoDir, "dapr/config.yaml"),
         "--log-level", options.daprLogLevel ?? "warn",
+        "--dapr-graceful-shutdown-seconds", "5",
       ];
       // DAPR_HOST_IP keeps the address daprd registers with placement on loopback.
       this.sidecars.set(index, this.spawnLogged(`daprd-${index}`, join(daprBinDir, "daprd"), args, { DAPR_HOST_IP: "127.0.0.1" }));
@@ -322,6 +329,7 @@ export class LocalCluster {
   }
 
   private spawnLogged(name: string, command: string, args: string[], env: Record<string, string> = {}): Managed {
+    if (this.stopped) throw new Error("the cluster was stopped while starting");
     const logFile = join(this.logDir, `${name}.log`);
     const fd = openSync(logFile, "a");
     const child = spawn(command, args, { stdio: ["ignore", fd, fd], env: { ...process.env, ...env }, cwd: repoDir });

@@ -19,10 +19,15 @@ export const wireError = z.object({
 });
 export type WireError = z.infer<typeof wireError>;
 
+/**
+ * The callback answers every method error with 500: daprd treats some
+ * statuses specially (404 becomes its own "actor method not found" and drops
+ * the body), and the real status travels inside the body anyway.
+ */
 export function errorToWire(error: unknown): { status: number; body: WireError } {
   if (error instanceof TroupeError) {
     return {
-      status: error.status,
+      status: 500,
       body: {
         troupeError: {
           code: error.code,
@@ -43,19 +48,17 @@ export function errorToWire(error: unknown): { status: number; body: WireError }
 const daprError = z.object({ errorCode: z.string().optional(), message: z.string().optional() });
 
 /**
- * Rebuilds the error a call through daprd failed with: the method's own
- * error when the body carries one, otherwise a TroupeError saying Dapr failed.
+ * Rebuilds the error a call through daprd failed with. daprd does not pass
+ * the app's error body through as is: it wraps it in its own error message
+ * ("error from actor service: (500) {…}"), so the method's serialized error
+ * is found inside that text. Anything else is Dapr failing, a 503.
  */
 export function errorFromResponse(status: number, bodyText: string, what: string): Error {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(bodyText);
-  } catch {
-    parsed = undefined;
-  }
-  const own = wireError.safeParse(parsed);
-  if (own.success) {
-    const e = own.data.troupeError;
+  const parsed = safeJson(bodyText);
+  const dapr = daprError.safeParse(parsed);
+  const own = wireError.safeParse(parsed).data ?? embeddedWireError(dapr.success ? (dapr.data.message ?? "") : bodyText);
+  if (own) {
+    const e = own.troupeError;
     if (e.code) {
       return new TroupeError(e.code, e.message, {
         details: e.details,
@@ -66,12 +69,25 @@ export function errorFromResponse(status: number, bodyText: string, what: string
     plain.name = e.name;
     return plain;
   }
-  const dapr = daprError.safeParse(parsed);
   const detail = dapr.success ? `${dapr.data.errorCode ?? "error"}: ${dapr.data.message ?? ""}` : bodyText.slice(0, 500);
   return new TroupeError("service_unavailable", `Dapr ${what} failed (HTTP ${status}): ${detail}`, {
     details: { dapr_status: status },
     retryAfterSeconds: 1,
   });
+}
+
+const marker = '{"troupeError":';
+
+/** The serialized method error inside a daprd error message, if there is one. */
+function embeddedWireError(text: string): WireError | undefined {
+  const start = text.indexOf(marker);
+  if (start < 0) return undefined;
+  // The JSON runs to the last closing brace (daprd may add text after it).
+  for (let end = text.lastIndexOf("}"); end > start; end = text.lastIndexOf("}", end - 1)) {
+    const candidate = wireError.safeParse(safeJson(text.slice(start, end + 1)));
+    if (candidate.success) return candidate.data;
+  }
+  return undefined;
 }
 
 /** What Troupe stores in a timer's or reminder's data: the method to run and its input. */
@@ -120,7 +136,7 @@ export const daprMetadata = z
         runtimeStatus: z.string().optional(),
         hostReady: z.boolean().optional(),
         placement: z.string().optional(),
-        activeActors: z.array(z.object({ type: z.string(), count: z.number() })).optional(),
+        activeActors: z.array(z.object({ type: z.string(), count: z.number().default(0) })).optional(),
       })
       .loose()
       .optional(),

@@ -1,0 +1,74 @@
+// `npm run cluster`: a local distributed Troupe on one machine. Builds the
+// Dapr binaries if missing (dapr/build.sh, cached), starts Redis (unless
+// REDIS_URL is set), placement, scheduler, and TROUPE_REPLICAS replicas of
+// the gateway, each with its own daprd. Replica i serves the gateway on
+// PORT+i and its daprd HTTP API on DAPR_HTTP_PORT+i; every other port is a
+// free loopback port. Logs go to <TROUPE_DATA_DIR>/logs. Runs until SIGINT
+// or SIGTERM, then stops everything it started.
+//
+// Environment: TROUPE_REPLICAS (2), PORT (8080), DAPR_HTTP_PORT (3500),
+// TROUPE_DATA_DIR (./.troupe/cluster), REDIS_URL, ELASTICSEARCH_URL and any
+// other gateway setting (passed through to every replica),
+// TROUPE_CLUSTER_APP (the replica entry script, default gateway/main.ts).
+import { resolve } from "node:path";
+import { z } from "zod";
+import { LocalCluster, repoDir } from "../test/support/dapr-cluster.ts";
+
+const env = z
+  .object({
+    TROUPE_REPLICAS: z.coerce.number().int().min(1).max(16).default(2),
+    PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+    DAPR_HTTP_PORT: z.coerce.number().int().min(1).max(65535).default(3500),
+    TROUPE_DATA_DIR: z.string().default("./.troupe/cluster"),
+    REDIS_URL: z.string().optional(),
+    TROUPE_CLUSTER_APP: z.string().default("gateway/main.ts"),
+  })
+  .parse(process.env);
+
+const dataDir = resolve(env.TROUPE_DATA_DIR);
+const say = (line: string) => process.stdout.write(`cluster: ${line}\n`);
+const started = Date.now();
+say(`starting ${env.TROUPE_REPLICAS} replica(s); logs in ${dataDir}/logs`);
+
+const cluster = new LocalCluster({
+  mode: "dapr",
+  replicas: env.TROUPE_REPLICAS,
+  dataDir,
+  appEntry: resolve(repoDir, env.TROUPE_CLUSTER_APP),
+  basePort: env.PORT,
+  daprHttpBasePort: env.DAPR_HTTP_PORT,
+  ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+  build: true,
+  readyTimeoutMs: 120_000,
+  log: say,
+});
+
+let stopping = false;
+const stop = (signal: string): void => {
+  if (stopping) return;
+  stopping = true;
+  say(`${signal}: stopping`);
+  void cluster.stop().then(() => {
+    say("stopped");
+    process.exit(0);
+  });
+};
+// Installed before starting, so Ctrl-C during start-up still stops what was started.
+process.on("SIGINT", () => stop("SIGINT"));
+process.on("SIGTERM", () => stop("SIGTERM"));
+
+try {
+  await cluster.start();
+} catch (error) {
+  if (!stopping) {
+    process.stderr.write(`cluster: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  }
+}
+if (stopping) await new Promise(() => {}); // stop() exits the process
+
+for (const r of cluster.replicas) {
+  say(`replica ${r.index}: gateway ${r.gatewayUrl}  daprd ${r.daprHttpUrl}  (logs ${r.appLog}, ${r.daprdLog})`);
+}
+say(`redis ${cluster.redisUrl}; ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops everything`);
+
