@@ -35,7 +35,7 @@ export interface ConformanceTarget {
   readonly idleTimeoutMs: number;
   readonly cluster: LocalCluster;
   call(id: string, method: string, input?: unknown, replica?: number): Promise<CallResult>;
-  /** Active TestCounter actors in replica's process. */
+  /** Active TestCounter actors in replica's process (all replicas when undefined). */
   active(replica?: number): Promise<number>;
   stop(): Promise<void>;
 }
@@ -79,10 +79,15 @@ export async function startTarget(mode: "embedded" | "dapr", replicas: number, i
       const parsed = callResult.parse(await response.body.json());
       return { status: response.statusCode, output: parsed.output, error: parsed.error };
     },
-    async active(replica = 0) {
-      const response = await pool(replica).request({ method: "GET", path: "/active" });
-      const list = activeList.parse(await response.body.json());
-      return list.find((a) => a.type === "TestCounter")?.count ?? 0;
+    async active(replica) {
+      const counts = await Promise.all(
+        (replica === undefined ? pools.map((_, i) => i) : [replica]).map(async (r) => {
+          const response = await pool(r).request({ method: "GET", path: "/active" });
+          const list = activeList.parse(await response.body.json());
+          return list.find((a) => a.type === "TestCounter")?.count ?? 0;
+        }),
+      );
+      return counts.reduce((a, b) => a + b, 0);
     },
     async stop() {
       await Promise.all(pools.map((p) => p.destroy()));

@@ -55,6 +55,11 @@ async function eventually(check: () => Promise<boolean>, timeoutMs: number, step
   }
 }
 
+/** The replica whose process runs actor `id` now. */
+async function hostOf(t: Test, target: ConformanceTarget, id: string): Promise<number> {
+  return Number((await view(t, target, id)).replica);
+}
+
 /** Replica restart: kill -9 of the app (and, on Dapr, its daprd when `withSidecar`), then start again. */
 async function crashAndRestart(target: ConformanceTarget, replica: number, withSidecar: boolean, downMs = 0): Promise<void> {
   if (withSidecar) await target.cluster.killReplica(replica);
@@ -116,7 +121,7 @@ export const conformanceCases: ConformanceCase[] = [
       let state = await view(t, target, id);
       t.equal(state.count, 2, "in-memory state unchanged after failed turns");
       t.same(state.marks, [], "no partial write");
-      await crashAndRestart(target, 0, false);
+      await crashAndRestart(target, await hostOf(t, target, id), false);
       state = await view(t, target, id);
       t.equal(state.count, 2, "persisted state unchanged after failed turns (read back after kill -9)");
     },
@@ -128,7 +133,7 @@ export const conformanceCases: ConformanceCase[] = [
       await Promise.all(ids.map((id, i) => target.call(id, "increment", { by: i + 10 })));
       await Promise.all(ids.map((id) => target.call(id, "mark", "before-kill")));
       const pidBefore = (await view(t, target, ids[0]!)).pid;
-      await crashAndRestart(target, 0, false);
+      await crashAndRestart(target, await hostOf(t, target, ids[0]!), false);
       for (const [i, id] of ids.entries()) {
         const state = await view(t, target, id);
         t.equal(state.count, i + 10, `${id}: count survived`);
@@ -171,8 +176,8 @@ export const conformanceCases: ConformanceCase[] = [
       const dueMs = 4_000;
       ok(t, await target.call(id, "armBoth", dueMs), "arm a reminder and a timer");
       const armedAt = Date.now();
-      // The whole replica dies (on Dapr its daprd too, which holds the timers) and comes back before the due time.
-      await crashAndRestart(target, 0, true);
+      // The actor's whole replica dies (on Dapr its daprd too, which holds the timers) and comes back before the due time.
+      await crashAndRestart(target, await hostOf(t, target, id), true);
       t.ok(Date.now() - armedAt < dueMs, `restarted within ${Date.now() - armedAt} ms, before the due time`);
       const fired = await eventually(async () => (await view(t, target, id)).marks.includes("reminder"), dueMs + 20_000, 250);
       t.ok(fired, "the reminder fired after the restart");
@@ -187,7 +192,7 @@ export const conformanceCases: ConformanceCase[] = [
     async run(t, target) {
       const id = freshId("overdue");
       ok(t, await target.call(id, "armReminder", { name: "late", dueMs: 1_000 }), "arm");
-      await crashAndRestart(target, 0, true, 2_500);
+      await crashAndRestart(target, await hostOf(t, target, id), true, 2_500);
       const fired = await eventually(async () => (await view(t, target, id)).marks.includes("late"), 30_000, 250);
       t.ok(fired, "fired after the restart");
       await sleep(1_500);
