@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
 import { z } from "zod";
 import type { Logger } from "../core/log.ts";
-import { VectorPartition, type ExactSearchKernel, type PartitionHit } from "./embedded-partition.ts";
+import { VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
 import {
   assertSameIndexMeta,
   assertValidIndexMeta,
@@ -33,6 +33,8 @@ export interface EmbeddedVectorIndexOptions {
   dimensions: number;
   /** Exact-search kernel; "usearch" (SIMD) unless a test pins the JS loop. */
   kernel?: ExactSearchKernel;
+  /** Partitions from this many rows use int8 candidates + float32 rescoring (default 4096). */
+  quantizeFromRows?: number;
   logger?: Logger;
 }
 
@@ -55,7 +57,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
   readonly model: string;
   readonly dimensions: number;
   private readonly directory: string;
-  private readonly kernel: ExactSearchKernel;
+  private readonly partitionOptions: PartitionOptions;
   private readonly logger: Logger | undefined;
   private db: RootDatabase<StoredValue, [string, string]> | undefined;
   /** organization → kind → partition. */
@@ -69,7 +71,10 @@ export class EmbeddedVectorIndex implements VectorIndex {
     this.directory = options.directory;
     this.model = options.model;
     this.dimensions = options.dimensions;
-    this.kernel = options.kernel ?? "usearch";
+    this.partitionOptions = {
+      kernel: options.kernel ?? "usearch",
+      ...(options.quantizeFromRows === undefined ? {} : { quantizeFromRows: options.quantizeFromRows }),
+    };
     this.logger = options.logger;
     assertValidIndexMeta({ model: this.model, dimensions: this.dimensions });
   }
@@ -172,6 +177,18 @@ export class EmbeddedVectorIndex implements VectorIndex {
     return total;
   }
 
+  /** How many searches used the int8 step, and how many of those fell back to float32. */
+  searchStats(): SearchStats {
+    const total: SearchStats = { quantized: 0, fallbacks: 0 };
+    for (const partitions of this.organizations.values()) {
+      for (const partition of partitions.values()) {
+        total.quantized += partition.stats.quantized;
+        total.fallbacks += partition.stats.fallbacks;
+      }
+    }
+    return total;
+  }
+
   private applyOne(organizationId: string, id: string, value: StoredValue, metadata: Record<string, unknown>, unit: Float32Array): void {
     const kindValue = metadata["kind"];
     const kind = typeof kindValue === "string" ? kindValue : noKind;
@@ -187,7 +204,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     if (previousKind !== undefined && previousKind !== kind) partitions.get(previousKind)?.remove(id);
     let partition = partitions.get(kind);
     if (!partition) {
-      partition = new VectorPartition(this.dimensions, this.kernel);
+      partition = new VectorPartition(this.dimensions, this.partitionOptions);
       partitions.set(kind, partition);
     }
     partition.upsert({ id, content: value.content, metadataJson: value.metadata, model: value.model }, unit);

@@ -11,7 +11,7 @@ import type { ExactSearchKernel } from "../../vectors/embedded-partition.ts";
 import { createVectorIndex } from "../../vectors/create-vector-index.ts";
 import { vectorIndexSuite, type VectorIndexHarness } from "./vector-index-suite.ts";
 
-function harness(kernel: ExactSearchKernel): VectorIndexHarness {
+function harness(kernel: ExactSearchKernel, quantizeFromRows?: number): VectorIndexHarness {
   const roots: string[] = [];
   return {
     async newLocation(label) {
@@ -19,7 +19,8 @@ function harness(kernel: ExactSearchKernel): VectorIndexHarness {
       roots.push(dir);
       return dir;
     },
-    make: (location, shape) => new EmbeddedVectorIndex({ directory: location, ...shape, kernel }),
+    make: (location, shape) =>
+      new EmbeddedVectorIndex({ directory: location, ...shape, kernel, ...(quantizeFromRows === undefined ? {} : { quantizeFromRows }) }),
     async cleanup() {
       for (const dir of roots) await rm(dir, { recursive: true, force: true });
     },
@@ -27,6 +28,7 @@ function harness(kernel: ExactSearchKernel): VectorIndexHarness {
 }
 
 t.test("usearch kernel", async (t) => vectorIndexSuite(t, harness("usearch")));
+t.test("usearch kernel, int8 candidates + rescoring on every search", async (t) => vectorIndexSuite(t, harness("usearch", 1)));
 t.test("js kernel", async (t) => vectorIndexSuite(t, harness("js")));
 
 t.test("factory picks the embedded index under <dataDir>/vectors without ELASTICSEARCH_URL", async (t) => {
