@@ -309,6 +309,10 @@ export class LocalCluster {
     return this.apps.get(index)?.child.pid;
   }
 
+  daprdPid(index: number): number | undefined {
+    return this.sidecars.get(index)?.child.pid;
+  }
+
   private async killManaged(map: Map<number, Managed>, index: number): Promise<void> {
     const managed = map.get(index);
     map.delete(index);
