@@ -1,0 +1,38 @@
+// POST /v1/embeddings (spec §4.2): batches of texts, routed like chat.
+// (/v1/embeddings/index and /search live with the vector index work.)
+import { z } from "zod";
+import { embeddingRequestSchema } from "../../providers/types.ts";
+import { defineRoute, json } from "../route.ts";
+import { recordUsage, type AiRouteDeps } from "./chat.ts";
+
+export const embeddingResponseSchema = z.object({
+  embeddings: z.array(z.array(z.number())),
+  dimensions: z.number().int(),
+  model: z.string(),
+  provider: z.string(),
+});
+
+export function embeddingRoutes(deps: AiRouteDeps) {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/embeddings",
+      summary: "Embed one or more texts",
+      tag: "embeddings",
+      auth: "api_key",
+      scope: "embeddings",
+      body: embeddingRequestSchema,
+      responses: { 200: embeddingResponseSchema },
+      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        const input = typeof ctx.body.input === "string" ? [ctx.body.input] : ctx.body.input;
+        const r = await deps.router.embed(
+          { model: ctx.body.model, routing_strategy: ctx.body.routing_strategy, input, dimensions: ctx.body.dimensions },
+          { signal: ctx.signal },
+        );
+        recordUsage(deps, ctx, { category: "embeddings", model: r.model, provider: r.provider, input_tokens: r.input_tokens });
+        return json(200, { embeddings: r.embeddings, dimensions: r.dimensions, model: r.model, provider: r.provider });
+      },
+    }),
+  ];
+}

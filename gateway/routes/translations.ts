@@ -1,0 +1,35 @@
+// POST /v1/translations (DESIGN.md §4 Translation): a fixed instruction on a
+// chat model of category `translation`.
+import { z } from "zod";
+import { translate, translationRequestSchema } from "../../providers/translation.ts";
+import { defineRoute, json } from "../route.ts";
+import { recordUsage, type AiRouteDeps } from "./chat.ts";
+
+export const translationResponseSchema = z.object({
+  text: z.string(),
+  source_language: z.string().nullable(),
+  target_language: z.string(),
+  model: z.string(),
+  provider: z.string(),
+});
+
+export function translationRoutes(deps: AiRouteDeps) {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/translations",
+      summary: "Translate text into a target language",
+      tag: "translation",
+      auth: "api_key",
+      scope: "translation",
+      body: translationRequestSchema,
+      responses: { 200: translationResponseSchema },
+      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        const r = await translate(deps.router, ctx.body, { signal: ctx.signal });
+        recordUsage(deps, ctx, { category: "translation", model: r.model, provider: r.provider, input_tokens: r.input_tokens, output_tokens: r.output_tokens });
+        return json(200, { text: r.text, source_language: r.source_language, target_language: r.target_language, model: r.model, provider: r.provider });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,35 @@
+// POST /v1/vision/analyze (DESIGN.md §4 Vision): the image goes to a
+// multimodal model in its provider's own image format.
+import { z } from "zod";
+import { analyzeImage, visionRequestSchema } from "../../providers/vision.ts";
+import { defineRoute, json } from "../route.ts";
+import { recordUsage, type AiRouteDeps } from "./chat.ts";
+
+export const visionResponseSchema = z.object({
+  content: z.string(),
+  model: z.string(),
+  provider: z.string(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+});
+
+export function visionRoutes(deps: AiRouteDeps) {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/vision/analyze",
+      summary: "Answer a prompt about an image (URL or data: URL)",
+      tag: "vision",
+      auth: "api_key",
+      scope: "vision",
+      body: visionRequestSchema,
+      responses: { 200: visionResponseSchema },
+      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        const r = await analyzeImage(deps.router, ctx.body, { signal: ctx.signal });
+        recordUsage(deps, ctx, { category: "vision", model: r.model, provider: r.provider, input_tokens: r.input_tokens, output_tokens: r.output_tokens });
+        return json(200, r);
+      },
+    }),
+  ];
+}
