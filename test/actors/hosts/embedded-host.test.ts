@@ -1,0 +1,111 @@
+// The embedded host in-process, for what the HTTP-level conformance suite
+// cannot see: FIFO order of calls from one caller, the caller receiving the
+// very TroupeError instance type, aborting queued calls, graceful stop
+// draining queued turns to disk, and the schema check on committed state.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import t from "tap";
+import { z } from "zod";
+import { systemClock } from "../../../core/clock.ts";
+import { TroupeError } from "../../../core/errors.ts";
+import { createLogger } from "../../../core/log.ts";
+import { defineActor, eraseDefinition } from "../../../actors/actor.ts";
+import { callActor } from "../../../actors/host.ts";
+import { EmbeddedActorHost } from "../../../actors/hosts/embedded/embedded-host.ts";
+import { CounterActor, testActors } from "../test-actors.ts";
+
+t.setTimeout(30_000);
+
+const Strict = defineActor({
+  type: "StrictActor",
+  state: z.object({ n: z.number().int().nonnegative() }),
+  initialState: () => ({ n: 0 }),
+  methods: {
+    set: async (ctx, n: number) => {
+      ctx.state.n = n;
+      return ctx.state.n;
+    },
+    get: async (ctx) => ctx.state.n,
+  },
+});
+
+function newHost(dataDir: string, idleTimeoutMs = 60_000): EmbeddedActorHost {
+  const host = new EmbeddedActorHost({ dataDir, idleTimeoutMs, clock: systemClock, log: createLogger("silent") });
+  host.register([...testActors.map((d) => eraseDefinition(d)), eraseDefinition(Strict)]);
+  return host;
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), "troupe-embedded-host-"));
+
+t.test("calls from one caller run in the order they were made", async (t) => {
+  const host = newHost(join(dataDir, "fifo"));
+  await host.start();
+  const calls = Array.from({ length: 200 }, (_, i) => callActor(host, CounterActor, "fifo", "append", i));
+  t.same(await Promise.all(calls), Array.from({ length: 200 }, (_, i) => i + 1), "each turn saw its predecessors");
+  const state = await callActor(host, CounterActor, "fifo", "get", undefined);
+  t.same(state.log, Array.from({ length: 200 }, (_, i) => i), "log in call order");
+  await host.stop();
+});
+
+t.test("method errors reach the caller as they were thrown", async (t) => {
+  const host = newHost(join(dataDir, "errors"));
+  await host.start();
+  const error = await host.call("TestCounter", "e", "failAfterWrite", "taken").catch((e: unknown) => e);
+  t.ok(error instanceof TroupeError, "a TroupeError");
+  t.match(error, { code: "conflict", status: 409, message: "taken", details: { reason: "test" } });
+  await t.rejects(host.call("TestCounter", "e", "failPlain"), { message: "plain failure" });
+  await t.rejects(host.call("NoSuchType", "e", "get"), { code: "not_found" });
+  await t.rejects(host.call("TestCounter", "e", "noSuchMethod"), { code: "not_found" });
+  t.equal((await callActor(host, CounterActor, "e", "get", undefined)).count, 0, "state unchanged");
+  await host.stop();
+  await t.rejects(host.call("TestCounter", "e", "get"), { code: "service_unavailable" }, "refused after stop");
+});
+
+t.test("a turn that leaves state outside its schema fails and commits nothing", async (t) => {
+  const host = newHost(join(dataDir, "schema"));
+  await host.start();
+  t.equal(await callActor(host, Strict, "s", "set", 3), 3);
+  await t.rejects(callActor(host, Strict, "s", "set", -1), { code: "internal_error" });
+  t.equal(await callActor(host, Strict, "s", "get", undefined), 3, "previous state kept");
+  await host.stop();
+});
+
+t.test("aborting a queued call drops it; the running turn completes", async (t) => {
+  const host = newHost(join(dataDir, "abort"));
+  await host.start();
+  const running = host.call("TestCounter", "a", "sleep", 200);
+  const controller = new AbortController();
+  const queued = host.call("TestCounter", "a", "append", 1, { signal: controller.signal });
+  controller.abort();
+  await t.rejects(queued, { name: "AbortError" });
+  t.equal(await running, 200);
+  t.same((await callActor(host, CounterActor, "a", "get", undefined)).log, [], "the aborted turn never ran");
+  await host.stop();
+});
+
+t.test("stop() drains queued turns and they are on disk for the next start", async (t) => {
+  const dir = join(dataDir, "drain");
+  const host = newHost(dir);
+  await host.start();
+  const pending = [host.call("TestCounter", "d", "sleep", 150), ...[1, 2, 3].map((i) => host.call("TestCounter", "d", "append", i))];
+  await host.stop();
+  t.same(await Promise.all(pending), [150, 1, 2, 3], "every queued turn ran");
+  const again = newHost(dir);
+  await again.start();
+  t.same((await callActor(again, CounterActor, "d", "get", undefined)).log, [1, 2, 3], "state persisted");
+  await again.stop();
+});
+
+t.test("activeActors counts per type and drops idle actors", async (t) => {
+  const host = newHost(join(dataDir, "idle"), 1_000);
+  await host.start();
+  await Promise.all(["x", "y", "z"].map((id) => host.call("TestCounter", id, "get")));
+  t.same(host.activeActors(), [
+    { type: "TestCounter", count: 3 },
+    { type: "StrictActor", count: 0 },
+  ]);
+  await new Promise((r) => setTimeout(r, 1_600));
+  t.same(host.activeActors()[0], { type: "TestCounter", count: 0 }, "deactivated after the idle timeout");
+  await host.stop();
+});
