@@ -1,0 +1,95 @@
+// Starts Troupe over real sockets with the AI routes wired to a router whose
+// providers are the fakes (OpenAI, Anthropic, Gemini, Cohere, an
+// openai-compatible endpoint) plus the simulated provider; records usage.
+import { loadConfig } from "../../../core/config.ts";
+import { createRouter } from "../../../providers/index.ts";
+import type { Router } from "../../../providers/router.ts";
+import type { UsageRecord } from "../../../providers/usage.ts";
+import { chatRoutes } from "../../../gateway/routes/chat.ts";
+import { embeddingRoutes } from "../../../gateway/routes/embeddings.ts";
+import { modelRoutes } from "../../../gateway/routes/models.ts";
+import { translationRoutes } from "../../../gateway/routes/translations.ts";
+import { visionRoutes } from "../../../gateway/routes/vision.ts";
+import { startAnthropicFake } from "../../fakes/anthropic-fake.ts";
+import { startCohereFake } from "../../fakes/cohere-fake.ts";
+import type { FakeServer } from "../../fakes/fake-server.ts";
+import { startGeminiFake } from "../../fakes/gemini-fake.ts";
+import { startOpenAIFake } from "../../fakes/openai-fake.ts";
+import { signup, startTestTroupe, type TestTroupe } from "../../support/troupe.ts";
+
+export interface AiHarness {
+  troupe: TestTroupe;
+  router: Router;
+  usage: UsageRecord[];
+  key: string;
+  fakes: { openai: FakeServer; anthropic: FakeServer; gemini: FakeServer; cohere: FakeServer; compatible: FakeServer };
+  stop(): Promise<void>;
+}
+
+export async function startAiHarness(): Promise<AiHarness> {
+  const fakes = {
+    openai: await startOpenAIFake({ apiKey: "sk-fake" }),
+    anthropic: await startAnthropicFake({ apiKey: "ak-fake" }),
+    gemini: await startGeminiFake({ apiKey: "g-fake" }),
+    cohere: await startCohereFake({ apiKey: "co-fake" }),
+    compatible: await startOpenAIFake(),
+  };
+  const config = loadConfig({
+    OPENAI_API_KEY: "sk-fake",
+    OPENAI_BASE_URL: `${fakes.openai.url}/v1`,
+    ANTHROPIC_API_KEY: "ak-fake",
+    ANTHROPIC_BASE_URL: fakes.anthropic.url,
+    GEMINI_API_KEY: "g-fake",
+    GEMINI_BASE_URL: fakes.gemini.url,
+    COHERE_API_KEY: "co-fake",
+    COHERE_BASE_URL: fakes.cohere.url,
+    OPENAI_COMPATIBLE_ENDPOINTS: JSON.stringify([{ name: "local", base_url: `${fakes.compatible.url}/v1`, models: ["llama-3.1-8b"] }]),
+    PROVIDER_TIMEOUT_MS: "5000",
+  });
+  const router = createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } });
+  const usage: UsageRecord[] = [];
+  const deps = { router, usage: { record: (u: UsageRecord) => void usage.push(u) } };
+  const troupe = await startTestTroupe({}, {
+    extraRoutes: () => [...chatRoutes(deps), ...modelRoutes(deps), ...embeddingRoutes(deps), ...visionRoutes(deps), ...translationRoutes(deps)],
+  });
+  const user = await signup(troupe, "ai");
+  return {
+    troupe,
+    router,
+    usage,
+    key: user.testKey,
+    fakes,
+    stop: async () => {
+      await troupe.stop();
+      await router.close();
+      for (const f of Object.values(fakes)) await f.close();
+    },
+  };
+}
+
+export interface SseResult {
+  status: number;
+  contentType: string | null;
+  events: Record<string, unknown>[];
+  done: boolean;
+  raw: string;
+}
+
+/** POSTs and reads a text/event-stream answer into its JSON events. */
+export async function postSse(h: AiHarness, path: string, body: unknown): Promise<SseResult> {
+  const res = await fetch(`http://127.0.0.1:${h.troupe.port}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const raw = await res.text();
+  const events: Record<string, unknown>[] = [];
+  let done = false;
+  for (const frame of raw.split("\n\n")) {
+    if (!frame.startsWith("data: ")) continue;
+    const data = frame.slice(6);
+    if (data === "[DONE]") done = true;
+    else events.push(JSON.parse(data) as Record<string, unknown>);
+  }
+  return { status: res.status, contentType: res.headers.get("content-type"), events, done, raw };
+}
