@@ -57,6 +57,10 @@ export async function startTarget(mode: "embedded" | "dapr", replicas: number, i
     ...(process.env.REDIS_URL ? { redisUrl: process.env.REDIS_URL } : {}),
     readyTimeoutMs: 90_000,
   });
+  // A test run cut short (tap's timeout sends SIGTERM) still stops the cluster.
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => void cluster.stop().finally(() => process.exit(1)));
+  }
   const pools = cluster.replicas.map((r) => new Pool(r.gatewayUrl, { connections: 64, keepAliveTimeout: 10_000 }));
   const pool = (replica: number): Pool => {
     const p = pools[replica];

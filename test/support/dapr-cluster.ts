@@ -114,7 +114,16 @@ export class LocalCluster {
 
   constructor(options: ClusterOptions) {
     this.options = options;
+    // Last resort when the owner exits without stop() (an uncaught error, process.exit):
+    // no daprd, placement, scheduler or Redis outlives it.
+    process.once("exit", this.killAllNow);
   }
+
+  private readonly killAllNow = (): void => {
+    for (const managed of [...this.apps.values(), ...this.sidecars.values(), ...this.infra]) {
+      if (managed.child.exitCode === null && managed.child.signalCode === null) managed.child.kill("SIGKILL");
+    }
+  };
 
   static async start(options: ClusterOptions): Promise<LocalCluster> {
     const cluster = new LocalCluster(options);
@@ -329,7 +338,8 @@ export class LocalCluster {
     this.apps.clear();
     await Promise.all([...this.sidecars.values()].map(terminate));
     this.sidecars.clear();
-    for (const managed of this.infra.reverse()) await terminate(managed);
+    for (const managed of [...this.infra].reverse()) await terminate(managed);
+    process.removeListener("exit", this.killAllNow);
   }
 
   private spawnLogged(name: string, command: string, args: string[], env: Record<string, string> = {}): Managed {
