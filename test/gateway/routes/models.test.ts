@@ -1,0 +1,39 @@
+// GET /v1/models end to end: categories, availability, any key whatever its scopes.
+import t from "tap";
+import { field } from "../../support/troupe.ts";
+import { startAiHarness } from "./ai-harness.ts";
+
+const h = await startAiHarness();
+t.teardown(() => h.stop());
+
+type Listing = { id: string; provider: string; category: string; tier: string; available: boolean; capabilities: Record<string, unknown>; pricing: Record<string, unknown> };
+
+t.test("lists the catalogue with availability; filters by category", async (t) => {
+  const all = await h.troupe.request("GET", "/v1/models", { token: h.key });
+  t.equal(all.status, 200);
+  const data = field(all.body, "data") as Listing[];
+  t.ok(data.length > 10);
+  for (const m of data) t.match(m, { id: String, provider: String, category: String, tier: /^(small|medium|large)$/, available: Boolean, capabilities: Object, pricing: { unit: String } });
+  t.ok(data.find((m) => m.id === "local/llama-3.1-8b")?.available, "openai-compatible endpoint models listed");
+  const text = field((await h.troupe.request("GET", "/v1/models?category=text", { token: h.key })).body, "data") as Listing[];
+  t.ok(text.every((m) => m.category === "text"));
+  t.ok(text.some((m) => m.id === "claude-haiku-4-5" && m.available));
+  const emb = field((await h.troupe.request("GET", "/v1/models?category=embedding", { token: h.key })).body, "data") as Listing[];
+  t.same(emb.map((m) => m.id).sort(), ["embed-english-v3.0", "embed-v4.0", "simulated-embed", "text-embedding-3-large", "text-embedding-3-small"]);
+  const image = field((await h.troupe.request("GET", "/v1/models?category=image", { token: h.key })).body, "data") as Listing[];
+  t.same(image, [], "no image models yet");
+  const bad = await h.troupe.request("GET", "/v1/models?category=smell", { token: h.key });
+  t.equal(bad.status, 400);
+});
+
+t.test("an open breaker shows as unavailable", async (t) => {
+  h.router.healthOf("anthropic").breaker.isolate();
+  const text = field((await h.troupe.request("GET", "/v1/models?category=text", { token: h.key })).body, "data") as Listing[];
+  t.equal(text.find((m) => m.id === "claude-haiku-4-5")?.available, false);
+  t.equal(text.find((m) => m.id === "gpt-4.1-mini")?.available, true);
+});
+
+t.test("needs a credential", async (t) => {
+  const r = await h.troupe.request("GET", "/v1/models");
+  t.equal(r.status, 401);
+});
