@@ -166,7 +166,9 @@ async function benchEmbedded(corpus: Corpus): Promise<void> {
     await reopened.open();
     log(`embedded: reopened (loaded ${reopened.count(organizationId)} + ${reopened.count(otherOrganizationId)} records from disk) in ${seconds(reopenedMs)} s`);
     const search = await measureSearch(reopened, corpus);
+    const stats = reopened.searchStats();
     await reopened.close();
+    log(`embedded: ${stats.quantized} searches used int8 candidates + float32 rescoring, ${stats.fallbacks} fell back to a float32 pass`);
     report("embedded", { count: n, seconds: indexSeconds }, search, targets.embedded);
   } finally {
     await rm(directory, { recursive: true, force: true });

@@ -49,8 +49,9 @@ const storedValueSchema = z.object({
 type StoredValue = z.infer<typeof storedValueSchema>;
 const storedKeySchema = z.tuple([z.string(), z.string()]);
 
-/** Partition key for records without a string metadata.kind. */
-const noKind = "\u0000";
+/** Partition keys: "k:<kind>" for a string metadata.kind, "-" for none (no kind can collide with it). */
+const noKind = "-";
+const kindKey = (kind: string): string => `k:${kind}`;
 
 export class EmbeddedVectorIndex implements VectorIndex {
   readonly backend = "embedded";
@@ -145,7 +146,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     if (!partitions) return [];
     let hits: PartitionHit[] = [];
     if (query.metadataKind !== undefined) {
-      hits = partitions.get(query.metadataKind)?.search(query.unit, query.topK) ?? [];
+      hits = partitions.get(kindKey(query.metadataKind))?.search(query.unit, query.topK) ?? [];
     } else {
       for (const partition of partitions.values()) hits.push(...partition.search(query.unit, query.topK));
       hits.sort((a, b) => b.cosine - a.cosine);
@@ -191,7 +192,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
 
   private applyOne(organizationId: string, id: string, value: StoredValue, metadata: Record<string, unknown>, unit: Float32Array): void {
     const kindValue = metadata["kind"];
-    const kind = typeof kindValue === "string" ? kindValue : noKind;
+    const kind = typeof kindValue === "string" ? kindKey(kindValue) : noKind;
     let partitions = this.organizations.get(organizationId);
     let kinds = this.kindById.get(organizationId);
     if (!partitions || !kinds) {

@@ -259,6 +259,9 @@ export function vectorIndexSuite(t: Test, harness: VectorIndexHarness): void {
     const unfiltered = await index.search("org-a", query, 30);
     t.ok(unfiltered.every((r) => !memoryIds.has(r.id)), "without the filter the closer records come first");
     t.same(await index.search("org-a", query, 5, { metadataKind: "nope" }), [], "an unknown kind: nothing");
+    for (const kind of ["-", "\u0000", "undefined", "null"]) {
+      t.same(await index.search("org-a", query, 5, { metadataKind: kind }), [], `records without a kind never match kind ${JSON.stringify(kind)}`);
+    }
     // A record whose kind changes moves between filters.
     const memory = memories[0] as VectorRecord;
     await index.add([{ ...memory, metadata: { kind: "document" } }]);
