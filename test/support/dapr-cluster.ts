@@ -111,6 +111,7 @@ export class LocalCluster {
   private schedulerAddress = "";
   private componentsDir = "";
   private stopped = false;
+  private building: ChildProcess | undefined;
 
   constructor(options: ClusterOptions) {
     this.options = options;
@@ -120,6 +121,7 @@ export class LocalCluster {
   }
 
   private readonly killAllNow = (): void => {
+    this.building?.kill("SIGKILL");
     for (const managed of [...this.apps.values(), ...this.sidecars.values(), ...this.infra]) {
       if (managed.child.exitCode === null && managed.child.signalCode === null) managed.child.kill("SIGKILL");
     }
@@ -154,10 +156,7 @@ export class LocalCluster {
     const { options } = this;
     mkdirSync(this.logDir, { recursive: true });
     if (options.mode === "dapr") {
-      if (options.build) {
-        const built = spawnSync("bash", [join(repoDir, "dapr/build.sh")], { stdio: "inherit" });
-        if (built.status !== 0) throw new Error("bash dapr/build.sh failed");
-      }
+      if (options.build) await this.buildDapr();
       requireDaprPrerequisites({ redisUrl: options.redisUrl });
       const [redisPort, placement, placementHz, placementMetrics, placementRaft, sched, schedHz, schedMetrics, etcdClient, etcdPeer] =
         await freePorts(10);
@@ -211,6 +210,18 @@ export class LocalCluster {
       });
     }
     await Promise.all(this.replicas.map((r) => this.startReplica(r.index)));
+  }
+
+  /** bash dapr/build.sh (a no-op when cached), asynchronously so a signal can stop the cluster meanwhile. */
+  private async buildDapr(): Promise<void> {
+    const build = spawn("bash", [join(repoDir, "dapr/build.sh")], { stdio: ["ignore", "inherit", "inherit"], cwd: repoDir });
+    this.building = build;
+    const code = await new Promise<number | null>((resolveBuild) => {
+      build.once("exit", (c) => resolveBuild(c));
+      build.once("error", () => resolveBuild(null));
+    });
+    this.building = undefined;
+    if (code !== 0) throw new Error(`bash dapr/build.sh failed (exit ${code})`);
   }
 
   private async startRedis(port: number): Promise<void> {
@@ -334,6 +345,7 @@ export class LocalCluster {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.building?.kill("SIGTERM");
     await Promise.all([...this.apps.values()].map(terminate));
     this.apps.clear();
     await Promise.all([...this.sidecars.values()].map(terminate));
