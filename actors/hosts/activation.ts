@@ -73,18 +73,24 @@ export class Activation {
   invoke(method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise((resolve, reject) => {
-      const turn: QueuedTurn = { method, input, resolve, reject, signal };
+      const turn: QueuedTurn = { method, input, resolve, reject, signal: undefined };
       if (signal) {
-        signal.addEventListener(
-          "abort",
-          () => {
-            // Still queued: drop it. Already running: the caller stops waiting, the turn completes.
-            const index = this.queue.indexOf(turn);
-            if (index >= 0) this.queue.splice(index, 1);
-            reject(abortError(signal));
-          },
-          { once: true },
-        );
+        const onAbort = (): void => {
+          // Still queued: drop it. Already running: the caller stops waiting, the turn completes.
+          const index = this.queue.indexOf(turn);
+          if (index >= 0) this.queue.splice(index, 1);
+          reject(abortError(signal));
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        turn.signal = signal;
+        turn.resolve = (value) => {
+          signal.removeEventListener("abort", onAbort);
+          resolve(value);
+        };
+        turn.reject = (error) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(error);
+        };
       }
       this.queue.push(turn);
       this.lastUsedMs = this.services.clock.now();

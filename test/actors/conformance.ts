@@ -252,6 +252,36 @@ export const conformanceCases: ConformanceCase[] = [
       await target.cluster.startReplica(1);
     },
   },
+  {
+    name: "two replicas: a restarted daprd does not resurrect its app's stale in-memory actors",
+    minReplicas: 2,
+    async run(t, target) {
+      const ids = Array.from({ length: 16 }, (_, i) => freshId(`stale${i}`));
+      await Promise.all(ids.map((id) => target.call(id, "increment", { by: 1 })));
+      const onOne: string[] = [];
+      for (const id of ids) if ((await hostOf(t, target, id)) === 1) onOne.push(id);
+      t.ok(onOne.length > 0, `${onOne.length} actors live on replica 1`);
+      // Replica 1's daprd dies, its app (holding those actors in memory) lives on.
+      await target.cluster.killSidecar(1);
+      const moved = await eventually(async () => {
+        const results = await Promise.all(onOne.map((id) => target.call(id, "increment", { by: 10 })));
+        return results.every((r) => r.status === 200);
+      }, 30_000, 250);
+      t.ok(moved, "replica 0 took the actors over and wrote new state");
+      // daprd comes back; placement hands the actors back to replica 1's app.
+      await target.cluster.startReplica(1);
+      const back = await eventually(async () => {
+        const states = await Promise.all(onOne.map((id) => view(t, target, id)));
+        return states.every((s) => s.replica === "1");
+      }, 30_000, 250);
+      t.ok(back, "the actors went back to replica 1");
+      const states = await Promise.all(onOne.map((id) => view(t, target, id)));
+      t.ok(
+        states.every((s) => s.count === 11),
+        `replica 1 serves the state written meanwhile, not its stale copy (${states.map((s) => s.count).join(",")})`,
+      );
+    },
+  },
 ];
 
 /** Runs every case that fits the target, in order, as tap subtests. */

@@ -315,6 +315,11 @@ export class LocalCluster {
     await Promise.all([this.killManaged(this.apps, index), this.killManaged(this.sidecars, index)]);
   }
 
+  /** kill -9 of replica i's daprd only (its app keeps running). */
+  async killSidecar(index: number): Promise<void> {
+    await this.killManaged(this.sidecars, index);
+  }
+
   /** Graceful stop (SIGTERM) of replica i's app and daprd. */
   async stopReplica(index: number): Promise<void> {
     const app = this.apps.get(index);

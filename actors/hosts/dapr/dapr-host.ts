@@ -126,6 +126,14 @@ export class DaprActorHost implements ActorHost {
   }
 
   private daprConfig(): unknown {
+    // daprd asks for this once, when it (re)starts: a daprd that just started
+    // holds no actors, and placement may have moved ours elsewhere meanwhile,
+    // so copies kept in memory from before may be stale. Forget them; the
+    // next call reads the state store again.
+    if (this.activations.size > 0) {
+      this.log.info("daprd (re)connected; dropping in-memory actors", { dropped: this.activations.size });
+      this.activations.clear();
+    }
     return {
       entities: this.registry.names(),
       actorIdleTimeout: goDuration(this.options.idleTimeoutMs),

@@ -47,7 +47,8 @@ export class EmbeddedActorHost implements ActorHost {
     this.services = {
       clock: options.clock,
       log: options.log,
-      call: (type, id, method, input) => this.call(type, id, method, input),
+      // Turns still draining during stop() may call other actors.
+      call: (type, id, method, input) => this.callInternal(type, id, method, input),
       setTimer: async (type, id, spec) => this.setTimer(type, id, spec),
       clearTimer: async (type, id, name) => this.clearTimer(type, id, name),
       setReminder: (type, id, spec) => this.setReminder(type, id, spec),
@@ -86,8 +87,15 @@ export class EmbeddedActorHost implements ActorHost {
 
   async call(type: string, id: string, method: string, input?: unknown, options: CallOptions = {}): Promise<unknown> {
     if (this.phase !== "running") throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
+    return this.callInternal(type, id, method, input, options.signal);
+  }
+
+  private async callInternal(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
+    if (this.phase !== "running" && this.phase !== "stopping") {
+      throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
+    }
     const activation = this.activate(type, id);
-    return jsonCopy(await activation.invoke(method, jsonCopy(input), options.signal));
+    return jsonCopy(await activation.invoke(method, jsonCopy(input), signal));
   }
 
   activeActors(): ActiveActorCount[] {
