@@ -4,7 +4,10 @@
 // against exact search, beside the targets.
 //
 //   node bench/vectors.ts [--n 100000] [--queries 200] [--dims 768] [--k 10]
-//                         [--batch 500] [--only embedded|elasticsearch] [--keep-index]
+//                         [--batch 500] [--only embedded|elasticsearch]
+//                         [--num-candidates 100,200,400]  extra num_candidates to measure on the same ES index
+//                         [--m 16] [--ef-construction 100] ES HNSW build parameters
+//                         [--keep-index] [--reuse-index NAME]  keep the ES index / measure a kept one again
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -25,6 +28,10 @@ const { values: args } = parseArgs({
     batch: { type: "string", default: "500" },
     only: { type: "string" },
     "keep-index": { type: "boolean", default: false },
+    "reuse-index": { type: "string" },
+    "num-candidates": { type: "string", default: "" },
+    m: { type: "string", default: "16" },
+    "ef-construction": { type: "string", default: "100" },
   },
 });
 const n = positiveInt("n", args.n);
@@ -32,6 +39,11 @@ const queryCount = positiveInt("queries", args.queries);
 const dimensions = positiveInt("dims", args.dims);
 const k = positiveInt("k", args.k);
 const batchSize = positiveInt("batch", args.batch);
+const hnsw = { m: positiveInt("m", args.m), efConstruction: positiveInt("ef-construction", args["ef-construction"]) };
+const candidateSweep = (args["num-candidates"] ?? "")
+  .split(",")
+  .filter((v) => v.trim() !== "")
+  .map((v) => positiveInt("num-candidates", v));
 const model = "bench-embed";
 const organizationId = "org-bench";
 // A second organization (1 % of N) so the org filter has something to exclude.
@@ -66,7 +78,8 @@ function buildCorpus(): Corpus {
   const other = clusteredUnitVectors(Math.max(1, Math.floor(n / 100)), dimensions, 100, 1, 1, 3);
   // Queries: fresh draws around the same centres, so each has close neighbours.
   const queries = clusteredUnitVectors(queryCount, dimensions, 100, 1, 1, 4);
-  const ids = Array.from({ length: n }, () => randomUUID());
+  // Deterministic ids (valid v4 layout) so a kept ES index can be measured again.
+  const ids = Array.from({ length: n }, (_, i) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, "0")}`);
   const rowById = new Map(ids.map((id, i) => [id, i]));
   log(`data: ${n} × ${dimensions} clustered unit vectors (100 clusters) in ${organizationId}, ${other.count} in ${otherOrganizationId}, ${queryCount} queries; generated in ${seconds(startedMs)} s`);
   const truthStartedMs = performance.now();
@@ -144,7 +157,7 @@ function report(backend: string, indexed: { count: number; seconds: number }, se
   const p50ok = search.p50Ms <= target.p50Ms ? "met" : "MISSED";
   const recallTarget = target.recall;
   const recallOk = recallTarget === undefined ? "" : search.recall >= recallTarget ? " (met)" : " (MISSED)";
-  log(`${backend}: indexed ${indexed.count} in ${indexed.seconds.toFixed(1)} s = ${rate} vectors/s`);
+  if (Number.isFinite(indexed.seconds)) log(`${backend}: indexed ${indexed.count} in ${indexed.seconds.toFixed(1)} s = ${rate} vectors/s`);
   log(`${backend}: search k=${k} over ${queryCount} queries: p50 ${search.p50Ms.toFixed(2)} ms, p99 ${search.p99Ms.toFixed(2)} ms  [target p50 ≤ ${target.p50Ms} ms: ${p50ok}]`);
   log(
     `${backend}: recall@${k} ${search.recall.toFixed(4)}${recallTarget === undefined ? " (exact search)" : `  [target ≥ ${recallTarget}${recallOk}]`}; max |distance − exact cosine| ${search.maxDistanceError.toExponential(2)}`,
@@ -176,38 +189,54 @@ async function benchEmbedded(corpus: Corpus): Promise<void> {
 }
 
 async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
-  const indexName = `troupe-bench-${Date.now()}`;
+  const reuse = args["reuse-index"];
+  const indexName = reuse ?? `troupe-bench-${Date.now()}`;
   const admin = new Client({ node: url, requestTimeout: 3_600_000 });
-  const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000 });
+  const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000, hnsw });
   try {
     await index.open();
-    log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m 16, ef_construction 100), num_candidates max(200, 10·k)`);
-    const startedMs = performance.now();
-    // Two bulk requests in flight: ES indexes with its own threads; more only queues.
-    const inFlight = 2;
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < n) {
-        const from = next;
-        next = Math.min(n, next + batchSize);
-        await index.addBulk(records(corpus, from, next), { refresh: false });
-      }
-    };
-    await Promise.all(Array.from({ length: inFlight }, worker));
-    await index.addBulk(otherRecords(corpus), { refresh: false });
-    await index.refresh();
-    const bulkSeconds = (performance.now() - startedMs) / 1000;
-    log(`elasticsearch: bulk-indexed and refreshed in ${bulkSeconds.toFixed(1)} s`);
-    const mergeStartedMs = performance.now();
-    await admin.indices.forcemerge({ index: indexName, max_num_segments: 1 });
-    log(`elasticsearch: force-merged to one segment in ${seconds(mergeStartedMs)} s`);
-    const buildSeconds = (performance.now() - startedMs) / 1000;
+    log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m ${hnsw.m}, ef_construction ${hnsw.efConstruction}), default num_candidates max(200, 10·k)`);
+    let build = { count: n, seconds: Number.NaN };
+    if (reuse === undefined) {
+      const startedMs = performance.now();
+      // Two bulk requests in flight: ES indexes with its own threads; more only queues.
+      const inFlight = 2;
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < n) {
+          const from = next;
+          next = Math.min(n, next + batchSize);
+          await index.addBulk(records(corpus, from, next), { refresh: false });
+        }
+      };
+      await Promise.all(Array.from({ length: inFlight }, worker));
+      await index.addBulk(otherRecords(corpus), { refresh: false });
+      await index.refresh();
+      const bulkSeconds = (performance.now() - startedMs) / 1000;
+      log(`elasticsearch: bulk-indexed and refreshed in ${bulkSeconds.toFixed(1)} s (${Math.round(n / bulkSeconds)} vectors/s)`);
+      const mergeStartedMs = performance.now();
+      await admin.indices.forcemerge({ index: indexName, max_num_segments: 1 });
+      log(`elasticsearch: force-merged to one segment in ${seconds(mergeStartedMs)} s`);
+      build = { count: n, seconds: (performance.now() - startedMs) / 1000 };
+    } else {
+      log(`elasticsearch: reusing ${indexName} (indexing not measured)`);
+    }
     const search = await measureSearch(index, corpus);
-    report("elasticsearch", { count: n, seconds: buildSeconds }, search, targets.elasticsearch);
-    log(`elasticsearch: (indexing rate counts bulk + refresh + force-merge; bulk alone ${Math.round(n / bulkSeconds)} vectors/s)`);
+    report("elasticsearch", build, search, targets.elasticsearch);
+    if (reuse === undefined) log("elasticsearch: (the indexing rate counts bulk + refresh + force-merge)");
+    for (const candidates of candidateSweep) {
+      const variant = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, numCandidates: () => candidates });
+      await variant.open();
+      const figures = await measureSearch(variant, corpus);
+      await variant.close();
+      log(
+        `elasticsearch (num_candidates ${candidates}): p50 ${figures.p50Ms.toFixed(2)} ms, p99 ${figures.p99Ms.toFixed(2)} ms, recall@${k} ${figures.recall.toFixed(4)}`,
+      );
+    }
   } finally {
     await index.close();
-    if (!args["keep-index"]) await admin.indices.delete({ index: indexName }).catch(() => undefined);
+    if (!args["keep-index"] && reuse === undefined) await admin.indices.delete({ index: indexName }).catch(() => undefined);
+    else log(`elasticsearch: kept index ${indexName}`);
     await admin.close();
   }
 }

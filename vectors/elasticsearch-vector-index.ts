@@ -35,6 +35,8 @@ export interface ElasticsearchVectorIndexOptions {
   maxRetries?: number;
   /** knn candidates per shard for a given k (default max(200, 10·k), at most 10 000). */
   numCandidates?: (k: number) => number;
+  /** HNSW graph parameters, used only when this creates the index (default m 16, ef_construction 100). */
+  hnsw?: { m: number; efConstruction: number };
   logger?: Logger;
 }
 
@@ -74,6 +76,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
   private readonly requestTimeoutMs: number;
   private readonly bulkTimeoutMs: number;
   private readonly numCandidates: (k: number) => number;
+  private readonly hnsw: { m: number; efConstruction: number };
   private readonly logger: Logger | undefined;
   private opened = false;
 
@@ -86,6 +89,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
     this.bulkTimeoutMs = options.bulkTimeoutMs ?? 60_000;
     this.numCandidates = options.numCandidates ?? defaultNumCandidates;
+    this.hnsw = options.hnsw ?? { m: 16, efConstruction: 100 };
     this.logger = options.logger;
     // The transport's per-request timeout can only shorten the client-wide one
     // (undici's socket timeouts come from it), so the client gets the longest
@@ -212,7 +216,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
                 index: true,
                 similarity: "cosine",
                 // Float HNSW: the default (bbq_hnsw, 1-bit) measured recall@10 0.71 here.
-                index_options: { type: "hnsw", m: 16, ef_construction: 100 },
+                index_options: { type: "hnsw", m: this.hnsw.m, ef_construction: this.hnsw.efConstruction },
               },
             },
           },
