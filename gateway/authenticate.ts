@@ -14,7 +14,8 @@ export const csrfCookie = "troupe_csrf";
 export const csrfHeader = "x-csrf-token";
 
 export interface Authenticator {
-  authenticate(route: RouteDefinition, method: string, headers: Record<string, string>): Promise<AuthContext>;
+  /** Synchronous for a warm API key (the hot path), a promise otherwise. */
+  authenticate(route: RouteDefinition, method: string, headers: Record<string, string>): AuthContext | Promise<AuthContext>;
 }
 
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -27,7 +28,7 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
   };
 
   return {
-    async authenticate(route, method, headers) {
+    authenticate(route, method, headers) {
       const bearer = bearerToken(headers["authorization"]);
       const mode = route.auth;
       if (mode === "none") {
@@ -39,7 +40,8 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
       if (bearer !== undefined) {
         if (looksLikeApiKey(bearer, keyPrefix)) {
           if (mode === "session") throw new TroupeError("forbidden", "this endpoint takes a dashboard session token, not an API key");
-          return { kind: "api_key", key: await apiKeys.authenticate(bearer) };
+          const key = apiKeys.authenticate(bearer);
+          return key instanceof Promise ? key.then((k): AuthContext => ({ kind: "api_key", key: k })) : { kind: "api_key", key };
         }
         if (bearer.startsWith(sessionTokenPrefix)) {
           if (mode === "api_key") throw new TroupeError("forbidden", "this endpoint takes an API key, not a session token");
@@ -49,11 +51,12 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
       }
       const cookieToken = mode === "api_key" ? undefined : cookieValue(headers["cookie"], sessionCookie);
       if (cookieToken !== undefined) {
-        const auth = await sessionAuth(cookieToken, true);
-        if (auth.kind === "session" && !safeMethods.has(method) && !sameSecret(headers[csrfHeader], auth.csrfToken)) {
-          throw new TroupeError("forbidden", `cookie-authenticated changes need the ${csrfHeader} header from login (CSRF protection)`);
-        }
-        return auth;
+        return sessionAuth(cookieToken, true).then((auth) => {
+          if (auth.kind === "session" && !safeMethods.has(method) && !sameSecret(headers[csrfHeader], auth.csrfToken)) {
+            throw new TroupeError("forbidden", `cookie-authenticated changes need the ${csrfHeader} header from login (CSRF protection)`);
+          }
+          return auth;
+        });
       }
       throw new TroupeError(
         "unauthorized",

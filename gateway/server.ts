@@ -9,7 +9,7 @@ import type { Logger } from "../core/log.ts";
 import type { ApiKeyService } from "../tenancy/api-keys.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Authenticator } from "./authenticate.ts";
-import { captureRequest, readBody, writeResponse, type CapturedRequest, type ResponseState } from "./http-io.ts";
+import { captureRequest, readBody, ResponseState, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi } from "./openapi.ts";
 import { streamed, type CookieSpec, type RouteDefinition, type RouteResult } from "./route.ts";
 import { openSse } from "./sse.ts";
@@ -72,11 +72,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     const hasBody = bodyMethods.has(route.method);
     register(app, route.method, route.path, (res, req) => {
       const captured = captureRequest(req, paramNames.length);
-      const state: ResponseState = { aborted: false, done: false, abort: new AbortController() };
-      res.onAborted(() => {
-        state.aborted = true;
-        state.abort.abort();
-      });
+      const state = new ResponseState();
+      res.onAborted(() => state.markAborted());
       const incomingId = captured.headers["x-request-id"];
       const requestId = incomingId && requestIdPattern.test(incomingId) ? incomingId : crypto.randomUUID();
       if (draining) {
@@ -108,7 +105,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     requestId: string,
     bodyPromise: Promise<Buffer> | undefined,
   ): Promise<void> => {
-    const auth: AuthContext = await options.authenticator.authenticate(route, req.method, req.headers);
+    // Awaits only when something is not already in memory (cold key, Redis).
+    const resolved = options.authenticator.authenticate(route, req.method, req.headers);
+    const auth: AuthContext = resolved instanceof Promise ? await resolved : resolved;
     if (auth.kind === "api_key") {
       const scopes = auth.key.scopes;
       if (route.scope && scopes.length > 0 && !scopes.includes(route.scope)) {
@@ -116,7 +115,8 @@ export function createGateway(options: GatewayOptions): Gateway {
           details: { required_scope: route.scope, key_scopes: scopes },
         });
       }
-      await options.apiKeys.checkRateLimit(auth.key);
+      const limited = options.apiKeys.checkRateLimit(auth.key);
+      if (limited) await limited;
     }
     let body: unknown;
     if (bodyPromise) {
@@ -134,7 +134,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       query,
       headers: req.headers,
       auth,
-      signal: state.abort.signal,
+      get signal() {
+        return state.signal;
+      },
       sse: () => openSse(res, state, requestId),
       setCookie: (cookie) => cookies.push(formatCookie(cookie, options.secureCookies)),
     });
@@ -150,8 +152,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     app.get(path, (res, req) => {
       const incoming = req.getHeader("x-request-id");
       const requestId = incoming && requestIdPattern.test(incoming) ? incoming : crypto.randomUUID();
-      const state: ResponseState = { aborted: false, done: false, abort: new AbortController() };
-      res.onAborted(() => (state.aborted = true));
+      const state = new ResponseState();
+      res.onAborted(() => state.markAborted());
       respond()
         .then(({ status, body }) => writeResponse(res, state, status, [["content-type", "application/json"], ["x-request-id", requestId]], body))
         .catch((error: unknown) => sendError(res, state, requestId, error));
@@ -171,8 +173,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const incoming = req.getHeader("x-request-id");
     const requestId = incoming && requestIdPattern.test(incoming) ? incoming : crypto.randomUUID();
-    const state: ResponseState = { aborted: false, done: false, abort: new AbortController() };
-    res.onAborted(() => (state.aborted = true));
+    const state = new ResponseState();
+    res.onAborted(() => state.markAborted());
     const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
     if (allowed.length > 0 && !allowed.includes(method)) {
       const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed.join(", ")}`);

@@ -16,7 +16,7 @@ export function openSse(res: HttpResponse, state: ResponseState, requestId: stri
     res.writeHeader("x-request-id", requestId);
     res.writeHeader("x-accel-buffering", "no");
   };
-  state.abort.signal.addEventListener("abort", () => waiting?.(), { once: true });
+  state.onAbort(() => waiting?.());
   const write = (frame: string): boolean => {
     let ok = true;
     res.cork(() => {

@@ -27,6 +27,7 @@ export interface NewTestKey extends ApiKeyRecord {
 }
 
 interface CacheEntry {
+  hash: string;
   record: ApiKeyRecord;
   fetchedAt: number;
   refreshing: boolean;
@@ -38,7 +39,12 @@ export class ApiKeyService {
   private readonly config: TenancyConfig;
   private readonly clock: Clock;
   private readonly log: Logger;
+  /**
+   * Keyed by the presented key itself so a warm request costs one Map lookup
+   * and no hashing. This is process memory only; nothing here is persisted.
+   */
   private readonly cache = new Map<string, CacheEntry>();
+  private readonly presentedByHash = new Map<string, string>();
   private readonly unknown = new Map<string, number>();
   private readonly lastUsedWritten = new Map<string, number>();
 
@@ -52,9 +58,7 @@ export class ApiKeyService {
 
   /** Subscribes to revocations from other replicas. */
   async start(): Promise<void> {
-    await this.store.subscribe(revokedChannel, (hash) => {
-      this.cache.delete(hash);
-    });
+    await this.store.subscribe(revokedChannel, (hash) => this.evict(hash));
   }
 
   private build(input: { name: string; scopes: string[]; live: boolean; rateLimitPerMinute?: number | undefined }, env: Environment, now: number) {
@@ -123,32 +127,46 @@ export class ApiKeyService {
     const revoked: StoredApiKey = { ...stored, revoked_at: isoTime(this.clock.now()) };
     await this.store.apply([{ op: "put", key: keys.apiKey(keyId), value: revoked }]);
     // Refused at once here, and on other replicas as soon as the broadcast lands.
-    this.cache.delete(stored.key_hash);
+    this.evict(stored.key_hash);
     await this.store.publish(revokedChannel, stored.key_hash).catch((error: unknown) => {
       this.log.warn("revocation broadcast failed; other replicas catch up on revalidation", { error });
     });
     return toRecord(revoked);
   }
 
-  /** The live record of a presented key, or a 401. Usually answered from memory. */
-  async authenticate(presented: string): Promise<ApiKeyRecord> {
-    const hash = sha256(presented);
-    const now = this.clock.now();
-    const cached = this.cache.get(hash);
+  private evict(hash: string): void {
+    const presented = this.presentedByHash.get(hash);
+    if (presented === undefined) return;
+    this.cache.delete(presented);
+    this.presentedByHash.delete(hash);
+  }
+
+  /**
+   * The live record of a presented key, or a 401. A warm key is answered
+   * synchronously from memory; otherwise the store is read.
+   */
+  authenticate(presented: string): ApiKeyRecord | Promise<ApiKeyRecord> {
+    const cached = this.cache.get(presented);
     if (cached) {
-      const age = now - cached.fetchedAt;
+      const age = this.clock.now() - cached.fetchedAt;
       const window = this.config.keyCacheRevalidateMs;
       if (age < window) {
         if (age >= window / 2 && !cached.refreshing) {
           cached.refreshing = true;
-          void this.fetch(hash).catch(() => (cached.refreshing = false));
+          void this.fetch(presented, cached.hash).catch(() => (cached.refreshing = false));
         }
         return this.accept(cached.record);
       }
     }
+    return this.authenticateFromStore(presented);
+  }
+
+  private async authenticateFromStore(presented: string): Promise<ApiKeyRecord> {
+    const hash = sha256(presented);
+    const now = this.clock.now();
     const negativeUntil = this.unknown.get(hash);
     if (negativeUntil !== undefined && negativeUntil > now) throw unknownKey();
-    const record = await this.fetch(hash);
+    const record = await this.fetch(presented, hash);
     if (!record) {
       if (this.unknown.size >= negativeCacheMax) this.unknown.clear();
       this.unknown.set(hash, now + negativeCacheMs);
@@ -163,15 +181,16 @@ export class ApiKeyService {
     return record;
   }
 
-  private async fetch(hash: string): Promise<ApiKeyRecord | undefined> {
+  private async fetch(presented: string, hash: string): Promise<ApiKeyRecord | undefined> {
     const id = await this.store.lookup(keys.apiKeyHash(hash));
     const stored = id ? await this.records.apiKey(id) : undefined;
     if (!stored) {
-      this.cache.delete(hash);
+      this.evict(hash);
       return undefined;
     }
     const record = toRecord(stored);
-    this.cache.set(hash, { record, fetchedAt: this.clock.now(), refreshing: false });
+    this.cache.set(presented, { hash, record, fetchedAt: this.clock.now(), refreshing: false });
+    this.presentedByHash.set(hash, presented);
     return record;
   }
 
@@ -185,14 +204,22 @@ export class ApiKeyService {
     });
   }
 
-  /** Per-key requests-per-minute limit; exact across replicas on Redis. */
-  async checkRateLimit(record: ApiKeyRecord): Promise<void> {
-    const { count, resetInMs } = await this.store.hit(`key:${record.id}`, 60_000);
-    if (count > record.rate_limit_per_minute) {
-      throw new TroupeError("rate_limited", `rate limit of ${record.rate_limit_per_minute} requests per minute exceeded`, {
-        retryAfterSeconds: Math.max(1, Math.ceil(resetInMs / 1000)),
-      });
-    }
+  /**
+   * Per-key requests-per-minute limit: a fixed 60 s window, exact across
+   * replicas on Redis. Synchronous when the store counts in process.
+   */
+  checkRateLimit(record: ApiKeyRecord): void | Promise<void> {
+    const counterKey = `key:${record.id}`;
+    if (this.store.hitLocal) return enforceLimit(record, this.store.hitLocal(counterKey, 60_000));
+    return this.store.hit(counterKey, 60_000).then((hit) => enforceLimit(record, hit));
+  }
+}
+
+function enforceLimit(record: ApiKeyRecord, hit: { count: number; resetInMs: number }): void {
+  if (hit.count > record.rate_limit_per_minute) {
+    throw new TroupeError("rate_limited", `rate limit of ${record.rate_limit_per_minute} requests per minute exceeded`, {
+      retryAfterSeconds: Math.max(1, Math.ceil(hit.resetInMs / 1000)),
+    });
   }
 }
 

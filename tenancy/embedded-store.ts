@@ -126,6 +126,10 @@ export class EmbeddedTenancyStore implements TenancyStore {
   }
 
   async hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }> {
+    return this.hitLocal(counterKey, windowMs);
+  }
+
+  hitLocal(counterKey: string, windowMs: number): { count: number; resetInMs: number } {
     const now = this.clock.now();
     let counter = this.counters.get(counterKey);
     if (!counter || counter.resetAt <= now) {

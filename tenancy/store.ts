@@ -43,6 +43,8 @@ export interface TenancyStore {
   page(indexKey: string, limit: number, cursor?: string | null): Promise<IndexPage>;
   /** Increments a fixed-window counter; returns the count in this window and ms until it resets. */
   hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }>;
+  /** The same, synchronously, for stores that count in process (the embedded one). */
+  hitLocal?(counterKey: string, windowMs: number): { count: number; resetInMs: number };
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
   close(): Promise<void>;
