@@ -32,7 +32,7 @@ export interface ClusterOptions {
   daprHttpBasePort?: number;
   /** Use this Redis instead of starting one (redis://[:password@]host:port). */
   redisUrl?: string;
-  /** Build missing Dapr binaries with dapr/build.sh (several minutes cold). */
+  /** Build the Dapr binaries with dapr/build.sh when dapr/.bin lacks one (several minutes cold). */
   build?: boolean;
   readyTimeoutMs?: number;
   daprLogLevel?: "debug" | "info" | "warn" | "error";
@@ -156,7 +156,8 @@ export class LocalCluster {
     const { options } = this;
     mkdirSync(this.logDir, { recursive: true });
     if (options.mode === "dapr") {
-      if (options.build) await this.buildDapr();
+      const missing = ["daprd", "placement", "scheduler"].some((b) => !existsSync(join(daprBinDir, b)));
+      if (options.build && missing) await this.buildDapr();
       requireDaprPrerequisites({ redisUrl: options.redisUrl });
       const [redisPort, placement, placementHz, placementMetrics, placementRaft, sched, schedHz, schedMetrics, etcdClient, etcdPeer] =
         await freePorts(10);
