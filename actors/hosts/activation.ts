@@ -133,7 +133,13 @@ export class Activation {
       state: JSON.parse(this.stateJson) as unknown,
       clock: services.clock,
       log: this.log,
-      call: (type, targetId, targetMethod, targetInput) => services.call(type, targetId, targetMethod, targetInput),
+      call: (type, targetId, targetMethod, targetInput) => {
+        // Turns are not reentrant: calling yourself would wait for this turn forever.
+        if (type === definition.type && targetId === id) {
+          return Promise.reject(new Error(`${definition.type}/${id} cannot call itself (actor turns are not reentrant)`));
+        }
+        return services.call(type, targetId, targetMethod, targetInput);
+      },
       setTimer: (name, dueMs, periodMs, m, i) => services.setTimer(definition.type, id, checkSpec(definition, { name, dueMs, periodMs, method: m, input: i })),
       clearTimer: (name) => services.clearTimer(definition.type, id, name),
       setReminder: (name, dueMs, periodMs, m, i) =>

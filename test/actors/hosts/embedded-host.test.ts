@@ -58,6 +58,7 @@ t.test("method errors reach the caller as they were thrown", async (t) => {
   await t.rejects(host.call("NoSuchType", "e", "get"), { code: "not_found" });
   await t.rejects(host.call("TestCounter", "e", "noSuchMethod"), { code: "not_found" });
   t.equal((await callActor(host, CounterActor, "e", "get", undefined)).count, 0, "state unchanged");
+  await t.rejects(callActor(host, CounterActor, "e", "relay", { targetId: "e", by: 1 }), { message: /cannot call itself/ }, "self-calls fail fast");
   await host.stop();
   await t.rejects(host.call("TestCounter", "e", "get"), { code: "service_unavailable" }, "refused after stop");
 });
