@@ -5,6 +5,18 @@ import { mkdirSync } from "node:fs";
 import { systemClock, type Clock } from "../core/clock.ts";
 import type { Config } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
+import { createConversationActor, type ConversationActorDefinition } from "../actors/conversation/conversation-actor.ts";
+import { ConversationDirectory } from "../actors/conversation/directory.ts";
+import { storeEventBus, type ConversationEventBus } from "../actors/conversation/events.ts";
+import { eraseDefinition } from "../actors/actor.ts";
+import type { ActorHost } from "../actors/host.ts";
+import { createActorHost } from "../actors/hosts/create-host.ts";
+import { createRouter, type Router } from "../providers/index.ts";
+import type { UsageSink } from "../providers/usage.ts";
+import { createVectorIndex } from "../vectors/create-vector-index.ts";
+import { OrgIndex, type Embedder } from "../vectors/org-index.ts";
+import type { VectorIndex } from "../vectors/vector-index.ts";
+import { UsageRecorder } from "../tenancy/usage-recorder.ts";
 import { AccountService } from "../tenancy/accounts.ts";
 import { ApiKeyService } from "../tenancy/api-keys.ts";
 import { EmbeddedTenancyStore } from "../tenancy/embedded-store.ts";
@@ -15,6 +27,14 @@ import type { RouteDefinition } from "./route.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { apiKeyRoutes } from "./routes/api-keys.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { agentRoutes } from "./routes/agents.ts";
+import { chatRoutes } from "./routes/chat.ts";
+import { embeddingRoutes } from "./routes/embeddings.ts";
+import { modelRoutes } from "./routes/models.ts";
+import { translationRoutes } from "./routes/translations.ts";
+import { vectorIndexRoutes } from "./routes/vector-index.ts";
+import { visionRoutes } from "./routes/vision.ts";
+import { attachConversationEvents, conversationEventsOpenApi } from "./conversation-events-ws.ts";
 import { createGateway, type Gateway } from "./server.ts";
 
 export interface TroupeServices {
@@ -24,10 +44,22 @@ export interface TroupeServices {
   store: TenancyStore;
   accounts: AccountService;
   apiKeys: ApiKeyService;
+  router: Router;
+  usage: UsageSink;
+  vectors: VectorIndex;
+  orgIndex: OrgIndex;
+  actors: ActorHost;
+  conversation: ConversationActorDefinition;
+  directory: ConversationDirectory;
+  events: ConversationEventBus;
 }
 
 export interface StartOptions {
   clock?: Clock;
+  /** A router built by the caller (tests point providers at fakes with short backoffs). */
+  router?: Router;
+  /** Where usage records go (tests collect them); default: the durable recorder. */
+  usage?: UsageSink;
   /** Extra routes (tests register probes for the auth pipeline this way). */
   extraRoutes?: (services: TroupeServices) => RouteDefinition[];
 }
@@ -52,28 +84,73 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const apiKeys = new ApiKeyService(store, config.tenancy, clock, log);
   await apiKeys.start();
   const accounts = new AccountService(store, config.tenancy, clock, apiKeys);
-  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys };
+  const router = options.router ?? createRouter(config.providers);
+  const recorder = options.usage ? undefined : new UsageRecorder(store, log);
+  const usage: UsageSink = options.usage ?? (recorder as UsageRecorder);
 
-  const routes: RouteDefinition[] = [
+  const indexModel = router.catalogue.get(config.vectors.indexModel);
+  const dimensions = indexModel?.capabilities.dimensions;
+  if (!indexModel || indexModel.category !== "embedding" || !dimensions) {
+    throw new Error(`EMBEDDING_INDEX_MODEL ${config.vectors.indexModel} is not an embedding model with known dimensions in the catalogue`);
+  }
+  const vectors = createVectorIndex(config.vectors, { dataDir: config.dataDir, dimensions, logger: log });
+  await vectors.open();
+  const embed: Embedder = async (texts, purpose, signal) => {
+    const result = await router.embed(
+      { model: config.vectors.indexModel, routing_strategy: "manual", input: texts, input_type: purpose === "query" ? "search_query" : "search_document" },
+      { signal },
+    );
+    return result.embeddings;
+  };
+  const orgIndex = new OrgIndex(vectors, embed, clock);
+
+  const directory = new ConversationDirectory(store);
+  const events = storeEventBus(store, (error) => log.warn("conversation event failed", { error }));
+  const conversation = createConversationActor({
+    chat: (request, signal) => router.chat(request, { signal }),
+    memory: orgIndex,
+    directory,
+    events,
+  });
+  const actors = createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
+  actors.register([eraseDefinition(conversation)]);
+  await actors.start();
+
+  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events };
+  const ai = { router, usage };
+  const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
     ...accountRoutes(accounts),
     ...apiKeyRoutes(apiKeys),
-    ...(options.extraRoutes?.(services) ?? []),
+    ...modelRoutes(ai),
+    ...chatRoutes(ai),
+    ...embeddingRoutes(ai),
+    ...vectorIndexRoutes({ index: orgIndex }),
+    ...visionRoutes(ai),
+    ...translationRoutes(ai),
+    ...agentRoutes({ actors, conversation, directory, router }),
   ];
+  // A test's extra route replaces a built-in with the same method and path.
+  const extra = options.extraRoutes?.(services) ?? [];
+  const overridden = new Set(extra.map((r) => `${r.method} ${r.path}`));
+  const routes = [...builtIn.filter((r) => !overridden.has(`${r.method} ${r.path}`)), ...extra];
 
+  const authenticator = createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix);
   const gateway = createGateway({
     routes,
-    authenticator: createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix),
+    authenticator,
     apiKeys,
     log,
     maxBodyBytes: config.maxBodyBytes,
     secureCookies: config.publicUrl?.startsWith("https://") ?? false,
     ready: async () => {
       await store.lookup("readiness-probe");
-      return true;
+      return actors.ready();
     },
     openApiInfo: { title: "Troupe", version: "1.0.0" },
+    extraPaths: conversationEventsOpenApi,
   });
+  await attachConversationEvents(gateway.app, { authenticator, apiKeys, actors, conversation, events, log });
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
@@ -87,6 +164,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     stop: () =>
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
+        await actors.stop();
+        await recorder?.close();
+        await router.close();
+        await vectors.close();
         await store.close();
       })()),
   };

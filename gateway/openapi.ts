@@ -41,7 +41,11 @@ function impliedErrors(route: RouteDefinition): ErrorCode[] {
   return codes;
 }
 
-export function buildOpenApi(routes: RouteDefinition[], info: { title: string; version: string }): JsonObject {
+export function buildOpenApi(
+  routes: RouteDefinition[],
+  info: { title: string; version: string },
+  extraPaths: Record<string, Record<string, unknown>> = {},
+): JsonObject {
   const paths: Record<string, JsonObject> = {};
   for (const route of routes) {
     const path = route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, "{$1}");
@@ -98,6 +102,7 @@ export function buildOpenApi(routes: RouteDefinition[], info: { title: string; v
   ] as const) {
     paths[path] = { get: { operationId: `get${path.replace(/[^A-Za-z]/g, "")}`, summary: description, security: [], responses: { "200": { description } } } };
   }
+  for (const [path, item] of Object.entries(extraPaths)) paths[path] = { ...(paths[path] ?? {}), ...item };
   return {
     openapi: "3.1.0",
     info: { title: info.title, version: info.version },

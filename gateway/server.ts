@@ -26,6 +26,8 @@ export interface GatewayOptions {
   /** Answers /readyz: true once every backing service is usable. */
   ready: () => Promise<boolean>;
   openApiInfo: { title: string; version: string };
+  /** OpenAPI entries for paths served outside the route list (WebSocket upgrades). */
+  extraPaths?: Record<string, Record<string, unknown>>;
 }
 
 export interface Gateway {
@@ -45,7 +47,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   let draining = false;
   let listenSocket: us_listen_socket | undefined;
   const drainWaiters: (() => void)[] = [];
-  const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo));
+  const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.extraPaths));
 
   const finished = (): void => {
     inflight -= 1;

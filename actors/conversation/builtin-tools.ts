@@ -1,0 +1,74 @@
+// The built-in tools every agent has without declaring them (spec §4.6):
+// `search_memory` and `remember`, both on the organization's vector index
+// (memories are records with metadata.kind = "memory", DESIGN.md §4). They
+// run inside the conversation's turn. A bad argument from the model becomes
+// an error result the model can read and recover from, not a failed turn.
+import { z } from "zod";
+import { isTroupeError } from "../../core/errors.ts";
+import type { ToolDefinition } from "../../providers/types.ts";
+import type { OrgIndex } from "../../vectors/org-index.ts";
+import { MAX_TOP_K } from "../../vectors/vector-index.ts";
+
+export const DEFAULT_MEMORY_TOP_K = 5;
+
+export const builtinTools: ToolDefinition[] = [
+  {
+    name: "search_memory",
+    description:
+      "Search the organization's long-term memory and indexed documents for passages relevant to a query. Returns the closest records with their cosine distance (lower is closer).",
+    parameters: {
+      type: "object",
+      properties: {
+        query: { type: "string", description: "What to look for" },
+        top_k: { type: "integer", minimum: 1, maximum: MAX_TOP_K, description: `How many results (default ${DEFAULT_MEMORY_TOP_K})` },
+      },
+      required: ["query"],
+    },
+  },
+  {
+    name: "remember",
+    description: "Store a fact in the organization's long-term memory so later conversations can find it with search_memory.",
+    parameters: {
+      type: "object",
+      properties: { content: { type: "string", description: "The fact to remember, self-contained" } },
+      required: ["content"],
+    },
+  },
+];
+
+export const builtinToolNames = new Set(builtinTools.map((t) => t.name));
+/** Reserved for the jobs work; refused as a custom tool name already. */
+export const reservedToolNames = new Set([...builtinToolNames, "generate_video"]);
+
+const searchArgs = z.object({ query: z.string().min(1), top_k: z.number().int().min(1).max(MAX_TOP_K).optional() });
+const rememberArgs = z.object({ content: z.string().min(1) });
+
+export interface BuiltinToolContext {
+  memory: OrgIndex;
+  organizationId: string;
+  conversationId: string;
+  signal?: AbortSignal | undefined;
+}
+
+/** Runs one built-in tool call; returns the tool message content (JSON text). */
+export async function runBuiltinTool(name: string, args: Record<string, unknown>, ctx: BuiltinToolContext): Promise<string> {
+  try {
+    if (name === "search_memory") {
+      const parsed = searchArgs.safeParse(args);
+      if (!parsed.success) return JSON.stringify({ error: `invalid arguments: ${z.prettifyError(parsed.error)}` });
+      const results = await ctx.memory.search(ctx.organizationId, parsed.data.query, parsed.data.top_k ?? DEFAULT_MEMORY_TOP_K, undefined, ctx.signal);
+      return JSON.stringify({ results: results.map((r) => ({ id: r.id, content: r.content, metadata: r.metadata, distance: r.distance })) });
+    }
+    if (name === "remember") {
+      const parsed = rememberArgs.safeParse(args);
+      if (!parsed.success) return JSON.stringify({ error: `invalid arguments: ${z.prettifyError(parsed.error)}` });
+      const { id } = await ctx.memory.add(ctx.organizationId, parsed.data.content, { kind: "memory", conversation_id: ctx.conversationId }, ctx.signal);
+      return JSON.stringify({ stored: true, id });
+    }
+    return JSON.stringify({ error: `unknown built-in tool ${name}` });
+  } catch (error) {
+    // A 4xx from the index (empty or oversized content, bad top_k) is the model's to fix; anything else fails the turn.
+    if (isTroupeError(error) && error.status < 500) return JSON.stringify({ error: error.message });
+    throw error;
+  }
+}

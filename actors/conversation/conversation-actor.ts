@@ -1,0 +1,157 @@
+// ConversationActor: one per conversation id. Thin by design (STYLE.md §5):
+// state shape and transitions; the model loop lives in turn-loop.ts. Every
+// method checks the caller's organization, so another tenant's id is 404.
+import { z } from "zod";
+import { isoTime } from "../../core/clock.ts";
+import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
+import { uuid } from "../../core/ids.ts";
+import { defineActor, type ActorContext } from "../actor.ts";
+import type { ConversationDirectory } from "./directory.ts";
+import type { ConversationEventBus } from "./events.ts";
+import { runTurn, type TurnDeps } from "./turn-loop.ts";
+import {
+  conversationStateSchema,
+  customToolSchema,
+  ownerSchema,
+  toPublic,
+  toSummary,
+  type AgentMessage,
+  type Conversation,
+  type ConversationData,
+  type ConversationState,
+} from "./types.ts";
+import { routingStrategySchema } from "../../providers/types.ts";
+
+export const CONVERSATION_ACTOR = "ConversationActor";
+
+export interface ConversationActorDeps {
+  chat: TurnDeps["chat"];
+  memory: TurnDeps["memory"];
+  directory: ConversationDirectory;
+  events: ConversationEventBus;
+  maxSteps?: number;
+}
+
+const createInput = z.object({
+  owner: ownerSchema,
+  model: z.string().nullable(),
+  routing_strategy: routingStrategySchema,
+  system_prompt: z.string(),
+  tools: z.array(customToolSchema),
+});
+const orgInput = z.object({ organization_id: z.string() });
+const messageInput = orgInput.extend({ content: z.string() });
+const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })) });
+
+type Ctx = ActorContext<ConversationState>;
+
+function owned(ctx: Ctx, organizationId: string): ConversationData {
+  const data = ctx.state.conversation;
+  if (!data || data.owner.organization_id !== organizationId) throw new TroupeError("not_found", "conversation not found");
+  return data;
+}
+
+export function createConversationActor(deps: ConversationActorDeps) {
+  const now = (ctx: Ctx) => isoTime(ctx.clock.now());
+
+  /** Runs the loop, publishing as it goes; the directory learns the outcome. */
+  const continueTurn = async (ctx: Ctx, data: ConversationData): Promise<Conversation> => {
+    const publishMessage = (message: AgentMessage) => deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+    const before = data.status;
+    try {
+      await runTurn(data, {
+        chat: deps.chat,
+        memory: deps.memory,
+        newId: uuid,
+        now: () => now(ctx),
+        onMessage: publishMessage,
+        ...(deps.maxSteps !== undefined ? { maxSteps: deps.maxSteps } : {}),
+      });
+    } catch (error) {
+      const code = isTroupeError(error) ? error.code : "internal_error";
+      const message = error instanceof Error ? error.message : "turn failed";
+      deps.events.publish({ type: "turn.failed", conversation_id: data.id, error: { code, message } });
+      throw error;
+    }
+    if (data.status !== before) deps.events.publish({ type: "status.changed", conversation_id: data.id, status: data.status });
+    await deps.directory.updated(toSummary(data));
+    return toPublic(data);
+  };
+
+  return defineActor({
+    type: CONVERSATION_ACTOR,
+    state: conversationStateSchema,
+    initialState: (): ConversationState => ({ conversation: null }),
+    methods: {
+      create: async (ctx: Ctx, raw: unknown): Promise<Conversation> => {
+        const input = createInput.parse(raw);
+        if (ctx.state.conversation) throw new TroupeError("conflict", "conversation already exists");
+        const at = now(ctx);
+        const data: ConversationData = {
+          id: ctx.id,
+          owner: input.owner,
+          model: input.model,
+          routing_strategy: input.routing_strategy,
+          system_prompt: input.system_prompt,
+          tools: input.tools,
+          status: "idle",
+          messages: [],
+          pending_tool_call_ids: [],
+          created_at: at,
+          updated_at: at,
+        };
+        ctx.state.conversation = data;
+        await deps.directory.created(input.owner.organization_id, toSummary(data));
+        return toPublic(data);
+      },
+
+      get: async (ctx: Ctx, raw: unknown): Promise<Conversation> => toPublic(owned(ctx, orgInput.parse(raw).organization_id)),
+
+      postMessage: async (ctx: Ctx, raw: unknown): Promise<Conversation> => {
+        const input = messageInput.parse(raw);
+        const data = owned(ctx, input.organization_id);
+        if (data.status !== "idle") {
+          throw new TroupeError("conflict", `the conversation is ${data.status}; messages are accepted only when it is idle`, {
+            details: { status: data.status, pending_tool_call_ids: data.pending_tool_call_ids },
+          });
+        }
+        const message: AgentMessage = { id: uuid(), role: "user", content: input.content, tool_calls: null, tool_call_id: null };
+        data.messages.push(message);
+        data.updated_at = now(ctx);
+        deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+        return continueTurn(ctx, data);
+      },
+
+      submitToolOutputs: async (ctx: Ctx, raw: unknown): Promise<Conversation> => {
+        const input = toolOutputsInput.parse(raw);
+        const data = owned(ctx, input.organization_id);
+        if (data.status !== "requires_action") {
+          throw new TroupeError("conflict", `the conversation is ${data.status}; tool outputs are accepted only in requires_action`);
+        }
+        const pending = new Set(data.pending_tool_call_ids);
+        const given = input.outputs.map((o) => o.tool_call_id);
+        const issues: FieldIssue[] = [];
+        const seen = new Set<string>();
+        input.outputs.forEach((o, i) => {
+          if (!pending.has(o.tool_call_id)) issues.push({ path: `outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is not a pending tool call` });
+          else if (seen.has(o.tool_call_id)) issues.push({ path: `outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is answered twice` });
+          seen.add(o.tool_call_id);
+        });
+        const missing = data.pending_tool_call_ids.filter((id) => !given.includes(id));
+        if (missing.length > 0) issues.push({ path: "outputs", message: `missing outputs for pending tool calls: ${missing.join(", ")}` });
+        if (issues.length > 0) throw invalidRequest(issues);
+        const byId = new Map(input.outputs.map((o) => [o.tool_call_id, o.output]));
+        for (const id of data.pending_tool_call_ids) {
+          const message: AgentMessage = { id: uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id };
+          data.messages.push(message);
+          deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+        }
+        data.pending_tool_call_ids = [];
+        data.updated_at = now(ctx);
+        return continueTurn(ctx, data);
+      },
+    },
+  });
+}
+
+export type ConversationActorDefinition = ReturnType<typeof createConversationActor>;

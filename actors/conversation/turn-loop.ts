@@ -1,0 +1,88 @@
+// The agent loop of one turn (spec §3 Conversation status; DESIGN.md §3):
+// call the model, run built-in tool calls inside the turn, and loop until the
+// model answers (→ idle) or calls a caller-declared tool (→ requires_action,
+// the assistant message with its tool_calls kept). The number of model steps
+// per turn is bounded: past it the conversation returns to idle with an
+// assistant message saying so, never a stuck status.
+import type { ChatMessage, ChatResult, RoutingStrategy, ToolDefinition } from "../../providers/types.ts";
+import type { OrgIndex } from "../../vectors/org-index.ts";
+import { builtinToolNames, builtinTools, runBuiltinTool } from "./builtin-tools.ts";
+import type { AgentMessage, ConversationData } from "./types.ts";
+
+export const MAX_MODEL_STEPS_PER_TURN = 8;
+
+export interface ModelRequest {
+  model: string | null;
+  routing_strategy: RoutingStrategy;
+  messages: ChatMessage[];
+  tools: ToolDefinition[];
+}
+
+export interface TurnDeps {
+  chat(request: ModelRequest, signal?: AbortSignal): Promise<ChatResult>;
+  memory: OrgIndex;
+  newId(): string;
+  now(): string;
+  /** Called as each message is appended and when the status changes. */
+  onMessage?(message: AgentMessage): void;
+  maxSteps?: number;
+  signal?: AbortSignal;
+}
+
+function toModelMessages(data: ConversationData): ChatMessage[] {
+  const history: ChatMessage[] = data.messages.map((m) => ({ role: m.role, content: m.content, tool_calls: m.tool_calls, tool_call_id: m.tool_call_id }));
+  return data.system_prompt ? [{ role: "system", content: data.system_prompt }, ...history] : history;
+}
+
+/** Runs the loop on `data` (mutated in place) from a state where the model should speak next. */
+export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<void> {
+  const append = (message: AgentMessage): void => {
+    data.messages.push(message);
+    data.updated_at = deps.now();
+    deps.onMessage?.(message);
+  };
+  const customNames = new Set(data.tools.map((t) => t.name));
+  const tools = [...builtinTools, ...data.tools];
+  const maxSteps = deps.maxSteps ?? MAX_MODEL_STEPS_PER_TURN;
+  for (let step = 0; step < maxSteps; step++) {
+    const result = await deps.chat({ model: data.model, routing_strategy: data.routing_strategy, messages: toModelMessages(data), tools }, deps.signal);
+    const calls = result.tool_calls ?? [];
+    append({ id: deps.newId(), role: "assistant", content: result.content, tool_calls: calls.length > 0 ? calls : null, tool_call_id: null });
+    if (calls.length === 0) {
+      data.status = "idle";
+      data.pending_tool_call_ids = [];
+      return;
+    }
+    const pending: string[] = [];
+    for (const call of calls) {
+      if (builtinToolNames.has(call.name)) {
+        const output = await runBuiltinTool(call.name, call.arguments, {
+          memory: deps.memory,
+          organizationId: data.owner.organization_id,
+          conversationId: data.id,
+          signal: deps.signal,
+        });
+        append({ id: deps.newId(), role: "tool", content: output, tool_calls: null, tool_call_id: call.id });
+      } else if (customNames.has(call.name)) {
+        pending.push(call.id);
+      } else {
+        // A tool nobody declared: tell the model instead of stalling the conversation.
+        append({ id: deps.newId(), role: "tool", content: JSON.stringify({ error: `no tool named ${call.name} is available` }), tool_calls: null, tool_call_id: call.id });
+      }
+    }
+    if (pending.length > 0) {
+      data.status = "requires_action";
+      data.pending_tool_call_ids = pending;
+      return;
+    }
+  }
+  append({
+    id: deps.newId(),
+    role: "assistant",
+    content: `I stopped after ${maxSteps} model steps in this turn without reaching a final answer. Send another message to continue.`,
+    tool_calls: null,
+    tool_call_id: null,
+  });
+  data.status = "idle";
+  data.pending_tool_call_ids = [];
+}

@@ -1,0 +1,155 @@
+// Agents (spec §4.6; DESIGN.md §4 "Agents"): each conversation is a
+// ConversationActor; the gateway checks the key and the body, then calls it.
+// The list reads the per-organization directory, so it works on both hosts.
+import { z } from "zod";
+import { TroupeError, invalidRequest } from "../../core/errors.ts";
+import { callActor, type ActorHost } from "../../actors/host.ts";
+import { reservedToolNames } from "../../actors/conversation/builtin-tools.ts";
+import type { ConversationActorDefinition } from "../../actors/conversation/conversation-actor.ts";
+import type { ConversationDirectory } from "../../actors/conversation/directory.ts";
+import { conversationSchema, conversationSummarySchema } from "../../actors/conversation/types.ts";
+import { uuid } from "../../core/ids.ts";
+import type { Router } from "../../providers/router.ts";
+import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
+import type { AuthContext } from "../auth-context.ts";
+import { defineRoute, json } from "../route.ts";
+import { listOf, pageQuery } from "../schemas.ts";
+
+export interface AgentRouteDeps {
+  actors: ActorHost;
+  conversation: ConversationActorDefinition;
+  directory: ConversationDirectory;
+  router: Router;
+}
+
+/** Longest user message accepted (characters); the body cap still applies. */
+export const MAX_MESSAGE_CHARS = 200_000;
+const MAX_CUSTOM_TOOLS = 64;
+
+const createBody = z
+  .object({
+    model: z.string().min(1).nullable().default(null),
+    routing_strategy: routingStrategySchema.default("auto"),
+    system_prompt: z.string().max(MAX_MESSAGE_CHARS).default(""),
+    tools: z.array(toolDefinitionSchema).max(MAX_CUSTOM_TOOLS).default([]),
+  })
+  .strict();
+const messageBody = z.object({ content: z.string().min(1, "must not be empty").max(MAX_MESSAGE_CHARS) }).strict();
+const toolOutputsBody = z
+  .object({
+    outputs: z
+      .array(z.object({ tool_call_id: z.string().min(1), output: z.string().max(MAX_MESSAGE_CHARS) }).strict())
+      .min(1, "must answer the pending tool calls"),
+  })
+  .strict();
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function keyOf(auth: AuthContext) {
+  if (auth.kind !== "api_key") throw new TroupeError("forbidden", "this endpoint takes an API key");
+  return auth.key;
+}
+
+/** A conversation id that is not a UUID cannot exist: 404 without activating an actor. */
+function conversationId(params: Record<string, string>): string {
+  const id = params["id"] ?? "";
+  if (!uuidPattern.test(id)) throw new TroupeError("not_found", "conversation not found");
+  return id.toLowerCase();
+}
+
+export function agentRoutes(deps: AgentRouteDeps) {
+  const { actors, conversation } = deps;
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/agents/conversations",
+      summary: "Start a conversation with a server-side agent",
+      tag: "agents",
+      auth: "api_key",
+      scope: "agents",
+      body: createBody,
+      responses: { 201: conversationSchema },
+      errors: ["no_provider_available"],
+      handler: async (ctx) => {
+        const key = keyOf(ctx.auth);
+        const names = new Set<string>();
+        ctx.body.tools.forEach((tool, i) => {
+          if (reservedToolNames.has(tool.name)) throw invalidRequest([{ path: `body.tools.${i}.name`, message: `${tool.name} is a built-in tool name` }]);
+          if (names.has(tool.name)) throw invalidRequest([{ path: `body.tools.${i}.name`, message: `${tool.name} is declared twice` }]);
+          names.add(tool.name);
+        });
+        // Refuse a model that cannot serve an agent (unknown, wrong category, no tools) before storing anything.
+        deps.router.plan(ctx.body.model, ctx.body.routing_strategy, { category: "text", tools: true });
+        const created = await callActor(actors, conversation, uuid(), "create", {
+          owner: { organization_id: key.organization_id, project_id: key.project_id, environment_id: key.environment_id },
+          model: ctx.body.model,
+          routing_strategy: ctx.body.routing_strategy,
+          system_prompt: ctx.body.system_prompt,
+          tools: ctx.body.tools,
+        });
+        return json(201, created);
+      },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/agents/conversations",
+      summary: "Conversations of the key's organization, newest first (summaries without messages)",
+      tag: "agents",
+      auth: "api_key",
+      scope: "agents",
+      query: pageQuery,
+      responses: { 200: listOf(conversationSummarySchema) },
+      handler: async (ctx) => json(200, await deps.directory.list(keyOf(ctx.auth).organization_id, ctx.query.limit, ctx.query.cursor)),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/agents/conversations/:id",
+      summary: "A conversation with all its messages",
+      tag: "agents",
+      auth: "api_key",
+      scope: "agents",
+      responses: { 200: conversationSchema },
+      errors: ["not_found"],
+      handler: async (ctx) =>
+        json(200, await callActor(actors, conversation, conversationId(ctx.params), "get", { organization_id: keyOf(ctx.auth).organization_id })),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/agents/conversations/:id/messages",
+      summary: "Send a user message; runs the agent until it answers or needs your tools",
+      tag: "agents",
+      auth: "api_key",
+      scope: "agents",
+      body: messageBody,
+      responses: { 200: conversationSchema },
+      errors: ["not_found", "conflict", "provider_error", "provider_timeout", "no_provider_available"],
+      handler: async (ctx) =>
+        json(
+          200,
+          await callActor(actors, conversation, conversationId(ctx.params), "postMessage", {
+            organization_id: keyOf(ctx.auth).organization_id,
+            content: ctx.body.content,
+          }),
+        ),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/agents/conversations/:id/tool-outputs",
+      summary: "Answer every pending custom tool call; the agent then continues",
+      tag: "agents",
+      auth: "api_key",
+      scope: "agents",
+      body: toolOutputsBody,
+      responses: { 200: conversationSchema },
+      errors: ["not_found", "conflict", "provider_error", "provider_timeout", "no_provider_available"],
+      handler: async (ctx) =>
+        json(
+          200,
+          await callActor(actors, conversation, conversationId(ctx.params), "submitToolOutputs", {
+            organization_id: keyOf(ctx.auth).organization_id,
+            outputs: ctx.body.outputs,
+          }),
+        ),
+    }),
+  ];
+}

@@ -1,0 +1,64 @@
+// POST /v1/embeddings/index and /v1/embeddings/search (spec §4.2): the
+// organization-scoped index, always embedded with the one configured index
+// model (routing manual), so every vector in it has one dimension.
+import { z } from "zod";
+import { TroupeError } from "../../core/errors.ts";
+import type { OrgIndex } from "../../vectors/org-index.ts";
+import { MAX_CONTENT_CHARS } from "../../vectors/org-index.ts";
+import { MAX_TOP_K } from "../../vectors/vector-index.ts";
+import { defineRoute, json } from "../route.ts";
+
+const indexBody = z
+  .object({
+    content: z.string().min(1, "must not be empty").max(MAX_CONTENT_CHARS),
+    metadata: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+
+const searchBody = z
+  .object({
+    query: z.string().min(1, "must not be empty").max(MAX_CONTENT_CHARS),
+    top_k: z.number().int().min(1).max(MAX_TOP_K).default(5),
+  })
+  .strict();
+
+const recordSchema = z.object({
+  id: z.string(),
+  content: z.string(),
+  metadata: z.record(z.string(), z.unknown()),
+  model: z.string(),
+  distance: z.number(),
+});
+
+export function vectorIndexRoutes(deps: { index: OrgIndex }) {
+  const orgOf = (auth: { kind: string; key?: { organization_id: string } }): string => {
+    if (auth.kind !== "api_key" || !auth.key) throw new TroupeError("forbidden", "this endpoint takes an API key");
+    return auth.key.organization_id;
+  };
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/embeddings/index",
+      summary: "Embed a passage with the index model and store it in the organization's vector index",
+      tag: "embeddings",
+      auth: "api_key",
+      scope: "embeddings",
+      body: indexBody,
+      responses: { 200: z.object({ id: z.string() }) },
+      errors: ["service_unavailable", "provider_error"],
+      handler: async (ctx) => json(200, await deps.index.add(orgOf(ctx.auth), ctx.body.content, ctx.body.metadata, ctx.signal)),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/embeddings/search",
+      summary: "The organization's records closest to a query, ascending cosine distance",
+      tag: "embeddings",
+      auth: "api_key",
+      scope: "embeddings",
+      body: searchBody,
+      responses: { 200: z.object({ results: z.array(recordSchema) }) },
+      errors: ["service_unavailable", "provider_error"],
+      handler: async (ctx) => json(200, { results: await deps.index.search(orgOf(ctx.auth), ctx.body.query, ctx.body.top_k, undefined, ctx.signal) }),
+    }),
+  ];
+}

@@ -1,0 +1,48 @@
+// The organization's searchable knowledge: embeds text with the one fixed
+// index model (routing `manual`, spec §4.2) and stores or searches it in the
+// vector index. /v1/embeddings/index and /search and the agents' memory
+// tools all go through here, so an agent can find what was indexed over HTTP.
+import { isoTime, type Clock } from "../core/clock.ts";
+import { invalidRequest } from "../core/errors.ts";
+import { uuid } from "../core/ids.ts";
+import { MAX_TOP_K, type VectorIndex, type VectorSearchFilter, type VectorSearchResult } from "./vector-index.ts";
+
+/** Embeds texts with the index model; `purpose` lets providers like Cohere pick their input type. */
+export type Embedder = (texts: string[], purpose: "document" | "query", signal?: AbortSignal) => Promise<number[][]>;
+
+/** Content beyond this is refused (400): one record is one passage, not a book. */
+export const MAX_CONTENT_CHARS = 32_768;
+
+export class OrgIndex {
+  private readonly index: VectorIndex;
+  private readonly embed: Embedder;
+  private readonly clock: Clock;
+
+  constructor(index: VectorIndex, embed: Embedder, clock: Clock) {
+    this.index = index;
+    this.embed = embed;
+    this.clock = clock;
+  }
+
+  get model(): string {
+    return this.index.model;
+  }
+
+  async add(organizationId: string, content: string, metadata: Record<string, unknown>, signal?: AbortSignal): Promise<{ id: string }> {
+    if (content.trim().length === 0) throw invalidRequest([{ path: "content", message: "must not be empty" }]);
+    if (content.length > MAX_CONTENT_CHARS) throw invalidRequest([{ path: "content", message: `must be at most ${MAX_CONTENT_CHARS} characters` }]);
+    const [vector] = await this.embed([content], "document", signal);
+    if (!vector) throw new Error("the embedder returned no vector");
+    const id = uuid();
+    await this.index.add([{ id, organization_id: organizationId, content, metadata, model: this.index.model, vector, created_at: isoTime(this.clock.now()) }]);
+    return { id };
+  }
+
+  async search(organizationId: string, query: string, topK: number, filter?: VectorSearchFilter, signal?: AbortSignal): Promise<VectorSearchResult[]> {
+    if (query.trim().length === 0) throw invalidRequest([{ path: "query", message: "must not be empty" }]);
+    if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) throw invalidRequest([{ path: "top_k", message: `must be an integer from 1 to ${MAX_TOP_K}` }]);
+    const [vector] = await this.embed([query], "query", signal);
+    if (!vector) throw new Error("the embedder returned no vector");
+    return this.index.search(organizationId, vector, topK, filter);
+  }
+}
