@@ -1,6 +1,7 @@
 // Live events of one conversation over a WebSocket at
 // /v1/agents/conversations/{id}/events (API key with scope `agents`, in the
-// Authorization header, or for browsers as the subprotocol `bearer.<key>`).
+// Authorization header, or for browsers as the subprotocols
+// `["troupe.v1", "bearer.<key>"]`; the server selects `troupe.v1`).
 // The first frame is the conversation as it is; then each status change,
 // appended message and failed turn as JSON text frames. Events come from the
 // process-wide bus, so a socket on any replica sees every actor's events.
@@ -92,7 +93,9 @@ export async function attachConversationEvents(app: TemplatedApp, deps: Conversa
         if (!uuidPattern.test(id)) throw new TroupeError("not_found", "conversation not found");
         const snapshot = await callActor(deps.actors, deps.conversation, id, "get", { organization_id: auth.key.organization_id });
         if (aborted) return;
-        res.cork(() => res.upgrade<SocketData>({ conversationId: id, snapshot }, secKey, bearerProtocol ? "bearer" : (protocols[0] ?? ""), extensions, context));
+        // The answer must be one the client offered: troupe.v1 when given (keeps the key out of the response).
+        const selected = protocols.includes("troupe.v1") ? "troupe.v1" : (protocols[0] ?? "");
+        res.cork(() => res.upgrade<SocketData>({ conversationId: id, snapshot }, secKey, selected, extensions, context));
       })().catch((error: unknown) => {
         if (aborted) return;
         const troupe = isTroupeError(error) ? error : new TroupeError("internal_error");
