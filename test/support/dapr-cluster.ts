@@ -283,6 +283,10 @@ export class LocalCluster {
         "--config", join(repoDir, "dapr/config.yaml"),
         "--log-level", options.daprLogLevel ?? "warn",
         "--dapr-graceful-shutdown-seconds", "5",
+        // A crashed app stops hosting actors within ~2 s (daprd leaves placement
+        // until /healthz answers again), so its actors fail over like a dead replica's.
+        "--enable-app-health-check", "--app-health-check-path", "/healthz",
+        "--app-health-probe-interval", "1", "--app-health-threshold", "2",
       ];
       // DAPR_HOST_IP keeps the address daprd registers with placement on loopback.
       this.sidecars.set(index, this.spawnLogged(`daprd-${index}`, join(daprBinDir, "daprd"), args, { DAPR_HOST_IP: "127.0.0.1" }));
