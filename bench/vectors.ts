@@ -195,7 +195,7 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
   const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000, hnsw });
   try {
     await index.open();
-    log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m ${hnsw.m}, ef_construction ${hnsw.efConstruction}), default num_candidates max(200, 10·k)`);
+    log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m ${hnsw.m}, ef_construction ${hnsw.efConstruction}), default num_candidates max(400, 10·k)`);
     let build = { count: n, seconds: Number.NaN };
     if (reuse === undefined) {
       const startedMs = performance.now();
