@@ -21,6 +21,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RUNTIME_DIR="$HERE/runtime"
 BIN_DIR="$HERE/.bin"
 CACHE_ROOT="${TROUPE_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:?HOME or TROUPE_CACHE_DIR must be set}/.cache}/troupe}/dapr"
+CACHE_ROOT="$(realpath -m "$CACHE_ROOT")" # the build cds; keep it absolute
 KEEP_BUILDS=3 # older <version>-<hash> folders are pruned after a build
 
 force=0
