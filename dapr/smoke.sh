@@ -7,7 +7,9 @@
 # everything it started. Node-free: needs bash, curl, python3, redis-server
 # (installed with apt-get when missing and running as root).
 #
-# Usage: bash dapr/smoke.sh      KEEP_RUN=1 keeps the run directory (logs).
+# Usage: bash dapr/smoke.sh
+#   KEEP_RUN=1 keeps the run directory (logs); SMOKE_REDIS_PASSWORD= runs
+#   Redis without a password (the default sets a random one).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -105,10 +107,11 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
 )
 
-# --- Redis, with a password so the components' redisPassword is exercised.
-REDIS_PASSWORD="smoke-$RANDOM$RANDOM"
-start redis redis-server --bind 127.0.0.1 --port "$P_REDIS" --requirepass "$REDIS_PASSWORD" \
-  --save "" --appendonly no --dir "$RUN"
+# --- Redis, by default with a password so the components' redisPassword is
+# exercised (SMOKE_REDIS_PASSWORD= runs it without one).
+REDIS_PASSWORD="${SMOKE_REDIS_PASSWORD-smoke-$RANDOM$RANDOM}"
+start redis redis-server --bind 127.0.0.1 --port "$P_REDIS" \
+  ${REDIS_PASSWORD:+--requirepass "$REDIS_PASSWORD"} --save "" --appendonly no --dir "$RUN"
 redis() { REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli -h 127.0.0.1 -p "$P_REDIS" "$@"; }
 for _ in $(seq 200); do [[ "$(redis ping 2>/dev/null)" == PONG ]] && break; sleep 0.05; done
 [[ "$(redis ping 2>/dev/null)" == PONG ]] || die "redis did not answer PING"
