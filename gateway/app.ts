@@ -104,7 +104,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   };
   const orgIndex = new OrgIndex(vectors, embed, clock);
 
-  const directory = new ConversationDirectory(store);
+  const directory = new ConversationDirectory(store, (error) => log.warn("conversation summary write failed", { error }));
   const events = storeEventBus(store, (error) => log.warn("conversation event failed", { error }));
   const conversation = createConversationActor({
     chat: (request, signal) => router.chat(request, { signal }),

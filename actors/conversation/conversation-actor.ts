@@ -74,7 +74,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
       throw error;
     }
     if (data.status !== before) deps.events.publish({ type: "status.changed", conversation_id: data.id, status: data.status });
-    await deps.directory.updated(toSummary(data));
+    deps.directory.updated(toSummary(data));
     return toPublic(data);
   };
 

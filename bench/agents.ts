@@ -1,0 +1,179 @@
+// `npm run bench:agents`: the many-concurrent-agents driver load testers
+// use. Over HTTP through the real gateway (API key, validation, actor call,
+// model loop against the simulated provider, state commit): creates N
+// conversations, then runs M rounds of one turn per conversation, on the
+// embedded host and on local Dapr (one replica) in one run. Prints turns/s,
+// p50/p99 turn latency, errors and the replica's memory, then one JSON line.
+// An idle phase creates many more conversations on the embedded host and
+// reports the memory they hold while active.
+//
+// Flags: --conversations=10000 --turns=3 --concurrency=64 --hosts=embedded,dapr
+//        --idle=100000 (0 skips) --script="say ok" (the user message; e.g.
+//        "remember: fact; then search_memory: fact; then answer" exercises
+//        the built-in tools)
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support/dapr-cluster.ts";
+import { freePort, waitFor } from "../test/support/net.ts";
+import { drive, rssMiB, type Job } from "./lib/http-driver.ts";
+import { fmt, summarize } from "./lib/stats.ts";
+
+const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
+const conversations = Number(args.get("conversations") ?? 10_000);
+const turns = Number(args.get("turns") ?? 3);
+const concurrency = Number(args.get("concurrency") ?? 64);
+const hosts = (args.get("hosts") ?? "embedded,dapr").split(",");
+const idle = Number(args.get("idle") ?? 100_000);
+const script = args.get("script") ?? "say ok";
+const appEnv = { LOG_LEVEL: "warn", DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000" };
+
+interface Server {
+  url: string;
+  pid(): number | undefined;
+  stop(): Promise<void>;
+}
+
+async function startEmbedded(): Promise<Server> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [join(repoDir, "gateway/main.ts")], {
+    env: { ...process.env, ...appEnv, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-bench-agents-")) },
+    stdio: "ignore",
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/readyz`)).ok, 30_000, "embedded troupe");
+  return { url, pid: () => child.pid, stop: async () => void child.kill("SIGTERM") };
+}
+
+async function startDapr(): Promise<Server> {
+  requireDaprPrerequisites({ build: true, ...(process.env["REDIS_URL"] ? { redisUrl: process.env["REDIS_URL"] } : {}) });
+  const cluster = new LocalCluster({
+    mode: "dapr",
+    replicas: 1,
+    dataDir: mkdtempSync(join(tmpdir(), "troupe-bench-agents-dapr-")),
+    appEntry: join(repoDir, "gateway/main.ts"),
+    appEnv,
+    build: true,
+    ...(process.env["REDIS_URL"] ? { redisUrl: process.env["REDIS_URL"] } : {}),
+  });
+  await cluster.start();
+  return { url: cluster.replicas[0]?.gatewayUrl ?? "", pid: () => cluster.appPid(0), stop: () => cluster.stop() };
+}
+
+async function keyFor(url: string): Promise<string> {
+  const post = async (path: string, body: unknown, token?: string) => {
+    const res = await fetch(url + path, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    });
+    return (await res.json()) as Record<string, unknown>;
+  };
+  const signup = (await post("/v1/auth/signup", { email: `bench-${Date.now()}@example.test`, password: "benchmark-password" })) as {
+    session_token: string;
+    environments: { environment: { id: string } }[];
+  };
+  const env = signup.environments[1]?.environment.id;
+  const key = await post(`/v1/environments/${env}/api-keys`, { name: "bench", rate_limit_per_minute: 10_000_000 }, signup.session_token);
+  return String(key["key"]);
+}
+
+interface Row {
+  host: string;
+  phase: string;
+  count: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+  rssMiB: number;
+}
+
+const rows: Row[] = [];
+function report(host: string, phase: string, r: Awaited<ReturnType<typeof drive>>, rss: number): void {
+  const s = summarize(r.latenciesMs);
+  const row = { host, phase, count: s.count, perSecond: s.count / r.seconds, p50Ms: s.p50, p99Ms: s.p99, errors: r.errors, rssMiB: rss };
+  rows.push(row);
+  console.log(
+    `${host.padEnd(9)} ${phase.padEnd(7)} ${String(row.count).padStart(7)} in ${fmt(r.seconds, 1)} s  ${fmt(row.perSecond, 0).padStart(6)}/s  p50 ${fmt(row.p50Ms)} ms  p99 ${fmt(row.p99Ms)} ms  errors ${row.errors}  rss ${fmt(rss, 0)} MiB`,
+  );
+  if (r.firstError) console.log(`          first error: ${r.firstError}`);
+}
+
+async function run(host: string, server: Server): Promise<void> {
+  const key = await keyFor(server.url);
+  const headers = { authorization: `Bearer ${key}` };
+  const create: Job[] = Array.from({ length: conversations }, () => ({ method: "POST", path: "/v1/agents/conversations", body: {} }));
+  const ids: string[] = [];
+  // Creation, collecting ids (a driver run per batch keeps the ids in order).
+  const created = await driveCollect(server.url, headers, create, concurrency, ids);
+  report(host, "create", created, await rssMiB(server.pid()));
+  const turnJobs: Job[] = [];
+  for (let round = 0; round < turns; round++) for (const id of ids) turnJobs.push({ method: "POST", path: `/v1/agents/conversations/${id}/messages`, body: { content: script } });
+  const turned = await drive(server.url, headers, turnJobs, concurrency);
+  report(host, "turns", turned, await rssMiB(server.pid()));
+}
+
+/** Like drive(), but keeps each created conversation's id. */
+async function driveCollect(origin: string, headers: Record<string, string>, jobs: Job[], conc: number, ids: string[]) {
+  const { Pool } = await import("undici");
+  const pool = new Pool(origin, { connections: conc });
+  const latenciesMs: number[] = [];
+  let errors = 0;
+  let firstError: string | undefined;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      for (;;) {
+        const job = jobs[next++];
+        if (!job) return;
+        const t0 = performance.now();
+        try {
+          const res = await pool.request({ method: job.method, path: job.path, headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(job.body) });
+          const json = (await res.body.json()) as { id?: string };
+          if (res.statusCode >= 400 || !json.id) {
+            errors += 1;
+            firstError ??= `${res.statusCode} ${JSON.stringify(json).slice(0, 300)}`;
+          } else {
+            ids.push(json.id);
+            latenciesMs.push(performance.now() - t0);
+          }
+        } catch (error) {
+          errors += 1;
+          firstError ??= String(error);
+        }
+      }
+    }),
+  );
+  await pool.close();
+  return { latenciesMs, errors, firstError, seconds: (performance.now() - started) / 1000 };
+}
+
+console.log(`agents: ${conversations} conversations × ${turns} turns, ${concurrency} concurrent, script ${JSON.stringify(script)}`);
+for (const host of hosts) {
+  const server = host === "dapr" ? await startDapr() : await startEmbedded();
+  try {
+    await run(host, server);
+  } finally {
+    await server.stop();
+  }
+}
+if (idle > 0 && hosts.includes("embedded")) {
+  const server = await startEmbedded();
+  try {
+    const key = await keyFor(server.url);
+    const base = await rssMiB(server.pid());
+    const jobs: Job[] = Array.from({ length: idle }, () => ({ method: "POST", path: "/v1/agents/conversations", body: {} }));
+    const r = await drive(server.url, { authorization: `Bearer ${key}` }, jobs, concurrency);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const rss = await rssMiB(server.pid());
+    report("embedded", "idle", r, rss);
+    console.log(`          ${idle} idle conversations held active: rss ${fmt(rss, 0)} MiB (started at ${fmt(base, 0)} MiB; target ≤ 1024 MiB)`);
+  } finally {
+    await server.stop();
+  }
+}
+console.log("targets: embedded ≥ 5,000 turns/s; dapr (1 replica) ≥ 1,000 turns/s with p99 ≤ 50 ms; 100,000 idle conversations ≤ 1 GiB");
+console.log(JSON.stringify({ bench: "agents", conversations, turns, concurrency, script, rows }));
