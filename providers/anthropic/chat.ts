@@ -178,6 +178,8 @@ export async function* anthropicChatStream(
   let stopReason: string | null | undefined;
   let stopped = false;
   for await (const ev of parseSse(cfg.provider, body, opts.signal)) {
+    // After message_stop the body is read to its end (keeps the connection reusable).
+    if (stopped) continue;
     const e = parseUpstream(cfg.provider, streamEventSchema, parseSseJson(cfg.provider, ev.data));
     switch (e.type) {
       case "message_start":
@@ -216,7 +218,6 @@ export async function* anthropicChatStream(
         throw new ProviderCallError(cfg.provider, retryable ? "connection" : "protocol", `${cfg.provider} stream error: ${e.error.message}`);
       }
     }
-    if (stopped) break;
   }
   if (!stopped) throw cutStream(cfg.provider);
   yield {

@@ -176,10 +176,13 @@ export async function* openaiChatStream(
   let usage: z.infer<typeof usageSchema> | null | undefined;
   let done = false;
   for await (const ev of parseSse(cfg.provider, body, opts.signal)) {
+    // Keep reading to the end of the body after [DONE]: destroying a body
+    // mid-read costs an error object and the keep-alive connection.
     if (ev.data === "[DONE]") {
       done = true;
-      break;
+      continue;
     }
+    if (done) continue;
     const chunk = parseUpstream(cfg.provider, chunkSchema, parseSseJson(cfg.provider, ev.data));
     if (chunk.usage) usage = chunk.usage;
     for (const choice of chunk.choices) {

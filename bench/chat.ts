@@ -1,0 +1,263 @@
+// `node bench/chat.ts`: chat overhead. One run starts a fast fake OpenAI
+// upstream (uWS, constant answers), a bare uWS + undici pass-through to it,
+// and Troupe (POST /v1/chat/completions, routing manual to gpt-4.1-mini on
+// that upstream), each in its own process, then sends the same chat request:
+//   1. at a fixed rate (open loop, default 1,000 req/s): p50/p99 of each and
+//      the added latency (Troupe − direct, pass-through − direct);
+//   2. at saturation (wrk, 64 keep-alive connections): req/s of each and
+//      Troupe as a share of the pass-through;
+//   3. streaming (stream: true): time to first byte, direct vs Troupe.
+// Targets (issue 7): added p50 ≤ 0.25 ms, p99 ≤ 1 ms at 1,000 req/s;
+// Troupe ≥ 50 % of the pass-through at saturation.
+//
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--connections=64]
+// Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as uWS from "uWebSockets.js";
+import { Pool } from "undici";
+
+const role = process.env["BENCH_CHAT_ROLE"];
+const chatPath = "/v1/chat/completions";
+
+function listenAndPrint(app: uWS.TemplatedApp): void {
+  app.listen("127.0.0.1", 0, (socket) => {
+    if (!socket) process.exit(1);
+    process.stdout.write(`PORT=${uWS.us_socket_local_port(socket)}\n`);
+  });
+}
+
+/** Reads a uWS request body (copying each chunk: uWS reuses the buffer). */
+function readBody(res: uWS.HttpResponse, onBody: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  res.onData((chunk, isLast) => {
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (isLast) onBody(Buffer.concat(chunks));
+  });
+}
+
+if (role === "upstream") {
+  // OpenAI's wire format, constant answers, no work: the upstream must not be the bottleneck.
+  const completion = JSON.stringify({
+    id: "chatcmpl-bench",
+    object: "chat.completion",
+    created: 1_700_000_000,
+    model: "gpt-4.1-mini",
+    choices: [{ index: 0, message: { role: "assistant", content: "Hello! I am fine, thank you." }, finish_reason: "stop" }],
+    usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
+  });
+  const chunk = (delta: unknown, finish: string | null) =>
+    `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1_700_000_000, model: "gpt-4.1-mini", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const sse =
+    chunk({ role: "assistant", content: "" }, null) +
+    ["Hello!", " I", " am", " fine."].map((d) => chunk({ content: d }, null)).join("") +
+    chunk({}, "stop") +
+    `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1_700_000_000, model: "gpt-4.1-mini", choices: [], usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 } })}\n\n` +
+    "data: [DONE]\n\n";
+  const app = uWS.App();
+  app.post(chatPath, (res) => {
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    readBody(res, (body) => {
+      if (aborted) return;
+      const stream = body.includes('"stream":true');
+      res.cork(() => {
+        res.writeHeader("content-type", stream ? "text/event-stream" : "application/json");
+        res.end(stream ? sse : completion);
+      });
+    });
+  });
+  listenAndPrint(app);
+} else if (role === "passthrough") {
+  // The reference: uWS in, undici out, bytes back, nothing else.
+  const upstream = new Pool(process.env["BENCH_UPSTREAM"] ?? "", { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
+  const app = uWS.App();
+  app.post(chatPath, (res) => {
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    readBody(res, (body) => {
+      void (async () => {
+        const up = await upstream.request({ method: "POST", path: chatPath, headers: { "content-type": "application/json" }, body });
+        let first = true;
+        for await (const part of up.body) {
+          if (aborted) return;
+          res.cork(() => {
+            if (first) res.writeStatus(String(up.statusCode)).writeHeader("content-type", String(up.headers["content-type"]));
+            first = false;
+            res.write(part as Buffer);
+          });
+        }
+        if (!aborted) res.cork(() => res.end());
+      })().catch(() => {
+        if (!aborted) res.cork(() => res.writeStatus("502").end());
+      });
+    });
+  });
+  listenAndPrint(app);
+} else if (role === "troupe") {
+  const { loadConfig } = await import("../core/config.ts");
+  const { createLogger } = await import("../core/log.ts");
+  const { startTroupe } = await import("../gateway/app.ts");
+  const { createRouter } = await import("../providers/index.ts");
+  const { noUsage } = await import("../providers/usage.ts");
+  const { chatRoutes } = await import("../gateway/routes/chat.ts");
+  const config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000",
+    TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-bench-chat-")),
+    OPENAI_API_KEY: "sk-bench",
+    OPENAI_BASE_URL: `${process.env["BENCH_UPSTREAM"] ?? ""}/v1`,
+  });
+  const log = createLogger("warn");
+  // Use the app's own chat route when it is wired; otherwise add it here.
+  let troupe = await startTroupe(config, log);
+  const probe = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST" });
+  if (probe.status === 404) {
+    await troupe.stop();
+    troupe = await startTroupe(config, log, { extraRoutes: () => chatRoutes({ router: createRouter(config.providers), usage: noUsage }) });
+  }
+  process.stdout.write(`PORT=${troupe.port}\n`);
+} else {
+  await orchestrate();
+}
+
+async function orchestrate(): Promise<void> {
+  const { startChildServer } = await import("./lib/child-server.ts");
+  const { fixedRate } = await import("./lib/fixed-rate.ts");
+  const { fmt, summarize } = await import("./lib/stats.ts");
+  const { requireWrk, wrk } = await import("./lib/wrk.ts");
+  type RequestSpec = import("./lib/fixed-rate.ts").RequestSpec;
+
+  const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
+  const rate = Number(args.get("rate") ?? 1000);
+  const seconds = Number(args.get("seconds") ?? 5);
+  const connections = Number(args.get("connections") ?? 64);
+  requireWrk();
+  const self = import.meta.filename;
+
+  const children: { stop(): void }[] = [];
+  const start = async (env: Record<string, string>) => {
+    const child = await startChildServer(self, env);
+    children.push(child);
+    return child;
+  };
+  try {
+    const upstream = await start({ BENCH_CHAT_ROLE: "upstream" });
+    const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+    const passthrough = await start({ BENCH_CHAT_ROLE: "passthrough", BENCH_UPSTREAM: upstreamUrl });
+    const troupe = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl });
+    const signup = await fetch(`http://127.0.0.1:${troupe.port}/v1/auth/signup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: `bench-chat-${Date.now()}@example.test`, password: "benchmark-password" }),
+    });
+    const key = ((await signup.json()) as { environments: { test_key?: { key: string } }[] }).environments[1]?.test_key?.key;
+    if (!key) throw new Error("signup returned no test key");
+
+    const chatBody = (stream: boolean) =>
+      JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", stream, messages: [{ role: "user", content: "Hello there, how are you today?" }] });
+    const spec = (stream: boolean, auth: boolean): RequestSpec => ({
+      method: "POST",
+      path: chatPath,
+      headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${key}` } : {}) },
+      body: chatBody(stream),
+    });
+    const targets = [
+      { name: "direct (fake upstream)", port: upstream.port, spec: spec(false, false) },
+      { name: "bare uWS + undici pass-through", port: passthrough.port, spec: spec(false, false) },
+      { name: "Troupe", port: troupe.port, spec: spec(false, true) },
+    ];
+    // Sanity: Troupe really answers through the upstream.
+    const check = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST", headers: targets[2]!.spec.headers, body: targets[2]!.spec.body! });
+    const checkText = await check.text();
+    if (check.status !== 200 || !checkText.includes('"provider":"openai"')) throw new Error(`Troupe answered ${check.status}: ${checkText}`);
+
+    for (const t of targets) wrk(`http://127.0.0.1:${t.port}${chatPath}`, t.spec, 16, 2);
+
+    console.log(`\nfixed rate: ${rate} req/s for ${seconds} s (open loop, latency from scheduled start)`);
+    const fixed: Record<string, { p50: number; p99: number }> = {};
+    for (const t of targets) {
+      const r = await fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
+      const s = summarize(r.latenciesMs);
+      fixed[t.name] = s;
+      console.log(`  ${t.name.padEnd(32)} ${fmt(r.achievedRps, 0).padStart(6)} req/s  p50 ${fmt(s.p50, 3)} ms  p99 ${fmt(s.p99, 3)} ms  errors ${r.errors}`);
+    }
+    const direct = fixed[targets[0]!.name]!;
+    for (const t of targets.slice(1)) {
+      const s = fixed[t.name]!;
+      console.log(`  added by ${t.name.padEnd(32)} p50 ${fmt(s.p50 - direct.p50, 3)} ms  p99 ${fmt(s.p99 - direct.p99, 3)} ms`);
+    }
+
+    console.log(`\nsaturation: wrk, ${connections} keep-alive connections, ${seconds} s`);
+    const sat: Record<string, number> = {};
+    for (const t of targets) {
+      const r = wrk(`http://127.0.0.1:${t.port}${chatPath}`, t.spec, connections, seconds);
+      sat[t.name] = r.rps;
+      console.log(`  ${t.name.padEnd(32)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  non-2xx ${r.non2xx}`);
+    }
+    const share = sat["Troupe"]! / sat[targets[1]!.name]!;
+    console.log(`  Troupe / pass-through: ${fmt(share * 100, 1)} % (target ≥ 50 %)`);
+
+    console.log(`\nstreaming: time to first byte, ${Math.min(rate, 200)} req/s for ${seconds} s`);
+    const ttfb: Record<string, number[]> = {};
+    for (const t of [
+      { name: "direct", port: upstream.port, spec: spec(true, false) },
+      { name: "Troupe", port: troupe.port, spec: spec(true, true) },
+    ]) {
+      ttfb[t.name] = await firstByteTimes(`http://127.0.0.1:${t.port}`, t.spec, Math.min(rate, 200), seconds * 1000);
+      const s = summarize(ttfb[t.name]!);
+      console.log(`  ${t.name.padEnd(32)} TTFB p50 ${fmt(s.p50, 3)} ms  p99 ${fmt(s.p99, 3)} ms  (${s.count} streams)`);
+    }
+    const d = summarize(ttfb["direct"]!);
+    const tr = summarize(ttfb["Troupe"]!);
+    console.log(`  added TTFB by Troupe: p50 ${fmt(tr.p50 - d.p50, 3)} ms  p99 ${fmt(tr.p99 - d.p99, 3)} ms`);
+    const troupeFixed = fixed["Troupe"]!;
+    console.log(
+      `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 50 % of pass-through (${fmt(share * 100, 1)} %)`,
+    );
+  } catch (error) {
+    console.error(error);
+    process.exitCode = 1;
+  } finally {
+    // Children hold pipes open: stop them all, whatever happened.
+    for (const c of children) c.stop();
+  }
+}
+
+/** Open-loop streams: time from the scheduled start to the first body byte. */
+async function firstByteTimes(
+  origin: string,
+  spec: import("./lib/fixed-rate.ts").RequestSpec,
+  ratePerSecond: number,
+  durationMs: number,
+): Promise<number[]> {
+  const pool = new Pool(origin, { connections: 64, pipelining: 1, keepAliveTimeout: 30_000 });
+  const times: number[] = [];
+  const inflight: Promise<void>[] = [];
+  const total = Math.round((ratePerSecond * durationMs) / 1000);
+  const start = performance.now();
+  let sent = 0;
+  const fire = async (scheduledAt: number): Promise<void> => {
+    try {
+      const res = await pool.request({ method: spec.method, path: spec.path, headers: spec.headers, body: spec.body ?? null });
+      let first = true;
+      for await (const _ of res.body) {
+        if (first && res.statusCode === 200) times.push(performance.now() - scheduledAt);
+        first = false;
+      }
+    } catch {
+      // counted by its absence from `times`
+    }
+  };
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) * ratePerSecond) / 1000));
+    while (sent < due) inflight.push(fire(start + (sent++ * 1000) / ratePerSecond));
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(inflight);
+  await pool.close();
+  return times;
+}
