@@ -111,3 +111,17 @@ t.test("wrong key is a 401 that may fall back but not retry", async (t) => {
   t.equal(err.retryable, false);
   t.equal(err.fallbackable, true);
 });
+
+t.test("openai-compatible: own name, max_tokens (not max_completion_tokens), optional key", async (t) => {
+  const { createCompatibleAdapter } = await import("../../providers/openai-compatible/index.ts");
+  const local = await startOpenAIFake();
+  const compat = createCompatibleAdapter({ name: "ollama", base_url: `${local.url}/v1`, models: ["llama3"] });
+  const r = await compat.chat!({ model: "llama3", max_tokens: 7, messages: [{ role: "user", content: "hi" }] }, { signal });
+  await compat.close?.();
+  await local.close();
+  t.equal(r.provider, "ollama");
+  const body = local.requests[0]!.body as Record<string, unknown>;
+  t.equal(body.max_tokens, 7);
+  t.notOk("max_completion_tokens" in body);
+  t.notOk("authorization" in local.requests[0]!.headers, "no key, no Authorization header");
+});
