@@ -29,9 +29,10 @@ function filesUnder(dir: string): string[] {
   });
 }
 
-/** The secret part of a key in its text form and as raw base64url-decoded bytes. */
+/** The secret part of a key (after `trp_live_`/`trp_test_`; it may itself contain `_`), as text and as raw bytes. */
 function needles(key: string): Buffer[] {
-  const secret = key.slice(key.lastIndexOf("_") + 1);
+  const secret = key.replace(/^trp_(?:live|test)_/, "");
+  if (secret.length < 32) throw new Error(`unexpected key shape: ${key.slice(0, 12)}…`);
   return [Buffer.from(key), Buffer.from(secret), Buffer.from(secret, "base64url")];
 }
 
