@@ -278,15 +278,17 @@ export class Router {
 
   async embed(req: RoutedEmbedRequest, ctx: CallContext = {}): Promise<EmbedResult> {
     if (req.input.length === 0) throw invalidRequest([{ path: "input", message: "at least one text is needed" }]);
-    const candidates = this.plan(req.model, req.routing_strategy ?? "auto", { category: "embedding", dimensions: req.dimensions });
+    // A fallback must produce vectors of the dimension the named model would
+    // have produced: same default dimension, or one it can be asked for.
+    const named = req.model ? this.catalogue.get(req.model) : undefined;
+    const targetDimensions = req.dimensions ?? named?.capabilities.dimensions;
+    const candidates = this.plan(req.model, req.routing_strategy ?? "auto", { category: "embedding", dimensions: targetDimensions });
     const deadline = this.startDeadline(ctx.signal);
     try {
-      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) =>
-        adapter.embed!(
-          { model: entry.upstream_model ?? entry.id, input: req.input, dimensions: req.dimensions, input_type: req.input_type },
-          { signal },
-        ),
-      );
+      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) => {
+        const dimensions = req.dimensions ?? (entry.capabilities.dimensions !== targetDimensions ? targetDimensions : undefined);
+        return adapter.embed!({ model: entry.upstream_model ?? entry.id, input: req.input, dimensions, input_type: req.input_type }, { signal });
+      });
       return { ...value, model: entry.id, provider: entry.provider };
     } finally {
       deadline.dispose();

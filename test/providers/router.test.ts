@@ -278,3 +278,28 @@ t.test("priceOf", async (t) => {
   t.equal(catalogue.priceOf("text-embedding-3-small", { input_tokens: 2_000_000 }), 0.04);
   t.equal(catalogue.priceOf("nope", { input_tokens: 5 }), 0);
 });
+
+t.test("embedding fallbacks keep the named model's dimension", async (t) => {
+  const { createCohereAdapter } = await import("../../providers/cohere/index.ts");
+  const { startCohereFake } = await import("../fakes/cohere-fake.ts");
+  const cohereFake = await startCohereFake();
+  const cohere = createCohereAdapter({ baseUrl: cohereFake.url });
+  t.teardown(async () => {
+    await cohere.close?.();
+    await cohereFake.close();
+  });
+  const custom = new Catalogue([
+    ...catalogue.models.filter((m) => m.category !== "embedding"),
+    { id: "oa-768", provider: "openai", upstream_model: "text-embedding-3-small", category: "embedding", also: [], tier: "small", capabilities: { dimensions: 768, custom_dimensions: true }, pricing: { unit: "1M tokens", input_usd_per_unit: 0.02 } },
+    { id: "co-fixed-1024", provider: "cohere", category: "embedding", also: [], tier: "small", capabilities: { dimensions: 1024, custom_dimensions: false }, pricing: { unit: "1M tokens", input_usd_per_unit: 0.01 } },
+    { id: "co-any", provider: "cohere", upstream_model: "embed-v4.0", category: "embedding", also: [], tier: "small", capabilities: { dimensions: 1536, custom_dimensions: true }, pricing: { unit: "1M tokens", input_usd_per_unit: 0.1 } },
+  ]);
+  reset(openaiFake);
+  const r = new Router({ catalogue: custom, adapters: new Map<string, ProviderAdapter>([["openai", openai], ["cohere", cohere]]), timeoutMs: 5_000, maxAttempts: 3 });
+  openaiFake.faults.failureRate = 1;
+  const res = await r.embed({ model: "oa-768", input: ["x"] });
+  t.equal(res.model, "co-any", "the fixed-1024 model is not an equivalent of a 768-dim model");
+  t.equal(res.dimensions, 768, "asked for the named model's dimension");
+  t.equal((cohereFake.requests.at(-1)!.body as { output_dimension: number }).output_dimension, 768);
+  reset(openaiFake);
+});
