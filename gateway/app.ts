@@ -66,6 +66,8 @@ export interface StartOptions {
 
 export interface RunningTroupe {
   services: TroupeServices;
+  /** Every route served (the OpenAPI test checks each is documented). */
+  routes: readonly RouteDefinition[];
   gateway: Gateway;
   port: number;
   url: string;
@@ -158,6 +160,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   let stopped: Promise<void> | undefined;
   return {
     services,
+    routes,
     gateway,
     port,
     url,

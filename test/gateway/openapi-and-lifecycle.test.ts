@@ -30,6 +30,12 @@ t.test("openapi.json: every route, its parameters, body schema and errors", asyn
     ["/readyz", "get"],
   ];
   for (const [path, method] of expected) t.ok(paths[path]?.[method], `${method.toUpperCase()} ${path} documented`);
+  t.ok(troupe.routes.length > 30, `${troupe.routes.length} routes served`);
+  for (const route of troupe.routes) {
+    const documented = route.path.replace(/:([A-Za-z_]+)/g, "{$1}");
+    t.ok(paths[documented]?.[route.method], `served ${route.method.toUpperCase()} ${route.path} is documented`);
+  }
+  t.ok(paths["/v1/agents/conversations/{id}/events"]?.["get"], "the WebSocket upgrade is documented");
   const createKey = paths["/v1/environments/{environment_id}/api-keys"]?.["post"];
   t.match(createKey, {
     parameters: [{ name: "environment_id", in: "path", required: true }],
@@ -38,6 +44,14 @@ t.test("openapi.json: every route, its parameters, body schema and errors", asyn
   });
   const probe = paths["/v1/test-probe/chat"]?.["post"];
   t.match(probe, { "x-troupe-scope": "chat", responses: { "403": { description: /insufficient_scope/ }, "429": {} } });
+  await troupe.stop();
+});
+
+t.test("signup can be turned off", async (t) => {
+  const troupe = await startTestTroupe({ SIGNUP_ENABLED: "false" });
+  const res = await troupe.request("POST", "/v1/auth/signup", { body: { email: "x@example.test", password: "long enough pass" } });
+  t.equal(res.status, 403);
+  t.match(field(res.body, "error", "message"), /turned off/);
   await troupe.stop();
 });
 

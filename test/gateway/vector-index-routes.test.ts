@@ -1,0 +1,102 @@
+// POST /v1/embeddings/index and /search over HTTP, on the embedded index and
+// on Elasticsearch: round trip, ordering, organization isolation, input
+// validation, and an Elasticsearch outage answered with a quick 503.
+import { createServer, connect, type Server, type Socket } from "node:net";
+import t from "tap";
+import { field, signup, startTestTroupe, type TestTroupe } from "../support/troupe.ts";
+
+const elasticsearchUrl = process.env["ELASTICSEARCH_URL"];
+if (!elasticsearchUrl) throw new Error("ELASTICSEARCH_URL is not set: run npm run elasticsearch (CI starts one)");
+
+/** A TCP proxy in front of Elasticsearch that the test can cut. */
+async function startProxy(target: URL): Promise<{ url: string; cut(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", drop);
+    upstream.on("error", drop);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    cut: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function suite(name: string, start: () => Promise<TestTroupe>): void {
+  t.test(name, async (t) => {
+    const troupe = await start();
+    t.teardown(() => troupe.stop());
+    const a = await signup(troupe, "vec-a");
+    const b = await signup(troupe, "vec-b");
+    const index = (key: string, content: string, metadata?: unknown) => troupe.request("POST", "/v1/embeddings/index", { token: key, body: { content, ...(metadata === undefined ? {} : { metadata }) } });
+    const search = (key: string, query: string, top_k?: number) => troupe.request("POST", "/v1/embeddings/search", { token: key, body: { query, ...(top_k === undefined ? {} : { top_k }) } });
+
+    const first = await index(a.testKey, "Lisbon trams climb steep hills", { city: "lisbon", tags: ["travel"] });
+    t.equal(first.status, 200, first.text);
+    t.match(field(first.body, "id"), /^[0-9a-f-]{36}$/);
+    await index(a.testKey, "Invoices are due within thirty days");
+    await index(a.testKey, "Porto is known for its wine cellars");
+    await index(b.testKey, "Lisbon trams climb steep hills every single day", { owner: "b" });
+
+    const found = await search(a.testKey, "Lisbon trams hills", 3);
+    t.equal(found.status, 200, found.text);
+    const results = field(found.body, "results") as { content: string; metadata: unknown; model: string; distance: number }[];
+    t.equal(results.length, 3);
+    t.equal(results[0]?.content, "Lisbon trams climb steep hills", "the closest first");
+    t.same(results[0]?.metadata, { city: "lisbon", tags: ["travel"] }, "metadata round trip");
+    t.equal(results[0]?.model, "simulated-embed");
+    t.ok(results.every((r, i) => i === 0 || (results[i - 1]?.distance ?? 0) <= r.distance), "ascending distance");
+    t.notOk(found.text.includes('"owner":"b"'), "never another organization's records, even closer ones");
+    t.equal((field((await search(a.testKey, "trams")).body, "results") as unknown[]).length, 3, "top_k defaults to 5 (3 records exist)");
+
+    const bad: [string, string, unknown][] = [
+      ["/v1/embeddings/index", "empty content", { content: "" }],
+      ["/v1/embeddings/index", "non-object metadata", { content: "x", metadata: [1, 2] }],
+      ["/v1/embeddings/index", "string metadata", { content: "x", metadata: "m" }],
+      ["/v1/embeddings/index", "oversized content", { content: "x".repeat(40_000) }],
+      ["/v1/embeddings/search", "top_k 0", { query: "x", top_k: 0 }],
+      ["/v1/embeddings/search", "top_k 1000", { query: "x", top_k: 1000 }],
+      ["/v1/embeddings/search", "empty query", { query: "" }],
+    ];
+    for (const [path, what, body] of bad) {
+      const res = await troupe.request("POST", path, { token: a.testKey, body });
+      t.equal(res.status, 400, what);
+    }
+    t.equal((await search(a.testKey, "x", 100)).status, 200, "top_k 100 is allowed");
+  });
+}
+
+suite("embedded index", () => startTestTroupe());
+suite("elasticsearch index", () => startTestTroupe({ ELASTICSEARCH_URL: elasticsearchUrl, ELASTICSEARCH_INDEX: `troupe-routes-${process.pid}-${Date.now()}` }));
+
+t.test("an Elasticsearch outage is a quick 503, never a hang", async (t) => {
+  const proxy = await startProxy(new URL(elasticsearchUrl));
+  const indexName = `troupe-outage-${process.pid}-${Date.now()}`;
+  const troupe = await startTestTroupe({ ELASTICSEARCH_URL: proxy.url, ELASTICSEARCH_INDEX: indexName });
+  t.teardown(async () => {
+    await troupe.stop();
+    await fetch(`${elasticsearchUrl}/${indexName}`, { method: "DELETE" }).catch(() => undefined);
+  });
+  const user = await signup(troupe, "outage");
+  t.equal((await troupe.request("POST", "/v1/embeddings/index", { token: user.testKey, body: { content: "before the outage" } })).status, 200);
+  await proxy.cut();
+  const started = Date.now();
+  const res = await troupe.request("POST", "/v1/embeddings/search", { token: user.testKey, body: { query: "outage" } });
+  t.equal(res.status, 503);
+  t.equal(field(res.body, "error", "code"), "service_unavailable");
+  t.match(field(res.body, "error", "message"), /Elasticsearch/);
+  t.ok(Date.now() - started < 15_000, `answered in ${Date.now() - started} ms`);
+});
