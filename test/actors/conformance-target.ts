@@ -34,7 +34,8 @@ export interface ConformanceTarget {
   readonly replicas: number;
   readonly idleTimeoutMs: number;
   readonly cluster: LocalCluster;
-  call(id: string, method: string, input?: unknown, replica?: number): Promise<CallResult>;
+  /** With timeoutMs, a call that takes longer resolves with status 0 (outcome unknown). */
+  call(id: string, method: string, input?: unknown, replica?: number, timeoutMs?: number): Promise<CallResult>;
   /** Active TestCounter actors in replica's process (all replicas when undefined). */
   active(replica?: number): Promise<number>;
   stop(): Promise<void>;
@@ -72,16 +73,22 @@ export async function startTarget(mode: "embedded" | "dapr", replicas: number, i
     replicas,
     idleTimeoutMs,
     cluster,
-    async call(id, method, input, replica = 0) {
-      const response = await pool(replica).request({
-        method: "POST",
-        path: `/call/TestCounter/${encodeURIComponent(id)}/${encodeURIComponent(method)}`,
-        body: input === undefined ? "" : JSON.stringify(input),
-        headersTimeout: 60_000,
-        bodyTimeout: 60_000,
-      });
-      const parsed = callResult.parse(await response.body.json());
-      return { status: response.statusCode, output: parsed.output, error: parsed.error };
+    async call(id, method, input, replica = 0, timeoutMs) {
+      try {
+        const response = await pool(replica).request({
+          method: "POST",
+          path: `/call/TestCounter/${encodeURIComponent(id)}/${encodeURIComponent(method)}`,
+          body: input === undefined ? "" : JSON.stringify(input),
+          headersTimeout: 60_000,
+          bodyTimeout: 60_000,
+          ...(timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(timeoutMs) }),
+        });
+        const parsed = callResult.parse(await response.body.json());
+        return { status: response.statusCode, output: parsed.output, error: parsed.error };
+      } catch (error) {
+        if (timeoutMs === undefined) throw error;
+        return { status: 0, output: undefined, error: { name: "Timeout", message: `no answer within ${timeoutMs} ms` } };
+      }
     },
     async active(replica) {
       const counts = await Promise.all(

@@ -33,3 +33,20 @@ await t.test("operators' view: daprd /v1.0/metadata lists active actors per type
   const counter = meta.actorRuntime.activeActors.find((a) => a.type === "TestCounter");
   t.ok(counter && counter.count >= 1, `TestCounter listed with its active count (${JSON.stringify(meta.actorRuntime.activeActors)})`);
 });
+
+await t.test("the Dapr host keeps state in memory, and re-reads it after an event-loop stall", async (t) => {
+  const id = `stall-${Date.now()}`;
+  const daprd = target.cluster.replicas[0]!.daprHttpUrl!;
+  t.equal((await target.call(id, "increment", { by: 1 })).status, 200, "actor active with count 1");
+  // Another replica's write while this one was (in daprd's eyes) away: straight into Dapr's actor state.
+  const overwrite = await fetch(`${daprd}/v1.0/actors/TestCounter/${id}/state`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify([{ operation: "upsert", request: { key: "state", value: { count: 500, log: [], marks: [], maxConcurrent: 0 } } }]),
+  });
+  t.equal(overwrite.status, 204, "state written through daprd");
+  t.match((await target.call(id, "get")).output, { count: 1 }, "the in-memory copy serves reads (no state read per turn)");
+  // Block the replica's event loop past daprd's health-probe timeout.
+  t.equal((await target.call(`${id}-blocker`, "busy", 1_000)).status, 200, "event loop blocked for 1 s");
+  t.match((await target.call(id, "get")).output, { count: 500 }, "after the stall the state is read from the store again");
+});

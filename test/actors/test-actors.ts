@@ -86,6 +86,14 @@ export const CounterActor = defineActor({
       ctx.state.marks.push(`relayed:${String(result)}`);
       return result;
     },
+    /** Blocks this process's event loop (an app that stops answering health probes). */
+    busy: async (_ctx, ms: number) => {
+      const end = Date.now() + ms;
+      while (Date.now() < end) {
+        // spin
+      }
+      return ms;
+    },
     /** Trivial method for the benchmark: no state change, so no write. */
     ping: async (ctx) => ctx.state.count,
   },

@@ -29,15 +29,31 @@ export interface DaprHostOptions {
   log: Logger;
   /** How long daprd waits for in-flight turns when it moves actors away. */
   drainOngoingCallTimeoutMs?: number;
+  /**
+   * An event-loop stall this long may have made daprd's health probes fail
+   * (daprd's default probe timeout is 500 ms) and its actors move away:
+   * in-memory copies are re-read after one.
+   */
+  stallThresholdMs?: number;
 }
+
+const stallTickMs = 100;
 
 type Phase = "new" | "running" | "stopping" | "stopped";
 
 export class DaprActorHost implements ActorHost {
   private readonly options: DaprHostOptions;
   private readonly registry = new ActorRegistry();
-  private readonly activations = new Map<string, Activation>();
+  private readonly activations = new Map<string, { activation: Activation; epoch: number }>();
   private readonly activating = new Map<string, Promise<Activation>>();
+  /**
+   * In-memory copies from an older epoch may be stale: daprd may have moved
+   * their actors to another replica meanwhile (it restarted, or it saw this
+   * app miss health probes) and back. They are dropped lazily, once idle.
+   */
+  private epoch = 0;
+  private stallWatch: NodeJS.Timeout | undefined;
+  private lastTickMs = 0;
   private readonly daprd: DaprdClient;
   private readonly server: CallbackServer;
   private readonly services: ActorServices;
@@ -81,6 +97,9 @@ export class DaprActorHost implements ActorHost {
     if (this.phase !== "new") throw new Error(`cannot start an actor host that is ${this.phase}`);
     this.callbackPort = await this.server.listen(this.options.callbackPort);
     this.phase = "running";
+    this.lastTickMs = performance.now();
+    this.stallWatch = setInterval(() => this.checkStall(), stallTickMs);
+    this.stallWatch.unref();
     this.log.info("dapr actor host listening for daprd", {
       callback_port: this.callbackPort,
       daprd: `${this.options.daprHost}:${this.options.daprHttpPort}`,
@@ -107,7 +126,7 @@ export class DaprActorHost implements ActorHost {
 
   activeActors(): ActiveActorCount[] {
     const counts = new Map<string, number>(this.registry.names().map((name) => [name, 0]));
-    for (const activation of this.activations.values()) {
+    for (const { activation } of this.activations.values()) {
       counts.set(activation.definition.type, (counts.get(activation.definition.type) ?? 0) + 1);
     }
     return [...counts].map(([type, count]) => ({ type, count }));
@@ -117,7 +136,8 @@ export class DaprActorHost implements ActorHost {
   async stop(): Promise<void> {
     if (this.phase !== "running") return;
     this.phase = "stopping";
-    await Promise.all([...this.activations.values()].map((a) => a.whenIdle()));
+    if (this.stallWatch) clearInterval(this.stallWatch);
+    await Promise.all([...this.activations.values()].map((entry) => entry.activation.whenIdle()));
     await this.server.close();
     this.activations.clear();
     await this.daprd.close();
@@ -130,10 +150,7 @@ export class DaprActorHost implements ActorHost {
     // holds no actors, and placement may have moved ours elsewhere meanwhile,
     // so copies kept in memory from before may be stale. Forget them; the
     // next call reads the state store again.
-    if (this.activations.size > 0) {
-      this.log.info("daprd (re)connected; dropping in-memory actors", { dropped: this.activations.size });
-      this.activations.clear();
-    }
+    if (this.activations.size > 0) this.forgetInMemoryActors("daprd (re)connected");
     return {
       entities: this.registry.names(),
       actorIdleTimeout: goDuration(this.options.idleTimeoutMs),
@@ -150,18 +167,40 @@ export class DaprActorHost implements ActorHost {
     return text === "" ? undefined : (JSON.parse(text) as unknown);
   }
 
+  /** Marks every in-memory copy as possibly stale; each is re-read on its next call. */
+  private forgetInMemoryActors(reason: string): void {
+    this.epoch++;
+    if (this.activations.size > 0) this.log.warn(`${reason}; actors kept in memory will be re-read from the state store`, { actors: this.activations.size });
+  }
+
+  /** Notices event-loop stalls (also checked on each activation, in case daprd's callbacks run before this timer). */
+  private checkStall(): void {
+    const now = performance.now();
+    const lagMs = now - this.lastTickMs - stallTickMs;
+    this.lastTickMs = now;
+    if (lagMs >= (this.options.stallThresholdMs ?? 400)) this.forgetInMemoryActors(`event loop stalled for ${Math.round(lagMs)} ms`);
+  }
+
   private async activate(type: string, id: string): Promise<Activation> {
     if (this.phase !== "running") throw new TroupeError("service_unavailable", "This replica is shutting down.", { retryAfterSeconds: 1 });
+    this.checkStall();
     const key = `${type}\u0000${id}`;
-    const existing = this.activations.get(key);
-    if (existing) return existing;
-    const pending = this.activating.get(key);
-    if (pending) return pending;
+    for (;;) {
+      const entry = this.activations.get(key);
+      if (entry && entry.epoch === this.epoch) return entry.activation;
+      const pending = this.activating.get(key);
+      if (pending) return pending;
+      if (!entry) break;
+      // A possibly stale copy: let its queued turns finish, then read the store again.
+      await entry.activation.whenIdle();
+      if (this.activations.get(key) === entry) this.activations.delete(key);
+    }
     const definition = this.registry.get(type);
+    const epoch = this.epoch;
     const promise = (async () => {
       const stateJson = initialStateJson(definition, await this.daprd.readState(type, id), id);
       const activation = new Activation(definition, id, stateJson, this.services, (json) => this.daprd.writeState(type, id, json));
-      this.activations.set(key, activation);
+      this.activations.set(key, { activation, epoch });
       return activation;
     })();
     this.activating.set(key, promise);
@@ -174,10 +213,10 @@ export class DaprActorHost implements ActorHost {
 
   private async deactivate(type: string, id: string): Promise<void> {
     const key = `${type}\u0000${id}`;
-    const activation = this.activations.get(key);
-    if (!activation) return;
-    await activation.whenIdle();
-    this.activations.delete(key);
+    const entry = this.activations.get(key);
+    if (!entry) return;
+    await entry.activation.whenIdle();
+    if (this.activations.get(key) === entry) this.activations.delete(key);
   }
 
   private async fireScheduled(kind: "timer" | "reminder", type: string, id: string, name: string, body: string): Promise<void> {
