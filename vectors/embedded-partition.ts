@@ -137,6 +137,8 @@ export class VectorPartition {
     const queryInt8 = new Int8Array(d);
     const queryResidual = quantize(query, queryInt8);
     const margin = queryResidual + this.maxResidual + boundSlack;
+    // 1000: at 100k clustered 768-dim vectors, 100 candidates fell back to a
+    // float32 pass on 55 % of queries, 1000 on none; its cost is the same scan.
     const candidates = Math.min(count, Math.max(1000, 20 * limit));
     // Views from offset 0 only: usearch reads typed arrays from their buffer's start.
     const matches = usearch.exactSearch(this.quantized.subarray(0, count * d), queryInt8, d, candidates, usearch.MetricKind.Cos, 1);
