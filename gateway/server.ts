@@ -38,6 +38,17 @@ export interface Gateway {
 }
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+// Generated request ids: a random per-process prefix and a counter. Unique
+// across replicas and restarts, and far cheaper than a UUID per request.
+const bootPrefix = `req_${crypto.randomUUID().slice(0, 8)}`;
+let requestCounter = 0;
+
+function pickRequestId(incoming: string | undefined): string {
+  if (incoming && requestIdPattern.test(incoming)) return incoming;
+  requestCounter += 1;
+  return `${bootPrefix}_${requestCounter.toString(36)}`;
+}
 const bodyMethods = new Set(["post", "put", "patch"]);
 
 export function createGateway(options: GatewayOptions): Gateway {
@@ -47,6 +58,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   let draining = false;
   let listenSocket: us_listen_socket | undefined;
   const drainWaiters: (() => void)[] = [];
+  const accessLog = log.enabled("info");
   const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.extraPaths));
 
   const finished = (): void => {
@@ -76,8 +88,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       const captured = captureRequest(req, paramNames.length);
       const state = new ResponseState();
       res.onAborted(() => state.markAborted());
-      const incomingId = captured.headers["x-request-id"];
-      const requestId = incomingId && requestIdPattern.test(incomingId) ? incomingId : crypto.randomUUID();
+      const requestId = pickRequestId(captured.headers["x-request-id"]);
       if (draining) {
         sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }));
         return;
@@ -86,17 +97,32 @@ export function createGateway(options: GatewayOptions): Gateway {
       const declared = captured.headers["content-length"];
       const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes) : undefined;
       body?.catch(() => undefined); // handled where awaited; this only marks it observed
-      const started = performance.now();
-      handle(route, paramNames, captured, res, state, requestId, body)
-        .catch((error: unknown) => sendError(res, state, requestId, error, captured))
-        .finally(() => {
-          finished();
-          if (log.enabled("info")) {
-            log.info("request", { request_id: requestId, method: captured.method, path: captured.url, duration_ms: Math.round((performance.now() - started) * 100) / 100, aborted: state.aborted });
-          }
-        });
+      void serve(route, paramNames, captured, res, state, requestId, body);
     });
   }
+
+  /** One promise per request: the pipeline, its error rendering, in-flight accounting and the access log. */
+  const serve = async (
+    route: RouteDefinition,
+    paramNames: string[],
+    req: CapturedRequest,
+    res: HttpResponse,
+    state: ResponseState,
+    requestId: string,
+    body: Promise<Buffer> | undefined,
+  ): Promise<void> => {
+    const started = accessLog ? performance.now() : 0;
+    try {
+      await handle(route, paramNames, req, res, state, requestId, body);
+    } catch (error) {
+      sendError(res, state, requestId, error, req);
+    } finally {
+      finished();
+      if (accessLog) {
+        log.info("request", { request_id: requestId, method: req.method, path: req.url, duration_ms: Math.round((performance.now() - started) * 100) / 100, aborted: state.aborted });
+      }
+    }
+  };
 
   const handle = async (
     route: RouteDefinition,
@@ -152,8 +178,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const plain = (path: string, respond: () => Promise<{ status: number; body: string }>) => {
     app.get(path, (res, req) => {
-      const incoming = req.getHeader("x-request-id");
-      const requestId = incoming && requestIdPattern.test(incoming) ? incoming : crypto.randomUUID();
+      const requestId = pickRequestId(req.getHeader("x-request-id"));
       const state = new ResponseState();
       res.onAborted(() => state.markAborted());
       respond()
@@ -173,8 +198,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   app.any("/*", (res, req) => {
     const url = req.getUrl();
     const method = req.getCaseSensitiveMethod().toUpperCase();
-    const incoming = req.getHeader("x-request-id");
-    const requestId = incoming && requestIdPattern.test(incoming) ? incoming : crypto.randomUUID();
+    const requestId = pickRequestId(req.getHeader("x-request-id"));
     const state = new ResponseState();
     res.onAborted(() => state.markAborted());
     const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
