@@ -57,3 +57,25 @@ t.test("use before open is a programming error", async (t) => {
   await t.rejects(index.search("o", [1, 0, 0, 0], 1), /not open/);
   t.throws(() => new EmbeddedVectorIndex({ directory: "x", model: "m", dimensions: 0 }), /invalid vector index configuration/);
 });
+
+t.test("counts, int8 statistics and a second close", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "troupe-vectors-stats-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const index = new EmbeddedVectorIndex({ directory: dir, model: "m", dimensions: 4, quantizeFromRows: 1 });
+  await index.open();
+  await index.open();
+  const now = new Date().toISOString();
+  await index.add([
+    { id: randomUUID(), organization_id: "o", content: "a", metadata: { kind: "memory" }, model: "m", vector: [1, 0, 0, 0], created_at: now },
+    { id: randomUUID(), organization_id: "o", content: "b", metadata: {}, model: "m", vector: [0, 1, 0, 0], created_at: now },
+  ]);
+  await index.add([]);
+  t.equal(index.count("o"), 2);
+  t.equal(index.count("nobody"), 0);
+  const [hit] = await index.search("o", [0.9, 0.1, 0, 0], 1);
+  t.equal(hit?.content, "a");
+  t.same(index.searchStats(), { quantized: 2, fallbacks: 0 }, "one int8 search per partition (memory, untyped)");
+  await index.close();
+  await index.close();
+  t.pass("closing twice is harmless");
+});
