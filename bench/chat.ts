@@ -10,7 +10,8 @@
 // Targets (issue 7): added p50 ≤ 0.25 ms, p99 ≤ 1 ms at 1,000 req/s;
 // Troupe ≥ 50 % of the pass-through at saturation.
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--connections=64]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--connections=64] [--no-usage]
+// (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -112,12 +113,14 @@ if (role === "upstream") {
     OPENAI_BASE_URL: `${process.env["BENCH_UPSTREAM"] ?? ""}/v1`,
   });
   const log = createLogger("warn");
-  // Use the app's own chat route when it is wired; otherwise add it here.
-  let troupe = await startTroupe(config, log);
+  // Use the app's own chat route (and its usage sink) when it is wired;
+  // otherwise, or with --no-usage (diagnostic), serve it here without usage recording.
+  const noUsageRoute = { extraRoutes: () => chatRoutes({ router: createRouter(config.providers), usage: noUsage }) };
+  let troupe = await startTroupe(config, log, process.env["BENCH_NO_USAGE"] === "1" ? noUsageRoute : {});
   const probe = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST" });
   if (probe.status === 404) {
     await troupe.stop();
-    troupe = await startTroupe(config, log, { extraRoutes: () => chatRoutes({ router: createRouter(config.providers), usage: noUsage }) });
+    troupe = await startTroupe(config, log, noUsageRoute);
   }
   process.stdout.write(`PORT=${troupe.port}\n`);
 } else {
@@ -148,7 +151,7 @@ async function orchestrate(): Promise<void> {
     const upstream = await start({ BENCH_CHAT_ROLE: "upstream" });
     const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
     const passthrough = await start({ BENCH_CHAT_ROLE: "passthrough", BENCH_UPSTREAM: upstreamUrl });
-    const troupe = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl });
+    const troupe = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0" });
     const signup = await fetch(`http://127.0.0.1:${troupe.port}/v1/auth/signup`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -175,7 +178,10 @@ async function orchestrate(): Promise<void> {
     const checkText = await check.text();
     if (check.status !== 200 || !checkText.includes('"provider":"openai"')) throw new Error(`Troupe answered ${check.status}: ${checkText}`);
 
-    for (const t of targets) wrk(`http://127.0.0.1:${t.port}${chatPath}`, t.spec, 16, 2);
+    // Warm up (JIT of the whole request path, connections, key cache): a few
+    // seconds of wrk, then the fixed rate itself, unmeasured.
+    for (const t of targets) wrk(`http://127.0.0.1:${t.port}${chatPath}`, t.spec, 16, 4);
+    for (const t of targets) await fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, 2000);
 
     console.log(`\nfixed rate: ${rate} req/s for ${seconds} s (open loop, latency from scheduled start)`);
     const fixed: Record<string, { p50: number; p99: number }> = {};
