@@ -101,30 +101,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     });
   }
 
-  /** One promise per request: the pipeline, its error rendering, in-flight accounting and the access log. */
+  /** One async function per request: the pipeline, its error rendering, in-flight accounting and the access log. */
   const serve = async (
-    route: RouteDefinition,
-    paramNames: string[],
-    req: CapturedRequest,
-    res: HttpResponse,
-    state: ResponseState,
-    requestId: string,
-    body: Promise<Buffer> | undefined,
-  ): Promise<void> => {
-    const started = accessLog ? performance.now() : 0;
-    try {
-      await handle(route, paramNames, req, res, state, requestId, body);
-    } catch (error) {
-      sendError(res, state, requestId, error, req);
-    } finally {
-      finished();
-      if (accessLog) {
-        log.info("request", { request_id: requestId, method: req.method, path: req.url, duration_ms: Math.round((performance.now() - started) * 100) / 100, aborted: state.aborted });
-      }
-    }
-  };
-
-  const handle = async (
     route: RouteDefinition,
     paramNames: string[],
     req: CapturedRequest,
@@ -133,47 +111,57 @@ export function createGateway(options: GatewayOptions): Gateway {
     requestId: string,
     bodyPromise: Promise<Buffer> | undefined,
   ): Promise<void> => {
-    // Awaits only when something is not already in memory (cold key, Redis).
-    const resolved = options.authenticator.authenticate(route, req.method, req.headers);
-    const auth: AuthContext = resolved instanceof Promise ? await resolved : resolved;
-    if (auth.kind === "api_key") {
-      const scopes = auth.key.scopes;
-      if (route.scope && scopes.length > 0 && !scopes.includes(route.scope)) {
-        throw new TroupeError("insufficient_scope", `this API key's scopes (${scopes.join(", ")}) do not include "${route.scope}"`, {
-          details: { required_scope: route.scope, key_scopes: scopes },
-        });
+    const started = accessLog ? performance.now() : 0;
+    try {
+      // Awaits only when something is not already in memory (cold key, Redis).
+      const resolved = options.authenticator.authenticate(route, req.method, req.headers);
+      const auth: AuthContext = resolved instanceof Promise ? await resolved : resolved;
+      if (auth.kind === "api_key") {
+        const scopes = auth.key.scopes;
+        if (route.scope && scopes.length > 0 && !scopes.includes(route.scope)) {
+          throw new TroupeError("insufficient_scope", `this API key's scopes (${scopes.join(", ")}) do not include "${route.scope}"`, {
+            details: { required_scope: route.scope, key_scopes: scopes },
+          });
+        }
+        const limited = options.apiKeys.checkRateLimit(auth.key);
+        if (limited) await limited;
       }
-      const limited = options.apiKeys.checkRateLimit(auth.key);
-      if (limited) await limited;
+      let body: unknown;
+      if (bodyPromise) {
+        const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);
+        body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
+      }
+      const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
+      const params: Record<string, string> = {};
+      paramNames.forEach((name, i) => (params[name] = req.params[i] ?? ""));
+      const cookies: string[] = [];
+      const result: RouteResult = await route.handler({
+        requestId,
+        params,
+        body,
+        query,
+        headers: req.headers,
+        auth,
+        get signal() {
+          return state.signal;
+        },
+        sse: () => openSse(res, state, requestId),
+        setCookie: (cookie) => cookies.push(formatCookie(cookie, options.secureCookies)),
+      });
+      if (result === streamed) return;
+      const headers: [string, string][] = [["x-request-id", requestId]];
+      if (result.body !== undefined) headers.push(["content-type", "application/json"]);
+      for (const c of cookies) headers.push(["set-cookie", c]);
+      for (const [k, v] of Object.entries(result.headers ?? {})) headers.push([k, v]);
+      writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
+    } catch (error) {
+      sendError(res, state, requestId, error, req);
+    } finally {
+      finished();
+      if (accessLog) {
+        log.info("request", { request_id: requestId, method: req.method, path: req.url, duration_ms: Math.round((performance.now() - started) * 100) / 100, aborted: state.aborted });
+      }
     }
-    let body: unknown;
-    if (bodyPromise) {
-      const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);
-      body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
-    }
-    const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
-    const params: Record<string, string> = {};
-    paramNames.forEach((name, i) => (params[name] = req.params[i] ?? ""));
-    const cookies: string[] = [];
-    const result: RouteResult = await route.handler({
-      requestId,
-      params,
-      body,
-      query,
-      headers: req.headers,
-      auth,
-      get signal() {
-        return state.signal;
-      },
-      sse: () => openSse(res, state, requestId),
-      setCookie: (cookie) => cookies.push(formatCookie(cookie, options.secureCookies)),
-    });
-    if (result === streamed) return;
-    const headers: [string, string][] = [["x-request-id", requestId]];
-    if (result.body !== undefined) headers.push(["content-type", "application/json"]);
-    for (const c of cookies) headers.push(["set-cookie", c]);
-    for (const [k, v] of Object.entries(result.headers ?? {})) headers.push([k, v]);
-    writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
   };
 
   const plain = (path: string, respond: () => Promise<{ status: number; body: string }>) => {
