@@ -253,26 +253,6 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
-    name: "two replicas: when only the app process crashes, its daprd hands its actors over",
-    minReplicas: 2,
-    async run(t, target) {
-      const ids = Array.from({ length: 16 }, (_, i) => freshId(`appcrash${i}`));
-      await Promise.all(ids.map((id, i) => target.call(id, "increment", { by: i + 1 })));
-      const onOne: string[] = [];
-      for (const id of ids) if ((await hostOf(t, target, id)) === 1) onOne.push(id);
-      t.ok(onOne.length > 0, `${onOne.length} actors live on replica 1`);
-      await target.cluster.killApp(1); // its daprd lives on and sees /healthz fail
-      const started = Date.now();
-      const moved = await eventually(async () => {
-        const states = await Promise.all(onOne.map((id) => target.call(id, "get")));
-        return states.every((s) => s.status === 200 && counterView.parse(s.output).replica === "0");
-      }, 30_000, 250);
-      t.ok(moved, `replica 0 serves them ${Date.now() - started} ms after the crash`);
-      for (const id of onOne) t.equal((await view(t, target, id)).count, ids.indexOf(id) + 1, `${id} kept its state`);
-      await target.cluster.startReplica(1);
-    },
-  },
-  {
     name: "two replicas: a restarted daprd does not resurrect its app's stale in-memory actors",
     minReplicas: 2,
     async run(t, target) {
