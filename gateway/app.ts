@@ -12,7 +12,7 @@ import { eraseDefinition } from "../actors/actor.ts";
 import type { ActorHost } from "../actors/host.ts";
 import { createActorHost } from "../actors/hosts/create-host.ts";
 import { createRouter, type Router } from "../providers/index.ts";
-import type { UsageSink } from "../providers/usage.ts";
+import { emitUsage, usageRecord, type UsageSink } from "../providers/usage.ts";
 import { createVectorIndex } from "../vectors/create-vector-index.ts";
 import { OrgIndex, type Embedder } from "../vectors/org-index.ts";
 import type { VectorIndex } from "../vectors/vector-index.ts";
@@ -110,6 +110,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const events = storeEventBus(store, (error) => log.warn("conversation event failed", { error }));
   const conversation = createConversationActor({
     chat: (request, signal) => router.chat(request, { signal }),
+    recordUsage: (payer, requestId, result) =>
+      emitUsage(usage, usageRecord(router.catalogue, payer, { category: "agents", model: result.model, provider: result.provider, input_tokens: result.input_tokens, output_tokens: result.output_tokens, request_id: requestId })),
     memory: orgIndex,
     directory,
     events,

@@ -67,6 +67,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 
   const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest): void => {
+    // The client went away: nothing to answer and nothing to report (its abort surfaces as an error here).
+    if (state.aborted) return;
     let troupe: TroupeError;
     if (isTroupeError(error)) troupe = error;
     else {

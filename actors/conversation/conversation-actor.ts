@@ -20,12 +20,24 @@ import {
   type ConversationData,
   type ConversationState,
 } from "./types.ts";
-import { routingStrategySchema } from "../../providers/types.ts";
+import { routingStrategySchema, type ChatResult } from "../../providers/types.ts";
 
 export const CONVERSATION_ACTOR = "ConversationActor";
 
+/** Who pays for a turn's model calls: the calling key (usage records, DESIGN.md §3). */
+export const payerSchema = z.object({
+  organization_id: z.string(),
+  project_id: z.string(),
+  environment_id: z.string(),
+  api_key_id: z.string(),
+  live: z.boolean(),
+});
+export type TurnPayer = z.infer<typeof payerSchema>;
+
 export interface ConversationActorDeps {
   chat: TurnDeps["chat"];
+  /** Called once per model call of a turn; must not throw or block. */
+  recordUsage?(payer: TurnPayer, requestId: string, result: ChatResult): void;
   memory: TurnDeps["memory"];
   directory: ConversationDirectory;
   events: ConversationEventBus;
@@ -40,8 +52,9 @@ const createInput = z.object({
   tools: z.array(customToolSchema),
 });
 const orgInput = z.object({ organization_id: z.string() });
-const messageInput = orgInput.extend({ content: z.string() });
-const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })) });
+const billing = { payer: payerSchema.optional(), request_id: z.string().default("") };
+const messageInput = orgInput.extend({ content: z.string(), ...billing });
+const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })), ...billing });
 
 type Ctx = ActorContext<ConversationState>;
 
@@ -55,12 +68,16 @@ export function createConversationActor(deps: ConversationActorDeps) {
   const now = (ctx: Ctx) => isoTime(ctx.clock.now());
 
   /** Runs the loop, publishing as it goes; the directory learns the outcome. */
-  const continueTurn = async (ctx: Ctx, data: ConversationData): Promise<Conversation> => {
+  const continueTurn = async (ctx: Ctx, data: ConversationData, payer: TurnPayer | undefined, requestId: string): Promise<Conversation> => {
     const publishMessage = (message: AgentMessage) => deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
     const before = data.status;
     try {
       await runTurn(data, {
-        chat: deps.chat,
+        chat: async (request, signal) => {
+          const result = await deps.chat(request, signal);
+          if (payer) deps.recordUsage?.(payer, requestId, result);
+          return result;
+        },
         memory: deps.memory,
         newId: uuid,
         now: () => now(ctx),
@@ -119,7 +136,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
         data.messages.push(message);
         data.updated_at = now(ctx);
         deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
-        return continueTurn(ctx, data);
+        return continueTurn(ctx, data, input.payer, input.request_id);
       },
 
       submitToolOutputs: async (ctx: Ctx, raw: unknown): Promise<Conversation> => {
@@ -148,7 +165,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
         }
         data.pending_tool_call_ids = [];
         data.updated_at = now(ctx);
-        return continueTurn(ctx, data);
+        return continueTurn(ctx, data, input.payer, input.request_id);
       },
     },
   });

@@ -13,6 +13,7 @@ import type { Router } from "../../providers/router.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import type { AuthContext } from "../auth-context.ts";
 import { defineRoute, json } from "../route.ts";
+import { payerOf } from "./chat.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
 export interface AgentRouteDeps {
@@ -129,6 +130,8 @@ export function agentRoutes(deps: AgentRouteDeps) {
           await callActor(actors, conversation, conversationId(ctx.params), "postMessage", {
             organization_id: keyOf(ctx.auth).organization_id,
             content: ctx.body.content,
+            payer: payerOf(ctx.auth),
+            request_id: ctx.requestId,
           }),
         ),
     }),
@@ -148,6 +151,8 @@ export function agentRoutes(deps: AgentRouteDeps) {
           await callActor(actors, conversation, conversationId(ctx.params), "submitToolOutputs", {
             organization_id: keyOf(ctx.auth).organization_id,
             outputs: ctx.body.outputs,
+            payer: payerOf(ctx.auth),
+            request_id: ctx.requestId,
           }),
         ),
     }),

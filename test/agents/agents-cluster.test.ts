@@ -20,17 +20,18 @@ if (!elasticsearchUrl) throw new Error("ELASTICSEARCH_URL is not set: the cluste
 const redis = await startTestRedis();
 requireDaprPrerequisites({ redisUrl: redis.url });
 
+const indexName = `troupe-agents-${process.pid}-${Date.now()}`;
 const cluster = new LocalCluster({
   mode: "dapr",
   replicas: 2,
   dataDir: mkdtempSync(join(tmpdir(), "troupe-agents-cluster-")),
   appEntry: join(repoDir, "gateway/main.ts"),
-  appEnv: { ELASTICSEARCH_URL: elasticsearchUrl, ELASTICSEARCH_INDEX: `troupe-agents-${process.pid}-${Date.now()}`, LOG_LEVEL: "warn" },
+  appEnv: { ELASTICSEARCH_URL: elasticsearchUrl, ELASTICSEARCH_INDEX: indexName, LOG_LEVEL: "warn" },
   redisUrl: redis.url,
 });
 t.teardown(async () => {
   await cluster.stop();
-  await fetch(`${elasticsearchUrl}/troupe-agents-${process.pid}-*`, { method: "DELETE" }).catch(() => undefined);
+  await fetch(`${elasticsearchUrl}/${indexName}`, { method: "DELETE" }).catch(() => undefined);
   await redis.stop();
 });
 await cluster.start();

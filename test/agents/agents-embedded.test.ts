@@ -9,8 +9,10 @@ import t from "tap";
 import { freePort, waitFor } from "../support/net.ts";
 import { field, request, signup, startTestTroupe, str } from "../support/troupe.ts";
 import { agentSuite } from "./agent-suite.ts";
+import type { UsageRecord } from "../../providers/usage.ts";
 
-const troupe = await startTestTroupe();
+const usage: UsageRecord[] = [];
+const troupe = await startTestTroupe({}, { usage: { record: (u) => void usage.push(u) } });
 t.teardown(() => troupe.stop());
 const a = await signup(troupe, "agent-a");
 const b = await signup(troupe, "agent-b");
@@ -21,6 +23,19 @@ t.test("scopes: agents routes need the agents scope", async (t) => {
   const res = await troupe.request("POST", "/v1/agents/conversations", { token: str(key.body, "key"), body: {} });
   t.equal(res.status, 403);
   t.equal(field(res.body, "error", "code"), "insufficient_scope");
+});
+
+t.test("every model call of a turn is a usage record of the calling key", async (t) => {
+  const created = await troupe.request("POST", "/v1/agents/conversations", { token: a.testKey, body: {} });
+  const id = str(created.body, "id");
+  const before = usage.length;
+  const res = await troupe.request("POST", `/v1/agents/conversations/${id}/messages`, { token: a.testKey, body: { content: "remember: usage is tracked; then answer" } });
+  t.equal(res.status, 200);
+  const records = usage.slice(before);
+  t.equal(records.length, 2, "two model steps, two records");
+  t.ok(records.every((r) => r.category === "agents" && r.organization_id === a.orgId && r.live === false && r.provider === "simulated"), JSON.stringify(records[0]));
+  t.ok(records.every((r) => r.request_id === res.headers.get("x-request-id")), "records carry the request id");
+  t.ok(records.every((r) => r.input_tokens > 0 && r.output_tokens >= 0));
 });
 
 t.test("live events over the WebSocket", async (t) => {

@@ -80,7 +80,9 @@ function suite(name: string, start: () => Promise<TestTroupe>): void {
 }
 
 suite("embedded index", () => startTestTroupe());
-suite("elasticsearch index", () => startTestTroupe({ ELASTICSEARCH_URL: elasticsearchUrl, ELASTICSEARCH_INDEX: `troupe-routes-${process.pid}-${Date.now()}` }));
+const routesIndex = `troupe-routes-${process.pid}-${Date.now()}`;
+t.teardown(() => fetch(`${elasticsearchUrl}/${routesIndex}`, { method: "DELETE" }).then(() => undefined, () => undefined));
+suite("elasticsearch index", () => startTestTroupe({ ELASTICSEARCH_URL: elasticsearchUrl, ELASTICSEARCH_INDEX: routesIndex }));
 
 t.test("an Elasticsearch outage is a quick 503, never a hang", async (t) => {
   const proxy = await startProxy(new URL(elasticsearchUrl));
