@@ -68,6 +68,8 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
 
 function bearerToken(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
+  // Fast path for the common exact form; the regex handles case and spacing variants.
+  if (header.startsWith("Bearer ") && header.indexOf(" ", 7) === -1 && header.length > 7) return header.slice(7);
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match || !match[1]) throw new TroupeError("unauthorized", "the Authorization header must be `Bearer <credential>`");
   return match[1];

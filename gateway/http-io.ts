@@ -64,7 +64,9 @@ export function readBody(res: HttpResponse, state: ResponseState, declaredLength
       reject(tooLarge(maxBytes));
       return;
     }
-    const chunks: Buffer[] = [];
+    // Most bodies arrive in one chunk: keep it without an array.
+    let first: Buffer | undefined;
+    let more: Buffer[] | undefined;
     let received = 0;
     let failed = false;
     res.onData((chunk, isLast) => {
@@ -75,8 +77,10 @@ export function readBody(res: HttpResponse, state: ResponseState, declaredLength
         reject(tooLarge(maxBytes));
         return;
       }
-      chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received));
+      const copy = Buffer.from(chunk.slice(0));
+      if (first === undefined) first = copy;
+      else (more ??= [first]).push(copy);
+      if (isLast) resolve(more ? Buffer.concat(more, received) : first);
     });
     state.onAbort(() => reject(new TroupeError("invalid_request", "client went away")));
   });
@@ -109,6 +113,18 @@ const statusText: Record<number, string> = {
 
 export function statusLine(status: number): string {
   return statusText[status] ?? String(status);
+}
+
+/** The common case: a JSON body with the request id and nothing else. */
+export function writeJson(res: HttpResponse, state: ResponseState, status: number, requestId: string, body: string): void {
+  if (state.aborted || state.done) return;
+  state.done = true;
+  res.cork(() => {
+    res.writeStatus(statusLine(status));
+    res.writeHeader("x-request-id", requestId);
+    res.writeHeader("content-type", "application/json");
+    res.end(body);
+  });
 }
 
 /** Writes a whole response in one cork; a no-op once the client is gone. */

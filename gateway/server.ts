@@ -9,9 +9,9 @@ import type { Logger } from "../core/log.ts";
 import type { ApiKeyService } from "../tenancy/api-keys.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Authenticator } from "./authenticate.ts";
-import { captureRequest, readBody, ResponseState, writeResponse, type CapturedRequest } from "./http-io.ts";
+import { captureRequest, readBody, ResponseState, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi } from "./openapi.ts";
-import { streamed, type CookieSpec, type RouteDefinition, type RouteResult } from "./route.ts";
+import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter } from "./route.ts";
 import { openSse } from "./sse.ts";
 import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
 
@@ -134,27 +134,22 @@ export function createGateway(options: GatewayOptions): Gateway {
         body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
       }
       const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
-      const params: Record<string, string> = {};
-      paramNames.forEach((name, i) => (params[name] = req.params[i] ?? ""));
-      const cookies: string[] = [];
-      const result: RouteResult = await route.handler({
-        requestId,
-        params,
-        body,
-        query,
-        headers: req.headers,
-        auth,
-        get signal() {
-          return state.signal;
-        },
-        sse: () => openSse(res, state, requestId),
-        setCookie: (cookie) => cookies.push(formatCookie(cookie, options.secureCookies)),
-      });
+      let params: Record<string, string> = noParams;
+      if (paramNames.length > 0) {
+        params = {};
+        for (let i = 0; i < paramNames.length; i++) params[paramNames[i] ?? ""] = req.params[i] ?? "";
+      }
+      const ctx = new HandlerContext(res, state, requestId, params, body, query, req.headers, auth, options.secureCookies);
+      const result: RouteResult = await route.handler(ctx);
       if (result === streamed) return;
+      if (!ctx.cookies && !result.headers && result.body !== undefined) {
+        writeJson(res, state, result.status, requestId, JSON.stringify(result.body));
+        return;
+      }
       const headers: [string, string][] = [["x-request-id", requestId]];
       if (result.body !== undefined) headers.push(["content-type", "application/json"]);
-      for (const c of cookies) headers.push(["set-cookie", c]);
-      for (const [k, v] of Object.entries(result.headers ?? {})) headers.push([k, v]);
+      if (ctx.cookies) for (const c of ctx.cookies) headers.push(["set-cookie", c]);
+      if (result.headers) for (const [k, v] of Object.entries(result.headers)) headers.push([k, v]);
       writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
     } catch (error) {
       sendError(res, state, requestId, error, req);
@@ -243,6 +238,59 @@ function register(app: TemplatedApp, method: RouteDefinition["method"], path: st
     case "delete":
       app.del(path, handler);
       return;
+  }
+}
+
+const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/**
+ * What a handler sees. A class, so a request allocates one object and no
+ * per-request closures (this is on the hot path of every call).
+ */
+class HandlerContext implements RouteContext<unknown, unknown> {
+  readonly requestId: string;
+  readonly params: Record<string, string>;
+  readonly body: unknown;
+  readonly query: unknown;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly auth: AuthContext;
+  cookies: string[] | undefined;
+  private readonly res: HttpResponse;
+  private readonly state: ResponseState;
+  private readonly secureCookies: boolean;
+
+  constructor(
+    res: HttpResponse,
+    state: ResponseState,
+    requestId: string,
+    params: Record<string, string>,
+    body: unknown,
+    query: unknown,
+    headers: Record<string, string>,
+    auth: AuthContext,
+    secureCookies: boolean,
+  ) {
+    this.res = res;
+    this.state = state;
+    this.requestId = requestId;
+    this.params = params;
+    this.body = body;
+    this.query = query;
+    this.headers = headers;
+    this.auth = auth;
+    this.secureCookies = secureCookies;
+  }
+
+  get signal(): AbortSignal {
+    return this.state.signal;
+  }
+
+  sse(): SseWriter {
+    return openSse(this.res, this.state, this.requestId);
+  }
+
+  setCookie(cookie: CookieSpec): void {
+    (this.cookies ??= []).push(formatCookie(cookie, this.secureCookies));
   }
 }
 

@@ -22,7 +22,7 @@ const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
 export function parseJsonBody(raw: Buffer, contentType: string | undefined): unknown {
   if (raw.length === 0) return undefined;
-  if (!contentType || !jsonType.test(contentType)) {
+  if (contentType !== "application/json" && (!contentType || !jsonType.test(contentType))) {
     throw new TroupeError("unsupported_media_type", `the request body must be application/json, got ${contentType ? JSON.stringify(contentType) : "no content-type"}`);
   }
   const text = raw.toString("utf8");

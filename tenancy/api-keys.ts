@@ -209,7 +209,7 @@ export class ApiKeyService {
    * replicas on Redis. Synchronous when the store counts in process.
    */
   checkRateLimit(record: ApiKeyRecord): void | Promise<void> {
-    const counterKey = `key:${record.id}`;
+    const counterKey = record.id; // key ids are unique and prefixed (key_…): no other counter shares them
     if (this.store.hitLocal) return enforceLimit(record, this.store.hitLocal(counterKey, 60_000));
     return this.store.hit(counterKey, 60_000).then((hit) => enforceLimit(record, hit));
   }
