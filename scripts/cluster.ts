@@ -10,7 +10,13 @@
 // TROUPE_DATA_DIR (./.troupe/cluster), REDIS_URL, ELASTICSEARCH_URL and any
 // other gateway setting (passed through to every replica),
 // TROUPE_CLUSTER_APP (the replica entry script, default gateway/main.ts).
-import { resolve } from "node:path";
+//
+// The replicas share one vector index, so unless ELASTICSEARCH_URL is set
+// the launcher starts Elasticsearch with scripts/elasticsearch.sh (ES_PORT,
+// default 9200; data under <TROUPE_DATA_DIR>/elasticsearch) and stops it on
+// exit. A test app (TROUPE_CLUSTER_APP) gets none.
+import { spawn } from "node:child_process";
+import { join, resolve } from "node:path";
 import { z } from "zod";
 import { LocalCluster, repoDir } from "../test/support/dapr-cluster.ts";
 
@@ -22,6 +28,8 @@ const env = z
     TROUPE_DATA_DIR: z.string().default("./.troupe/cluster"),
     REDIS_URL: z.string().optional(),
     TROUPE_CLUSTER_APP: z.string().default("gateway/main.ts"),
+    ELASTICSEARCH_URL: z.string().optional(),
+    ES_PORT: z.coerce.number().int().min(1).max(65535).default(9200),
   })
   .parse(process.env);
 
@@ -29,6 +37,35 @@ const dataDir = resolve(env.TROUPE_DATA_DIR);
 const say = (line: string) => process.stdout.write(`cluster: ${line}\n`);
 const started = Date.now();
 say(`starting ${env.TROUPE_REPLICAS} replica(s); logs in ${dataDir}/logs`);
+
+const esDataDir = join(dataDir, "elasticsearch");
+const needsElasticsearch = !env.ELASTICSEARCH_URL && env.TROUPE_CLUSTER_APP === "gateway/main.ts";
+
+/** Runs scripts/elasticsearch.sh; resolves with its ELASTICSEARCH_URL line. */
+function elasticsearch(command: "start" | "stop"): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn("bash", [join(repoDir, "scripts/elasticsearch.sh"), command], {
+      env: { ...process.env, ES_PORT: String(env.ES_PORT), ES_DATA_DIR: esDataDir },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.once("exit", (code) => {
+      const url = /ELASTICSEARCH_URL=(\S+)/.exec(out)?.[1];
+      if (code === 0) resolvePromise(url ?? "");
+      else reject(new Error(`scripts/elasticsearch.sh ${command} exited with ${code}`));
+    });
+  });
+}
+
+let elasticsearchUrl = env.ELASTICSEARCH_URL;
+if (needsElasticsearch) {
+  say(`starting Elasticsearch on 127.0.0.1:${env.ES_PORT} for the shared vector index (set ELASTICSEARCH_URL to use another)`);
+  elasticsearchUrl = await elasticsearch("start").catch((error: unknown) => {
+    process.stderr.write(`cluster: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}
 
 const cluster = new LocalCluster({
   mode: "dapr",
@@ -38,6 +75,7 @@ const cluster = new LocalCluster({
   basePort: env.PORT,
   daprHttpBasePort: env.DAPR_HTTP_PORT,
   ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+  ...(elasticsearchUrl ? { appEnv: { ELASTICSEARCH_URL: elasticsearchUrl } } : {}),
   build: true,
   readyTimeoutMs: 120_000,
   log: say,
@@ -48,10 +86,14 @@ const stop = (signal: string): void => {
   if (stopping) return;
   stopping = true;
   say(`${signal}: stopping`);
-  void cluster.stop().then(() => {
-    say("stopped");
-    process.exit(0);
-  });
+  void cluster
+    .stop()
+    .then(() => (needsElasticsearch ? elasticsearch("stop") : ""))
+    .catch((error: unknown) => say(`stop: ${error instanceof Error ? error.message : String(error)}`))
+    .then(() => {
+      say("stopped");
+      process.exit(0);
+    });
 };
 // Installed before starting, so Ctrl-C during start-up still stops what was started.
 process.on("SIGINT", () => stop("SIGINT"));
@@ -70,5 +112,5 @@ if (stopping) await new Promise(() => {}); // stop() exits the process
 for (const r of cluster.replicas) {
   say(`replica ${r.index}: gateway ${r.gatewayUrl}  daprd ${r.daprHttpUrl}  (logs ${r.appLog}, ${r.daprdLog})`);
 }
-say(`redis ${cluster.redisUrl}; ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops everything`);
+say(`redis ${cluster.redisUrl}${elasticsearchUrl ? `; elasticsearch ${elasticsearchUrl}` : ""}; ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops everything`);
 
