@@ -1,7 +1,10 @@
 // The production UsageSink: every AI call's usage record is buffered in
-// memory and written to the tenancy store in small batches off the request
-// path (never delaying a response), indexed per project for the billing
-// work to read back. A failed flush is retried with the next batch.
+// memory and written to the tenancy store off the request path (never
+// delaying a response). Each flush is one document holding its records
+// (`usage-batch:<id>`), indexed under every project it contains
+// (`project-usage:<project>`), so billing reads a project's records back by
+// batch. One write per flush keeps the cost per call to a few microseconds at
+// thousands of calls per second. A failed flush is retried with the next one.
 import type { Logger } from "../core/log.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
@@ -38,12 +41,10 @@ export class UsageRecorder implements UsageSink {
     const batch = this.buffer;
     if (batch.length === 0) return;
     this.buffer = [];
-    const ops: StoreOp[] = [];
-    for (const usage of batch) {
-      const id = prefixedId("usg");
-      ops.push({ op: "put", key: `usage:${id}`, value: usage });
-      ops.push({ op: "index", key: `project-usage:${usage.project_id}`, member: id, score: Date.parse(usage.created_at) });
-    }
+    const id = prefixedId("usb");
+    const score = Date.now();
+    const ops: StoreOp[] = [{ op: "put", key: `usage-batch:${id}`, value: batch }];
+    for (const project of new Set(batch.map((u) => u.project_id))) ops.push({ op: "index", key: `project-usage:${project}`, member: id, score });
     this.flushing = this.store.apply(ops).catch((error: unknown) => {
       this.log.warn("usage flush failed; will retry", { records: batch.length, error });
       this.buffer = batch.concat(this.buffer);
