@@ -13,7 +13,7 @@ import type { ConversationActorDefinition } from "../actors/conversation/convers
 import type { ConversationEvent, ConversationEventBus } from "../actors/conversation/events.ts";
 import type { ApiKeyService } from "../tenancy/api-keys.ts";
 import type { Authenticator } from "./authenticate.ts";
-import { statusLine } from "./http-io.ts";
+import { statusLine } from "../core/http-status.ts";
 import type { RouteDefinition } from "./route.ts";
 
 const path = "/v1/agents/conversations/:id/events";

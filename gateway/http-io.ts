@@ -4,6 +4,7 @@
 // pitfalls").
 import type { HttpRequest, HttpResponse } from "uWebSockets.js";
 import { TroupeError } from "../core/errors.ts";
+import { statusLine } from "../core/http-status.ts";
 
 export interface CapturedRequest {
   method: string;
@@ -90,30 +91,6 @@ function tooLarge(maxBytes: number): TroupeError {
   return new TroupeError("payload_too_large", `the request body exceeds the limit of ${maxBytes} bytes`, { details: { max_bytes: maxBytes } });
 }
 
-const statusText: Record<number, string> = {
-  200: "200 OK",
-  201: "201 Created",
-  202: "202 Accepted",
-  204: "204 No Content",
-  400: "400 Bad Request",
-  401: "401 Unauthorized",
-  402: "402 Payment Required",
-  403: "403 Forbidden",
-  404: "404 Not Found",
-  405: "405 Method Not Allowed",
-  409: "409 Conflict",
-  413: "413 Payload Too Large",
-  415: "415 Unsupported Media Type",
-  429: "429 Too Many Requests",
-  500: "500 Internal Server Error",
-  502: "502 Bad Gateway",
-  503: "503 Service Unavailable",
-  504: "504 Gateway Timeout",
-};
-
-export function statusLine(status: number): string {
-  return statusText[status] ?? String(status);
-}
 
 /** The common case: a JSON body with the request id and nothing else. */
 export function writeJson(res: HttpResponse, state: ResponseState, status: number, requestId: string, body: string): void {

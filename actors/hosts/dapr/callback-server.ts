@@ -10,6 +10,7 @@
 // fields and body chunks before awaiting, cork writes made after an await.
 import * as uWS from "uWebSockets.js";
 import { errorToWire } from "./wire.ts";
+import { statusLine } from "../../../core/http-status.ts";
 
 export interface CallbackHandlers {
   config(): unknown;
@@ -19,23 +20,6 @@ export interface CallbackHandlers {
   deactivate(type: string, id: string): Promise<void>;
 }
 
-const statusText: Record<number, string> = {
-  200: "200 OK",
-  400: "400 Bad Request",
-  401: "401 Unauthorized",
-  402: "402 Payment Required",
-  403: "403 Forbidden",
-  404: "404 Not Found",
-  405: "405 Method Not Allowed",
-  409: "409 Conflict",
-  413: "413 Payload Too Large",
-  415: "415 Unsupported Media Type",
-  429: "429 Too Many Requests",
-  500: "500 Internal Server Error",
-  502: "502 Bad Gateway",
-  503: "503 Service Unavailable",
-  504: "504 Gateway Timeout",
-};
 
 export class CallbackServer {
   private readonly app: uWS.TemplatedApp;
@@ -124,7 +108,7 @@ export class CallbackServer {
           if (!aborted) {
             res.cork(() =>
               res
-                .writeStatus(statusText[status] ?? `${status} Error`)
+                .writeStatus(statusLine(status))
                 .writeHeader("content-type", "application/json")
                 .end(JSON.stringify(errorBody)),
             );
