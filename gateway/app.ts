@@ -170,6 +170,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
         await actors.stop();
+        await directory.flush();
         await recorder?.close();
         await router.close();
         await vectors.close();

@@ -1,19 +1,24 @@
 // Which conversations an organization has, for GET /v1/agents/conversations:
 // summaries and a per-organization index in the tenancy store, so the list
 // works on both hosts (Redis in the cluster, lmdb embedded) without asking
-// every actor. Creation is written before the create call returns; the
-// summary after each turn is written without holding the turn (it is a
-// cache of the actor's state, in issue order), so a turn costs one durable
-// commit, the actor's own.
+// every actor. Creation is written before the create call returns. The
+// summary after each turn is a cache of the actor's state: it is written
+// without holding the turn, coalesced per conversation and flushed every
+// 100 ms in one batch, so a turn costs one durable commit (the actor's own)
+// and the list lags a turn by at most ~100 ms.
 import type { IndexPage, TenancyStore } from "../../tenancy/store.ts";
 import { conversationSummarySchema, type ConversationSummary } from "./types.ts";
 
 const summaryKey = (id: string) => `conversation-summary:${id}`;
+const flushEveryMs = 100;
 const orgIndexKey = (orgId: string) => `org-conversations:${orgId}`;
 
 export class ConversationDirectory {
   private readonly store: TenancyStore;
   private readonly onError: (error: unknown) => void;
+  private pending = new Map<string, ConversationSummary>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
 
   constructor(store: TenancyStore, onError: (error: unknown) => void) {
     this.store = store;
@@ -27,9 +32,24 @@ export class ConversationDirectory {
     ]);
   }
 
-  /** Fire and forget: the list catches up within milliseconds; a failure is logged. */
+  /** Fire and forget: the newest summary per conversation is written within ~100 ms; a failure is logged. */
   updated(summary: ConversationSummary): void {
-    this.store.apply([{ op: "put", key: summaryKey(summary.id), value: summary }]).catch(this.onError);
+    this.pending.set(summary.id, summary);
+    this.timer ??= setTimeout(() => void this.flush(), flushEveryMs);
+  }
+
+  /** Writes the pending summaries (also called on shutdown). */
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = [...this.pending.values()];
+    this.pending = new Map();
+    if (batch.length === 0) return this.flushing;
+    // Chained, so batches land in order even if one write is slow.
+    this.flushing = this.flushing
+      .then(() => this.store.apply(batch.map((summary) => ({ op: "put" as const, key: summaryKey(summary.id), value: summary }))))
+      .catch(this.onError);
+    return this.flushing;
   }
 
   async list(organizationId: string, limit: number, cursor: string | null | undefined): Promise<{ data: ConversationSummary[]; next_cursor: string | null }> {

@@ -59,6 +59,24 @@ t.test("a key revoked through replica 0 is refused by replica 1 within 5 s", asy
   t.ok(refusedAfter >= 0 && refusedAfter <= 5000, `refused by replica 1 after ${refusedAfter} ms`);
 });
 
+t.test("live events cross replicas: listen on replica 1, talk through replica 0", async (t) => {
+  const created = await at(0)("POST", "/v1/agents/conversations", { token: a.testKey, body: {} });
+  const id = str(created.body, "id");
+  const ws = new WebSocket(`${(urls[1] ?? "").replace("http", "ws")}/v1/agents/conversations/${id}/events`, ["troupe.v1", `bearer.${a.testKey}`]);
+  const frames: { type: string; message?: { role: string } }[] = [];
+  ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)) as (typeof frames)[number]);
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve();
+    ws.onerror = () => reject(new Error("websocket to replica 1 failed"));
+  });
+  await at(0)("POST", `/v1/agents/conversations/${id}/messages`, { token: a.testKey, body: { content: "say across replicas" } });
+  const deadline = Date.now() + 10_000;
+  while (frames.filter((f) => f.type === "message.appended").length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  t.equal(frames[0]?.type, "conversation");
+  t.same(frames.filter((f) => f.type === "message.appended").map((f) => f.message?.role), ["user", "assistant"], "events from the actor reach a socket on the other replica");
+  ws.close();
+});
+
 t.test("operators: both daprd report RUNNING, placement connected, ConversationActor listed", async (t) => {
   let seen = 0;
   for (const replica of cluster.replicas) {
