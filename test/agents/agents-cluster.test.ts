@@ -73,7 +73,11 @@ t.test("live events cross replicas: listen on replica 1, talk through replica 0"
   const deadline = Date.now() + 10_000;
   while (frames.filter((f) => f.type === "message.appended").length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   t.equal(frames[0]?.type, "conversation");
-  t.same(frames.filter((f) => f.type === "message.appended").map((f) => f.message?.role), ["user", "assistant"], "events from the actor reach a socket on the other replica");
+  t.same(
+    frames.filter((f) => f.type === "message.appended").map((f) => f.message?.role),
+    ["user", "assistant"],
+    `events from the actor reach a socket on the other replica (frames: ${JSON.stringify(frames.map((f) => f.type))})`,
+  );
   ws.close();
 });
 
