@@ -7,7 +7,7 @@
 // An idle phase creates many more conversations on the embedded host and
 // reports the memory they hold while active.
 //
-// Flags: --conversations=10000 --turns=3 --concurrency=64 --dapr-concurrency=24
+// Flags: --conversations=10000 --turns=3 --concurrency=128 (embedded) --dapr-concurrency=24
 //        (turns in flight; Dapr's p99 target is for a load it can absorb)
 //        --hosts=embedded,dapr
 //        --idle=100000 (0 skips) --script="say ok" (the user message; e.g.
@@ -25,7 +25,7 @@ import { fmt, summarize } from "./lib/stats.ts";
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
 const conversations = Number(args.get("conversations") ?? 10_000);
 const turns = Number(args.get("turns") ?? 3);
-const concurrency = Number(args.get("concurrency") ?? 64);
+const concurrency = Number(args.get("concurrency") ?? 128);
 const daprConcurrency = Number(args.get("dapr-concurrency") ?? 24);
 const hosts = (args.get("hosts") ?? "embedded,dapr").split(",");
 const idle = Number(args.get("idle") ?? 100_000);

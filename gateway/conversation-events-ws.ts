@@ -57,12 +57,11 @@ export const conversationEventsOpenApi = {
 
 export async function attachConversationEvents(app: TemplatedApp, deps: ConversationEventsDeps): Promise<void> {
   const sockets = new Map<string, Set<WebSocket<SocketData>>>();
-  await deps.events.subscribe((event: ConversationEvent) => {
+  await deps.events.subscribe((event: ConversationEvent, json: string) => {
     const listeners = sockets.get(event.conversation_id);
     if (!listeners) return;
-    const frame = JSON.stringify(event);
-    for (const ws of listeners) ws.send(frame, false);
-  });
+    for (const ws of listeners) ws.send(json, false);
+  }, () => sockets.size > 0);
 
   app.ws<SocketData>(path, {
     idleTimeout: 120,

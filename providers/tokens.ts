@@ -9,10 +9,25 @@ const tokenPattern = /[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu;
 /** The same tokens, each with its leading whitespace, so pieces concatenate to the text. */
 const piecePattern = /\s*(?:[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_])/gu;
 
+// Conversations resend the same history and tool declarations on every
+// model call: remembering recent counts keeps the Unicode regex off the hot
+// path. Bounded; cleared when full.
+const memo = new Map<string, number>();
+const memoMax = 20_000;
+const memoMinLength = 24;
+
 export function countTokens(text: string): number {
+  if (text.length >= memoMinLength) {
+    const known = memo.get(text);
+    if (known !== undefined) return known;
+  }
   let n = 0;
   tokenPattern.lastIndex = 0;
   while (tokenPattern.exec(text) !== null) n++;
+  if (text.length >= memoMinLength) {
+    if (memo.size >= memoMax) memo.clear();
+    memo.set(text, n);
+  }
   return n;
 }
 

@@ -14,8 +14,11 @@ const channel = "conversation-events";
 
 export interface ConversationEventBus {
   publish(event: ConversationEvent): void;
-  /** One subscription per process; the caller fans out by conversation id. */
-  subscribe(onEvent: (event: ConversationEvent) => void): Promise<void>;
+  /**
+   * One subscription per process; the caller fans out by conversation id.
+   * `wanted` is asked first, so events nobody listens to are never parsed.
+   */
+  subscribe(onEvent: (event: ConversationEvent, json: string) => void, wanted?: () => boolean): Promise<void>;
 }
 
 export function storeEventBus(store: TenancyStore, onError: (error: unknown) => void): ConversationEventBus {
@@ -23,10 +26,11 @@ export function storeEventBus(store: TenancyStore, onError: (error: unknown) => 
     publish(event) {
       store.publish(channel, JSON.stringify(event)).catch(onError);
     },
-    async subscribe(onEvent) {
+    async subscribe(onEvent, wanted) {
       await store.subscribe(channel, (message) => {
+        if (wanted && !wanted()) return;
         try {
-          onEvent(JSON.parse(message) as ConversationEvent);
+          onEvent(JSON.parse(message) as ConversationEvent, message);
         } catch (error) {
           onError(error);
         }
