@@ -17,7 +17,9 @@ import { Client } from "@elastic/elasticsearch";
 import { ElasticsearchVectorIndex } from "../vectors/elasticsearch-vector-index.ts";
 import { EmbeddedVectorIndex } from "../vectors/embedded-vector-index.ts";
 import type { VectorIndex, VectorRecord, VectorSearchResult } from "../vectors/vector-index.ts";
-import { clusteredUnitVectors, exactDistance, exactTopK, percentile, recallAtK, row, type Dataset } from "./lib/vectors-dataset.ts";
+import { clusteredUnitVectors, exactTopK, recallAtK, row, type Dataset } from "./lib/vectors-dataset.ts";
+import { percentile } from "./lib/stats.ts";
+import { exactCosineDistance } from "../test/support/cosine.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -144,7 +146,7 @@ async function measureSearch(index: VectorIndex, corpus: Corpus): Promise<Search
     if (rows.includes(-1)) throw new Error("a result is not one of this organization's records");
     recallSum += recallAtK(rows, corpus.truth[q] as number[], k);
     results.forEach((r, i) => {
-      const error = Math.abs(r.distance - exactDistance(query, row(corpus.data, rows[i] as number)));
+      const error = Math.abs(r.distance - exactCosineDistance(query, row(corpus.data, rows[i] as number)));
       maxDistanceError = Math.max(maxDistanceError, error);
     });
   }

@@ -1,5 +1,5 @@
 // Percentiles and formatting shared by the benchmarks.
-export function percentile(sortedMs: number[], p: number): number {
+export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return NaN;
   const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
   return sortedMs[index] ?? NaN;

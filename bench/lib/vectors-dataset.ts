@@ -76,24 +76,6 @@ export function exactTopK(dataset: Dataset, queries: Dataset, k: number): number
   return truth;
 }
 
-/** Cosine distance in float64 between two unit float32 rows. */
-export function exactDistance(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += (a[i] as number) * (b[i] as number);
-    na += (a[i] as number) ** 2;
-    nb += (b[i] as number) ** 2;
-  }
-  return 1 - dot / Math.sqrt(na * nb);
-}
-
-export function percentile(sortedMs: readonly number[], p: number): number {
-  if (sortedMs.length === 0) return Number.NaN;
-  const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
-  return sortedMs[index] as number;
-}
 
 export function recallAtK(found: readonly number[], truth: readonly number[], k: number): number {
   const expected = new Set(truth.slice(0, k));

@@ -6,6 +6,7 @@ import type { Test } from "tap";
 import { randomUUID } from "node:crypto";
 import { TroupeError } from "../../core/errors.ts";
 import type { VectorIndex, VectorRecord, VectorSearchResult } from "../../vectors/vector-index.ts";
+import { exactCosineDistance } from "../support/cosine.ts";
 
 export interface IndexShape {
   model: string;
@@ -41,20 +42,6 @@ function randomVector(random: () => number, d = dims): number[] {
   return Array.from({ length: d }, () => random() * 2 - 1);
 }
 
-/** Exact cosine distance in float64 over the float32 values the index stores. */
-export function exactCosineDistance(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  const fa = Float32Array.from(a as number[]);
-  const fb = Float32Array.from(b as number[]);
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < fa.length; i++) {
-    dot += (fa[i] as number) * (fb[i] as number);
-    na += (fa[i] as number) ** 2;
-    nb += (fb[i] as number) ** 2;
-  }
-  return 1 - dot / Math.sqrt(na * nb);
-}
 
 function record(organizationId: string, vector: number[], extra: Partial<VectorRecord> = {}): VectorRecord {
   return {
