@@ -2,6 +2,7 @@
 // clustered unit vectors (real embeddings cluster by topic, which is what
 // makes approximate search lose recall), exact ground truth, percentiles.
 import usearch from "usearch";
+import { seededRandom } from "../../test/support/seeded-random.ts";
 
 export interface Dataset {
   dimensions: number;
@@ -10,17 +11,6 @@ export interface Dataset {
   vectors: Float32Array;
 }
 
-/** mulberry32: fast, seeded, good enough for benchmarks. */
-export function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = state;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function gaussian(random: () => number): number {
   // Box–Muller; 1 − u keeps log away from 0.
@@ -41,10 +31,10 @@ export function clusteredUnitVectors(
   noiseSeed: number,
 ): Dataset {
   // Same centreSeed = same topics: queries are drawn around the data's centres.
-  const centreRandom = seeded(centreSeed);
+  const centreRandom = seededRandom(centreSeed);
   const centres = new Float32Array(clusters * dimensions);
   for (let i = 0; i < centres.length; i++) centres[i] = gaussian(centreRandom);
-  const random = seeded(noiseSeed);
+  const random = seededRandom(noiseSeed);
   const vectors = new Float32Array(count * dimensions);
   for (let row = 0; row < count; row++) {
     const centre = Math.floor(random() * clusters) * dimensions;

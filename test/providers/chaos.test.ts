@@ -12,18 +12,9 @@ import { Router } from "../../providers/router.ts";
 import type { ProviderAdapter, StreamEvent } from "../../providers/types.ts";
 import { startAnthropicFake } from "../fakes/anthropic-fake.ts";
 import { startOpenAIFake } from "../fakes/openai-fake.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 
 t.setTimeout(60_000);
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const openaiFake = await startOpenAIFake();
 const anthropicFake = await startAnthropicFake();
@@ -35,7 +26,7 @@ t.teardown(async () => {
   await openaiFake.close();
   await anthropicFake.close();
 });
-Object.assign(openaiFake.faults, { failureRate: 0.3, timeoutRate: 0.05, cutRate: 0.1, random: mulberry32(42) });
+Object.assign(openaiFake.faults, { failureRate: 0.3, timeoutRate: 0.05, cutRate: 0.1, random: seededRandom(42) });
 
 // Generous per-attempt time: the fakes share this process and 2 busy cores.
 const timeoutMs = 2_000;

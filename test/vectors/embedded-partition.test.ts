@@ -4,7 +4,7 @@
 import t from "tap";
 import usearch from "usearch";
 import { VectorPartition } from "../../vectors/embedded-partition.ts";
-import { seededRandom } from "./vector-index-suite.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 
 function unit(random: () => number, d: number, around?: Float32Array): Float32Array {
   const v = new Float32Array(d);

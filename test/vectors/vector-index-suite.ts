@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { TroupeError } from "../../core/errors.ts";
 import type { VectorIndex, VectorRecord, VectorSearchResult } from "../../vectors/vector-index.ts";
 import { exactCosineDistance } from "../support/cosine.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 
 export interface IndexShape {
   model: string;
@@ -26,17 +27,6 @@ const dims = 16;
 const model = "test-embed";
 const shape: IndexShape = { model, dimensions: dims };
 
-/** Deterministic vectors so a failure reproduces. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = state;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomVector(random: () => number, d = dims): number[] {
   return Array.from({ length: d }, () => random() * 2 - 1);
