@@ -16,7 +16,7 @@ import {
   roleSchema,
   userSchema,
 } from "../schemas.ts";
-import { sessionUser } from "./session-user.ts";
+import { sessionUser } from "./credentials.ts";
 
 const named = z.object({ name }).strict();
 

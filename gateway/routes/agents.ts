@@ -11,9 +11,9 @@ import { conversationSchema, conversationSummarySchema } from "../../actors/conv
 import { uuid } from "../../core/ids.ts";
 import type { Router } from "../../providers/router.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
-import type { AuthContext } from "../auth-context.ts";
 import { defineRoute, json } from "../route.ts";
 import { payerOf } from "./chat.ts";
+import { apiKeyOf } from "./credentials.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
 export interface AgentRouteDeps {
@@ -46,11 +46,6 @@ const toolOutputsBody = z
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function keyOf(auth: AuthContext) {
-  if (auth.kind !== "api_key") throw new TroupeError("forbidden", "this endpoint takes an API key");
-  return auth.key;
-}
-
 /** A conversation id that is not a UUID cannot exist: 404 without activating an actor. */
 function conversationId(params: Record<string, string>): string {
   const id = params["id"] ?? "";
@@ -72,7 +67,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       responses: { 201: conversationSchema },
       errors: ["no_provider_available"],
       handler: async (ctx) => {
-        const key = keyOf(ctx.auth);
+        const key = apiKeyOf(ctx.auth);
         const names = new Set<string>();
         ctx.body.tools.forEach((tool, i) => {
           if (reservedToolNames.has(tool.name)) throw invalidRequest([{ path: `body.tools.${i}.name`, message: `${tool.name} is a built-in tool name` }]);
@@ -100,7 +95,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       scope: "agents",
       query: pageQuery,
       responses: { 200: listOf(conversationSummarySchema) },
-      handler: async (ctx) => json(200, await deps.directory.list(keyOf(ctx.auth).organization_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await deps.directory.list(apiKeyOf(ctx.auth).organization_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "get",
@@ -112,7 +107,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       responses: { 200: conversationSchema },
       errors: ["not_found"],
       handler: async (ctx) =>
-        json(200, await callActor(actors, conversation, conversationId(ctx.params), "get", { organization_id: keyOf(ctx.auth).organization_id })),
+        json(200, await callActor(actors, conversation, conversationId(ctx.params), "get", { organization_id: apiKeyOf(ctx.auth).organization_id })),
     }),
     defineRoute({
       method: "post",
@@ -128,7 +123,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
         json(
           200,
           await callActor(actors, conversation, conversationId(ctx.params), "postMessage", {
-            organization_id: keyOf(ctx.auth).organization_id,
+            organization_id: apiKeyOf(ctx.auth).organization_id,
             content: ctx.body.content,
             payer: payerOf(ctx.auth),
             request_id: ctx.requestId,
@@ -149,7 +144,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
         json(
           200,
           await callActor(actors, conversation, conversationId(ctx.params), "submitToolOutputs", {
-            organization_id: keyOf(ctx.auth).organization_id,
+            organization_id: apiKeyOf(ctx.auth).organization_id,
             outputs: ctx.body.outputs,
             payer: payerOf(ctx.auth),
             request_id: ctx.requestId,

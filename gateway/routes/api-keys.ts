@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { ApiKeyService } from "../../tenancy/api-keys.ts";
 import { defineRoute, json } from "../route.ts";
 import { apiKeyRecordSchema, listOf, name, newApiKeySchema, pageQuery, scopeList } from "../schemas.ts";
-import { sessionUser } from "./session-user.ts";
+import { sessionUser } from "./credentials.ts";
 
 const createKeyBody = z
   .object({

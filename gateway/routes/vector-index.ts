@@ -2,11 +2,11 @@
 // organization-scoped index, always embedded with the one configured index
 // model (routing manual), so every vector in it has one dimension.
 import { z } from "zod";
-import { TroupeError } from "../../core/errors.ts";
 import type { OrgIndex } from "../../vectors/org-index.ts";
 import { MAX_CONTENT_CHARS } from "../../vectors/org-index.ts";
 import { MAX_TOP_K } from "../../vectors/vector-index.ts";
 import { defineRoute, json } from "../route.ts";
+import { apiKeyOf } from "./credentials.ts";
 
 const indexBody = z
   .object({
@@ -31,10 +31,6 @@ const recordSchema = z.object({
 });
 
 export function vectorIndexRoutes(deps: { index: OrgIndex }) {
-  const orgOf = (auth: { kind: string; key?: { organization_id: string } }): string => {
-    if (auth.kind !== "api_key" || !auth.key) throw new TroupeError("forbidden", "this endpoint takes an API key");
-    return auth.key.organization_id;
-  };
   return [
     defineRoute({
       method: "post",
@@ -46,7 +42,7 @@ export function vectorIndexRoutes(deps: { index: OrgIndex }) {
       body: indexBody,
       responses: { 200: z.object({ id: z.string() }) },
       errors: ["service_unavailable", "provider_error"],
-      handler: async (ctx) => json(200, await deps.index.add(orgOf(ctx.auth), ctx.body.content, ctx.body.metadata, ctx.signal)),
+      handler: async (ctx) => json(200, await deps.index.add(apiKeyOf(ctx.auth).organization_id, ctx.body.content, ctx.body.metadata, ctx.signal)),
     }),
     defineRoute({
       method: "post",
@@ -58,7 +54,7 @@ export function vectorIndexRoutes(deps: { index: OrgIndex }) {
       body: searchBody,
       responses: { 200: z.object({ results: z.array(recordSchema) }) },
       errors: ["service_unavailable", "provider_error"],
-      handler: async (ctx) => json(200, { results: await deps.index.search(orgOf(ctx.auth), ctx.body.query, ctx.body.top_k, undefined, ctx.signal) }),
+      handler: async (ctx) => json(200, { results: await deps.index.search(apiKeyOf(ctx.auth).organization_id, ctx.body.query, ctx.body.top_k, undefined, ctx.signal) }),
     }),
   ];
 }
