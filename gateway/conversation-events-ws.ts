@@ -60,7 +60,10 @@ export async function attachConversationEvents(app: TemplatedApp, deps: Conversa
   await deps.events.subscribe((event: ConversationEvent, json: string) => {
     const listeners = sockets.get(event.conversation_id);
     if (!listeners) return;
-    for (const ws of listeners) ws.send(json, false);
+    // Events arrive from the bus (Redis pub/sub in the cluster), outside any
+    // uWS callback: an uncorked send would sit in uWS's buffer until the
+    // replica had other traffic.
+    for (const ws of listeners) ws.cork(() => ws.send(json, false));
   }, () => sockets.size > 0);
 
   app.ws<SocketData>(path, {
