@@ -2,15 +2,18 @@
 // upstream (uWS, constant answers), a bare uWS + undici pass-through to it,
 // and Troupe (POST /v1/chat/completions, routing manual to gpt-4.1-mini on
 // that upstream), each in its own process, then sends the same chat request:
-//   1. at a fixed rate (open loop, default 1,000 req/s): p50/p99 of each and
-//      the added latency (Troupe − direct, pass-through − direct);
+//   1. at a fixed rate (open loop, default 1,000 req/s, bench/loadgen): p50/p99
+//      of each and the added latency (Troupe − direct, pass-through − direct).
+//      The targets take turns in short rounds (--rounds, rotating the order)
+//      so a noisy neighbour on this shared machine hits all of them alike;
 //   2. at saturation (wrk, 64 keep-alive connections): req/s of each and
 //      Troupe as a share of the pass-through;
 //   3. streaming (stream: true): time to first byte, direct vs Troupe.
 // Targets (issue 7): added p50 ≤ 0.25 ms, p99 ≤ 1 ms at 1,000 req/s;
 // Troupe ≥ 50 % of the pass-through at saturation.
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--connections=64] [--no-usage]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=3] [--connections=64] [--pin] [--no-usage]
+// (--seconds: per round at the fixed rate, and per target at saturation.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
 import { mkdtempSync } from "node:fs";
@@ -129,26 +132,30 @@ if (role === "upstream") {
 
 async function orchestrate(): Promise<void> {
   const { startChildServer } = await import("./lib/child-server.ts");
-  const { fixedRate } = await import("./lib/fixed-rate.ts");
+  const { fixedRate } = await import("./lib/loadgen.ts");
   const { fmt, summarize } = await import("./lib/stats.ts");
   const { requireWrk, wrk } = await import("./lib/wrk.ts");
-  type RequestSpec = import("./lib/fixed-rate.ts").RequestSpec;
+  type RequestSpec = import("./lib/loadgen.ts").RequestSpec;
 
   const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
   const rate = Number(args.get("rate") ?? 1000);
   const seconds = Number(args.get("seconds") ?? 5);
+  const rounds = Number(args.get("rounds") ?? 3);
   const connections = Number(args.get("connections") ?? 64);
   requireWrk();
+  const { configurePinning, describeLayout } = await import("./lib/cpu-layout.ts");
+  configurePinning(args.has("pin"));
+  console.log(`CPU layout: ${describeLayout()}`);
   const self = import.meta.filename;
 
   const children: { stop(): void }[] = [];
-  const start = async (env: Record<string, string>) => {
-    const child = await startChildServer(self, env);
+  const start = async (env: Record<string, string>, cpu: import("./lib/cpu-layout.ts").CpuRole = "server") => {
+    const child = await startChildServer(self, env, cpu);
     children.push(child);
     return child;
   };
   try {
-    const upstream = await start({ BENCH_CHAT_ROLE: "upstream" });
+    const upstream = await start({ BENCH_CHAT_ROLE: "upstream" }, "world");
     const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
     const passthrough = await start({ BENCH_CHAT_ROLE: "passthrough", BENCH_UPSTREAM: upstreamUrl });
     const troupe = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0" });
@@ -181,15 +188,24 @@ async function orchestrate(): Promise<void> {
     // Warm up (JIT of the whole request path, connections, key cache): a few
     // seconds of wrk, then the fixed rate itself, unmeasured.
     for (const t of targets) wrk(`http://127.0.0.1:${t.port}${chatPath}`, t.spec, 16, 4);
-    for (const t of targets) await fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, 2000);
+    for (const t of targets) fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, 2000);
 
-    console.log(`\nfixed rate: ${rate} req/s for ${seconds} s (open loop, latency from scheduled start)`);
+    console.log(`\nfixed rate: ${rate} req/s, ${rounds} rounds of ${seconds} s per target (open loop, latency from scheduled start)`);
+    const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    const errors = new Map<string, number>(targets.map((t) => [t.name, 0]));
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < targets.length; i++) {
+        const t = targets[(i + round) % targets.length]!;
+        const r = fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
+        latencies.get(t.name)!.push(...r.latenciesMs);
+        errors.set(t.name, errors.get(t.name)! + r.errors);
+      }
+    }
     const fixed: Record<string, { p50: number; p99: number }> = {};
     for (const t of targets) {
-      const r = await fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
-      const s = summarize(r.latenciesMs);
+      const s = summarize(latencies.get(t.name)!);
       fixed[t.name] = s;
-      console.log(`  ${t.name.padEnd(32)} ${fmt(r.achievedRps, 0).padStart(6)} req/s  p50 ${fmt(s.p50, 3)} ms  p99 ${fmt(s.p99, 3)} ms  errors ${r.errors}`);
+      console.log(`  ${t.name.padEnd(32)} ${String(s.count).padStart(6)} requests  p50 ${fmt(s.p50, 3)} ms  p99 ${fmt(s.p99, 3)} ms  errors ${errors.get(t.name)}`);
     }
     const direct = fixed[targets[0]!.name]!;
     for (const t of targets.slice(1)) {
@@ -213,7 +229,7 @@ async function orchestrate(): Promise<void> {
       { name: "direct", port: upstream.port, spec: spec(true, false) },
       { name: "Troupe", port: troupe.port, spec: spec(true, true) },
     ]) {
-      ttfb[t.name] = await firstByteTimes(`http://127.0.0.1:${t.port}`, t.spec, Math.min(rate, 200), seconds * 1000);
+      ttfb[t.name] = fixedRate(`http://127.0.0.1:${t.port}`, t.spec, Math.min(rate, 200), seconds * 1000, { firstByte: true }).latenciesMs;
       const s = summarize(ttfb[t.name]!);
       console.log(`  ${t.name.padEnd(32)} TTFB p50 ${fmt(s.p50, 3)} ms  p99 ${fmt(s.p99, 3)} ms  (${s.count} streams)`);
     }
@@ -231,39 +247,4 @@ async function orchestrate(): Promise<void> {
     // Children hold pipes open: stop them all, whatever happened.
     for (const c of children) c.stop();
   }
-}
-
-/** Open-loop streams: time from the scheduled start to the first body byte. */
-async function firstByteTimes(
-  origin: string,
-  spec: import("./lib/fixed-rate.ts").RequestSpec,
-  ratePerSecond: number,
-  durationMs: number,
-): Promise<number[]> {
-  const pool = new Pool(origin, { connections: 64, pipelining: 1, keepAliveTimeout: 30_000 });
-  const times: number[] = [];
-  const inflight: Promise<void>[] = [];
-  const total = Math.round((ratePerSecond * durationMs) / 1000);
-  const start = performance.now();
-  let sent = 0;
-  const fire = async (scheduledAt: number): Promise<void> => {
-    try {
-      const res = await pool.request({ method: spec.method, path: spec.path, headers: spec.headers, body: spec.body ?? null });
-      let first = true;
-      for await (const _ of res.body) {
-        if (first && res.statusCode === 200) times.push(performance.now() - scheduledAt);
-        first = false;
-      }
-    } catch {
-      // counted by its absence from `times`
-    }
-  };
-  while (sent < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - start) * ratePerSecond) / 1000));
-    while (sent < due) inflight.push(fire(start + (sent++ * 1000) / ratePerSecond));
-    await new Promise((r) => setImmediate(r));
-  }
-  await Promise.all(inflight);
-  await pool.close();
-  return times;
 }

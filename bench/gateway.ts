@@ -6,7 +6,7 @@
 // throughput at saturation.
 import { join } from "node:path";
 import { startChildServer } from "./lib/child-server.ts";
-import { fixedRate, type RequestSpec } from "./lib/fixed-rate.ts";
+import { fixedRate, type RequestSpec } from "./lib/loadgen.ts";
 import { fmt, summarize } from "./lib/stats.ts";
 import { requireWrk, wrk } from "./lib/wrk.ts";
 
@@ -54,7 +54,7 @@ try {
   console.log(`\nfixed rate: ${rate} req/s for ${seconds} s (open loop, latency from scheduled start)`);
   const fixed: Record<string, { p50: number; p99: number }> = {};
   for (const t of targets) {
-    const r = await fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
+    const r = fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
     const s = summarize(r.latenciesMs);
     fixed[t.name] = s;
     console.log(`  ${t.name.padEnd(36)} ${fmt(r.achievedRps, 0).padStart(7)} req/s  p50 ${fmt(s.p50, 3)} ms  p99 ${fmt(s.p99, 3)} ms  errors ${r.errors}`);

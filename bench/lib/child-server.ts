@@ -1,5 +1,6 @@
 // Starts a benchmark server as a child process and reads the port it prints.
 import { spawn, type ChildProcess } from "node:child_process";
+import { onCpu, type CpuRole } from "./cpu-layout.ts";
 
 export interface ChildServer {
   port: number;
@@ -7,9 +8,10 @@ export interface ChildServer {
   stop(): void;
 }
 
-export function startChildServer(script: string, env: Record<string, string> = {}): Promise<ChildServer> {
+export function startChildServer(script: string, env: Record<string, string> = {}, cpu: CpuRole = "server"): Promise<ChildServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+    const [command, args] = onCpu(cpu, process.execPath, [script]);
+    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
     let buffer = "";
     const timer = setTimeout(() => reject(new Error(`${script} did not print its port in 20 s`)), 20_000);
     child.stdout.on("data", (chunk: Buffer) => {

@@ -4,7 +4,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { RequestSpec } from "./fixed-rate.ts";
+import { onCpu } from "./cpu-layout.ts";
+import type { RequestSpec } from "./loadgen.ts";
 
 export interface WrkResult {
   rps: number;
@@ -33,7 +34,8 @@ export function wrk(url: string, spec: RequestSpec, connections: number, duratio
   if (spec.body) lines.push(`wrk.body = ${JSON.stringify(spec.body)}`);
   for (const [k, v] of Object.entries(spec.headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
   writeFileSync(script, lines.join("\n") + "\n");
-  const out = execFileSync("wrk", [`-t${threads}`, `-c${connections}`, `-d${durationS}s`, "--latency", "-s", script, url], { encoding: "utf8" });
+  const [command, args] = onCpu("world", "wrk", [`-t${threads}`, `-c${connections}`, `-d${durationS}s`, "--latency", "-s", script, url]);
+  const out = execFileSync(command, args, { encoding: "utf8" });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
   const p50 = /\s50%\s+(\S+)/.exec(out)?.[1] ?? "";
   const p99 = /\s99%\s+(\S+)/.exec(out)?.[1] ?? "";

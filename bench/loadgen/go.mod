@@ -1,0 +1,3 @@
+module troupe.dev/bench/loadgen
+
+go 1.22
