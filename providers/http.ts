@@ -1,13 +1,16 @@
-// Outbound HTTP for adapters: undici with one keep-alive Agent per provider
-// (undici sets TCP_NODELAY on its sockets, so keep-alive requests never wait on
-// Nagle's algorithm), a caller AbortSignal on every call, and upstream
-// failures turned into classified ProviderCallErrors.
-import { Agent, request, type Dispatcher } from "undici";
+// Outbound HTTP for adapters: the lean keep-alive HTTP/1.1 client in
+// http1/ (one per provider; TCP_NODELAY on every socket, so keep-alive
+// requests never wait on Nagle's algorithm), a caller AbortSignal on every
+// call, and upstream failures turned into classified ProviderCallErrors.
+import { Http1Client, type StreamingResponse, type UpstreamRequest } from "./http1/client.ts";
+import { HttpParseError } from "./http1/response-parser.ts";
 import { ProviderCallError, parseRetryAfterMs } from "./errors.ts";
 
-export function createDispatcher(connections = 256): Dispatcher {
+export type UpstreamClient = Http1Client;
+
+export function createUpstreamClient(maxConnectionsPerOrigin = 256): UpstreamClient {
   // 30 s idle keep-alive: upstream APIs keep connections open about that long.
-  return new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections, pipelining: 1 });
+  return new Http1Client({ maxConnectionsPerOrigin, keepAliveMs: 30_000 });
 }
 
 export interface SendOptions {
@@ -17,43 +20,48 @@ export interface SendOptions {
   signal: AbortSignal;
 }
 
-export type ResponseBody = Dispatcher.ResponseData["body"];
+export type ResponseBody = AsyncIterable<Buffer>;
 
-/** Sends a request; resolves with the body of a 2xx answer, throws ProviderCallError otherwise. */
-export async function send(provider: string, dispatcher: Dispatcher, url: string, opts: SendOptions): Promise<ResponseBody> {
-  let res: Dispatcher.ResponseData;
+function upstreamRequest(url: string, opts: SendOptions): UpstreamRequest {
+  return {
+    method: opts.method ?? "POST",
+    url,
+    headers: opts.body === undefined ? opts.headers : { "content-type": "application/json", ...opts.headers },
+    body: opts.body === undefined ? null : JSON.stringify(opts.body),
+    signal: opts.signal,
+  };
+}
+
+/** Sends a request; resolves with the streaming body of a 2xx answer, throws ProviderCallError otherwise. */
+export async function send(provider: string, client: UpstreamClient, url: string, opts: SendOptions): Promise<ResponseBody> {
+  let res: StreamingResponse;
   try {
-    res = await request(url, {
-      dispatcher,
-      method: opts.method ?? "POST",
-      headers: opts.body === undefined ? opts.headers : { "content-type": "application/json", ...opts.headers },
-      body: opts.body === undefined ? null : JSON.stringify(opts.body),
-      signal: opts.signal,
-    });
+    res = await client.request(upstreamRequest(url, opts));
   } catch (e) {
     throw wrapTransportError(provider, e, opts.signal);
   }
-  if (res.statusCode >= 200 && res.statusCode < 300) return res.body;
+  if (res.status >= 200 && res.status < 300) return res.body;
   let text = "";
   try {
-    text = (await res.body.text()).slice(0, 2000);
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body) chunks.push(chunk);
+    text = Buffer.concat(chunks).toString("utf8").slice(0, 2000);
   } catch {
     // The error body is informative only; the status already says what happened.
   }
-  throw new ProviderCallError(provider, "http", `${provider} answered ${res.statusCode}: ${upstreamMessage(text)}`, {
-    status: res.statusCode,
-    retryAfterMs: parseRetryAfterMs(res.headers["retry-after"]),
-  });
+  throw statusError(provider, res.status, text, res.headers["retry-after"]);
 }
 
-/** Reads and JSON-parses a whole body. */
-export async function readJson(provider: string, body: ResponseBody, signal: AbortSignal): Promise<unknown> {
-  let text: string;
+/** Sends a request and resolves with the parsed JSON of a 2xx answer; throws ProviderCallError otherwise. */
+export async function sendForJson(provider: string, client: UpstreamClient, url: string, opts: SendOptions): Promise<unknown> {
+  let res;
   try {
-    text = await body.text();
+    res = await client.requestBuffered(upstreamRequest(url, opts));
   } catch (e) {
-    throw wrapTransportError(provider, e, signal);
+    throw wrapTransportError(provider, e, opts.signal);
   }
+  const text = res.body.toString("utf8");
+  if (res.status < 200 || res.status >= 300) throw statusError(provider, res.status, text.slice(0, 2000), res.headers["retry-after"]);
   try {
     return JSON.parse(text);
   } catch (e) {
@@ -61,10 +69,18 @@ export async function readJson(provider: string, body: ResponseBody, signal: Abo
   }
 }
 
-/** Aborts propagate as they are (the router knows why it aborted); the rest is a connection failure. */
+function statusError(provider: string, status: number, text: string, retryAfter: string | undefined): ProviderCallError {
+  return new ProviderCallError(provider, "http", `${provider} answered ${status}: ${upstreamMessage(text)}`, {
+    status,
+    retryAfterMs: parseRetryAfterMs(retryAfter),
+  });
+}
+
+/** Aborts propagate as they are (the router knows why it aborted); a malformed answer is a protocol failure; the rest is a connection failure. */
 export function wrapTransportError(provider: string, e: unknown, signal: AbortSignal): unknown {
   if (signal.aborted) return signal.reason ?? e;
   if (e instanceof ProviderCallError) return e;
+  if (e instanceof HttpParseError) return new ProviderCallError(provider, "protocol", `${provider} sent a malformed HTTP response: ${e.message}`, { cause: e });
   const message = e instanceof Error ? e.message : String(e);
   return new ProviderCallError(provider, "connection", `${provider} connection failed: ${message}`, { cause: e });
 }

@@ -1,8 +1,8 @@
 // Entry point for the gateway and actors: builds the adapters that config
 // enables (a provider without a key is absent; simulated is always there)
 // and the router over them.
-import type { Dispatcher } from "undici";
 import type { ProvidersConfig } from "../core/config.ts";
+import type { UpstreamClient } from "./http.ts";
 import { createAnthropicAdapter } from "./anthropic/index.ts";
 import { Catalogue } from "./catalogue.ts";
 import { createCohereAdapter } from "./cohere/index.ts";
@@ -20,14 +20,14 @@ export type ProvidersSettings = Pick<
 >;
 
 export interface ProviderOverrides {
-  dispatcher?: Dispatcher;
+  client?: UpstreamClient;
   attemptTimeoutMs?: number;
   breaker?: RouterOptions["breaker"];
   backoff?: RouterOptions["backoff"];
 }
 
-export function createAdapters(cfg: ProvidersSettings, dispatcher?: Dispatcher): Map<string, ProviderAdapter> {
-  const d = dispatcher ? { dispatcher } : {};
+export function createAdapters(cfg: ProvidersSettings, client?: UpstreamClient): Map<string, ProviderAdapter> {
+  const d = client ? { client } : {};
   const adapters = new Map<string, ProviderAdapter>();
   adapters.set("simulated", createSimulatedAdapter(cfg.simulated));
   if (cfg.openai.apiKey) adapters.set("openai", createOpenAIAdapter({ baseUrl: cfg.openai.baseUrl, apiKey: cfg.openai.apiKey, ...d }));
@@ -38,7 +38,7 @@ export function createAdapters(cfg: ProvidersSettings, dispatcher?: Dispatcher):
   if (cfg.cohere.apiKey) adapters.set("cohere", createCohereAdapter({ baseUrl: cfg.cohere.baseUrl, apiKey: cfg.cohere.apiKey, ...d }));
   for (const ep of cfg.openaiCompatible) {
     if (adapters.has(ep.name)) throw new Error(`openai-compatible endpoint name ${ep.name} clashes with a provider`);
-    adapters.set(ep.name, createCompatibleAdapter(ep, dispatcher));
+    adapters.set(ep.name, createCompatibleAdapter(ep, client));
   }
   return adapters;
 }
@@ -47,7 +47,7 @@ export function createRouter(cfg: ProvidersSettings, overrides: ProviderOverride
   const catalogue = Catalogue.load(cfg.openaiCompatible);
   return new Router({
     catalogue,
-    adapters: createAdapters(cfg, overrides.dispatcher),
+    adapters: createAdapters(cfg, overrides.client),
     timeoutMs: cfg.timeoutMs,
     maxAttempts: cfg.maxAttempts,
     ...(overrides.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: overrides.attemptTimeoutMs } : {}),

@@ -2,10 +2,9 @@
 // the user turn, consecutive same-role turns merged), zod schemas of the
 // answers, JSON transform and SSE transform (message_start … message_stop).
 import { z } from "zod";
-import type { Dispatcher } from "undici";
 import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
 import { ProviderCallError } from "../errors.ts";
-import { readJson, send } from "../http.ts";
+import { send, sendForJson, type UpstreamClient } from "../http.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
 import { parseUpstream } from "../openai/chat.ts";
@@ -132,16 +131,16 @@ const streamEventSchema = z.discriminatedUnion("type", [
 
 export async function anthropicChat(
   cfg: AnthropicApiConfig,
-  dispatcher: Dispatcher,
+  client: UpstreamClient,
   req: ChatRequest,
   opts: CallOptions,
 ): Promise<ChatResult> {
-  const body = await send(cfg.provider, dispatcher, anthropicUrls.messages(cfg), {
+  const answer = await sendForJson(cfg.provider, client, anthropicUrls.messages(cfg), {
     headers: anthropicHeaders(cfg),
     body: toAnthropicBody(cfg, req, false),
     signal: opts.signal,
   });
-  const data = parseUpstream(cfg.provider, responseSchema, await readJson(cfg.provider, body, opts.signal));
+  const data = parseUpstream(cfg.provider, responseSchema, answer);
   let content = "";
   const toolCalls: ToolCall[] = [];
   for (const block of data.content) {
@@ -163,11 +162,11 @@ export async function anthropicChat(
 
 export async function* anthropicChatStream(
   cfg: AnthropicApiConfig,
-  dispatcher: Dispatcher,
+  client: UpstreamClient,
   req: ChatRequest,
   opts: CallOptions,
 ): AsyncGenerator<StreamEvent> {
-  const body = await send(cfg.provider, dispatcher, anthropicUrls.messages(cfg), {
+  const body = await send(cfg.provider, client, anthropicUrls.messages(cfg), {
     headers: { ...anthropicHeaders(cfg), accept: "text/event-stream" },
     body: toAnthropicBody(cfg, req, true),
     signal: opts.signal,

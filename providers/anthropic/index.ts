@@ -1,7 +1,6 @@
 // The Anthropic adapter (chat only; Anthropic has no embeddings API).
-import type { Dispatcher } from "undici";
 import type { CallOptions, ChatRequest, ProviderAdapter } from "../types.ts";
-import { createDispatcher } from "../http.ts";
+import { createUpstreamClient, type UpstreamClient } from "../http.ts";
 import type { AnthropicApiConfig } from "./api.ts";
 import { anthropicChat, anthropicChatStream } from "./chat.ts";
 
@@ -9,7 +8,7 @@ export interface AnthropicAdapterOptions {
   baseUrl: string;
   apiKey?: string | undefined;
   defaultMaxTokens?: number;
-  dispatcher?: Dispatcher;
+  client?: UpstreamClient;
 }
 
 export function createAnthropicAdapter(opts: AnthropicAdapterOptions): ProviderAdapter {
@@ -20,14 +19,14 @@ export function createAnthropicAdapter(opts: AnthropicAdapterOptions): ProviderA
     apiKey: opts.apiKey,
     defaultMaxTokens: opts.defaultMaxTokens ?? 4096,
   };
-  const owned = opts.dispatcher === undefined;
-  const dispatcher = opts.dispatcher ?? createDispatcher();
+  const owned = opts.client === undefined;
+  const client = opts.client ?? createUpstreamClient();
   return {
     provider: cfg.provider,
-    chat: (req: ChatRequest, o: CallOptions) => anthropicChat(cfg, dispatcher, req, o),
-    chatStream: (req: ChatRequest, o: CallOptions) => anthropicChatStream(cfg, dispatcher, req, o),
+    chat: (req: ChatRequest, o: CallOptions) => anthropicChat(cfg, client, req, o),
+    chatStream: (req: ChatRequest, o: CallOptions) => anthropicChatStream(cfg, client, req, o),
     close: async () => {
-      if (owned) await dispatcher.close();
+      if (owned) await client.close();
     },
   };
 }

@@ -2,9 +2,8 @@
 // stored, search_query for queries), embedding_types ["float"], answer in
 // embeddings.float.
 import { z } from "zod";
-import type { Dispatcher } from "undici";
 import type { CallOptions, EmbedRequest, EmbedResult } from "../types.ts";
-import { readJson, send } from "../http.ts";
+import { sendForJson, type UpstreamClient } from "../http.ts";
 import { parseUpstream } from "../openai/chat.ts";
 import { cohereHeaders, cohereUrls, type CohereApiConfig } from "./api.ts";
 
@@ -18,7 +17,7 @@ const responseSchema = z.object({
 
 export async function cohereEmbed(
   cfg: CohereApiConfig,
-  dispatcher: Dispatcher,
+  client: UpstreamClient,
   req: EmbedRequest,
   opts: CallOptions,
 ): Promise<EmbedResult> {
@@ -29,12 +28,12 @@ export async function cohereEmbed(
     embedding_types: ["float"],
   };
   if (req.dimensions != null) payload.output_dimension = req.dimensions;
-  const body = await send(cfg.provider, dispatcher, cohereUrls.embed(cfg), {
+  const answer = await sendForJson(cfg.provider, client, cohereUrls.embed(cfg), {
     headers: cohereHeaders(cfg),
     body: payload,
     signal: opts.signal,
   });
-  const data = parseUpstream(cfg.provider, responseSchema, await readJson(cfg.provider, body, opts.signal));
+  const data = parseUpstream(cfg.provider, responseSchema, answer);
   const embeddings = data.embeddings.float;
   return {
     embeddings,

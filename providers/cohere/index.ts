@@ -1,24 +1,23 @@
 // The Cohere adapter: embeddings only.
-import type { Dispatcher } from "undici";
 import type { CallOptions, EmbedRequest, ProviderAdapter } from "../types.ts";
-import { createDispatcher } from "../http.ts";
+import { createUpstreamClient, type UpstreamClient } from "../http.ts";
 import { cohereEmbed } from "./embed.ts";
 
 export interface CohereAdapterOptions {
   baseUrl: string;
   apiKey?: string | undefined;
-  dispatcher?: Dispatcher;
+  client?: UpstreamClient;
 }
 
 export function createCohereAdapter(opts: CohereAdapterOptions): ProviderAdapter {
   const cfg = { provider: "cohere", baseUrl: opts.baseUrl, apiKey: opts.apiKey };
-  const owned = opts.dispatcher === undefined;
-  const dispatcher = opts.dispatcher ?? createDispatcher();
+  const owned = opts.client === undefined;
+  const client = opts.client ?? createUpstreamClient();
   return {
     provider: cfg.provider,
-    embed: (req: EmbedRequest, o: CallOptions) => cohereEmbed(cfg, dispatcher, req, o),
+    embed: (req: EmbedRequest, o: CallOptions) => cohereEmbed(cfg, client, req, o),
     close: async () => {
-      if (owned) await dispatcher.close();
+      if (owned) await client.close();
     },
   };
 }

@@ -2,9 +2,8 @@
 // user/model, functionCall/functionResponse parts, inline_data/file_data
 // images), zod schemas of the answers, JSON and SSE transforms.
 import { z } from "zod";
-import type { Dispatcher } from "undici";
 import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
-import { readJson, send } from "../http.ts";
+import { send, sendForJson, type UpstreamClient } from "../http.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
 import { parseUpstream } from "../openai/chat.ts";
@@ -152,16 +151,16 @@ function textOf(parts: z.infer<typeof partSchema>[]): string {
 
 export async function geminiChat(
   cfg: GeminiApiConfig,
-  dispatcher: Dispatcher,
+  client: UpstreamClient,
   req: ChatRequest,
   opts: CallOptions,
 ): Promise<ChatResult> {
-  const body = await send(cfg.provider, dispatcher, geminiUrls.generate(cfg, req.model), {
+  const answer = await sendForJson(cfg.provider, client, geminiUrls.generate(cfg, req.model), {
     headers: geminiHeaders(cfg),
     body: toGeminiBody(req),
     signal: opts.signal,
   });
-  const data = parseUpstream(cfg.provider, responseSchema, await readJson(cfg.provider, body, opts.signal));
+  const data = parseUpstream(cfg.provider, responseSchema, answer);
   const candidate = data.candidates[0];
   const parts = candidate?.content?.parts ?? [];
   const toolCalls = toolCallsOf(cfg, parts);
@@ -179,11 +178,11 @@ export async function geminiChat(
 
 export async function* geminiChatStream(
   cfg: GeminiApiConfig,
-  dispatcher: Dispatcher,
+  client: UpstreamClient,
   req: ChatRequest,
   opts: CallOptions,
 ): AsyncGenerator<StreamEvent> {
-  const body = await send(cfg.provider, dispatcher, geminiUrls.stream(cfg, req.model), {
+  const body = await send(cfg.provider, client, geminiUrls.stream(cfg, req.model), {
     headers: { ...geminiHeaders(cfg), accept: "text/event-stream" },
     body: toGeminiBody(req),
     signal: opts.signal,

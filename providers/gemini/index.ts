@@ -1,15 +1,14 @@
 // The Gemini adapter (chat, vision through inline_data/file_data parts).
 import { randomUUID } from "node:crypto";
-import type { Dispatcher } from "undici";
 import type { CallOptions, ChatRequest, ProviderAdapter } from "../types.ts";
-import { createDispatcher } from "../http.ts";
+import { createUpstreamClient, type UpstreamClient } from "../http.ts";
 import type { GeminiApiConfig } from "./api.ts";
 import { geminiChat, geminiChatStream } from "./chat.ts";
 
 export interface GeminiAdapterOptions {
   baseUrl: string;
   apiKey?: string | undefined;
-  dispatcher?: Dispatcher;
+  client?: UpstreamClient;
   newToolCallId?: () => string;
 }
 
@@ -20,14 +19,14 @@ export function createGeminiAdapter(opts: GeminiAdapterOptions): ProviderAdapter
     apiKey: opts.apiKey,
     newToolCallId: opts.newToolCallId ?? (() => `call_${randomUUID().replaceAll("-", "").slice(0, 24)}`),
   };
-  const owned = opts.dispatcher === undefined;
-  const dispatcher = opts.dispatcher ?? createDispatcher();
+  const owned = opts.client === undefined;
+  const client = opts.client ?? createUpstreamClient();
   return {
     provider: cfg.provider,
-    chat: (req: ChatRequest, o: CallOptions) => geminiChat(cfg, dispatcher, req, o),
-    chatStream: (req: ChatRequest, o: CallOptions) => geminiChatStream(cfg, dispatcher, req, o),
+    chat: (req: ChatRequest, o: CallOptions) => geminiChat(cfg, client, req, o),
+    chatStream: (req: ChatRequest, o: CallOptions) => geminiChatStream(cfg, client, req, o),
     close: async () => {
-      if (owned) await dispatcher.close();
+      if (owned) await client.close();
     },
   };
 }

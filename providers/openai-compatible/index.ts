@@ -1,7 +1,7 @@
 // Any server speaking OpenAI's chat API (Mistral, Groq, DeepSeek, Together,
 // Ollama, vLLM…): the OpenAI adapter under the endpoint's own name. Declared
 // in config as OPENAI_COMPATIBLE_ENDPOINTS=[{name, base_url, api_key?, models}].
-import type { Dispatcher } from "undici";
+import type { UpstreamClient } from "../http.ts";
 import type { ProviderAdapter } from "../types.ts";
 import { createOpenAIAdapter } from "../openai/index.ts";
 
@@ -12,13 +12,13 @@ export interface CompatibleEndpoint {
   models: readonly string[];
 }
 
-export function createCompatibleAdapter(endpoint: CompatibleEndpoint, dispatcher?: Dispatcher): ProviderAdapter {
+export function createCompatibleAdapter(endpoint: CompatibleEndpoint, client?: UpstreamClient): ProviderAdapter {
   return createOpenAIAdapter({
     provider: endpoint.name,
     baseUrl: endpoint.base_url,
     apiKey: endpoint.api_key,
     maxTokensField: "max_tokens",
-    ...(dispatcher ? { dispatcher } : {}),
+    ...(client ? { client } : {}),
   });
 }
 

@@ -1,10 +1,9 @@
 // OpenAI chat completions: request mapping, zod schemas of the upstream
 // answers, the JSON transform and the SSE stream transform.
 import { z } from "zod";
-import type { Dispatcher } from "undici";
 import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
 import { ProviderCallError } from "../errors.ts";
-import { readJson, send } from "../http.ts";
+import { send, sendForJson, type UpstreamClient } from "../http.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
 import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
@@ -132,16 +131,16 @@ export function parseUpstream<T>(provider: string, schema: z.ZodType<T>, value: 
 
 export async function openaiChat(
   cfg: OpenAIApiConfig,
-  dispatcher: Dispatcher,
+  client: UpstreamClient,
   req: ChatRequest,
   opts: CallOptions,
 ): Promise<ChatResult> {
-  const body = await send(cfg.provider, dispatcher, openaiUrls.chat(cfg), {
+  const answer = await sendForJson(cfg.provider, client, openaiUrls.chat(cfg), {
     headers: openaiHeaders(cfg),
     body: toOpenAIBody(cfg, req, false),
     signal: opts.signal,
   });
-  const data = parseUpstream(cfg.provider, responseSchema, await readJson(cfg.provider, body, opts.signal));
+  const data = parseUpstream(cfg.provider, responseSchema, answer);
   const choice = data.choices[0]!;
   const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).map((c) => ({
     id: c.id,
@@ -161,11 +160,11 @@ export async function openaiChat(
 
 export async function* openaiChatStream(
   cfg: OpenAIApiConfig,
-  dispatcher: Dispatcher,
+  client: UpstreamClient,
   req: ChatRequest,
   opts: CallOptions,
 ): AsyncGenerator<StreamEvent> {
-  const body = await send(cfg.provider, dispatcher, openaiUrls.chat(cfg), {
+  const body = await send(cfg.provider, client, openaiUrls.chat(cfg), {
     headers: { ...openaiHeaders(cfg), accept: "text/event-stream" },
     body: toOpenAIBody(cfg, req, true),
     signal: opts.signal,

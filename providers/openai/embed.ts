@@ -1,8 +1,7 @@
 // OpenAI /v1/embeddings (also spoken by most openai-compatible servers).
 import { z } from "zod";
-import type { Dispatcher } from "undici";
 import type { CallOptions, EmbedRequest, EmbedResult } from "../types.ts";
-import { readJson, send } from "../http.ts";
+import { sendForJson, type UpstreamClient } from "../http.ts";
 import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
 import { parseUpstream } from "./chat.ts";
 
@@ -14,18 +13,18 @@ const responseSchema = z.object({
 
 export async function openaiEmbed(
   cfg: OpenAIApiConfig,
-  dispatcher: Dispatcher,
+  client: UpstreamClient,
   req: EmbedRequest,
   opts: CallOptions,
 ): Promise<EmbedResult> {
   const payload: Record<string, unknown> = { model: req.model, input: req.input, encoding_format: "float" };
   if (req.dimensions != null) payload.dimensions = req.dimensions;
-  const body = await send(cfg.provider, dispatcher, openaiUrls.embeddings(cfg), {
+  const answer = await sendForJson(cfg.provider, client, openaiUrls.embeddings(cfg), {
     headers: openaiHeaders(cfg),
     body: payload,
     signal: opts.signal,
   });
-  const data = parseUpstream(cfg.provider, responseSchema, await readJson(cfg.provider, body, opts.signal));
+  const data = parseUpstream(cfg.provider, responseSchema, answer);
   const embeddings = [...data.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
   return {
     embeddings,

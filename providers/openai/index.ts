@@ -1,7 +1,6 @@
 // The OpenAI adapter; openai-compatible endpoints reuse it with their own config.
-import type { Dispatcher } from "undici";
 import type { CallOptions, ChatRequest, EmbedRequest, ProviderAdapter } from "../types.ts";
-import { createDispatcher } from "../http.ts";
+import { createUpstreamClient, type UpstreamClient } from "../http.ts";
 import type { OpenAIApiConfig } from "./api.ts";
 import { openaiChat, openaiChatStream } from "./chat.ts";
 import { openaiEmbed } from "./embed.ts";
@@ -12,7 +11,7 @@ export interface OpenAIAdapterOptions {
   apiKey?: string | undefined;
   maxTokensField?: OpenAIApiConfig["maxTokensField"];
   /** Injected in tests; defaults to a keep-alive Agent owned by the adapter. */
-  dispatcher?: Dispatcher;
+  client?: UpstreamClient;
 }
 
 export function createOpenAIAdapter(opts: OpenAIAdapterOptions): ProviderAdapter {
@@ -22,15 +21,15 @@ export function createOpenAIAdapter(opts: OpenAIAdapterOptions): ProviderAdapter
     apiKey: opts.apiKey,
     maxTokensField: opts.maxTokensField ?? "max_completion_tokens",
   };
-  const owned = opts.dispatcher === undefined;
-  const dispatcher = opts.dispatcher ?? createDispatcher();
+  const owned = opts.client === undefined;
+  const client = opts.client ?? createUpstreamClient();
   return {
     provider: cfg.provider,
-    chat: (req: ChatRequest, o: CallOptions) => openaiChat(cfg, dispatcher, req, o),
-    chatStream: (req: ChatRequest, o: CallOptions) => openaiChatStream(cfg, dispatcher, req, o),
-    embed: (req: EmbedRequest, o: CallOptions) => openaiEmbed(cfg, dispatcher, req, o),
+    chat: (req: ChatRequest, o: CallOptions) => openaiChat(cfg, client, req, o),
+    chatStream: (req: ChatRequest, o: CallOptions) => openaiChatStream(cfg, client, req, o),
+    embed: (req: EmbedRequest, o: CallOptions) => openaiEmbed(cfg, client, req, o),
     close: async () => {
-      if (owned) await dispatcher.close();
+      if (owned) await client.close();
     },
   };
 }
