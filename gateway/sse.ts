@@ -1,13 +1,28 @@
 // Server-Sent Events on a uWS response, backpressure-aware: when the socket
 // buffer is full, send() waits for onWritable before the caller produces
 // more, so a slow client slows the upstream instead of growing memory.
+//
+// The first event goes out at once (time to first byte). Later events are
+// gathered until the end of the current event-loop turn and leave in one
+// write: an upstream read that carries several events (common when a
+// provider is fast or the network batches) then costs one send(2) instead of
+// one per event, and [DONE] rides with the last of them. The delay this adds
+// is only the rest of the current turn, never a timer.
 import type { HttpResponse } from "uWebSockets.js";
 import type { SseWriter } from "./route.ts";
 import type { ResponseState } from "./http-io.ts";
 
-export function openSse(res: HttpResponse, state: ResponseState, requestId: string): SseWriter {
-  let waiting: (() => void) | undefined;
+/** The subset of uWS's HttpResponse the writer uses (tests drive it with a fake). */
+export type SseResponse = Pick<HttpResponse, "cork" | "writeStatus" | "writeHeader" | "write" | "end" | "onWritable">;
+
+export function openSse(res: SseResponse, state: ResponseState, requestId: string): SseWriter {
   let started = false;
+  let pending = "";
+  let flushScheduled = false;
+  /** Set while the socket is full; senders wait on it. */
+  let writable: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+
   const start = (): void => {
     started = true;
     res.writeStatus("200 OK");
@@ -16,37 +31,55 @@ export function openSse(res: HttpResponse, state: ResponseState, requestId: stri
     res.writeHeader("x-request-id", requestId);
     res.writeHeader("x-accel-buffering", "no");
   };
-  state.onAbort(() => waiting?.());
-  const write = (frame: string): boolean => {
+  state.onAbort(() => wake?.());
+
+  const flush = (): void => {
+    flushScheduled = false;
+    if (state.aborted || state.done || pending === "") return;
+    const frames = pending;
+    pending = "";
     let ok = true;
     res.cork(() => {
       if (!started) start();
-      ok = res.write(frame);
+      ok = res.write(frames);
     });
-    return ok;
+    if (!ok && !writable) {
+      writable = new Promise<void>((resolve) => {
+        wake = () => {
+          writable = undefined;
+          wake = undefined;
+          resolve();
+        };
+        res.onWritable(() => {
+          wake?.();
+          return true;
+        });
+      });
+    }
   };
+
   return {
     get closed() {
       return state.aborted || state.done;
     },
     async send(data: unknown): Promise<void> {
       if (state.aborted || state.done) return;
-      if (write(`data: ${JSON.stringify(data)}\n\n`)) return;
-      await new Promise<void>((resolve) => {
-        waiting = resolve;
-        res.onWritable(() => {
-          waiting = undefined;
-          resolve();
-          return true;
-        });
-      });
+      pending += `data: ${JSON.stringify(data)}\n\n`;
+      if (!started) flush();
+      else if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flush);
+      }
+      if (writable) await writable;
     },
     done(): void {
       if (state.aborted || state.done) return;
       state.done = true;
+      const frames = `${pending}data: [DONE]\n\n`;
+      pending = "";
       res.cork(() => {
         if (!started) start();
-        res.end("data: [DONE]\n\n");
+        res.end(frames);
       });
     },
   };

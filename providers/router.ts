@@ -244,13 +244,16 @@ export class Router {
         return { it, first: first.value };
       });
       iterator = value.it;
-      const rename = (e: StreamEvent): StreamEvent => (isFinish(e) ? { ...e, model: entry.id, provider: entry.provider } : e);
-      yield rename(value.first);
-      if (isFinish(value.first)) {
-        finished = true;
-        return;
-      }
+      // A consumer usually stops right after the finish event, so `finished`
+      // is set before yielding it: the cleanup below then has nothing to abort.
+      let event = value.first;
       while (true) {
+        if (isFinish(event)) {
+          finished = true;
+          yield { ...event, model: entry.id, provider: entry.provider };
+          return;
+        }
+        yield event;
         let next: IteratorResult<StreamEvent>;
         try {
           next = await iterator.next();
@@ -258,18 +261,13 @@ export class Router {
           throw this.toTroupeError(e, deadline.signal, 1);
         }
         if (next.done) throw new TroupeError("provider_error", `${entry.provider} stream ended without a finish event`);
-        yield rename(next.value);
-        if (isFinish(next.value)) {
-          finished = true;
-          return;
-        }
+        event = next.value;
       }
     } finally {
-      if (!finished) {
-        deadline.abort();
-        // Ends the adapter generator (closing its upstream body); errors there no longer matter.
-        await iterator?.return?.().catch(() => undefined);
-      }
+      if (!finished) deadline.abort();
+      // Ends the adapter generator, closing its upstream body if part of it is
+      // still unread; errors there no longer matter.
+      await iterator?.return?.().catch(() => undefined);
       deadline.dispose();
     }
   }
