@@ -36,6 +36,8 @@ export class Connection {
   private closed = false;
   /** Upstream's `Keep-Alive: timeout=` hint, in ms, if it sent one. */
   idleHintMs: number | undefined;
+  /** When the pool may close it (performance.now() ms), while idle. */
+  idleUntilMs = 0;
 
   constructor(socket: Socket, owner: ConnectionOwner, maxHeaderBytes: number) {
     this.socket = socket;
@@ -45,8 +47,6 @@ export class Connection {
     socket.on("error", (error: Error) => this.close(error));
     socket.on("end", () => this.onEnd());
     socket.on("close", () => this.close(undefined));
-    // Idle keep-alive sockets time out (the pool sets the delay); busy ones are bounded by the caller's deadline.
-    socket.on("timeout", () => this.close(undefined));
   }
 
   get busy(): boolean {
@@ -60,7 +60,6 @@ export class Connection {
       { onHead: (h) => this.onHead(h), onBody: (chunk) => this.sink?.onBody(chunk) },
       { maxHeaderBytes: this.maxHeaderBytes, headRequest },
     );
-    this.socket.setTimeout(0);
     // One write: head and body leave in one segment when they fit.
     this.socket.write(body === null ? head : head + body);
   }
@@ -85,7 +84,8 @@ export class Connection {
   }
 
   private onHead(head: ResponseHead): void {
-    const hint = /timeout=(\d+)/i.exec(head.headers["keep-alive"] ?? "");
+    const keepAlive = head.headers["keep-alive"];
+    const hint = keepAlive === undefined ? null : /timeout=(\d+)/i.exec(keepAlive);
     this.idleHintMs = hint ? Number(hint[1]) * 1000 : undefined;
     this.sink?.onHead(head);
   }

@@ -29,7 +29,8 @@ export interface ParserEvents {
 type State = "head" | "length" | "chunk-size" | "chunk-data" | "chunk-end" | "trailers" | "until-close" | "done";
 
 const maxLineBytes = 4096;
-const statusLine = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
+const headEnd = Buffer.from("\r\n\r\n", "latin1");
+const lineEnd = Buffer.from("\r\n", "latin1");
 
 export class ResponseParser {
   private readonly events: ParserEvents;
@@ -72,7 +73,7 @@ export class ResponseParser {
     while (pos < buf.length) {
       switch (this.state) {
         case "head": {
-          const end = buf.indexOf("\r\n\r\n", pos, "latin1");
+          const end = buf.indexOf(headEnd, pos);
           if (end === -1 || end - pos > this.maxHeaderBytes) {
             if (buf.length - pos > this.maxHeaderBytes) throw new HttpParseError(`the response head exceeds ${this.maxHeaderBytes} bytes`);
             this.pending = buf.subarray(pos);
@@ -104,7 +105,7 @@ export class ResponseParser {
         }
         case "chunk-size":
         case "trailers": {
-          const eol = buf.indexOf("\r\n", pos, "latin1");
+          const eol = buf.indexOf(lineEnd, pos);
           if (eol === -1) {
             if (buf.length - pos > maxLineBytes) throw new HttpParseError("a chunk-size or trailer line is too long");
             this.pending = buf.subarray(pos);
@@ -140,28 +141,44 @@ export class ResponseParser {
   }
 
   private onHeadText(head: string): void {
-    const lines = head.split("\r\n");
-    const m = statusLine.exec(lines[0] ?? "");
-    if (!m) throw new HttpParseError(`not an HTTP/1.x status line: ${JSON.stringify((lines[0] ?? "").slice(0, 80))}`);
-    const minor = m[1];
-    const status = Number(m[2]);
+    // Hand-rolled rather than split + regex: this runs once per upstream call.
+    let eol = head.indexOf("\r\n");
+    if (eol === -1) eol = head.length;
+    const minor = head.charCodeAt(7);
+    const status = threeDigits(head, 9);
+    if (
+      !head.startsWith("HTTP/1.") ||
+      (minor !== 48 && minor !== 49) ||
+      head.charCodeAt(8) !== 32 ||
+      status < 100 ||
+      (eol > 12 && head.charCodeAt(12) !== 32)
+    ) {
+      throw new HttpParseError(`not an HTTP/1.x status line: ${JSON.stringify(head.slice(0, Math.min(eol, 80)))}`);
+    }
     const headers: Record<string, string> = {};
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
-      const colon = line.indexOf(":");
-      if (colon <= 0 || line.charCodeAt(0) === 32 || line.charCodeAt(0) === 9) throw new HttpParseError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
-      const name = line.slice(0, colon).trim().toLowerCase();
-      const value = line.slice(colon + 1).trim();
+    let pos = eol + 2;
+    while (pos < head.length) {
+      let end = head.indexOf("\r\n", pos);
+      if (end === -1) end = head.length;
+      const colon = head.indexOf(":", pos);
+      const first = head.charCodeAt(pos);
+      if (colon === -1 || colon >= end || colon === pos || first === 32 || first === 9) {
+        throw new HttpParseError(`malformed header line: ${JSON.stringify(head.slice(pos, Math.min(end, pos + 80)))}`);
+      }
+      const name = head.slice(pos, colon).trim().toLowerCase();
+      const value = head.slice(colon + 1, end).trim();
       const previous = headers[name];
       headers[name] = previous === undefined ? value : `${previous}, ${value}`;
+      pos = end + 2;
     }
     if (status < 200) {
       // 100 Continue, 103 Early Hints…: informational, the real head follows.
       if (status === 101) throw new HttpParseError("the upstream switched protocols, which was not asked for");
       return;
     }
-    const connection = (headers["connection"] ?? "").toLowerCase();
-    this.keepAlive = minor === "1" ? !connection.includes("close") : connection.includes("keep-alive");
+    const connection = headers["connection"];
+    if (minor === 49) this.keepAlive = connection === undefined || !connection.toLowerCase().includes("close");
+    else this.keepAlive = connection !== undefined && connection.toLowerCase().includes("keep-alive");
     this.frame(status, headers);
     this.events.onHead({ status, headers, keepAlive: this.keepAlive });
   }
@@ -195,6 +212,17 @@ export class ResponseParser {
     this.state = "until-close";
     this.keepAlive = false;
   }
+}
+
+/** The number written in three ASCII digits at `at`, or -1. */
+function threeDigits(text: string, at: number): number {
+  let n = 0;
+  for (let i = at; i < at + 3; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (!(d >= 0 && d <= 9)) return -1;
+    n = n * 10 + d;
+  }
+  return n;
 }
 
 function parseChunkSize(line: string): number {

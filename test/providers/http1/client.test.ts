@@ -218,12 +218,34 @@ t.test("idle connections stay open, or close at once when the upstream's Keep-Al
   await new Promise((r) => setTimeout(r, 50));
   t.equal(up.open(), 1, "without a hint the idle connection stays open");
 
-  // Keep-Alive: timeout=1 leaves no safe idle time (1 s minus a 1 s margin): the client closes at once.
+  // Keep-Alive: timeout=1 leaves no safe idle time (1 s minus a 1 s margin, two sweep periods): the client closes at once.
   await client.requestBuffered(post(`${up.url}/hint`, "{}"));
   await until(() => up.open() === 0);
   const again = await client.requestBuffered(post(up.url, "{}"));
   t.equal(again.body.toString(), "ok");
   t.equal(up.accepted, 2);
+});
+
+t.test("idle connections close after keepAliveMs (one sweep timer per pool)", async (t) => {
+  const up = await listen(
+    createHttpServer((req, res) => {
+      req.resume();
+      res.end("ok");
+    }),
+  );
+  const client = new Http1Client({ keepAliveMs: 100 });
+  t.teardown(async () => {
+    client.close();
+    await up.close();
+  });
+  await client.requestBuffered(post(up.url, "{}"));
+  t.equal(up.open(), 1);
+  const started = Date.now();
+  await until(() => up.open() === 0, 3000);
+  const elapsed = Date.now() - started;
+  t.ok(elapsed >= 90 && elapsed < 1500, `closed after ${elapsed} ms (100 ms keep-alive, 500 ms sweeps)`);
+  const again = await client.requestBuffered(post(up.url, "{}"));
+  t.equal(again.body.toString(), "ok", "and the next request opens a new one");
 });
 
 t.test("an upstream that drops idle connections costs no failed request", async (t) => {

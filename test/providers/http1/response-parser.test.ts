@@ -108,6 +108,8 @@ t.test("malformed answers are HttpParseErrors, never a hang or a silent short bo
   const bad: [string, RegExp][] = [
     ["HTTP/2 200 OK\r\n\r\n", /status line/],
     ["SSH-2.0-OpenSSH\r\n\r\n", /status line/],
+    ["HTTP/1.1 1e2 Exponent\r\n\r\n", /status line/],
+    ["HTTP/1.1 2000 Long\r\n\r\n", /status line/],
     ["HTTP/1.1 200 OK\r\nFolded: a\r\n b\r\n\r\n", /malformed header/],
     ["HTTP/1.1 200 OK\r\nno colon\r\n\r\n", /malformed header/],
     ["HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\n", /Content-Length/],
