@@ -12,7 +12,7 @@
 // Targets (issue 7): added p50 ≤ 0.25 ms, p99 ≤ 1 ms at 1,000 req/s;
 // Troupe ≥ 50 % of the pass-through at saturation.
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=3] [--connections=64] [--pin] [--no-usage]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage]
 // (--seconds: per round at the fixed rate, and per target at saturation.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
@@ -140,7 +140,7 @@ async function orchestrate(): Promise<void> {
   const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
   const rate = Number(args.get("rate") ?? 1000);
   const seconds = Number(args.get("seconds") ?? 5);
-  const rounds = Number(args.get("rounds") ?? 3);
+  const rounds = Number(args.get("rounds") ?? 5);
   const connections = Number(args.get("connections") ?? 64);
   requireWrk();
   const { configurePinning, describeLayout } = await import("./lib/cpu-layout.ts");

@@ -30,6 +30,8 @@ export interface FixedRateOptions {
   connections?: number;
   /** End each latency at the first body byte (streaming time to first byte). */
   firstByte?: boolean;
+  /** Sent at the same rate before measuring, not recorded (default 1,000 ms). */
+  warmupMs?: number;
 }
 
 const sourceDir = join(import.meta.dirname, "..", "loadgen");
@@ -78,6 +80,7 @@ export function fixedRate(origin: string, spec: RequestSpec, ratePerSecond: numb
     `-rate=${ratePerSecond}`,
     `-duration=${durationMs}ms`,
     `-connections=${options.connections ?? 64}`,
+    `-warmup=${options.warmupMs ?? 1000}ms`,
     ...Object.entries(spec.headers).map(([name, value]) => `-header=${name}: ${value}`),
   ];
   if (spec.body !== undefined) args.push(`-body=${spec.body}`);

@@ -12,7 +12,11 @@
 // Requests are scheduled at start + i/rate and latency is measured from the
 // scheduled time (no coordinated omission: a stalled server is not hidden by
 // the generator waiting for it). With -ttfb the latency ends at the first
-// body byte instead of the last. The result is one JSON object on stdout:
+// body byte instead of the last. With -warmup, requests are first sent at
+// the same rate for that long and not recorded: connections get opened and
+// the runtime settles, so each run measures the steady state (without it
+// the first ~100 ms of every run — TCP handshakes, a cold runtime — showed
+// up as a cluster of 2–5 ms requests). The result is one JSON object on stdout:
 // {"sent","ok","errors","first_error","elapsed_s","latencies_us":[...]}.
 package main
 
@@ -51,7 +55,8 @@ func main() {
 	method := flag.String("method", "POST", "HTTP method")
 	body := flag.String("body", "", "request body")
 	rate := flag.Float64("rate", 1000, "requests per second")
-	duration := flag.Duration("duration", 5*time.Second, "how long to send")
+	duration := flag.Duration("duration", 5*time.Second, "how long to send (and record)")
+	warmup := flag.Duration("warmup", 0, "how long to send first without recording")
 	connections := flag.Int("connections", 64, "keep-alive connections at most")
 	ttfb := flag.Bool("ttfb", false, "measure to the first body byte")
 	procs := flag.Int("procs", 2, "GOMAXPROCS")
@@ -85,14 +90,15 @@ func main() {
 	}
 	payload := []byte(*body)
 
-	total := int(*rate * duration.Seconds())
+	skipped := int(*rate * warmup.Seconds())
+	total := skipped + int(*rate*duration.Seconds())
 	interval := time.Duration(float64(time.Second) / *rate)
 	latencies := make([]int64, 0, total)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	res := result{Sent: total}
+	res := result{Sent: total - skipped}
 
-	fire := func(scheduled time.Time) {
+	fire := func(scheduled time.Time, record bool) {
 		defer wg.Done()
 		req, err := http.NewRequest(*method, *url, bytes.NewReader(payload))
 		if err == nil {
@@ -116,12 +122,17 @@ func main() {
 					err = fmt.Errorf("status %d", resp.StatusCode)
 				}
 				if err == nil {
-					mu.Lock()
-					latencies = append(latencies, elapsed.Microseconds())
-					mu.Unlock()
+					if record {
+						mu.Lock()
+						latencies = append(latencies, elapsed.Microseconds())
+						mu.Unlock()
+					}
 					return
 				}
 			}
+		}
+		if !record {
+			return
 		}
 		mu.Lock()
 		res.Errors++
@@ -137,17 +148,21 @@ func main() {
 	const prSetTimerSlack = 29
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, 1, 0)
 	start := time.Now()
+	measuredFrom := start
 	for i := 0; i < total; i++ {
 		scheduled := start.Add(time.Duration(i) * interval)
 		if wait := time.Until(scheduled); wait > 0 {
 			ts := syscall.NsecToTimespec(int64(wait))
 			_ = syscall.Nanosleep(&ts, nil)
 		}
+		if i == skipped {
+			measuredFrom = scheduled
+		}
 		wg.Add(1)
-		go fire(scheduled)
+		go fire(scheduled, i >= skipped)
 	}
 	wg.Wait()
-	res.ElapsedS = time.Since(start).Seconds()
+	res.ElapsedS = time.Since(measuredFrom).Seconds()
 	res.OK = len(latencies)
 	res.LatenciesUs = latencies
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
