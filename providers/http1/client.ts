@@ -68,7 +68,9 @@ interface Target {
   path: string;
 }
 
-const headerSafe = /^[^\r\n\0]*$/;
+/** RFC 9110 field-name token, and a field value without line breaks: nothing can smuggle a header in. */
+const fieldName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const fieldValue = /^[^\r\n\0]*$/;
 const sweepEveryMs = 500;
 
 export class Http1Client {
@@ -149,8 +151,8 @@ export class Http1Client {
     let head = `${req.method} ${target.path} HTTP/1.1\r\nhost: ${target.hostHeader}\r\n`;
     for (const name in req.headers) {
       const value = req.headers[name]!;
-      if (!headerSafe.test(name) || !headerSafe.test(value)) {
-        exchange.fail(new Error(`header ${JSON.stringify(name)} contains a line break`));
+      if (!fieldName.test(name) || !fieldValue.test(value)) {
+        exchange.fail(new Error(`header ${JSON.stringify(name)} is not a valid field name and value (no line breaks)`));
         return;
       }
       head += `${name}: ${value}\r\n`;
