@@ -8,6 +8,9 @@ import { ProviderCallError, parseRetryAfterMs } from "./errors.ts";
 
 export type UpstreamClient = Http1Client;
 
+/** How much of an upstream error body goes into the error message. */
+const maxErrorBodyBytes = 2000;
+
 export function createUpstreamClient(maxConnectionsPerOrigin = 256): UpstreamClient {
   // 30 s idle keep-alive: upstream APIs keep connections open about that long.
   return new Http1Client({ maxConnectionsPerOrigin, keepAliveMs: 30_000 });
@@ -43,9 +46,15 @@ export async function send(provider: string, client: UpstreamClient, url: string
   if (res.status >= 200 && res.status < 300) return res.body;
   let text = "";
   try {
+    // Only the start of an error body is kept; leaving the loop early closes the connection.
     const chunks: Buffer[] = [];
-    for await (const chunk of res.body) chunks.push(chunk);
-    text = Buffer.concat(chunks).toString("utf8").slice(0, 2000);
+    let bytes = 0;
+    for await (const chunk of res.body) {
+      chunks.push(chunk);
+      bytes += chunk.length;
+      if (bytes >= maxErrorBodyBytes) break;
+    }
+    text = Buffer.concat(chunks).toString("utf8").slice(0, maxErrorBodyBytes);
   } catch {
     // The error body is informative only; the status already says what happened.
   }
@@ -61,7 +70,7 @@ export async function sendForJson(provider: string, client: UpstreamClient, url:
     throw wrapTransportError(provider, e, opts.signal);
   }
   const text = res.body.toString("utf8");
-  if (res.status < 200 || res.status >= 300) throw statusError(provider, res.status, text.slice(0, 2000), res.headers["retry-after"]);
+  if (res.status < 200 || res.status >= 300) throw statusError(provider, res.status, text.slice(0, maxErrorBodyBytes), res.headers["retry-after"]);
   try {
     return JSON.parse(text);
   } catch (e) {
