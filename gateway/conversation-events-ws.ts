@@ -22,6 +22,7 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 interface SocketData {
   conversationId: string;
   snapshot: unknown;
+  closed?: boolean;
 }
 
 export interface ConversationEventsDeps {
@@ -115,13 +116,21 @@ export async function attachConversationEvents(app: TemplatedApp, deps: Conversa
       let set = sockets.get(data.conversationId);
       if (!set) sockets.set(data.conversationId, (set = new Set()));
       set.add(ws);
-      ws.send(JSON.stringify({ type: "conversation", conversation_id: data.conversationId, conversation: data.snapshot }), false);
+      // `open` runs inside res.upgrade, inside the upgrade's res.cork. A frame
+      // sent from there was, about one run in six, followed by the socket
+      // dropping (1006 on both sides). The snapshot goes out right after the
+      // cork instead: a microtask still runs before any bus event (those come
+      // from I/O callbacks), so it stays the first frame.
+      queueMicrotask(() => {
+        if (!data.closed) ws.cork(() => ws.send(JSON.stringify({ type: "conversation", conversation_id: data.conversationId, conversation: data.snapshot }), false));
+      });
     },
     message: () => {
       // The stream is one-way; client frames are ignored.
     },
     close: (ws) => {
       const data = ws.getUserData();
+      data.closed = true;
       const set = sockets.get(data.conversationId);
       set?.delete(ws);
       if (set && set.size === 0) sockets.delete(data.conversationId);

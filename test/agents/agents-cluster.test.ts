@@ -69,7 +69,8 @@ t.test("live events cross replicas: listen on replica 1, talk through replica 0"
     ws.onopen = () => resolve();
     ws.onerror = () => reject(new Error("websocket to replica 1 failed"));
   });
-  await at(0)("POST", `/v1/agents/conversations/${id}/messages`, { token: a.testKey, body: { content: "say across replicas" } });
+  const sent = await at(0)("POST", `/v1/agents/conversations/${id}/messages`, { token: a.testKey, body: { content: "say across replicas" } });
+  t.equal(sent.status, 200, `the message was taken: ${JSON.stringify(sent.body)}`);
   const deadline = Date.now() + 10_000;
   while (frames.filter((f) => f.type === "message.appended").length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   t.equal(frames[0]?.type, "conversation");
@@ -78,6 +79,7 @@ t.test("live events cross replicas: listen on replica 1, talk through replica 0"
     ["user", "assistant"],
     `events from the actor reach a socket on the other replica (frames: ${JSON.stringify(frames.map((f) => f.type))})`,
   );
+  t.equal(ws.readyState, WebSocket.OPEN, "the socket stays open after the upgrade");
   ws.close();
 });
 
