@@ -2,6 +2,7 @@
 // (conventions in script.ts), honest token counts (tokens.ts), optional
 // latency before the first token and a token rate for streaming.
 import type { ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import { sleep } from "../deadline.ts";
 import { countChatInputTokens, countTokens, tokenPieces } from "../tokens.ts";
 import { fnv1a, loremWords } from "./hash.ts";
 import { parseScript, type Step } from "./script.ts";
@@ -89,22 +90,6 @@ export interface SimulatedTiming {
   latencyMs: number;
   /** 0: no generation delay, the answer comes at once. */
   tokensPerSecond: number;
-}
-
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0) return signal.aborted ? Promise.reject(signal.reason) : Promise.resolve();
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 export async function simulatedChat(provider: string, timing: SimulatedTiming, req: ChatRequest, signal: AbortSignal): Promise<ChatResult> {

@@ -4,7 +4,8 @@
 // methods here with the same rules: deterministic, derived from the input,
 // paced by `latencyMs`).
 import type { CallOptions, ChatRequest, EmbedRequest, ProviderAdapter } from "../types.ts";
-import { simulatedChat, simulatedChatStream, sleep, type SimulatedTiming } from "./chat.ts";
+import { sleep } from "../deadline.ts";
+import { simulatedChat, simulatedChatStream, type SimulatedTiming } from "./chat.ts";
 import { simulatedEmbed } from "./embed.ts";
 
 export interface SimulatedOptions {
