@@ -5,27 +5,15 @@
 // and the OpenAI breaker must open and later half-open.
 import t from "tap";
 import { TroupeError } from "../../core/errors.ts";
-import { createAnthropicAdapter } from "../../providers/anthropic/index.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
-import { createOpenAIAdapter } from "../../providers/openai/index.ts";
 import { Router } from "../../providers/router.ts";
 import type { ProviderAdapter, StreamEvent } from "../../providers/types.ts";
-import { startAnthropicFake } from "../fakes/anthropic-fake.ts";
-import { startOpenAIFake } from "../fakes/openai-fake.ts";
 import { seededRandom } from "../support/seeded-random.ts";
+import { startFallbackPair } from "./fallback-pair.ts";
 
 t.setTimeout(60_000);
 
-const openaiFake = await startOpenAIFake();
-const anthropicFake = await startAnthropicFake();
-const openai = createOpenAIAdapter({ baseUrl: `${openaiFake.url}/v1`, apiKey: "k" });
-const anthropic = createAnthropicAdapter({ baseUrl: anthropicFake.url, apiKey: "k" });
-t.teardown(async () => {
-  await openai.close?.();
-  await anthropic.close?.();
-  await openaiFake.close();
-  await anthropicFake.close();
-});
+const { openaiFake, openai, anthropic } = await startFallbackPair(t);
 Object.assign(openaiFake.faults, { failureRate: 0.3, timeoutRate: 0.05, cutRate: 0.1, random: seededRandom(42) });
 
 // Generous per-attempt time: the fakes share this process and 2 busy cores.

@@ -1,26 +1,14 @@
 import t from "tap";
 import { TroupeError } from "../../core/errors.ts";
-import { createAnthropicAdapter } from "../../providers/anthropic/index.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
-import { createOpenAIAdapter } from "../../providers/openai/index.ts";
 import { Router, type RouterOptions } from "../../providers/router.ts";
 import { createSimulatedAdapter } from "../../providers/simulated/index.ts";
 import type { ProviderAdapter } from "../../providers/types.ts";
-import { startAnthropicFake } from "../fakes/anthropic-fake.ts";
 import { defaultFaults, type FakeServer } from "../fakes/fake-server.ts";
-import { startOpenAIFake } from "../fakes/openai-fake.ts";
 import { collect, streamSummary } from "./conversation-suite.ts";
+import { startFallbackPair } from "./fallback-pair.ts";
 
-const openaiFake = await startOpenAIFake();
-const anthropicFake = await startAnthropicFake();
-const openai = createOpenAIAdapter({ baseUrl: `${openaiFake.url}/v1`, apiKey: "k" });
-const anthropic = createAnthropicAdapter({ baseUrl: anthropicFake.url, apiKey: "k" });
-t.teardown(async () => {
-  await openai.close?.();
-  await anthropic.close?.();
-  await openaiFake.close();
-  await anthropicFake.close();
-});
+const { openaiFake, anthropicFake, openai, anthropic } = await startFallbackPair(t);
 const catalogue = Catalogue.load();
 
 function reset(...fakes: FakeServer[]): void {
