@@ -23,7 +23,7 @@ export interface SendOptions {
   signal: AbortSignal;
 }
 
-export type ResponseBody = AsyncIterable<Buffer>;
+type ResponseBody = AsyncIterable<Buffer>;
 
 function upstreamRequest(url: string, opts: SendOptions): UpstreamRequest {
   return {

@@ -45,7 +45,7 @@ function cacheRoot(): string {
 let binary: string | undefined;
 
 /** Path of the built generator, building it if this source version is new. */
-export function loadgenBinary(): string {
+function loadgenBinary(): string {
   if (binary) return binary;
   const hash = createHash("sha256");
   for (const file of ["go.mod", "main.go"]) hash.update(readFileSync(join(sourceDir, file)));
