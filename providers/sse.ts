@@ -2,7 +2,7 @@
 // event as soon as its blank-line terminator arrives, never buffering the
 // whole body. Handles \n, \r\n and \r line ends, comments, multi-line data.
 import { ProviderCallError } from "./errors.ts";
-import { wrapTransportError } from "./http.ts";
+import { wrapTransportError } from "./upstream-request.ts";
 
 export interface SseEvent {
   event: string | undefined;

@@ -4,10 +4,10 @@
 import { z } from "zod";
 import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
 import { ProviderCallError } from "../errors.ts";
-import { send, sendForJson, type UpstreamClient } from "../http.ts";
+import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
-import { parseUpstream } from "../openai/chat.ts";
+import { parseUpstream } from "../parse-upstream.ts";
 import { anthropicHeaders, anthropicUrls, type AnthropicApiConfig } from "./api.ts";
 import { mapAnthropicFinishReason } from "./map-anthropic-finish-reason.ts";
 

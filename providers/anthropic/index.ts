@@ -1,6 +1,6 @@
 // The Anthropic adapter (chat only; Anthropic has no embeddings API).
 import type { CallOptions, ChatRequest, ProviderAdapter } from "../types.ts";
-import { createUpstreamClient, type UpstreamClient } from "../http.ts";
+import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import type { AnthropicApiConfig } from "./api.ts";
 import { anthropicChat, anthropicChatStream } from "./chat.ts";
 

@@ -3,10 +3,10 @@
 // images), zod schemas of the answers, JSON and SSE transforms.
 import { z } from "zod";
 import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
-import { send, sendForJson, type UpstreamClient } from "../http.ts";
+import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
-import { parseUpstream } from "../openai/chat.ts";
+import { parseUpstream } from "../parse-upstream.ts";
 import { geminiHeaders, geminiUrls, type GeminiApiConfig } from "./api.ts";
 import { mapGeminiFinishReason } from "./map-gemini-finish-reason.ts";
 

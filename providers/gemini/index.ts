@@ -1,7 +1,7 @@
 // The Gemini adapter (chat, vision through inline_data/file_data parts).
 import { randomUUID } from "node:crypto";
 import type { CallOptions, ChatRequest, ProviderAdapter } from "../types.ts";
-import { createUpstreamClient, type UpstreamClient } from "../http.ts";
+import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import type { GeminiApiConfig } from "./api.ts";
 import { geminiChat, geminiChatStream } from "./chat.ts";
 

@@ -2,8 +2,8 @@
 // answers, the JSON transform and the SSE stream transform.
 import { z } from "zod";
 import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
-import { ProviderCallError } from "../errors.ts";
-import { send, sendForJson, type UpstreamClient } from "../http.ts";
+import { parseUpstream } from "../parse-upstream.ts";
+import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
 import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
@@ -120,14 +120,6 @@ const chunkSchema = z.object({
     .default([]),
   usage: usageSchema.nullable().optional(),
 });
-
-export function parseUpstream<T>(provider: string, schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new ProviderCallError(provider, "protocol", `${provider} sent an unexpected answer: ${z.prettifyError(parsed.error)}`);
-  }
-  return parsed.data;
-}
 
 export async function openaiChat(
   cfg: OpenAIApiConfig,

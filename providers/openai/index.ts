@@ -1,6 +1,6 @@
 // The OpenAI adapter; openai-compatible endpoints reuse it with their own config.
 import type { CallOptions, ChatRequest, EmbedRequest, ProviderAdapter } from "../types.ts";
-import { createUpstreamClient, type UpstreamClient } from "../http.ts";
+import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import type { OpenAIApiConfig } from "./api.ts";
 import { openaiChat, openaiChatStream } from "./chat.ts";
 import { openaiEmbed } from "./embed.ts";
@@ -10,7 +10,7 @@ export interface OpenAIAdapterOptions {
   baseUrl: string;
   apiKey?: string | undefined;
   maxTokensField?: OpenAIApiConfig["maxTokensField"];
-  /** Injected in tests; defaults to a keep-alive Agent owned by the adapter. */
+  /** Injected in tests; defaults to a keep-alive HTTP/1.1 client (http1/) owned by the adapter. */
   client?: UpstreamClient;
 }
 
