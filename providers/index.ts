@@ -58,4 +58,4 @@ export function createRouter(cfg: ProvidersSettings, overrides: ProviderOverride
 
 export { Router } from "./router.ts";
 export { Catalogue, priceOf } from "./catalogue.ts";
-export type { RoutedChatRequest, RoutedEmbedRequest, CallContext } from "./router.ts";
+export type { RoutedEmbedRequest, CallContext, ChatCallContext } from "./router.ts";
