@@ -5,32 +5,9 @@
 import { z } from "zod";
 import { isTroupeError } from "../../core/errors.ts";
 import { chatRequestSchema } from "../../providers/chat-request.ts";
-import type { Router } from "../../providers/router.ts";
 import { chatResultSchema, isFinish, type StreamEvent } from "../../providers/types.ts";
-import { emitUsage, usageRecord, type Payer, type UsageCategory, type UsageSink } from "../../providers/usage.ts";
-import type { AuthContext } from "../auth-context.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
-
-export interface AiRouteDeps {
-  router: Router;
-  usage: UsageSink;
-}
-
-export function payerOf(auth: AuthContext): Payer | undefined {
-  if (auth.kind !== "api_key") return undefined;
-  const k = auth.key;
-  return { organization_id: k.organization_id, project_id: k.project_id, environment_id: k.environment_id, api_key_id: k.id, live: k.live };
-}
-
-export function recordUsage(
-  deps: AiRouteDeps,
-  ctx: { auth: AuthContext; requestId: string },
-  call: { category: UsageCategory; model: string; provider: string; input_tokens: number; output_tokens?: number },
-): void {
-  const payer = payerOf(ctx.auth);
-  if (!payer) return;
-  emitUsage(deps.usage, usageRecord(deps.router.catalogue, payer, { ...call, request_id: ctx.requestId }));
-}
+import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 /**
  * Body of POST /v1/chat/completions (spec §4.1): the chat request (its rules
@@ -51,7 +28,7 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBod
     while (event !== undefined) {
       await sse.send(event);
       if (isFinish(event)) {
-        recordUsage(deps, ctx, { category: "chat", model: event.model, provider: event.provider, input_tokens: event.input_tokens, output_tokens: event.output_tokens });
+        deps.usage.record(usageContextOf(ctx), "chat", event);
         break;
       }
       if (sse.closed) break;
@@ -86,7 +63,7 @@ export function chatRoutes(deps: AiRouteDeps) {
       handler: async (ctx) => {
         if (ctx.body.stream) return streamChat(deps, ctx);
         const result = await deps.router.chat(ctx.body, { signal: ctx.signal });
-        recordUsage(deps, ctx, { category: "chat", model: result.model, provider: result.provider, input_tokens: result.input_tokens, output_tokens: result.output_tokens });
+        deps.usage.record(usageContextOf(ctx), "chat", result);
         return json(200, result);
       },
     }),
