@@ -104,7 +104,7 @@ if (role === "upstream") {
   const { createLogger } = await import("../core/log.ts");
   const { startTroupe } = await import("../gateway/app.ts");
   const { createRouter } = await import("../providers/index.ts");
-  const { noUsage } = await import("../providers/usage.ts");
+  const { noUsage, UsageMeter } = await import("../providers/usage.ts");
   const { chatRoutes } = await import("../gateway/routes/chat.ts");
   const config = loadConfig({
     PORT: "0",
@@ -118,7 +118,12 @@ if (role === "upstream") {
   const log = createLogger("warn");
   // Use the app's own chat route (and its usage sink) when it is wired;
   // otherwise, or with --no-usage (diagnostic), serve it here without usage recording.
-  const noUsageRoute = { extraRoutes: () => chatRoutes({ router: createRouter(config.providers), usage: noUsage }) };
+  const noUsageRoute = {
+    extraRoutes: () => {
+      const router = createRouter(config.providers);
+      return chatRoutes({ router, usage: new UsageMeter(router.catalogue, noUsage) });
+    },
+  };
   let troupe = await startTroupe(config, log, process.env["BENCH_NO_USAGE"] === "1" ? noUsageRoute : {});
   const probe = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST" });
   if (probe.status === 404) {

@@ -12,7 +12,7 @@ import { eraseDefinition } from "../actors/actor.ts";
 import type { ActorHost } from "../actors/host.ts";
 import { createActorHost } from "../actors/hosts/create-host.ts";
 import { createRouter, type Router } from "../providers/index.ts";
-import { emitUsage, usageRecord, type UsageSink } from "../providers/usage.ts";
+import { UsageMeter, type UsageSink } from "../providers/usage.ts";
 import { createVectorIndex } from "../vectors/create-vector-index.ts";
 import { OrgIndex, type Embedder } from "../vectors/org-index.ts";
 import type { VectorIndex } from "../vectors/vector-index.ts";
@@ -108,10 +108,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
 
   const directory = new ConversationDirectory(store, (error) => log.warn("conversation summary write failed", { error }));
   const events = storeEventBus(store, (error) => log.warn("conversation event failed", { error }));
+  const meter = new UsageMeter(router.catalogue, usage, () => clock.now());
   const conversation = createConversationActor({
     chat: (request, signal) => router.chat(request, { signal }),
-    recordUsage: (payer, requestId, result) =>
-      emitUsage(usage, usageRecord(router.catalogue, payer, { category: "agents", model: result.model, provider: result.provider, input_tokens: result.input_tokens, output_tokens: result.output_tokens, request_id: requestId })),
+    recordUsage: (payer, requestId, result) => meter.record({ ...payer, request_id: requestId }, "agents", result),
     memory: orgIndex,
     directory,
     events,
@@ -121,7 +121,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   await actors.start();
 
   const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events };
-  const ai = { router, usage };
+  const ai = { router, usage: meter };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
     ...accountRoutes(accounts),

@@ -2,7 +2,7 @@
 // enables (a provider without a key is absent; simulated is always there)
 // and the router over them.
 import type { ProvidersConfig } from "../core/config.ts";
-import type { UpstreamClient } from "./http.ts";
+import type { UpstreamClient } from "./upstream-request.ts";
 import { createAnthropicAdapter } from "./anthropic/index.ts";
 import { Catalogue } from "./catalogue.ts";
 import { createCohereAdapter } from "./cohere/index.ts";
@@ -58,4 +58,4 @@ export function createRouter(cfg: ProvidersSettings, overrides: ProviderOverride
 
 export { Router } from "./router.ts";
 export { Catalogue, priceOf } from "./catalogue.ts";
-export type { RoutedChatRequest, RoutedEmbedRequest, CallContext } from "./router.ts";
+export type { RoutedEmbedRequest, CallContext, ChatCallContext } from "./router.ts";

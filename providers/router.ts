@@ -11,17 +11,8 @@ import { capabilityProblem, sortPrice, type Catalogue, type Category, type Model
 import { isProviderCallError, ProviderCallError } from "./errors.ts";
 import { Deadline, sleep } from "./deadline.ts";
 import { LatencyTracker, ProviderHealth, type BreakerOptions } from "./router-health.ts";
-import type {
-  ChatMessage,
-  ChatRequest,
-  ChatResult,
-  EmbedResult,
-  ProviderAdapter,
-  RoutingStrategy,
-  StreamEvent,
-  ToolChoice,
-  ToolDefinition,
-} from "./types.ts";
+import type { ChatRequest } from "./chat-request.ts";
+import type { ChatResult, EmbedResult, ProviderAdapter, RoutingStrategy, StreamEvent } from "./types.ts";
 import { isFinish } from "./types.ts";
 import { validateConversation } from "./validate-chat.ts";
 
@@ -44,18 +35,6 @@ export interface RouterOptions {
   now?: () => number;
 }
 
-export interface RoutedChatRequest {
-  model?: string | null | undefined;
-  routing_strategy?: RoutingStrategy | undefined;
-  /** text (default), vision or translation: which catalogue category must serve it. */
-  category?: "text" | "vision" | "translation";
-  messages: ChatMessage[];
-  max_tokens?: number | null | undefined;
-  temperature?: number | null | undefined;
-  tools?: ToolDefinition[] | null | undefined;
-  tool_choice?: ToolChoice | null | undefined;
-}
-
 export interface RoutedEmbedRequest {
   model?: string | null | undefined;
   routing_strategy?: RoutingStrategy | undefined;
@@ -67,6 +46,11 @@ export interface RoutedEmbedRequest {
 export interface CallContext {
   /** The caller's signal: a client disconnect aborts the upstream call. */
   signal?: AbortSignal | undefined;
+}
+
+export interface ChatCallContext extends CallContext {
+  /** Which catalogue category must serve it; default: vision when a message carries images, else text. */
+  category?: "text" | "vision" | "translation";
 }
 
 export class Router {
@@ -213,12 +197,12 @@ export class Router {
     return indexed.map((x) => x.m);
   }
 
-  async chat(req: RoutedChatRequest, ctx: CallContext = {}): Promise<ChatResult> {
-    const candidates = this.planChat(req, false);
+  async chat(req: ChatRequest, ctx: ChatCallContext = {}): Promise<ChatResult> {
+    const candidates = this.planChat(req, ctx, false);
     const deadline = this.startDeadline(ctx.signal);
     try {
       const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) =>
-        adapter.chat!(toChatRequest(req, entry), { signal }),
+        adapter.chat!(req, { signal, upstreamModel: entry.upstream_model ?? entry.id }),
       );
       return { ...value, model: entry.id, provider: entry.provider };
     } finally {
@@ -231,14 +215,14 @@ export class Router {
    * afterwards a failure is thrown to the consumer (the route renders it as a
    * final error event). Stopping the iteration aborts the upstream call.
    */
-  async *chatStream(req: RoutedChatRequest, ctx: CallContext = {}): AsyncGenerator<StreamEvent> {
-    const candidates = this.planChat(req, true);
+  async *chatStream(req: ChatRequest, ctx: ChatCallContext = {}): AsyncGenerator<StreamEvent> {
+    const candidates = this.planChat(req, ctx, true);
     const deadline = this.startDeadline(ctx.signal);
     let iterator: AsyncIterator<StreamEvent> | undefined;
     let finished = false;
     try {
       const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) => {
-        const it = adapter.chatStream!(toChatRequest(req, entry), { signal })[Symbol.asyncIterator]();
+        const it = adapter.chatStream!(req, { signal, upstreamModel: entry.upstream_model ?? entry.id })[Symbol.asyncIterator]();
         const first = await it.next();
         if (first.done) throw new ProviderCallError(entry.provider, "protocol", `${entry.provider} sent an empty stream`);
         return { it, first: first.value };
@@ -295,9 +279,9 @@ export class Router {
     await Promise.all([...this.adapters.values()].map((a) => a.close?.()));
   }
 
-  private planChat(req: RoutedChatRequest, streaming: boolean): ModelEntry[] {
+  private planChat(req: ChatRequest, ctx: ChatCallContext, streaming: boolean): ModelEntry[] {
     validateConversation(req.messages, req.tools, req.tool_choice);
-    const category = req.category ?? (req.messages.some((m) => m.images && m.images.length > 0) ? "vision" : "text");
+    const category = ctx.category ?? (req.messages.some((m) => m.images && m.images.length > 0) ? "vision" : "text");
     return this.plan(req.model, req.routing_strategy ?? "auto", {
       category,
       tools: (req.tools?.length ?? 0) > 0,
@@ -382,17 +366,6 @@ export class Router {
     }
     return new TroupeError("provider_error", failure.message, { details, cause: failure });
   }
-}
-
-function toChatRequest(req: RoutedChatRequest, entry: ModelEntry): ChatRequest {
-  return {
-    model: entry.upstream_model ?? entry.id,
-    messages: req.messages,
-    max_tokens: req.max_tokens,
-    temperature: req.temperature,
-    tools: req.tools,
-    tool_choice: req.tool_choice,
-  };
 }
 
 function asProviderFailure(e: unknown, provider: string): ProviderCallError | undefined {

@@ -2,7 +2,7 @@
 // event as soon as its blank-line terminator arrives, never buffering the
 // whole body. Handles \n, \r\n and \r line ends, comments, multi-line data.
 import { ProviderCallError } from "./errors.ts";
-import { wrapTransportError } from "./http.ts";
+import { wrapTransportError } from "./upstream-request.ts";
 
 export interface SseEvent {
   event: string | undefined;
@@ -18,15 +18,24 @@ export async function* parseSse(
   let buffer = "";
   let event: string | undefined;
   let data: string[] = [];
+  // A \r that ended the previous chunk may be the first half of \r\n: its \n must not count as another line end.
+  let skipLf = false;
   try {
     for await (const chunk of body) {
       buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+      if (skipLf && buffer.length > 0) {
+        if (buffer.charCodeAt(0) === 10) buffer = buffer.slice(1);
+        skipLf = false;
+      }
       let nl: number;
       while ((nl = buffer.search(/\r\n|\r|\n/)) !== -1) {
         const line = buffer.slice(0, nl);
-        const sepLen = buffer[nl] === "\r" && buffer[nl + 1] === "\n" ? 2 : 1;
-        // A lone \r at the very end may be the first half of \r\n: wait for more.
-        if (buffer[nl] === "\r" && nl + 1 === buffer.length) break;
+        let sepLen = 1;
+        if (buffer[nl] === "\r") {
+          // The line ends here either way; waiting for the next chunk would delay a \r-terminated event.
+          if (nl + 1 === buffer.length) skipLf = true;
+          else if (buffer[nl + 1] === "\n") sepLen = 2;
+        }
         buffer = buffer.slice(nl + sepLen);
         if (line === "") {
           if (data.length > 0) yield { event, data: data.join("\n") };

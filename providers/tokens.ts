@@ -3,7 +3,8 @@
 // per punctuation or symbol character. Real BPE tokenizers give roughly the
 // same count for English prose (±25 %), and the count is stable and honest:
 // the same text always counts the same, and streamed pieces sum to it.
-import type { ChatMessage, ToolDefinition } from "./types.ts";
+import type { ChatMessage } from "./chat-request.ts";
+import type { ToolDefinition } from "./types.ts";
 
 const tokenPattern = /[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu;
 /** The same tokens, each with its leading whitespace, so pieces concatenate to the text. */

@@ -36,14 +36,13 @@ export async function translate(router: Router, req: TranslationRequest, ctx: Ca
     {
       model: req.model,
       routing_strategy: req.routing_strategy,
-      category: "translation",
       temperature: 0,
       messages: [
         { role: "system", content: translationInstruction(req.target_language, req.source_language) },
         { role: "user", content: req.text },
       ],
     },
-    ctx,
+    { ...ctx, category: "translation" },
   );
   return {
     text: result.content.trim(),

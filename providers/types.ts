@@ -1,8 +1,9 @@
-// The normalized shapes every provider adapter speaks (spec §2 Message,
-// ToolCall, Tool definition, Chat result; DESIGN.md §4 Chat and Streaming).
-// The HTTP layer validates request bodies with these schemas and generates
-// OpenAPI from them, so request schemas avoid transforms (z.toJSONSchema).
+// The normalized shapes every provider adapter speaks (spec §2 ToolCall,
+// Tool definition, Chat result; DESIGN.md §4 Chat and Streaming); the chat
+// request itself is in chat-request.ts. The HTTP layer validates request
+// bodies with these schemas and generates OpenAPI from them (their input side).
 import { z } from "zod";
+import type { ChatRequest } from "./chat-request.ts";
 
 export const routingStrategySchema = z.enum(["auto", "manual", "cost", "latency"]);
 export type RoutingStrategy = z.infer<typeof routingStrategySchema>;
@@ -26,24 +27,6 @@ export const imageInputSchema = z.union([
 ]);
 export type ImageInput = z.infer<typeof imageInputSchema>;
 
-export const chatMessageSchema = z
-  .object({
-    id: z.string().optional(),
-    role: z.enum(["system", "user", "assistant", "tool"]),
-    content: z.string().nullable().default(""),
-    tool_calls: z.array(toolCallSchema).nullable().optional(),
-    tool_call_id: z.string().nullable().optional(),
-  })
-  .strict();
-/** Internal message: the public one plus images for vision requests. */
-export type ChatMessage = {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string;
-  tool_calls?: ToolCall[] | null | undefined;
-  tool_call_id?: string | null | undefined;
-  images?: ImageInput[] | undefined;
-};
-
 export const toolDefinitionSchema = z
   .object({
     name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 letters, digits, _ or -"),
@@ -51,40 +34,7 @@ export const toolDefinitionSchema = z
     parameters: z.record(z.string(), z.unknown()).default({ type: "object", properties: {} }),
   })
   .strict();
-export type ToolDefinition = { name: string; description: string; parameters: Record<string, unknown> };
-
-/** "auto" (model decides), "none", "required" (some tool), or one named tool. */
-export const toolChoiceSchema = z.union([
-  z.enum(["auto", "none", "required"]),
-  z.object({ name: z.string().min(1) }).strict(),
-  z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1) }).strict() }).strict(),
-]);
-export type ToolChoice = "auto" | "none" | "required" | { name: string };
-
-/** Body of POST /v1/chat/completions (spec §4.1). Unknown fields are refused. */
-export const chatCompletionRequestSchema = z
-  .object({
-    messages: z.array(chatMessageSchema).min(1),
-    model: z.string().min(1).nullable().optional(),
-    routing_strategy: routingStrategySchema.default("auto"),
-    max_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
-    temperature: z.number().min(0).max(2).nullable().optional(),
-    stream: z.boolean().default(false),
-    tools: z.array(toolDefinitionSchema).nullable().optional(),
-    tool_choice: toolChoiceSchema.nullable().optional(),
-  })
-  .strict();
-export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
-
-/** What adapters receive: the request with the upstream model resolved. */
-export interface ChatRequest {
-  model: string;
-  messages: ChatMessage[];
-  max_tokens?: number | null | undefined;
-  temperature?: number | null | undefined;
-  tools?: ToolDefinition[] | null | undefined;
-  tool_choice?: ToolChoice | null | undefined;
-}
+export type ToolDefinition = z.infer<typeof toolDefinitionSchema>;
 
 export const chatResultSchema = z.object({
   content: z.string(),
@@ -153,14 +103,19 @@ export interface CallOptions {
   signal: AbortSignal;
 }
 
+export interface ChatCallOptions extends CallOptions {
+  /** The model this attempt calls, in the provider's own naming (the catalogue's upstream_model, else its id). */
+  upstreamModel: string;
+}
+
 /**
  * A provider adapter. Capabilities it lacks are simply absent. `provider` is
  * the name results report (e.g. "openai", or an openai-compatible endpoint's name).
  */
 export interface ProviderAdapter {
   readonly provider: string;
-  chat?(req: ChatRequest, opts: CallOptions): Promise<ChatResult>;
-  chatStream?(req: ChatRequest, opts: CallOptions): AsyncIterable<StreamEvent>;
+  chat?(req: ChatRequest, opts: ChatCallOptions): Promise<ChatResult>;
+  chatStream?(req: ChatRequest, opts: ChatCallOptions): AsyncIterable<StreamEvent>;
   embed?(req: EmbedRequest, opts: CallOptions): Promise<EmbedResult>;
   close?(): Promise<void>;
 }

@@ -1,6 +1,7 @@
-// The usage record every AI call emits (issue: usage events). The billing
-// work consumes these through a UsageSink; emitting must never delay or fail
-// the response, so sinks are fire-and-forget and errors stay inside them.
+// The usage record every AI call emits (issue: usage events), built in one
+// place (UsageMeter) from the call's context. The billing work consumes
+// these through a UsageSink; emitting must never delay or fail the response,
+// so sinks are fire-and-forget and errors stay inside them.
 import type { Catalogue } from "./catalogue.ts";
 
 export type UsageCategory = "chat" | "embeddings" | "vision" | "translation" | "images" | "audio" | "video" | "agents";
@@ -31,6 +32,7 @@ export interface UsageSink {
 /** Discards records: for tests and for callers that do not bill. */
 export const noUsage: UsageSink = { record: () => undefined };
 
+/** Who pays for a call: the calling API key and where it belongs. */
 export interface Payer {
   organization_id: string;
   project_id: string;
@@ -39,33 +41,68 @@ export interface Payer {
   live: boolean;
 }
 
-export function usageRecord(
-  catalogue: Catalogue,
-  payer: Payer,
-  call: { category: UsageCategory; model: string; provider: string; input_tokens: number; output_tokens?: number; units?: number; request_id: string },
-  nowMs: number = Date.now(),
-): UsageRecord {
+/**
+ * The context a call's usage is recorded from: its payer and its request id
+ * (the id billing deduplicates records by, so a retried delivery of the same
+ * record is counted once).
+ */
+export interface UsageContext extends Payer {
+  request_id: string;
+}
+
+/** What the call itself reports; chat, embedding, vision and translation results all fit as they are. */
+export interface UsageFigures {
+  model: string;
+  provider: string;
+  input_tokens: number;
+  output_tokens?: number | undefined;
+  units?: number | undefined;
+}
+
+export function usageRecord(catalogue: Catalogue, context: UsageContext, category: UsageCategory, call: UsageFigures, nowMs: number): UsageRecord {
   const output = call.output_tokens ?? 0;
   const units = call.units ?? 0;
   return {
-    ...payer,
-    category: call.category,
+    organization_id: context.organization_id,
+    project_id: context.project_id,
+    environment_id: context.environment_id,
+    api_key_id: context.api_key_id,
+    live: context.live,
+    category,
     model: call.model,
     provider: call.provider,
     input_tokens: call.input_tokens,
     output_tokens: output,
     units,
     cost_usd: catalogue.priceOf(call.model, { input_tokens: call.input_tokens, output_tokens: output, units }),
-    request_id: call.request_id,
+    request_id: context.request_id,
     created_at: new Date(nowMs).toISOString(),
   };
 }
 
-/** Hands the record over without letting a sink's failure reach the caller. */
-export function emitUsage(sink: UsageSink, record: UsageRecord): void {
-  try {
-    sink.record(record);
-  } catch {
-    // A billing sink problem must not fail an answered request; the sink logs its own errors.
+/**
+ * The one place usage is recorded: every answered AI call (HTTP routes and
+ * agent turns) hands its context and figures here. Prices come from the
+ * catalogue; the record goes to the sink fire-and-forget.
+ */
+export class UsageMeter {
+  private readonly catalogue: Catalogue;
+  private readonly sink: UsageSink;
+  private readonly now: () => number;
+
+  constructor(catalogue: Catalogue, sink: UsageSink, now: () => number = Date.now) {
+    this.catalogue = catalogue;
+    this.sink = sink;
+    this.now = now;
+  }
+
+  /** Records one call; a call without a context (a session, not an API key) is not billed. Never throws. */
+  record(context: UsageContext | undefined, category: UsageCategory, call: UsageFigures): void {
+    if (!context) return;
+    try {
+      this.sink.record(usageRecord(this.catalogue, context, category, call, this.now()));
+    } catch {
+      // A billing sink problem must not fail an answered request; the sink logs its own errors.
+    }
   }
 }

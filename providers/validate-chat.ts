@@ -2,7 +2,8 @@
 // every `tool` message answers a tool call of an earlier assistant message,
 // tool calls only on assistant messages, tool_choice names a declared tool.
 import { invalidRequest, type FieldIssue } from "../core/errors.ts";
-import type { ChatMessage, ToolChoice, ToolDefinition } from "./types.ts";
+import type { ChatMessage, ToolChoice } from "./chat-request.ts";
+import type { ToolDefinition } from "./types.ts";
 
 export function validateConversation(
   messages: readonly ChatMessage[],

@@ -36,11 +36,10 @@ export async function analyzeImage(router: Router, req: VisionRequest, ctx: Call
     {
       model: req.model,
       routing_strategy: req.routing_strategy,
-      category: "vision",
       max_tokens: req.max_tokens,
       messages: [{ role: "user", content: req.prompt, images: [imageFromUrl(req.image_url)] }],
     },
-    ctx,
+    { ...ctx, category: "vision" },
   );
   return {
     content: result.content,

@@ -4,22 +4,16 @@
 // the assistant message with its tool_calls kept). The number of model steps
 // per turn is bounded: past it the conversation returns to idle with an
 // assistant message saying so, never a stuck status.
-import type { ChatMessage, ChatResult, RoutingStrategy, ToolDefinition } from "../../providers/types.ts";
+import type { ChatMessage, ChatRequest } from "../../providers/chat-request.ts";
+import type { ChatResult } from "../../providers/types.ts";
 import type { OrgIndex } from "../../vectors/org-index.ts";
 import { builtinToolNames, builtinTools, runBuiltinTool } from "./builtin-tools.ts";
 import type { AgentMessage, ConversationData } from "./types.ts";
 
 export const MAX_MODEL_STEPS_PER_TURN = 8;
 
-export interface ModelRequest {
-  model: string | null;
-  routing_strategy: RoutingStrategy;
-  messages: ChatMessage[];
-  tools: ToolDefinition[];
-}
-
 export interface TurnDeps {
-  chat(request: ModelRequest, signal?: AbortSignal): Promise<ChatResult>;
+  chat(request: ChatRequest, signal?: AbortSignal): Promise<ChatResult>;
   memory: OrgIndex;
   newId(): string;
   now(): string;

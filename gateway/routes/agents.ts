@@ -12,7 +12,7 @@ import { uuid } from "../../core/ids.ts";
 import type { Router } from "../../providers/router.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
-import { payerOf } from "./chat.ts";
+import { payerOf } from "../usage-context.ts";
 import { apiKeyOf } from "./credentials.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 

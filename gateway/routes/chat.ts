@@ -2,69 +2,23 @@
 // JSON, or Server-Sent Events with `stream: true`. Errors before the first
 // event are ordinary JSON errors with their status; after it, a final
 // {"error"} event then [DONE]. A client disconnect aborts the upstream call.
+import { z } from "zod";
 import { isTroupeError } from "../../core/errors.ts";
-import type { Router, RoutedChatRequest } from "../../providers/router.ts";
-import {
-  chatCompletionRequestSchema,
-  chatResultSchema,
-  isFinish,
-  type ChatCompletionRequest,
-  type ChatMessage,
-  type StreamEvent,
-  type ToolChoice,
-} from "../../providers/types.ts";
-import { emitUsage, usageRecord, type Payer, type UsageCategory, type UsageSink } from "../../providers/usage.ts";
-import type { AuthContext } from "../auth-context.ts";
+import { chatRequestSchema } from "../../providers/chat-request.ts";
+import { chatResultSchema, isFinish, type StreamEvent } from "../../providers/types.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
+import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
-export interface AiRouteDeps {
-  router: Router;
-  usage: UsageSink;
-}
+/**
+ * Body of POST /v1/chat/completions (spec §4.1): the chat request (its rules
+ * live in providers/chat-request.ts) plus how to answer. The parsed body goes
+ * to the router as it is.
+ */
+export const chatCompletionBodySchema = chatRequestSchema.extend({ stream: z.boolean().default(false) });
+type ChatCompletionBody = z.infer<typeof chatCompletionBodySchema>;
 
-export function payerOf(auth: AuthContext): Payer | undefined {
-  if (auth.kind !== "api_key") return undefined;
-  const k = auth.key;
-  return { organization_id: k.organization_id, project_id: k.project_id, environment_id: k.environment_id, api_key_id: k.id, live: k.live };
-}
-
-export function recordUsage(
-  deps: AiRouteDeps,
-  ctx: { auth: AuthContext; requestId: string },
-  call: { category: UsageCategory; model: string; provider: string; input_tokens: number; output_tokens?: number },
-): void {
-  const payer = payerOf(ctx.auth);
-  if (!payer) return;
-  emitUsage(deps.usage, usageRecord(deps.router.catalogue, payer, { ...call, request_id: ctx.requestId }));
-}
-
-function toolChoiceOf(choice: ChatCompletionRequest["tool_choice"]): ToolChoice | null | undefined {
-  if (choice == null || typeof choice === "string") return choice;
-  if ("function" in choice) return { name: choice.function.name };
-  return choice;
-}
-
-export function toRoutedChat(body: ChatCompletionRequest): RoutedChatRequest {
-  return {
-    model: body.model,
-    routing_strategy: body.routing_strategy,
-    max_tokens: body.max_tokens,
-    temperature: body.temperature,
-    tools: body.tools ?? null,
-    tool_choice: toolChoiceOf(body.tool_choice),
-    messages: body.messages.map(
-      (m): ChatMessage => ({
-        role: m.role,
-        content: m.content ?? "",
-        ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}),
-        ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
-      }),
-    ),
-  };
-}
-
-async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionRequest, undefined>, req: RoutedChatRequest): Promise<typeof streamed> {
-  const events = deps.router.chatStream(req, { signal: ctx.signal });
+async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBody, undefined>): Promise<typeof streamed> {
+  const events = deps.router.chatStream(ctx.body, { signal: ctx.signal });
   // Planning and the first upstream event happen before the response starts,
   // so invalid requests and unavailable providers still get their HTTP status.
   const first = await events.next();
@@ -74,7 +28,7 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionReq
     while (event !== undefined) {
       await sse.send(event);
       if (isFinish(event)) {
-        recordUsage(deps, ctx, { category: "chat", model: event.model, provider: event.provider, input_tokens: event.input_tokens, output_tokens: event.output_tokens });
+        deps.usage.record(usageContextOf(ctx), "chat", event);
         break;
       }
       if (sse.closed) break;
@@ -102,15 +56,14 @@ export function chatRoutes(deps: AiRouteDeps) {
       tag: "chat",
       auth: "api_key",
       scope: "chat",
-      body: chatCompletionRequestSchema,
+      body: chatCompletionBodySchema,
       responses: { 200: chatResultSchema },
       streams: true,
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
-        const req = toRoutedChat(ctx.body);
-        if (ctx.body.stream) return streamChat(deps, ctx, req);
-        const result = await deps.router.chat(req, { signal: ctx.signal });
-        recordUsage(deps, ctx, { category: "chat", model: result.model, provider: result.provider, input_tokens: result.input_tokens, output_tokens: result.output_tokens });
+        if (ctx.body.stream) return streamChat(deps, ctx);
+        const result = await deps.router.chat(ctx.body, { signal: ctx.signal });
+        deps.usage.record(usageContextOf(ctx), "chat", result);
         return json(200, result);
       },
     }),

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { embeddingRequestSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
-import { recordUsage, type AiRouteDeps } from "./chat.ts";
+import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export const embeddingResponseSchema = z.object({
   embeddings: z.array(z.array(z.number())),
@@ -30,7 +30,7 @@ export function embeddingRoutes(deps: AiRouteDeps) {
           { model: ctx.body.model, routing_strategy: ctx.body.routing_strategy, input, dimensions: ctx.body.dimensions },
           { signal: ctx.signal },
         );
-        recordUsage(deps, ctx, { category: "embeddings", model: r.model, provider: r.provider, input_tokens: r.input_tokens });
+        deps.usage.record(usageContextOf(ctx), "embeddings", r);
         return json(200, { embeddings: r.embeddings, dimensions: r.dimensions, model: r.model, provider: r.provider });
       },
     }),

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { translate, translationRequestSchema } from "../../providers/translation.ts";
 import { defineRoute, json } from "../route.ts";
-import { recordUsage, type AiRouteDeps } from "./chat.ts";
+import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export const translationResponseSchema = z.object({
   text: z.string(),
@@ -27,7 +27,7 @@ export function translationRoutes(deps: AiRouteDeps) {
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
         const r = await translate(deps.router, ctx.body, { signal: ctx.signal });
-        recordUsage(deps, ctx, { category: "translation", model: r.model, provider: r.provider, input_tokens: r.input_tokens, output_tokens: r.output_tokens });
+        deps.usage.record(usageContextOf(ctx), "translation", r);
         return json(200, { text: r.text, source_language: r.source_language, target_language: r.target_language, model: r.model, provider: r.provider });
       },
     }),

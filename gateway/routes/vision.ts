@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { analyzeImage, visionRequestSchema } from "../../providers/vision.ts";
 import { defineRoute, json } from "../route.ts";
-import { recordUsage, type AiRouteDeps } from "./chat.ts";
+import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export const visionResponseSchema = z.object({
   content: z.string(),
@@ -27,7 +27,7 @@ export function visionRoutes(deps: AiRouteDeps) {
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
         const r = await analyzeImage(deps.router, ctx.body, { signal: ctx.signal });
-        recordUsage(deps, ctx, { category: "vision", model: r.model, provider: r.provider, input_tokens: r.input_tokens, output_tokens: r.output_tokens });
+        deps.usage.record(usageContextOf(ctx), "vision", r);
         return json(200, r);
       },
     }),

@@ -2,12 +2,13 @@
 // the user turn, consecutive same-role turns merged), zod schemas of the
 // answers, JSON transform and SSE transform (message_start … message_stop).
 import { z } from "zod";
-import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import type { ChatMessage, ChatRequest } from "../chat-request.ts";
+import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
 import { ProviderCallError } from "../errors.ts";
-import { send, sendForJson, type UpstreamClient } from "../http.ts";
+import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
-import { parseUpstream } from "../openai/chat.ts";
+import { parseUpstream } from "../parse-upstream.ts";
 import { anthropicHeaders, anthropicUrls, type AnthropicApiConfig } from "./api.ts";
 import { mapAnthropicFinishReason } from "./map-anthropic-finish-reason.ts";
 
@@ -64,10 +65,10 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system: string |
   return { system: system.length > 0 ? system.join("\n\n") : undefined, turns };
 }
 
-export function toAnthropicBody(cfg: AnthropicApiConfig, req: ChatRequest, stream: boolean): Record<string, unknown> {
+export function toAnthropicBody(cfg: AnthropicApiConfig, req: ChatRequest, model: string, stream: boolean): Record<string, unknown> {
   const { system, turns } = toAnthropicMessages(req.messages);
   const body: Record<string, unknown> = {
-    model: req.model,
+    model,
     max_tokens: req.max_tokens ?? cfg.defaultMaxTokens,
     messages: turns,
   };
@@ -133,11 +134,11 @@ export async function anthropicChat(
   cfg: AnthropicApiConfig,
   client: UpstreamClient,
   req: ChatRequest,
-  opts: CallOptions,
+  opts: ChatCallOptions,
 ): Promise<ChatResult> {
   const answer = await sendForJson(cfg.provider, client, anthropicUrls.messages(cfg), {
     headers: anthropicHeaders(cfg),
-    body: toAnthropicBody(cfg, req, false),
+    body: toAnthropicBody(cfg, req, opts.upstreamModel, false),
     signal: opts.signal,
   });
   const data = parseUpstream(cfg.provider, responseSchema, answer);
@@ -152,7 +153,7 @@ export async function anthropicChat(
   return {
     content,
     finish_reason: mapAnthropicFinishReason(data.stop_reason),
-    model: data.model ?? req.model,
+    model: data.model ?? opts.upstreamModel,
     provider: cfg.provider,
     input_tokens: data.usage.input_tokens,
     output_tokens: data.usage.output_tokens,
@@ -164,11 +165,11 @@ export async function* anthropicChatStream(
   cfg: AnthropicApiConfig,
   client: UpstreamClient,
   req: ChatRequest,
-  opts: CallOptions,
+  opts: ChatCallOptions,
 ): AsyncGenerator<StreamEvent> {
   const body = await send(cfg.provider, client, anthropicUrls.messages(cfg), {
     headers: { ...anthropicHeaders(cfg), accept: "text/event-stream" },
-    body: toAnthropicBody(cfg, req, true),
+    body: toAnthropicBody(cfg, req, opts.upstreamModel, true),
     signal: opts.signal,
   });
   const tools = new Map<number, { id: string; name: string; json: string }>();
@@ -223,7 +224,7 @@ export async function* anthropicChatStream(
     finish_reason: mapAnthropicFinishReason(stopReason),
     input_tokens: inputTokens,
     output_tokens: outputTokens,
-    model: req.model,
+    model: opts.upstreamModel,
     provider: cfg.provider,
   };
 }

@@ -1,6 +1,7 @@
 // The Anthropic adapter (chat only; Anthropic has no embeddings API).
-import type { CallOptions, ChatRequest, ProviderAdapter } from "../types.ts";
-import { createUpstreamClient, type UpstreamClient } from "../http.ts";
+import type { ChatRequest } from "../chat-request.ts";
+import type { ChatCallOptions, ProviderAdapter } from "../types.ts";
+import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import type { AnthropicApiConfig } from "./api.ts";
 import { anthropicChat, anthropicChatStream } from "./chat.ts";
 
@@ -23,8 +24,8 @@ export function createAnthropicAdapter(opts: AnthropicAdapterOptions): ProviderA
   const client = opts.client ?? createUpstreamClient();
   return {
     provider: cfg.provider,
-    chat: (req: ChatRequest, o: CallOptions) => anthropicChat(cfg, client, req, o),
-    chatStream: (req: ChatRequest, o: CallOptions) => anthropicChatStream(cfg, client, req, o),
+    chat: (req: ChatRequest, o: ChatCallOptions) => anthropicChat(cfg, client, req, o),
+    chatStream: (req: ChatRequest, o: ChatCallOptions) => anthropicChatStream(cfg, client, req, o),
     close: async () => {
       if (owned) await client.close();
     },

@@ -3,8 +3,8 @@
 // embeddings.float.
 import { z } from "zod";
 import type { CallOptions, EmbedRequest, EmbedResult } from "../types.ts";
-import { sendForJson, type UpstreamClient } from "../http.ts";
-import { parseUpstream } from "../openai/chat.ts";
+import { sendForJson, type UpstreamClient } from "../upstream-request.ts";
+import { parseUpstream } from "../parse-upstream.ts";
 import { cohereHeaders, cohereUrls, type CohereApiConfig } from "./api.ts";
 
 const responseSchema = z.object({

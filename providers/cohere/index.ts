@@ -1,6 +1,6 @@
 // The Cohere adapter: embeddings only.
 import type { CallOptions, EmbedRequest, ProviderAdapter } from "../types.ts";
-import { createUpstreamClient, type UpstreamClient } from "../http.ts";
+import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import { cohereEmbed } from "./embed.ts";
 
 export interface CohereAdapterOptions {

@@ -2,11 +2,12 @@
 // user/model, functionCall/functionResponse parts, inline_data/file_data
 // images), zod schemas of the answers, JSON and SSE transforms.
 import { z } from "zod";
-import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
-import { send, sendForJson, type UpstreamClient } from "../http.ts";
+import type { ChatMessage, ChatRequest } from "../chat-request.ts";
+import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
-import { parseUpstream } from "../openai/chat.ts";
+import { parseUpstream } from "../parse-upstream.ts";
 import { geminiHeaders, geminiUrls, type GeminiApiConfig } from "./api.ts";
 import { mapGeminiFinishReason } from "./map-gemini-finish-reason.ts";
 
@@ -153,9 +154,9 @@ export async function geminiChat(
   cfg: GeminiApiConfig,
   client: UpstreamClient,
   req: ChatRequest,
-  opts: CallOptions,
+  opts: ChatCallOptions,
 ): Promise<ChatResult> {
-  const answer = await sendForJson(cfg.provider, client, geminiUrls.generate(cfg, req.model), {
+  const answer = await sendForJson(cfg.provider, client, geminiUrls.generate(cfg, opts.upstreamModel), {
     headers: geminiHeaders(cfg),
     body: toGeminiBody(req),
     signal: opts.signal,
@@ -168,7 +169,7 @@ export async function geminiChat(
     content: textOf(parts),
     // No candidate at all means the prompt itself was blocked.
     finish_reason: candidate ? mapGeminiFinishReason(candidate.finishReason, toolCalls.length > 0) : "content_filter",
-    model: req.model,
+    model: opts.upstreamModel,
     provider: cfg.provider,
     input_tokens: data.usageMetadata?.promptTokenCount ?? 0,
     output_tokens: data.usageMetadata?.candidatesTokenCount ?? 0,
@@ -180,9 +181,9 @@ export async function* geminiChatStream(
   cfg: GeminiApiConfig,
   client: UpstreamClient,
   req: ChatRequest,
-  opts: CallOptions,
+  opts: ChatCallOptions,
 ): AsyncGenerator<StreamEvent> {
-  const body = await send(cfg.provider, client, geminiUrls.stream(cfg, req.model), {
+  const body = await send(cfg.provider, client, geminiUrls.stream(cfg, opts.upstreamModel), {
     headers: { ...geminiHeaders(cfg), accept: "text/event-stream" },
     body: toGeminiBody(req),
     signal: opts.signal,
@@ -213,7 +214,7 @@ export async function* geminiChatStream(
     finish_reason: mapGeminiFinishReason(finishReason, toolCallCount > 0),
     input_tokens: inputTokens,
     output_tokens: outputTokens,
-    model: req.model,
+    model: opts.upstreamModel,
     provider: cfg.provider,
   };
 }

@@ -1,7 +1,8 @@
 // The Gemini adapter (chat, vision through inline_data/file_data parts).
 import { randomUUID } from "node:crypto";
-import type { CallOptions, ChatRequest, ProviderAdapter } from "../types.ts";
-import { createUpstreamClient, type UpstreamClient } from "../http.ts";
+import type { ChatRequest } from "../chat-request.ts";
+import type { ChatCallOptions, ProviderAdapter } from "../types.ts";
+import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import type { GeminiApiConfig } from "./api.ts";
 import { geminiChat, geminiChatStream } from "./chat.ts";
 
@@ -23,8 +24,8 @@ export function createGeminiAdapter(opts: GeminiAdapterOptions): ProviderAdapter
   const client = opts.client ?? createUpstreamClient();
   return {
     provider: cfg.provider,
-    chat: (req: ChatRequest, o: CallOptions) => geminiChat(cfg, client, req, o),
-    chatStream: (req: ChatRequest, o: CallOptions) => geminiChatStream(cfg, client, req, o),
+    chat: (req: ChatRequest, o: ChatCallOptions) => geminiChat(cfg, client, req, o),
+    chatStream: (req: ChatRequest, o: ChatCallOptions) => geminiChatStream(cfg, client, req, o),
     close: async () => {
       if (owned) await client.close();
     },

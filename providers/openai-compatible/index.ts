@@ -1,7 +1,7 @@
 // Any server speaking OpenAI's chat API (Mistral, Groq, DeepSeek, Together,
 // Ollama, vLLM…): the OpenAI adapter under the endpoint's own name. Declared
 // in config as OPENAI_COMPATIBLE_ENDPOINTS=[{name, base_url, api_key?, models}].
-import type { UpstreamClient } from "../http.ts";
+import type { UpstreamClient } from "../upstream-request.ts";
 import type { ProviderAdapter } from "../types.ts";
 import { createOpenAIAdapter } from "../openai/index.ts";
 

@@ -1,9 +1,10 @@
 // OpenAI chat completions: request mapping, zod schemas of the upstream
 // answers, the JSON transform and the SSE stream transform.
 import { z } from "zod";
-import type { CallOptions, ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
-import { ProviderCallError } from "../errors.ts";
-import { send, sendForJson, type UpstreamClient } from "../http.ts";
+import type { ChatMessage, ChatRequest } from "../chat-request.ts";
+import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import { parseUpstream } from "../parse-upstream.ts";
+import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
 import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
@@ -53,8 +54,8 @@ export function toOpenAIMessages(messages: ChatMessage[]): OpenAIMessage[] {
   });
 }
 
-export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, stream: boolean): Record<string, unknown> {
-  const body: Record<string, unknown> = { model: req.model, messages: toOpenAIMessages(req.messages) };
+export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, model: string, stream: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = { model, messages: toOpenAIMessages(req.messages) };
   if (req.max_tokens != null) body[cfg.maxTokensField] = req.max_tokens;
   if (req.temperature != null) body.temperature = req.temperature;
   if (req.tools && req.tools.length > 0) {
@@ -121,23 +122,15 @@ const chunkSchema = z.object({
   usage: usageSchema.nullable().optional(),
 });
 
-export function parseUpstream<T>(provider: string, schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new ProviderCallError(provider, "protocol", `${provider} sent an unexpected answer: ${z.prettifyError(parsed.error)}`);
-  }
-  return parsed.data;
-}
-
 export async function openaiChat(
   cfg: OpenAIApiConfig,
   client: UpstreamClient,
   req: ChatRequest,
-  opts: CallOptions,
+  opts: ChatCallOptions,
 ): Promise<ChatResult> {
   const answer = await sendForJson(cfg.provider, client, openaiUrls.chat(cfg), {
     headers: openaiHeaders(cfg),
-    body: toOpenAIBody(cfg, req, false),
+    body: toOpenAIBody(cfg, req, opts.upstreamModel, false),
     signal: opts.signal,
   });
   const data = parseUpstream(cfg.provider, responseSchema, answer);
@@ -150,7 +143,7 @@ export async function openaiChat(
   return {
     content: choice.message.content ?? "",
     finish_reason: mapOpenAIFinishReason(choice.finish_reason, toolCalls.length > 0),
-    model: data.model ?? req.model,
+    model: data.model ?? opts.upstreamModel,
     provider: cfg.provider,
     input_tokens: data.usage?.prompt_tokens ?? 0,
     output_tokens: data.usage?.completion_tokens ?? 0,
@@ -162,11 +155,11 @@ export async function* openaiChatStream(
   cfg: OpenAIApiConfig,
   client: UpstreamClient,
   req: ChatRequest,
-  opts: CallOptions,
+  opts: ChatCallOptions,
 ): AsyncGenerator<StreamEvent> {
   const body = await send(cfg.provider, client, openaiUrls.chat(cfg), {
     headers: { ...openaiHeaders(cfg), accept: "text/event-stream" },
-    body: toOpenAIBody(cfg, req, true),
+    body: toOpenAIBody(cfg, req, opts.upstreamModel, true),
     signal: opts.signal,
   });
   // Tool call fragments arrive keyed by index: id and name first, arguments in pieces.
@@ -207,7 +200,7 @@ export async function* openaiChatStream(
     finish_reason: mapOpenAIFinishReason(finishReason, pending.size > 0),
     input_tokens: usage?.prompt_tokens ?? 0,
     output_tokens: usage?.completion_tokens ?? 0,
-    model: req.model,
+    model: opts.upstreamModel,
     provider: cfg.provider,
   };
 }

@@ -1,9 +1,9 @@
 // OpenAI /v1/embeddings (also spoken by most openai-compatible servers).
 import { z } from "zod";
 import type { CallOptions, EmbedRequest, EmbedResult } from "../types.ts";
-import { sendForJson, type UpstreamClient } from "../http.ts";
+import { sendForJson, type UpstreamClient } from "../upstream-request.ts";
 import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
-import { parseUpstream } from "./chat.ts";
+import { parseUpstream } from "../parse-upstream.ts";
 
 const responseSchema = z.object({
   data: z.array(z.object({ index: z.number().int(), embedding: z.array(z.number()) })),

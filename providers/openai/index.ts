@@ -1,6 +1,7 @@
 // The OpenAI adapter; openai-compatible endpoints reuse it with their own config.
-import type { CallOptions, ChatRequest, EmbedRequest, ProviderAdapter } from "../types.ts";
-import { createUpstreamClient, type UpstreamClient } from "../http.ts";
+import type { ChatRequest } from "../chat-request.ts";
+import type { CallOptions, ChatCallOptions, EmbedRequest, ProviderAdapter } from "../types.ts";
+import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import type { OpenAIApiConfig } from "./api.ts";
 import { openaiChat, openaiChatStream } from "./chat.ts";
 import { openaiEmbed } from "./embed.ts";
@@ -10,7 +11,7 @@ export interface OpenAIAdapterOptions {
   baseUrl: string;
   apiKey?: string | undefined;
   maxTokensField?: OpenAIApiConfig["maxTokensField"];
-  /** Injected in tests; defaults to a keep-alive Agent owned by the adapter. */
+  /** Injected in tests; defaults to a keep-alive HTTP/1.1 client (http1/) owned by the adapter. */
   client?: UpstreamClient;
 }
 
@@ -25,8 +26,8 @@ export function createOpenAIAdapter(opts: OpenAIAdapterOptions): ProviderAdapter
   const client = opts.client ?? createUpstreamClient();
   return {
     provider: cfg.provider,
-    chat: (req: ChatRequest, o: CallOptions) => openaiChat(cfg, client, req, o),
-    chatStream: (req: ChatRequest, o: CallOptions) => openaiChatStream(cfg, client, req, o),
+    chat: (req: ChatRequest, o: ChatCallOptions) => openaiChat(cfg, client, req, o),
+    chatStream: (req: ChatRequest, o: ChatCallOptions) => openaiChatStream(cfg, client, req, o),
     embed: (req: EmbedRequest, o: CallOptions) => openaiEmbed(cfg, client, req, o),
     close: async () => {
       if (owned) await client.close();

@@ -1,7 +1,8 @@
 // Simulated chat: deterministic answers derived from the conversation
 // (conventions in script.ts), honest token counts (tokens.ts), optional
 // latency before the first token and a token rate for streaming.
-import type { ChatMessage, ChatRequest, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import type { ChatMessage, ChatRequest } from "../chat-request.ts";
+import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
 import { sleep } from "../deadline.ts";
 import { countChatInputTokens, countTokens, tokenPieces } from "../tokens.ts";
 import { fnv1a, loremWords } from "./hash.ts";
@@ -92,7 +93,8 @@ export interface SimulatedTiming {
   tokensPerSecond: number;
 }
 
-export async function simulatedChat(provider: string, timing: SimulatedTiming, req: ChatRequest, signal: AbortSignal): Promise<ChatResult> {
+export async function simulatedChat(provider: string, timing: SimulatedTiming, req: ChatRequest, opts: ChatCallOptions): Promise<ChatResult> {
+  const signal = opts.signal;
   const plan = planAnswer(req);
   const { content, truncated } = limit(plan.content, req.max_tokens);
   const outputTokens = countTokens(content) + (plan.toolCalls.length > 0 ? countTokens(JSON.stringify(plan.toolCalls)) : 0);
@@ -101,7 +103,7 @@ export async function simulatedChat(provider: string, timing: SimulatedTiming, r
   return {
     content,
     finish_reason: plan.toolCalls.length > 0 ? "tool_calls" : truncated ? "length" : "stop",
-    model: req.model,
+    model: opts.upstreamModel,
     provider,
     input_tokens: countChatInputTokens(req.messages, req.tools),
     output_tokens: outputTokens,
@@ -113,8 +115,9 @@ export async function* simulatedChatStream(
   provider: string,
   timing: SimulatedTiming,
   req: ChatRequest,
-  signal: AbortSignal,
+  opts: ChatCallOptions,
 ): AsyncGenerator<StreamEvent> {
+  const signal = opts.signal;
   const plan = planAnswer(req);
   const { content, truncated } = limit(plan.content, req.max_tokens);
   await sleep(timing.latencyMs, signal);
@@ -143,7 +146,7 @@ export async function* simulatedChatStream(
     finish_reason: plan.toolCalls.length > 0 ? "tool_calls" : truncated ? "length" : "stop",
     input_tokens: countChatInputTokens(req.messages, req.tools),
     output_tokens: countTokens(content) + (plan.toolCalls.length > 0 ? countTokens(JSON.stringify(plan.toolCalls)) : 0),
-    model: req.model,
+    model: opts.upstreamModel,
     provider,
   };
 }

@@ -3,7 +3,8 @@
 // per category (chat and embeddings today; images, audio and video add
 // methods here with the same rules: deterministic, derived from the input,
 // paced by `latencyMs`).
-import type { CallOptions, ChatRequest, EmbedRequest, ProviderAdapter } from "../types.ts";
+import type { ChatRequest } from "../chat-request.ts";
+import type { CallOptions, ChatCallOptions, EmbedRequest, ProviderAdapter } from "../types.ts";
 import { sleep } from "../deadline.ts";
 import { simulatedChat, simulatedChatStream, type SimulatedTiming } from "./chat.ts";
 import { simulatedEmbed } from "./embed.ts";
@@ -18,8 +19,8 @@ export function createSimulatedAdapter(opts: SimulatedOptions = {}): ProviderAda
   const timing: SimulatedTiming = { latencyMs: opts.latencyMs ?? 0, tokensPerSecond: opts.tokensPerSecond ?? 0 };
   return {
     provider,
-    chat: (req: ChatRequest, o: CallOptions) => simulatedChat(provider, timing, req, o.signal),
-    chatStream: (req: ChatRequest, o: CallOptions) => simulatedChatStream(provider, timing, req, o.signal),
+    chat: (req: ChatRequest, o: ChatCallOptions) => simulatedChat(provider, timing, req, o),
+    chatStream: (req: ChatRequest, o: ChatCallOptions) => simulatedChatStream(provider, timing, req, o),
     embed: async (req: EmbedRequest, o: CallOptions) => {
       await sleep(timing.latencyMs, o.signal);
       return simulatedEmbed(provider, req);

@@ -2,7 +2,9 @@
 // with scriptable faults: an error status (429 with Retry-After…), hanging
 // (a timeout for the caller), cut responses and streams, slow answers, and
 // random failure/timeout/cut rates for the chaos test. TCP_NODELAY is set on
-// every accepted socket so keep-alive requests never stall on Nagle.
+// every accepted socket so keep-alive requests never stall on Nagle. Each
+// response's outcome is recorded (finished, or its connection closed before
+// it ended), so tests can assert that a caller really hung up.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
@@ -42,10 +44,15 @@ export interface FakeContext {
   settings: FaultSettings;
 }
 
+/** How a response ended: fully written, or its connection closed first (the caller aborted, or a cut fault). */
+export type ResponseOutcome = "finished" | "closed early";
+
 export interface FakeServer {
   url: string;
   requests: RecordedRequest[];
   faults: FaultSettings;
+  /** Resolves once the response to `req` (one of `requests`) has ended. */
+  outcome(req: RecordedRequest): Promise<ResponseOutcome>;
   close(): Promise<void>;
 }
 
@@ -60,6 +67,7 @@ export async function startFake(
   errorBody: (status: number, message: string) => unknown,
 ): Promise<FakeServer> {
   const requests: RecordedRequest[] = [];
+  const outcomes = new WeakMap<RecordedRequest, Promise<ResponseOutcome>>();
   const faults = defaultFaults();
   const sockets = new Set<Socket>();
   const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
@@ -76,6 +84,8 @@ export async function startFake(
       }
       const recorded: RecordedRequest = { method: req.method ?? "GET", path: req.url ?? "/", headers: req.headers, body };
       requests.push(recorded);
+      // 'close' fires when the response finished or its connection went away, whichever comes first.
+      outcomes.set(recorded, new Promise((resolve) => res.once("close", () => resolve(res.writableFinished ? "finished" : "closed early"))));
       void respond(recorded, res);
     });
   });
@@ -120,6 +130,7 @@ export async function startFake(
     url: `http://127.0.0.1:${port}`,
     requests,
     faults,
+    outcome: (req) => outcomes.get(req) ?? Promise.reject(new Error("not a request this fake received")),
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

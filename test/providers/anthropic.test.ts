@@ -47,7 +47,7 @@ t.test("request mapping: system apart, tool results first and merged into one us
 
 t.test("headers and defaults: x-api-key, anthropic-version, max_tokens filled in", async (t) => {
   fake.requests.length = 0;
-  await adapter.chat!({ model: "claude-haiku-4-5", messages: [{ role: "user", content: "hi" }], temperature: 1.5 }, { signal });
+  await adapter.chat!({ messages: [{ role: "user", content: "hi" }], temperature: 1.5 }, { signal, upstreamModel: "claude-haiku-4-5" });
   const req = fake.requests[0]!;
   t.equal(req.headers["x-api-key"], "ak-test");
   t.equal(req.headers["anthropic-version"], "2023-06-01");
@@ -57,11 +57,11 @@ t.test("headers and defaults: x-api-key, anthropic-version, max_tokens filled in
 
 t.test("529 overloaded is retryable; a cut stream is a connection failure", async (t) => {
   fake.faults.queue.push({ kind: "status", status: 529 });
-  const e = (await adapter.chat!({ model: "m", messages: [{ role: "user", content: "x" }] }, { signal }).catch((x: unknown) => x)) as ProviderCallError;
+  const e = (await adapter.chat!({ messages: [{ role: "user", content: "x" }] }, { signal, upstreamModel: "m" }).catch((x: unknown) => x)) as ProviderCallError;
   t.equal(e.status, 529);
   t.equal(e.retryable, true);
   fake.faults.queue.push({ kind: "cut" });
-  const cut = await collect(adapter.chatStream!({ model: "m", messages: [{ role: "user", content: "a b c d e f g" }] }, { signal })).catch((x: unknown) => x);
+  const cut = await collect(adapter.chatStream!({ messages: [{ role: "user", content: "a b c d e f g" }] }, { signal, upstreamModel: "m" })).catch((x: unknown) => x);
   t.equal((cut as ProviderCallError).kind, "connection");
 });
 

@@ -1,7 +1,8 @@
 // One shared case for every chat adapter: the same tool-calling conversation,
 // JSON and streaming, against the adapter's fake (STYLE.md §9).
 import type { Test } from "tap";
-import type { ChatMessage, ChatRequest, ProviderAdapter, StreamEvent, ToolCall } from "../../providers/types.ts";
+import type { ChatMessage, ChatRequest } from "../../providers/chat-request.ts";
+import type { ProviderAdapter, StreamEvent, ToolCall } from "../../providers/types.ts";
 
 export const weatherTool = {
   name: "get_weather",
@@ -27,11 +28,11 @@ export function streamSummary(events: StreamEvent[]) {
 }
 
 export async function conversationSuite(t: Test, adapter: ProviderAdapter, model: string): Promise<void> {
-  const signal = new AbortController().signal;
-  const base: ChatRequest = { model, messages: [{ role: "user", content: "Hello fake world" }] };
+  const opts = { signal: new AbortController().signal, upstreamModel: model };
+  const base: ChatRequest = { messages: [{ role: "user", content: "Hello fake world" }] };
 
   await t.test("plain JSON answer", async (t) => {
-    const r = await adapter.chat!(base, { signal });
+    const r = await adapter.chat!(base, opts);
     t.equal(r.content, "Echo: Hello fake world");
     t.equal(r.finish_reason, "stop");
     t.equal(r.provider, adapter.provider);
@@ -41,7 +42,7 @@ export async function conversationSuite(t: Test, adapter: ProviderAdapter, model
   });
 
   await t.test("plain streamed answer: deltas concatenate to the content, final event last", async (t) => {
-    const events = await collect(adapter.chatStream!(base, { signal }));
+    const events = await collect(adapter.chatStream!(base, opts));
     const s = streamSummary(events);
     t.ok(events.filter((e) => "delta" in e).length >= 2, "several deltas");
     t.equal(s.text, "Echo: Hello fake world");
@@ -51,7 +52,7 @@ export async function conversationSuite(t: Test, adapter: ProviderAdapter, model
   });
 
   await t.test("max_tokens cuts the answer with finish_reason length", async (t) => {
-    const r = await adapter.chat!({ ...base, max_tokens: 2 }, { signal });
+    const r = await adapter.chat!({ ...base, max_tokens: 2 }, opts);
     t.equal(r.content, "Echo: Hello");
     t.equal(r.finish_reason, "length");
   });
@@ -62,16 +63,16 @@ export async function conversationSuite(t: Test, adapter: ProviderAdapter, model
         { role: "system", content: "You are terse." },
         { role: "user", content: "Weather in Paris?" },
       ];
-      const req: ChatRequest = { model, messages, tools: [weatherTool] };
+      const req: ChatRequest = { messages, tools: [weatherTool] };
       let calls: ToolCall[];
       let content: string;
       if (streaming) {
-        const s = streamSummary(await collect(adapter.chatStream!(req, { signal })));
+        const s = streamSummary(await collect(adapter.chatStream!(req, opts)));
         t.equal(s.finish?.finish_reason, "tool_calls");
         calls = s.toolCalls;
         content = s.text;
       } else {
-        const r = await adapter.chat!(req, { signal });
+        const r = await adapter.chat!(req, opts);
         t.equal(r.finish_reason, "tool_calls");
         calls = r.tool_calls ?? [];
         content = r.content;
@@ -86,8 +87,8 @@ export async function conversationSuite(t: Test, adapter: ProviderAdapter, model
         { role: "tool", tool_call_id: calls[0]!.id, content: "sunny, 21 C" },
       ];
       const final = streaming
-        ? streamSummary(await collect(adapter.chatStream!({ ...req, messages: next }, { signal })))
-        : await adapter.chat!({ ...req, messages: next }, { signal });
+        ? streamSummary(await collect(adapter.chatStream!({ ...req, messages: next }, opts)))
+        : await adapter.chat!({ ...req, messages: next }, opts);
       const text = "text" in final ? final.text : final.content;
       t.match(text, /^Tool said: .*sunny, 21 C/);
       t.equal("finish" in final ? final.finish?.finish_reason : final.finish_reason, "stop");

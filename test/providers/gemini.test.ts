@@ -43,14 +43,14 @@ t.test("request mapping: roles, functionResponse named after the call, images as
 
 t.test("URL and key header", async (t) => {
   fake.requests.length = 0;
-  await collect(adapter.chatStream!({ model: "gemini-2.5-flash", messages: [{ role: "user", content: "hi" }] }, { signal }));
+  await collect(adapter.chatStream!({ messages: [{ role: "user", content: "hi" }] }, { signal, upstreamModel: "gemini-2.5-flash" }));
   t.equal(fake.requests[0]!.path, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
   t.equal(fake.requests[0]!.headers["x-goog-api-key"], "g-test");
 });
 
 t.test("a stream without finishReason was cut", async (t) => {
   fake.faults.queue.push({ kind: "cut" });
-  const err = await collect(adapter.chatStream!({ model: "m", messages: [{ role: "user", content: "a b c d e f" }] }, { signal })).catch((e: unknown) => e);
+  const err = await collect(adapter.chatStream!({ messages: [{ role: "user", content: "a b c d e f" }] }, { signal, upstreamModel: "m" })).catch((e: unknown) => e);
   t.ok(err instanceof ProviderCallError);
   t.equal((err as ProviderCallError).kind, "connection");
 });

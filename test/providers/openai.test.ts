@@ -20,7 +20,6 @@ t.test("request mapping: max_completion_tokens, stream_options, tool and tool me
   await collect(
     adapter.chatStream!(
       {
-        model: "gpt-4.1-mini",
         max_tokens: 50,
         tool_choice: { name: "f" },
         tools: [{ name: "f", description: "d", parameters: { type: "object", properties: {} } }],
@@ -30,7 +29,7 @@ t.test("request mapping: max_completion_tokens, stream_options, tool and tool me
           { role: "tool", tool_call_id: "c1", content: "ok" },
         ],
       },
-      { signal },
+      { signal, upstreamModel: "gpt-4.1-mini" },
     ),
   );
   const body = fake.requests[0]!.body as Record<string, unknown>;
@@ -50,21 +49,21 @@ t.test("request mapping: max_completion_tokens, stream_options, tool and tool me
 
 t.test("errors are classified: 429 with Retry-After is retryable, 400 is not even fallbackable", async (t) => {
   fake.faults.queue.push({ kind: "status", status: 429, retryAfter: "2" });
-  const e429 = await adapter.chat!({ model: "m", messages: [{ role: "user", content: "x" }] }, { signal }).catch((e: unknown) => e);
+  const e429 = await adapter.chat!({ messages: [{ role: "user", content: "x" }] }, { signal, upstreamModel: "m" }).catch((e: unknown) => e);
   t.ok(e429 instanceof ProviderCallError);
   t.equal((e429 as ProviderCallError).status, 429);
   t.equal((e429 as ProviderCallError).retryable, true);
   t.equal((e429 as ProviderCallError).retryAfterMs, 2000);
   t.match((e429 as ProviderCallError).message, /injected 429/);
   fake.faults.queue.push({ kind: "status", status: 400 });
-  const e400 = (await adapter.chat!({ model: "m", messages: [{ role: "user", content: "x" }] }, { signal }).catch((e: unknown) => e)) as ProviderCallError;
+  const e400 = (await adapter.chat!({ messages: [{ role: "user", content: "x" }] }, { signal, upstreamModel: "m" }).catch((e: unknown) => e)) as ProviderCallError;
   t.equal(e400.retryable, false);
   t.equal(e400.fallbackable, false);
 });
 
 t.test("a cut stream is a retryable connection failure, not a short answer", async (t) => {
   fake.faults.queue.push({ kind: "cut" });
-  const err = await collect(adapter.chatStream!({ model: "m", messages: [{ role: "user", content: "one two three four five six" }] }, { signal })).catch((e: unknown) => e);
+  const err = await collect(adapter.chatStream!({ messages: [{ role: "user", content: "one two three four five six" }] }, { signal, upstreamModel: "m" })).catch((e: unknown) => e);
   t.ok(err instanceof ProviderCallError, String(err));
   t.equal((err as ProviderCallError).kind, "connection");
   t.equal((err as ProviderCallError).retryable, true);
@@ -72,7 +71,7 @@ t.test("a cut stream is a retryable connection failure, not a short answer", asy
 
 t.test("a cut JSON body is a connection failure", async (t) => {
   fake.faults.queue.push({ kind: "cut" });
-  const err = await adapter.chat!({ model: "m", messages: [{ role: "user", content: "x" }] }, { signal }).catch((e: unknown) => e);
+  const err = await adapter.chat!({ messages: [{ role: "user", content: "x" }] }, { signal, upstreamModel: "m" }).catch((e: unknown) => e);
   t.equal((err as ProviderCallError).kind, "connection");
 });
 
@@ -81,7 +80,7 @@ t.test("abort signal stops a hanging call", async (t) => {
   const ctl = new AbortController();
   const started = Date.now();
   setTimeout(() => ctl.abort(new Error("caller gone")), 100);
-  const err = await adapter.chat!({ model: "m", messages: [{ role: "user", content: "x" }] }, { signal: ctl.signal }).catch((e: unknown) => e);
+  const err = await adapter.chat!({ messages: [{ role: "user", content: "x" }] }, { signal: ctl.signal, upstreamModel: "m" }).catch((e: unknown) => e);
   t.match(String(err), /caller gone/);
   t.ok(Date.now() - started < 2000);
 });
@@ -105,7 +104,7 @@ t.test("finish reason mapping", async (t) => {
 
 t.test("wrong key is a 401 that may fall back but not retry", async (t) => {
   const bad = createOpenAIAdapter({ baseUrl: `${fake.url}/v1`, apiKey: "wrong" });
-  const err = (await bad.chat!({ model: "m", messages: [{ role: "user", content: "x" }] }, { signal }).catch((e: unknown) => e)) as ProviderCallError;
+  const err = (await bad.chat!({ messages: [{ role: "user", content: "x" }] }, { signal, upstreamModel: "m" }).catch((e: unknown) => e)) as ProviderCallError;
   await bad.close?.();
   t.equal(err.status, 401);
   t.equal(err.retryable, false);
@@ -116,7 +115,7 @@ t.test("openai-compatible: own name, max_tokens (not max_completion_tokens), opt
   const { createCompatibleAdapter } = await import("../../providers/openai-compatible/index.ts");
   const local = await startOpenAIFake();
   const compat = createCompatibleAdapter({ name: "ollama", base_url: `${local.url}/v1`, models: ["llama3"] });
-  const r = await compat.chat!({ model: "llama3", max_tokens: 7, messages: [{ role: "user", content: "hi" }] }, { signal });
+  const r = await compat.chat!({ max_tokens: 7, messages: [{ role: "user", content: "hi" }] }, { signal, upstreamModel: "llama3" });
   await compat.close?.();
   await local.close();
   t.equal(r.provider, "ollama");

@@ -3,7 +3,8 @@ import { createSimulatedAdapter } from "../../providers/simulated/index.ts";
 import { parseScript, splitSteps } from "../../providers/simulated/script.ts";
 import { simulatedVector } from "../../providers/simulated/embed.ts";
 import { countTokens, tokenPieces } from "../../providers/tokens.ts";
-import type { ChatMessage, ToolDefinition } from "../../providers/types.ts";
+import type { ChatMessage } from "../../providers/chat-request.ts";
+import type { ToolDefinition } from "../../providers/types.ts";
 import { collect, streamSummary } from "./conversation-suite.ts";
 
 const signal = new AbortController().signal;
@@ -37,7 +38,7 @@ t.test("a multi-step script plays out across calls, then answers from the tool r
   const messages: ChatMessage[] = [{ role: "user", content: 'remember: X is 3; then search_memory: X; then call lookup {"q":1}; then answer' }];
   const seen: string[] = [];
   for (let turn = 0; turn < 5; turn++) {
-    const r = await sim.chat!({ model: "simulated-chat", messages, tools }, { signal });
+    const r = await sim.chat!({ messages, tools }, { signal, upstreamModel: "simulated-chat" });
     if (!r.tool_calls) {
       t.equal(r.finish_reason, "stop");
       t.equal(r.content, "remember returned ok-0; search_memory returned ok-1; lookup returned ok-2");
@@ -53,18 +54,19 @@ t.test("a multi-step script plays out across calls, then answers from the tool r
 
 t.test("deterministic, honest counts, say/lorem, max_tokens", async (t) => {
   const sim = createSimulatedAdapter();
-  const req = { model: "simulated-chat", messages: [{ role: "user" as const, content: "Hello there" }] };
-  const a = await sim.chat!(req, { signal });
-  const b = await sim.chat!(req, { signal });
+  const req = { messages: [{ role: "user" as const, content: "Hello there" }] };
+  const opts = { signal, upstreamModel: "simulated-chat" };
+  const a = await sim.chat!(req, opts);
+  const b = await sim.chat!(req, opts);
   t.same(a, b);
   t.equal(a.content, "Simulated reply to: Hello there");
   t.equal(a.output_tokens, countTokens(a.content));
   t.equal(a.input_tokens, 3 + countTokens("Hello there"));
-  const say = await sim.chat!({ ...req, messages: [{ role: "user", content: "say Bonjour !" }], tools }, { signal });
+  const say = await sim.chat!({ ...req, messages: [{ role: "user", content: "say Bonjour !" }], tools }, opts);
   t.equal(say.content, "Bonjour !");
-  const lorem = await sim.chat!({ ...req, messages: [{ role: "user", content: "lorem 50" }], tools }, { signal });
+  const lorem = await sim.chat!({ ...req, messages: [{ role: "user", content: "lorem 50" }], tools }, opts);
   t.equal(countTokens(lorem.content), 50);
-  const cut = await sim.chat!({ ...req, max_tokens: 3 }, { signal });
+  const cut = await sim.chat!({ ...req, max_tokens: 3 }, opts);
   t.equal(cut.finish_reason, "length");
   t.equal(cut.output_tokens, 3);
   t.equal(cut.content, "Simulated reply to");
@@ -72,9 +74,9 @@ t.test("deterministic, honest counts, say/lorem, max_tokens", async (t) => {
 
 t.test("tool_choice none never calls; required calls the first tool", async (t) => {
   const sim = createSimulatedAdapter();
-  const none = await sim.chat!({ model: "s", messages: [{ role: "user", content: "call lookup" }], tools, tool_choice: "none" }, { signal });
+  const none = await sim.chat!({ messages: [{ role: "user", content: "call lookup" }], tools, tool_choice: "none" }, { signal, upstreamModel: "s" });
   t.equal(none.tool_calls, null);
-  const req = await sim.chat!({ model: "s", messages: [{ role: "user", content: "hi" }], tools, tool_choice: "required" }, { signal });
+  const req = await sim.chat!({ messages: [{ role: "user", content: "hi" }], tools, tool_choice: "required" }, { signal, upstreamModel: "s" });
   t.equal(req.tool_calls?.[0]?.name, "remember");
 });
 
@@ -83,7 +85,7 @@ t.test("streams token by token at the configured rate", async (t) => {
   const started = performance.now();
   const stamps: number[] = [];
   const events = [];
-  for await (const e of sim.chatStream!({ model: "s", messages: [{ role: "user", content: "lorem 40" }], tools }, { signal })) {
+  for await (const e of sim.chatStream!({ messages: [{ role: "user", content: "lorem 40" }], tools }, { signal, upstreamModel: "s" })) {
     stamps.push(performance.now() - started);
     events.push(e);
   }
@@ -100,22 +102,21 @@ t.test("abort interrupts latency", async (t) => {
   const sim = createSimulatedAdapter({ latencyMs: 10_000 });
   const ctl = new AbortController();
   setTimeout(() => ctl.abort(new Error("stop")), 20);
-  await t.rejects(sim.chat!({ model: "s", messages: [{ role: "user", content: "x" }] }, { signal: ctl.signal }), /stop/);
+  await t.rejects(sim.chat!({ messages: [{ role: "user", content: "x" }] }, { signal: ctl.signal, upstreamModel: "s" }), /stop/);
 });
 
 t.test("vision and translation conventions", async (t) => {
   const sim = createSimulatedAdapter();
-  const v = await sim.chat!({ model: "s", messages: [{ role: "user", content: "what?", images: [{ url: "https://x/cat.png" }] }] }, { signal });
+  const v = await sim.chat!({ messages: [{ role: "user", content: "what?", images: [{ url: "https://x/cat.png" }] }] }, { signal, upstreamModel: "s" });
   t.equal(v.content, "Simulated description of https://x/cat.png for: what?");
   const tr = await sim.chat!(
     {
-      model: "s",
       messages: [
         { role: "system", content: "Translate the user's text into French. Reply with the translation only." },
         { role: "user", content: "Good morning" },
       ],
     },
-    { signal },
+    { signal, upstreamModel: "s" },
   );
   t.equal(tr.content, "[French] Good morning");
 });
@@ -139,6 +140,6 @@ t.test("embeddings: unit vectors, shared words are closer", async (t) => {
 
 t.test("collect helper sanity", async (t) => {
   const sim = createSimulatedAdapter();
-  const ev = await collect(sim.chatStream!({ model: "s", messages: [{ role: "user", content: "call lookup" }], tools }, { signal }));
+  const ev = await collect(sim.chatStream!({ messages: [{ role: "user", content: "call lookup" }], tools }, { signal, upstreamModel: "s" }));
   t.same(ev.map((e) => Object.keys(e)[0]), ["tool_call", "finish_reason"]);
 });

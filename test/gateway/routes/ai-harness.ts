@@ -4,7 +4,7 @@
 import { loadConfig } from "../../../core/config.ts";
 import { createRouter } from "../../../providers/index.ts";
 import type { Router } from "../../../providers/router.ts";
-import type { UsageRecord } from "../../../providers/usage.ts";
+import { UsageMeter, type UsageRecord } from "../../../providers/usage.ts";
 import { chatRoutes } from "../../../gateway/routes/chat.ts";
 import { embeddingRoutes } from "../../../gateway/routes/embeddings.ts";
 import { modelRoutes } from "../../../gateway/routes/models.ts";
@@ -48,7 +48,7 @@ export async function startAiHarness(): Promise<AiHarness> {
   });
   const router = createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } });
   const usage: UsageRecord[] = [];
-  const deps = { router, usage: { record: (u: UsageRecord) => void usage.push(u) } };
+  const deps = { router, usage: new UsageMeter(router.catalogue, { record: (u: UsageRecord) => void usage.push(u) }) };
   const troupe = await startTestTroupe({}, {
     extraRoutes: () => [...chatRoutes(deps), ...modelRoutes(deps), ...embeddingRoutes(deps), ...visionRoutes(deps), ...translationRoutes(deps)],
   });

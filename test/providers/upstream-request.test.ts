@@ -1,4 +1,4 @@
-// providers/http.ts over a real socket: status errors keep only the start of
+// providers/upstream-request.ts over a real socket: status errors keep only the start of
 // the upstream's error body (a huge one is not read to its end), and a
 // malformed answer is a protocol failure, not a connection failure.
 import { once } from "node:events";
@@ -6,7 +6,7 @@ import { createServer } from "node:http";
 import { createServer as createTcpServer, type AddressInfo } from "node:net";
 import t from "tap";
 import { ProviderCallError } from "../../providers/errors.ts";
-import { createUpstreamClient, send, sendForJson } from "../../providers/http.ts";
+import { createUpstreamClient, send, sendForJson } from "../../providers/upstream-request.ts";
 
 t.test("a streamed request's error status keeps only the start of a huge error body", async (t) => {
   let written = 0;

@@ -1,0 +1,68 @@
+// The one chat request type (spec §4.1; DESIGN.md §4 Chat), from the HTTP
+// route through the router to every adapter. The route validates its body
+// with `chatRequestSchema` (plus its own `stream` flag) and hands the parsed
+// value on as it is: no mapping, no copy per request. Two transforms do the
+// normalizing a mapper used to do (null content → "", the OpenAI form of
+// tool_choice → `{ name }`); OpenAPI documents the input side of them.
+import { z } from "zod";
+import { routingStrategySchema, toolCallSchema, toolDefinitionSchema, type ImageInput, type RoutingStrategy } from "./types.ts";
+
+export const chatMessageSchema = z
+  .object({
+    id: z.string().optional(),
+    role: z.enum(["system", "user", "assistant", "tool"]),
+    // OpenAI clients send null content on an assistant message that only calls tools.
+    content: z
+      .string()
+      .nullable()
+      .default("")
+      .transform((c) => c ?? ""),
+    tool_calls: z.array(toolCallSchema).nullable().optional(),
+    tool_call_id: z.string().nullable().optional(),
+  })
+  .strict();
+
+/** "auto" (model decides), "none", "required" (some tool), or one named tool (also accepted in OpenAI's form). */
+export const toolChoiceSchema = z.union([
+  z.enum(["auto", "none", "required"]),
+  z.object({ name: z.string().min(1) }).strict(),
+  z
+    .object({ type: z.literal("function"), function: z.object({ name: z.string().min(1) }).strict() })
+    .strict()
+    .transform((c) => ({ name: c.function.name })),
+]);
+export type ToolChoice = z.infer<typeof toolChoiceSchema>;
+
+/** A chat request (the body of POST /v1/chat/completions without `stream`). Unknown fields are refused. */
+export const chatRequestSchema = z
+  .object({
+    messages: z.array(chatMessageSchema).min(1),
+    model: z.string().min(1).nullable().optional(),
+    routing_strategy: routingStrategySchema.default("auto"),
+    max_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
+    temperature: z.number().min(0).max(2).nullable().optional(),
+    tools: z.array(toolDefinitionSchema).nullable().optional(),
+    tool_choice: toolChoiceSchema.nullable().optional(),
+  })
+  .strict();
+
+type ParsedChatRequest = z.infer<typeof chatRequestSchema>;
+
+/**
+ * A message as adapters see it: a parsed one, or one an internal caller
+ * built. Vision attaches images to a user message; the public body has no
+ * such field (it refuses it).
+ */
+export type ChatMessage = ParsedChatRequest["messages"][number] & { images?: ImageInput[] | undefined };
+
+/**
+ * What the router and adapters take: the parsed request, whose messages may
+ * carry images, with routing_strategy left to its default ("auto") by
+ * internal callers. Adapters ignore the routing fields (`model` is the
+ * caller's catalogue id or none; the model an attempt calls is in
+ * ChatCallOptions.upstreamModel).
+ */
+export type ChatRequest = Omit<ParsedChatRequest, "messages" | "routing_strategy"> & {
+  messages: ChatMessage[];
+  routing_strategy?: RoutingStrategy | undefined;
+};

@@ -1,0 +1,62 @@
+// The usage meter, the one place a call's usage becomes a record: priced
+// from the catalogue, stamped by the injected clock, identified by the
+// request id; calls without a payer are not recorded; a failing sink never
+// reaches the caller.
+import t from "tap";
+import { Catalogue } from "../../providers/catalogue.ts";
+import { UsageMeter, type UsageContext, type UsageRecord } from "../../providers/usage.ts";
+
+const catalogue = Catalogue.load();
+const context: UsageContext = {
+  organization_id: "org_1",
+  project_id: "prj_1",
+  environment_id: "env_1",
+  api_key_id: "key_1",
+  live: true,
+  request_id: "req_42",
+};
+
+t.test("a call's context and figures become one priced record", async (t) => {
+  const records: UsageRecord[] = [];
+  const meter = new UsageMeter(catalogue, { record: (u) => void records.push(u) }, () => Date.UTC(2026, 0, 2, 3, 4, 5));
+  // A chat result as the router returns it: extra fields are not copied into the record.
+  const result = { content: "hi", finish_reason: "stop", model: "gpt-4.1-mini", provider: "openai", input_tokens: 1_000_000, output_tokens: 500_000, tool_calls: null };
+  meter.record(context, "chat", result);
+  t.same(records, [
+    {
+      organization_id: "org_1",
+      project_id: "prj_1",
+      environment_id: "env_1",
+      api_key_id: "key_1",
+      live: true,
+      category: "chat",
+      model: "gpt-4.1-mini",
+      provider: "openai",
+      input_tokens: 1_000_000,
+      output_tokens: 500_000,
+      units: 0,
+      cost_usd: catalogue.priceOf("gpt-4.1-mini", { input_tokens: 1_000_000, output_tokens: 500_000, units: 0 }),
+      request_id: "req_42",
+      created_at: "2026-01-02T03:04:05.000Z",
+    },
+  ]);
+  t.ok(records[0]!.cost_usd > 0, "priced from the catalogue");
+
+  meter.record(context, "embeddings", { model: "text-embedding-3-small", provider: "openai", input_tokens: 7 });
+  t.match(records[1], { category: "embeddings", input_tokens: 7, output_tokens: 0, units: 0, request_id: "req_42" });
+});
+
+t.test("no context (a session call): nothing recorded", async (t) => {
+  const records: UsageRecord[] = [];
+  new UsageMeter(catalogue, { record: (u) => void records.push(u) }).record(undefined, "chat", { model: "gpt-4.1-mini", provider: "openai", input_tokens: 1 });
+  t.same(records, []);
+});
+
+t.test("a sink that throws does not fail the answered call", async (t) => {
+  const meter = new UsageMeter(catalogue, {
+    record: () => {
+      throw new Error("ledger down");
+    },
+  });
+  t.doesNotThrow(() => meter.record(context, "chat", { model: "gpt-4.1-mini", provider: "openai", input_tokens: 1 }));
+});
