@@ -14,7 +14,8 @@ import {
   type ToolChoice,
 } from "../../providers/types.ts";
 import { emitUsage, usageRecord, type Payer, type UsageCategory, type UsageSink } from "../../providers/usage.ts";
-import type { AuthContext } from "../auth-context.ts";
+import type { ApiKeyRecord } from "../../tenancy/types.ts";
+import type { ApiKeyAuth } from "../auth-context.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
 
 export interface AiRouteDeps {
@@ -22,20 +23,17 @@ export interface AiRouteDeps {
   usage: UsageSink;
 }
 
-export function payerOf(auth: AuthContext): Payer | undefined {
-  if (auth.kind !== "api_key") return undefined;
-  const k = auth.key;
+/** Who pays for a call: the calling key's organization, project and environment. */
+export function payerOf(k: ApiKeyRecord): Payer {
   return { organization_id: k.organization_id, project_id: k.project_id, environment_id: k.environment_id, api_key_id: k.id, live: k.live };
 }
 
 export function recordUsage(
   deps: AiRouteDeps,
-  ctx: { auth: AuthContext; requestId: string },
+  ctx: { auth: ApiKeyAuth; requestId: string },
   call: { category: UsageCategory; model: string; provider: string; input_tokens: number; output_tokens?: number },
 ): void {
-  const payer = payerOf(ctx.auth);
-  if (!payer) return;
-  emitUsage(deps.usage, usageRecord(deps.router.catalogue, payer, { ...call, request_id: ctx.requestId }));
+  emitUsage(deps.usage, usageRecord(deps.router.catalogue, payerOf(ctx.auth.key), { ...call, request_id: ctx.requestId }));
 }
 
 function toolChoiceOf(choice: ChatCompletionRequest["tool_choice"]): ToolChoice | null | undefined {
@@ -63,7 +61,7 @@ export function toRoutedChat(body: ChatCompletionRequest): RoutedChatRequest {
   };
 }
 
-async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionRequest, undefined>, req: RoutedChatRequest): Promise<typeof streamed> {
+async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionRequest, undefined, string, "api_key">, req: RoutedChatRequest): Promise<typeof streamed> {
   const events = deps.router.chatStream(req, { signal: ctx.signal });
   // Planning and the first upstream event happen before the response starts,
   // so invalid requests and unavailable providers still get their HTTP status.
