@@ -134,3 +134,23 @@ t.test("admission in process: check order, the synchronous fast path, the creden
   t.equal((admission.admit({ auth: "any" }, "GET", {}) as AuthContext).kind, "session", "`any` takes a session");
   t.throws(() => admission.admit({ auth: "none" }, "GET", {}), { code: "forbidden" }, "`none` takes no credential");
 });
+
+t.test("the WebSocket route's OpenAPI entry is generated from its declaration", async (t) => {
+  const doc = await troupe.request("GET", "/v1/openapi.json");
+  const op = field(doc.body, "paths", "/v1/agents/conversations/{id}/events", "get");
+  t.match(op, {
+    operationId: "getV1AgentsConversationsIdEvents",
+    tags: ["agents"],
+    security: [{ apiKey: [] }],
+    "x-troupe-scope": "agents",
+    "x-troupe-websocket": { subprotocol: "troupe.v1" },
+    parameters: [{ name: "id", in: "path", required: true }],
+    responses: {
+      "101": { description: /WebSocket/ },
+      "401": { description: "unauthorized" },
+      "403": { description: /insufficient_scope/ },
+      "404": { description: "not_found" },
+      "429": { description: "rate_limited" },
+    },
+  });
+});
