@@ -1,8 +1,12 @@
 // The actor model Troupe's actors are written against. An actor is one value:
 // an explicit type name, a zod state schema, the initial state and its
-// methods. Methods are plain async functions `(ctx, input) => output` that
-// read and write `ctx.state`. Nothing here knows which host runs the actor
-// (embedded or Dapr): the same definition runs on both (DESIGN.md §1).
+// methods. Each method declares its input schema and a plain async function
+// `run(ctx, input)` that reads and writes `ctx.state`; the input's type is
+// inferred from the schema (RivetKit-style, STYLE.md §11), so callers going
+// through `callActor` are type-checked against it, and the host parses the
+// input with it before the turn runs (a bad input is a 400, the turn never
+// runs). Nothing here knows which host runs the actor (embedded or Dapr):
+// the same definition runs on both (DESIGN.md §1).
 //
 // Semantics every host honours (Orleans/Dapr virtual actors):
 // - an actor is addressed by (type, id); it is activated on first use and
@@ -21,40 +25,56 @@ import type { z } from "zod";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 
-/** What an actor sees during one turn. */
-export interface ActorContext<S> {
+/** Ids an actor mints, injected so tests can make them predictable (STYLE.md §7). */
+export interface IdSource {
+  uuid(): string;
+}
+
+/** Each method's input schema, by method name. */
+export type MethodInputs = Record<string, z.ZodType>;
+
+/** What an actor sees during one turn; `I` types the methods timers and reminders name. */
+export interface ActorContext<S, I extends MethodInputs = MethodInputs> {
   readonly type: string;
   readonly id: string;
   /** This turn's copy of the state; assign or mutate it freely. */
   state: S;
   readonly clock: Clock;
+  readonly ids: IdSource;
   readonly log: Logger;
-  /** Calls a method on another actor and waits for its turn to finish. */
+  /**
+   * Calls a method on another actor and waits for its turn to finish. Untyped
+   * (actors name each other by type string); the callee's host still parses
+   * the input with the method's schema.
+   */
   call(type: string, id: string, method: string, input?: unknown): Promise<unknown>;
   /**
    * In-memory timer: calls `method(input)` on this actor after `dueMs`, then
    * every `periodMs` when given. Lost on deactivation and on restart.
    */
-  setTimer(name: string, dueMs: number, periodMs: number | undefined, method: string, input?: unknown): Promise<void>;
+  setTimer<K extends keyof I & string>(name: string, dueMs: number, periodMs: number | undefined, method: K, input: z.input<I[K]>): Promise<void>;
   clearTimer(name: string): Promise<void>;
   /** Durable reminder: like a timer, but survives deactivation and restarts. */
-  setReminder(name: string, dueMs: number, periodMs: number | undefined, method: string, input?: unknown): Promise<void>;
+  setReminder<K extends keyof I & string>(name: string, dueMs: number, periodMs: number | undefined, method: K, input: z.input<I[K]>): Promise<void>;
   clearReminder(name: string): Promise<void>;
 }
 
-/**
- * A method's input is typed by the definition (`input: never` in the
- * constraint accepts any parameter type); the host hands it the JSON the
- * caller sent, so methods that take outside input should parse it with zod.
- */
-export type ActorMethod<S> = (ctx: ActorContext<S>, input: never) => Promise<unknown>;
+/** Method outputs, by method name. */
+export type MethodOutputs<I extends MethodInputs> = { [K in keyof I]: unknown };
 
-export interface ActorDefinition<S = unknown, M extends Record<string, ActorMethod<S>> = Record<string, ActorMethod<S>>> {
+export type ActorMethods<S, I extends MethodInputs, O extends MethodOutputs<I>> = {
+  readonly [K in keyof I]: {
+    readonly input: I[K];
+    readonly run: (ctx: ActorContext<S, I>, input: z.output<I[K]>) => Promise<O[K]>;
+  };
+};
+
+export interface ActorDefinition<S, I extends MethodInputs, O extends MethodOutputs<I>> {
   /** Explicit constant, never derived from a class or function name. */
   readonly type: string;
   readonly state: z.ZodType<S>;
   readonly initialState: () => S;
-  readonly methods: M;
+  readonly methods: ActorMethods<S, I, O>;
 }
 
 /** What hosts hold: a definition with its types erased. */
@@ -62,27 +82,46 @@ export interface AnyActorDefinition {
   readonly type: string;
   readonly state: z.ZodType<unknown>;
   readonly initialState: () => unknown;
-  readonly methods: Readonly<Record<string, (ctx: ActorContext<unknown>, input: unknown) => Promise<unknown>>>;
+  readonly methods: Readonly<Record<string, { readonly input: z.ZodType; readonly run: (ctx: ActorContext<unknown>, input: unknown) => Promise<unknown> }>>;
 }
+
+/**
+ * What `defineActor` accepts. Two views of `methods` are intersected so the
+ * compiler infers each method's input schema (I, from `input`, which then
+ * types `run`'s parameter) and its output (O, from `run`'s return type)
+ * separately; one mapped type cannot infer both.
+ */
+type MethodsDeclaration<S, I extends MethodInputs, O extends MethodOutputs<I>> = {
+  [K in keyof I]: { input: I[K]; run: (ctx: ActorContext<S, I>, input: z.output<I[K]>) => Promise<unknown> };
+} & { [K in keyof O]: { run: (...args: never[]) => Promise<O[K]> } };
 
 const typeName = /^[A-Za-z][A-Za-z0-9_]*$/;
 
-export function defineActor<S, M extends Record<string, ActorMethod<S>>>(definition: ActorDefinition<S, M>): ActorDefinition<S, M> {
+export function defineActor<S, I extends MethodInputs, O extends MethodOutputs<I>>(definition: {
+  type: string;
+  state: z.ZodType<S>;
+  initialState: () => S;
+  methods: MethodsDeclaration<S, I, O>;
+}): ActorDefinition<S, I, O> {
   if (!typeName.test(definition.type)) throw new Error(`actor type "${definition.type}" must be letters, digits and underscores`);
   const initial = definition.state.safeParse(definition.initialState());
   if (!initial.success) throw new Error(`${definition.type}.initialState() does not match its state schema: ${initial.error.message}`);
-  for (const [name, method] of Object.entries(definition.methods)) {
-    if (typeof method !== "function") throw new Error(`${definition.type}.${name} is not a function`);
+  const methods: Record<string, unknown> = {};
+  for (const [name, method] of Object.entries(definition.methods as Record<string, { input?: unknown; run?: unknown }>)) {
+    if (typeof method.run !== "function") throw new Error(`${definition.type}.${name}.run is not a function`);
+    if (typeof (method.input as z.ZodType | undefined)?.safeParse !== "function") throw new Error(`${definition.type}.${name}.input is not a zod schema`);
+    methods[name] = Object.freeze({ input: method.input, run: method.run });
   }
-  return Object.freeze({ ...definition, methods: Object.freeze({ ...definition.methods }) });
+  return Object.freeze({ ...definition, methods: Object.freeze(methods) }) as unknown as ActorDefinition<S, I, O>;
 }
 
 /** Erases a definition's types for a host's registry. */
-export function eraseDefinition<S, M extends Record<string, ActorMethod<S>>>(definition: ActorDefinition<S, M>): AnyActorDefinition {
+export function eraseDefinition<S, I extends MethodInputs, O extends MethodOutputs<I>>(definition: ActorDefinition<S, I, O>): AnyActorDefinition {
   return definition as unknown as AnyActorDefinition;
 }
 
-export type ActorState<D> = D extends ActorDefinition<infer S, Record<string, ActorMethod<infer S>>> ? S : never;
-export type ActorMethods<D> = D extends ActorDefinition<unknown, infer M> ? M : D extends { methods: infer M } ? M : never;
-export type MethodInput<D, K extends keyof ActorMethods<D>> = ActorMethods<D>[K] extends (ctx: never, input: infer I) => Promise<unknown> ? I : never;
-export type MethodOutput<D, K extends keyof ActorMethods<D>> = ActorMethods<D>[K] extends (...args: never[]) => Promise<infer O> ? O : never;
+/** Helper types extracted from a definition instead of declared twice. */
+export type ActorState<D> = D extends ActorDefinition<infer S, infer _I, infer _O> ? S : never;
+export type MethodName<D> = D extends ActorDefinition<unknown, infer I, infer _O> ? keyof I & string : never;
+export type MethodInput<D, K extends string> = D extends ActorDefinition<infer _S, infer I, infer _O> ? z.input<I[K]> : never;
+export type MethodOutput<D, K extends string> = D extends ActorDefinition<infer _S, infer _I, infer O> ? O[K] : never;

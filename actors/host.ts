@@ -1,7 +1,8 @@
 // The actor host interface the gateway uses. Two implementations share it
 // (actors/hosts/embedded, actors/hosts/dapr) and one conformance suite
 // (test/actors/conformance.ts) pins their behaviour to each other.
-import type { ActorDefinition, ActorMethod, ActorMethods, AnyActorDefinition, MethodInput, MethodOutput } from "./actor.ts";
+import type { z } from "zod";
+import type { ActorDefinition, AnyActorDefinition, MethodInputs, MethodOutputs } from "./actor.ts";
 
 export interface CallOptions {
   /** Aborting rejects the caller; a turn already running still completes. */
@@ -19,8 +20,9 @@ export interface ActorHost {
   start(): Promise<void>;
   /**
    * Runs `method(input)` as one turn of actor (type, id), activating it if
-   * needed. Rejects with the method's error: a TroupeError keeps its code,
-   * status, message and details on both hosts.
+   * needed. The input is parsed with the method's schema first (invalid:
+   * TroupeError invalid_request, no turn). Rejects with the method's error: a
+   * TroupeError keeps its code, status, message and details on both hosts.
    */
   call(type: string, id: string, method: string, input?: unknown, options?: CallOptions): Promise<unknown>;
   /** Actors active in this process, per registered type (zero counts included). */
@@ -31,16 +33,18 @@ export interface ActorHost {
   stop(): Promise<void>;
 }
 
-/** Typed call through any host: method names, input and output come from the definition. */
-export async function callActor<S, M extends Record<string, ActorMethod<S>>, K extends keyof M & string>(
+/**
+ * Typed call through any host: the method name, its input (from the method's
+ * input schema) and its output (from `run`) come from the definition, so a
+ * misspelled field does not compile.
+ */
+export async function callActor<S, I extends MethodInputs, O extends MethodOutputs<I>, K extends keyof I & string>(
   host: ActorHost,
-  definition: ActorDefinition<S, M>,
+  definition: ActorDefinition<S, I, O>,
   id: string,
   method: K,
-  input: MethodInput<ActorDefinition<S, M>, K>,
+  input: z.input<I[K]>,
   options?: CallOptions,
-): Promise<MethodOutput<ActorDefinition<S, M>, K>> {
-  return (await host.call(definition.type, id, method, input, options)) as MethodOutput<ActorDefinition<S, M>, K>;
+): Promise<O[K]> {
+  return (await host.call(definition.type, id, method, input, options)) as O[K];
 }
-
-export type { ActorMethods };

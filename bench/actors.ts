@@ -3,11 +3,11 @@
 // per host and phase, then one JSON line with every figure.
 //
 // - embedded: the host in this process, called the way the gateway calls it
-//   (host.call), state in lmdb under a temporary data dir.
+//   (callActor), state in lmdb under a temporary data dir.
 // - dapr: one replica (the test actor app + its daprd) with placement,
 //   scheduler and Redis, started by the cluster library; this process calls
 //   through a DaprActorHost client exactly as the gateway does
-//   (host.call → daprd HTTP → placement → the replica's callback → turn).
+//   (callActor → daprd HTTP → placement → the replica's callback → turn).
 // Phases: "activate" is the first call to each actor (state read from the
 // store); "warm" is BENCH_ROUNDS more calls to each, actors in memory.
 //
@@ -21,11 +21,11 @@ import { z } from "zod";
 import { systemClock } from "../core/clock.ts";
 import { createLogger } from "../core/log.ts";
 import { eraseDefinition } from "../actors/actor.ts";
-import type { ActorHost } from "../actors/host.ts";
+import { callActor, type ActorHost } from "../actors/host.ts";
 import { EmbeddedActorHost } from "../actors/hosts/embedded/embedded-host.ts";
 import { DaprActorHost } from "../actors/hosts/dapr/dapr-host.ts";
 import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support/dapr-cluster.ts";
-import { testActors } from "../test/actors/test-actors.ts";
+import { CounterActor, testActors } from "../test/actors/test-actors.ts";
 
 const env = z
   .object({
@@ -66,7 +66,7 @@ async function drive(host: ActorHost, label: string, phase: string, ids: string[
     for (let i = next++; i < ids.length; i = next++) {
       const t0 = performance.now();
       try {
-        await host.call("TestCounter", ids[i]!, "ping");
+        await callActor(host, CounterActor, ids[i]!, "ping", undefined);
       } catch (error) {
         errors++;
         firstError ||= error instanceof Error ? error.message : String(error);

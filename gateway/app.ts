@@ -22,6 +22,7 @@ import { ApiKeyService } from "../tenancy/api-keys.ts";
 import { EmbeddedTenancyStore } from "../tenancy/embedded-store.ts";
 import { RedisTenancyStore } from "../tenancy/redis-store.ts";
 import type { TenancyStore } from "../tenancy/store.ts";
+import { createAdmission } from "./admission.ts";
 import { createAuthenticator } from "./authenticate.ts";
 import type { RouteDefinition } from "./route.ts";
 import { accountRoutes } from "./routes/account.ts";
@@ -34,7 +35,7 @@ import { modelRoutes } from "./routes/models.ts";
 import { translationRoutes } from "./routes/translations.ts";
 import { vectorIndexRoutes } from "./routes/vector-index.ts";
 import { visionRoutes } from "./routes/vision.ts";
-import { attachConversationEvents, conversationEventsOpenApi } from "./conversation-events-ws.ts";
+import { attachConversationEvents, conversationEventsRoute } from "./conversation-events-ws.ts";
 import { createGateway, type Gateway } from "./server.ts";
 
 export interface TroupeServices {
@@ -139,11 +140,12 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const overridden = new Set(extra.map((r) => `${r.method} ${r.path}`));
   const routes = [...builtIn.filter((r) => !overridden.has(`${r.method} ${r.path}`)), ...extra];
 
-  const authenticator = createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix);
+  const admission = createAdmission(createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix), apiKeys);
+  const eventsRoute = conversationEventsRoute({ actors, conversation });
   const gateway = createGateway({
     routes,
-    authenticator,
-    apiKeys,
+    wsRoutes: [eventsRoute],
+    admission,
     log,
     maxBodyBytes: config.maxBodyBytes,
     secureCookies: config.publicUrl?.startsWith("https://") ?? false,
@@ -152,9 +154,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
       return actors.ready();
     },
     openApiInfo: { title: "Troupe", version: "1.0.0" },
-    extraPaths: conversationEventsOpenApi,
   });
-  await attachConversationEvents(gateway.app, { authenticator, apiKeys, actors, conversation, events, log });
+  await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log });
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;

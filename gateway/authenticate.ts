@@ -7,7 +7,7 @@ import type { AccountService } from "../tenancy/accounts.ts";
 import type { ApiKeyService } from "../tenancy/api-keys.ts";
 import { looksLikeApiKey, sessionTokenPrefix, sha256 } from "../tenancy/key-format.ts";
 import type { AuthContext } from "./auth-context.ts";
-import type { RouteDefinition } from "./route.ts";
+import type { AuthMode } from "./route.ts";
 
 export const sessionCookie = "troupe_session";
 export const csrfCookie = "troupe_csrf";
@@ -15,7 +15,7 @@ export const csrfHeader = "x-csrf-token";
 
 export interface Authenticator {
   /** Synchronous for a warm API key (the hot path), a promise otherwise. */
-  authenticate(route: RouteDefinition, method: string, headers: Record<string, string>): AuthContext | Promise<AuthContext>;
+  authenticate(route: { auth: AuthMode; refusesApiKeys?: boolean }, method: string, headers: Record<string, string>): AuthContext | Promise<AuthContext>;
 }
 
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"]);

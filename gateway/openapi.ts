@@ -1,9 +1,11 @@
 // OpenAPI 3.1 generated from the route definitions: the same zod schemas
 // that validate requests describe them here, and every route's possible
 // errors (its own plus those its credential kind implies) are listed.
+// WebSocket routes are documented from their declarations the same way, as
+// a GET answering 101.
 import { z } from "zod";
 import { errorCatalog, type ErrorCode } from "../core/errors.ts";
-import type { RouteDefinition } from "./route.ts";
+import { paramNamesOf, type RouteDefinition, type WsRouteDefinition } from "./route.ts";
 
 type JsonObject = Record<string, unknown>;
 
@@ -30,7 +32,10 @@ function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
   return json;
 }
 
-function impliedErrors(route: RouteDefinition): ErrorCode[] {
+/** What the error list and security of an operation depend on; HTTP and WebSocket routes both have it. */
+type Admitted = Pick<RouteDefinition, "auth" | "refusesApiKeys" | "scope" | "body" | "query" | "errors">;
+
+function impliedErrors(route: Admitted): ErrorCode[] {
   const codes: ErrorCode[] = ["internal_error"];
   if (route.body || route.query) codes.push("invalid_request");
   if (route.body) codes.push("payload_too_large", "unsupported_media_type");
@@ -41,20 +46,62 @@ function impliedErrors(route: RouteDefinition): ErrorCode[] {
   return codes;
 }
 
-export function buildOpenApi(
-  routes: RouteDefinition[],
-  info: { title: string; version: string },
-  extraPaths: Record<string, Record<string, unknown>> = {},
-): JsonObject {
+/** Error responses by status, each listing its codes. */
+function errorResponses(route: Admitted): JsonObject {
+  const codes = new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? [])]);
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = errorCatalog[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: JsonObject = {};
+  for (const [status, list] of byStatus) {
+    responses[String(status)] = {
+      description: list.join(" | "),
+      content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+    };
+  }
+  return responses;
+}
+
+function security(route: Admitted): JsonObject[] {
+  if (route.auth === "api_key") return [{ apiKey: [] }];
+  if (route.auth === "session") return [{ session: [] }, { sessionCookie: [] }];
+  if (route.auth === "any") return [{ apiKey: [] }, { session: [] }, { sessionCookie: [] }];
+  return [];
+}
+
+function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, "{$1}");
+}
+
+function pathParameters(path: string): JsonObject[] {
+  return paramNamesOf(path).map((name) => ({ name, in: "path", required: true, schema: { type: "string" } }));
+}
+
+function operationId(method: string, path: string): string {
+  return `${method}${path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`;
+}
+
+function wsOperation(route: WsRouteDefinition): JsonObject {
+  const operation: JsonObject = {
+    operationId: operationId("get", openApiPath(route.path)),
+    summary: route.summary,
+    tags: [route.tag],
+    parameters: pathParameters(route.path),
+    responses: { "101": { description: "Switching protocols to WebSocket" }, ...errorResponses(route) },
+    security: security(route),
+    "x-troupe-websocket": route.subprotocol ? { subprotocol: route.subprotocol } : {},
+  };
+  if (route.scope) operation["x-troupe-scope"] = route.scope;
+  return operation;
+}
+
+export function buildOpenApi(routes: RouteDefinition[], info: { title: string; version: string }, wsRoutes: readonly WsRouteDefinition[] = []): JsonObject {
   const paths: Record<string, JsonObject> = {};
   for (const route of routes) {
-    const path = route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, "{$1}");
-    const parameters: JsonObject[] = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => ({
-      name: m[1],
-      in: "path",
-      required: true,
-      schema: { type: "string" },
-    }));
+    const path = openApiPath(route.path);
+    const parameters: JsonObject[] = pathParameters(route.path);
     if (route.query) {
       const q = toSchema(route.query, "input");
       const props = (q["properties"] ?? {}) as Record<string, JsonObject>;
@@ -68,29 +115,15 @@ export function buildOpenApi(
       if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: { type: "string", description: "Server-Sent Events; see the README" } };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }
-    const codes = new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? [])]);
-    const byStatus = new Map<number, ErrorCode[]>();
-    for (const code of codes) {
-      const status = errorCatalog[code].status;
-      byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-    }
-    for (const [status, list] of byStatus) {
-      responses[String(status)] = {
-        description: list.join(" | "),
-        content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
-      };
-    }
+    Object.assign(responses, errorResponses(route));
     const operation: JsonObject = {
-      operationId: `${route.method}${path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
+      operationId: operationId(route.method, path),
       summary: route.summary,
       tags: [route.tag],
       parameters,
       responses,
+      security: security(route),
     };
-    if (route.auth === "api_key") operation["security"] = [{ apiKey: [] }];
-    else if (route.auth === "session") operation["security"] = [{ session: [] }, { sessionCookie: [] }];
-    else if (route.auth === "any") operation["security"] = [{ apiKey: [] }, { session: [] }, { sessionCookie: [] }];
-    else operation["security"] = [];
     if (route.scope) operation["x-troupe-scope"] = route.scope;
     if (route.body) operation["requestBody"] = { required: true, content: { "application/json": { schema: toSchema(route.body, "input") } } };
     paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
@@ -102,7 +135,10 @@ export function buildOpenApi(
   ] as const) {
     paths[path] = { get: { operationId: `get${path.replace(/[^A-Za-z]/g, "")}`, summary: description, security: [], responses: { "200": { description } } } };
   }
-  for (const [path, item] of Object.entries(extraPaths)) paths[path] = { ...(paths[path] ?? {}), ...item };
+  for (const route of wsRoutes) {
+    const path = openApiPath(route.path);
+    paths[path] = { ...(paths[path] ?? {}), get: wsOperation(route) };
+  }
   return {
     openapi: "3.1.0",
     info: { title: info.title, version: info.version },

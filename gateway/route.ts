@@ -1,10 +1,15 @@
 // The route definition every /v1 endpoint is declared with. One value carries
 // the method, path, credential kind, scope, zod schemas and handler; the
 // server validates requests with the schemas and the OpenAPI document is
-// generated from the same schemas, so the two cannot drift.
+// generated from the same schemas, so the two cannot drift. The handler's
+// types come from the declaration too (STYLE.md §11): `ctx.params` has
+// exactly the path's `:name` keys (as Hono's `ParamKeys<Path>`) and
+// `ctx.auth` is the credential kind the auth mode admits, so a handler never
+// re-checks either. WebSocket endpoints are declared the same way
+// (`defineWsRoute`).
 import type { z } from "zod";
 import type { ErrorCode } from "../core/errors.ts";
-import type { AuthContext } from "./auth-context.ts";
+import type { AuthFor } from "./admission.ts";
 
 export const scopeValues = ["chat", "images", "vision", "audio", "video", "embeddings", "translation", "agents"] as const;
 export type Scope = (typeof scopeValues)[number];
@@ -33,13 +38,28 @@ export interface CookieSpec {
   httpOnly: boolean;
 }
 
-export interface RouteContext<Body, Query> {
+/** The `:name` parameters of a path: `/v1/orgs/:org_id/projects` → "org_id". */
+export type ParamKeys<Path extends string> = Path extends `${string}:${infer Rest}`
+  ? Rest extends `${infer Name}/${infer Tail}`
+    ? Name | ParamKeys<Tail>
+    : Rest
+  : never;
+
+/** The same names at run time, in path order (uWS hands parameters over by index). */
+export function paramNamesOf(path: string): string[] {
+  return [...path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "");
+}
+
+/** A path's parameters, each present (uWS only matches a path with all its segments). */
+export type PathParams<Path extends string> = { readonly [K in ParamKeys<Path>]: string };
+
+export interface RouteContext<Body, Query, Path extends string = string, A extends AuthMode = AuthMode> {
   requestId: string;
-  params: Record<string, string>;
+  params: PathParams<Path>;
   body: Body;
   query: Query;
   headers: Readonly<Record<string, string>>;
-  auth: AuthContext;
+  auth: AuthFor<A>;
   /** Aborted when the client disconnects: pass it to every outbound call. */
   signal: AbortSignal;
   /** Switches the response to Server-Sent Events; the handler then returns `streamed`. */
@@ -56,13 +76,13 @@ export interface JsonResult {
 export const streamed = Symbol("streamed");
 export type RouteResult = JsonResult | typeof streamed;
 
-export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType> {
+export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends string = string, A extends AuthMode = AuthMode> {
   method: HttpMethod;
   /** uWS pattern, `:name` for parameters, e.g. `/v1/orgs/:org_id/projects`. */
-  path: string;
+  path: P;
   summary: string;
   tag: string;
-  auth: AuthMode;
+  auth: A;
   /** Public routes that must still refuse an API key presented to them (login, signup). */
   refusesApiKeys?: boolean;
   /** For api_key routes: the category the key's scopes must include. */
@@ -75,14 +95,53 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   errors?: ErrorCode[];
   /** Documents a text/event-stream alternative response. */
   streams?: boolean;
-  handler: (ctx: RouteContext<z.output<B>, z.output<Q>>) => Promise<RouteResult>;
+  handler: (ctx: RouteContext<z.output<B>, z.output<Q>, P, A>) => Promise<RouteResult>;
 }
 
-/** Declares a route with its body and query types inferred from the schemas. */
-export function defineRoute<B extends z.ZodType = z.ZodUndefined, Q extends z.ZodType = z.ZodUndefined>(
-  route: RouteDefinition<B, Q>,
+/**
+ * Declares a route: body and query types inferred from the schemas, params
+ * from the path literal, the credential from the auth mode. The server holds
+ * routes with these types erased.
+ */
+export function defineRoute<B extends z.ZodType = z.ZodUndefined, Q extends z.ZodType = z.ZodUndefined, const P extends string = string, A extends AuthMode = AuthMode>(
+  route: RouteDefinition<B, Q, P, A>,
 ): RouteDefinition {
   return route as unknown as RouteDefinition;
+}
+
+/** What a WebSocket route's `accept` sees: the admitted upgrade request. */
+export interface WsUpgradeContext<Path extends string = string, A extends AuthMode = AuthMode> {
+  requestId: string;
+  params: PathParams<Path>;
+  headers: Readonly<Record<string, string>>;
+  auth: AuthFor<A>;
+  /** Aborted when the client goes away before the upgrade completes. */
+  signal: AbortSignal;
+}
+
+/**
+ * A WebSocket endpoint (`GET` + Upgrade), declared like an HTTP route: the
+ * same admission runs on the upgrade request and the OpenAPI entry is
+ * generated from this declaration.
+ */
+export interface WsRouteDefinition<P extends string = string, A extends AuthMode = AuthMode, Data = unknown> {
+  kind: "ws";
+  path: P;
+  summary: string;
+  tag: string;
+  auth: A;
+  scope?: Scope;
+  /** Error codes the upgrade can answer besides the ones its auth mode implies. */
+  errors?: ErrorCode[];
+  /** The subprotocol the server selects when the client offers it. */
+  subprotocol?: string;
+  /** Runs after admission; its answer becomes the socket's data. Throw a TroupeError to refuse the upgrade. */
+  accept(ctx: WsUpgradeContext<P, A>): Promise<Data>;
+}
+
+/** Declares a WebSocket route with params and credential typed as for `defineRoute`. */
+export function defineWsRoute<const P extends string, A extends AuthMode, Data>(route: WsRouteDefinition<P, A, Data>): WsRouteDefinition<P, A, Data> {
+  return route;
 }
 
 export function json(status: number, body?: unknown, headers?: Record<string, string>): JsonResult {

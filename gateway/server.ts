@@ -1,24 +1,23 @@
 // The uWebSockets.js gateway: one handler per declared route (uWS matches
-// the paths), the request pipeline (request id → credential → scope → rate
-// limit → body/query validation → handler), one error body, health
-// endpoints, the OpenAPI document, and graceful shutdown.
+// the paths), the request pipeline (request id → admission (admission.ts:
+// credential → scope → rate limit) → body/query validation → handler), one
+// error body, health endpoints, the OpenAPI document, and graceful shutdown.
 import * as uWS from "uWebSockets.js";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import type { ApiKeyService } from "../tenancy/api-keys.ts";
 import type { AuthContext } from "./auth-context.ts";
-import type { Authenticator } from "./authenticate.ts";
+import type { Admission } from "./admission.ts";
 import { captureRequest, readBody, ResponseState, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi } from "./openapi.ts";
-import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter } from "./route.ts";
+import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
 import { openSse } from "./sse.ts";
 import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
 
 export interface GatewayOptions {
   routes: RouteDefinition[];
-  authenticator: Authenticator;
-  apiKeys: ApiKeyService;
+  /** Credential, scope and rate limit: the same step the WebSocket upgrades use. */
+  admission: Admission;
   log: Logger;
   maxBodyBytes: number;
   /** Cookies get `Secure` when the public URL is https. */
@@ -26,8 +25,8 @@ export interface GatewayOptions {
   /** Answers /readyz: true once every backing service is usable. */
   ready: () => Promise<boolean>;
   openApiInfo: { title: string; version: string };
-  /** OpenAPI entries for paths served outside the route list (WebSocket upgrades). */
-  extraPaths?: Record<string, Record<string, unknown>>;
+  /** WebSocket routes (attached by their modules, ws-route.ts): here for the OpenAPI document. */
+  wsRoutes?: readonly WsRouteDefinition[];
 }
 
 export interface Gateway {
@@ -59,7 +58,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   let listenSocket: us_listen_socket | undefined;
   const drainWaiters: (() => void)[] = [];
   const accessLog = log.enabled("info");
-  const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.extraPaths));
+  const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.wsRoutes));
 
   const finished = (): void => {
     inflight -= 1;
@@ -116,18 +115,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     const started = accessLog ? performance.now() : 0;
     try {
       // Awaits only when something is not already in memory (cold key, Redis).
-      const resolved = options.authenticator.authenticate(route, req.method, req.headers);
-      const auth: AuthContext = resolved instanceof Promise ? await resolved : resolved;
-      if (auth.kind === "api_key") {
-        const scopes = auth.key.scopes;
-        if (route.scope && scopes.length > 0 && !scopes.includes(route.scope)) {
-          throw new TroupeError("insufficient_scope", `this API key's scopes (${scopes.join(", ")}) do not include "${route.scope}"`, {
-            details: { required_scope: route.scope, key_scopes: scopes },
-          });
-        }
-        const limited = options.apiKeys.checkRateLimit(auth.key);
-        if (limited) await limited;
-      }
+      const admitted = options.admission.admit(route, req.method, req.headers);
+      const auth: AuthContext = admitted instanceof Promise ? await admitted : admitted;
       let body: unknown;
       if (bodyPromise) {
         const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);

@@ -4,6 +4,7 @@
 // their dependencies here: the router, and the meter their calls go to.
 import type { Router } from "../providers/router.ts";
 import type { Payer, UsageContext, UsageMeter } from "../providers/usage.ts";
+import type { ApiKeyRecord } from "../tenancy/types.ts";
 import type { AuthContext } from "./auth-context.ts";
 
 export interface AiRouteDeps {
@@ -11,13 +12,12 @@ export interface AiRouteDeps {
   usage: UsageMeter;
 }
 
-export function payerOf(auth: AuthContext): Payer | undefined {
-  if (auth.kind !== "api_key") return undefined;
-  const k = auth.key;
+/** Who pays for a call: the calling key's organization, project and environment. */
+export function payerOf(k: ApiKeyRecord): Payer {
   return { organization_id: k.organization_id, project_id: k.project_id, environment_id: k.environment_id, api_key_id: k.id, live: k.live };
 }
 
 export function usageContextOf(ctx: { auth: AuthContext; requestId: string }): UsageContext | undefined {
-  const payer = payerOf(ctx.auth);
-  return payer && { ...payer, request_id: ctx.requestId };
+  if (ctx.auth.kind !== "api_key") return undefined;
+  return { ...payerOf(ctx.auth.key), request_id: ctx.requestId };
 }

@@ -4,7 +4,6 @@
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
-import { uuid } from "../../core/ids.ts";
 import { defineActor, type ActorContext } from "../actor.ts";
 import type { ConversationDirectory } from "./directory.ts";
 import type { ConversationEventBus } from "./events.ts";
@@ -56,7 +55,8 @@ const billing = { payer: payerSchema.optional(), request_id: z.string().default(
 const messageInput = orgInput.extend({ content: z.string(), ...billing });
 const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })), ...billing });
 
-type Ctx = ActorContext<ConversationState>;
+/** What the helpers below use of a turn's context (any method's ctx fits). */
+type Ctx = Pick<ActorContext<ConversationState>, "state" | "clock" | "ids">;
 
 function owned(ctx: Ctx, organizationId: string): ConversationData {
   const data = ctx.state.conversation;
@@ -79,7 +79,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
           return result;
         },
         memory: deps.memory,
-        newId: uuid,
+        newId: () => ctx.ids.uuid(),
         now: () => now(ctx),
         onMessage: publishMessage,
         ...(deps.maxSteps !== undefined ? { maxSteps: deps.maxSteps } : {}),
@@ -100,72 +100,78 @@ export function createConversationActor(deps: ConversationActorDeps) {
     state: conversationStateSchema,
     initialState: (): ConversationState => ({ conversation: null }),
     methods: {
-      create: async (ctx: Ctx, raw: unknown): Promise<Conversation> => {
-        const input = createInput.parse(raw);
-        if (ctx.state.conversation) throw new TroupeError("conflict", "conversation already exists");
-        const at = now(ctx);
-        const data: ConversationData = {
-          id: ctx.id,
-          owner: input.owner,
-          model: input.model,
-          routing_strategy: input.routing_strategy,
-          system_prompt: input.system_prompt,
-          tools: input.tools,
-          status: "idle",
-          messages: [],
-          pending_tool_call_ids: [],
-          created_at: at,
-          updated_at: at,
-        };
-        ctx.state.conversation = data;
-        await deps.directory.created(input.owner.organization_id, toSummary(data));
-        return toPublic(data);
+      create: {
+        input: createInput,
+        run: async (ctx, input): Promise<Conversation> => {
+          if (ctx.state.conversation) throw new TroupeError("conflict", "conversation already exists");
+          const at = now(ctx);
+          const data: ConversationData = {
+            id: ctx.id,
+            owner: input.owner,
+            model: input.model,
+            routing_strategy: input.routing_strategy,
+            system_prompt: input.system_prompt,
+            tools: input.tools,
+            status: "idle",
+            messages: [],
+            pending_tool_call_ids: [],
+            created_at: at,
+            updated_at: at,
+          };
+          ctx.state.conversation = data;
+          await deps.directory.created(input.owner.organization_id, toSummary(data));
+          return toPublic(data);
+        },
       },
 
-      get: async (ctx: Ctx, raw: unknown): Promise<Conversation> => toPublic(owned(ctx, orgInput.parse(raw).organization_id)),
+      get: { input: orgInput, run: async (ctx, input): Promise<Conversation> => toPublic(owned(ctx, input.organization_id)) },
 
-      postMessage: async (ctx: Ctx, raw: unknown): Promise<Conversation> => {
-        const input = messageInput.parse(raw);
-        const data = owned(ctx, input.organization_id);
-        if (data.status !== "idle") {
-          throw new TroupeError("conflict", `the conversation is ${data.status}; messages are accepted only when it is idle`, {
-            details: { status: data.status, pending_tool_call_ids: data.pending_tool_call_ids },
-          });
-        }
-        const message: AgentMessage = { id: uuid(), role: "user", content: input.content, tool_calls: null, tool_call_id: null };
-        data.messages.push(message);
-        data.updated_at = now(ctx);
-        deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
-        return continueTurn(ctx, data, input.payer, input.request_id);
-      },
-
-      submitToolOutputs: async (ctx: Ctx, raw: unknown): Promise<Conversation> => {
-        const input = toolOutputsInput.parse(raw);
-        const data = owned(ctx, input.organization_id);
-        if (data.status !== "requires_action") {
-          throw new TroupeError("conflict", `the conversation is ${data.status}; tool outputs are accepted only in requires_action`);
-        }
-        const pending = new Set(data.pending_tool_call_ids);
-        const given = input.outputs.map((o) => o.tool_call_id);
-        const issues: FieldIssue[] = [];
-        const seen = new Set<string>();
-        input.outputs.forEach((o, i) => {
-          if (!pending.has(o.tool_call_id)) issues.push({ path: `outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is not a pending tool call` });
-          else if (seen.has(o.tool_call_id)) issues.push({ path: `outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is answered twice` });
-          seen.add(o.tool_call_id);
-        });
-        const missing = data.pending_tool_call_ids.filter((id) => !given.includes(id));
-        if (missing.length > 0) issues.push({ path: "outputs", message: `missing outputs for pending tool calls: ${missing.join(", ")}` });
-        if (issues.length > 0) throw invalidRequest(issues);
-        const byId = new Map(input.outputs.map((o) => [o.tool_call_id, o.output]));
-        for (const id of data.pending_tool_call_ids) {
-          const message: AgentMessage = { id: uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id };
+      postMessage: {
+        input: messageInput,
+        run: async (ctx, input): Promise<Conversation> => {
+          const data = owned(ctx, input.organization_id);
+          if (data.status !== "idle") {
+            throw new TroupeError("conflict", `the conversation is ${data.status}; messages are accepted only when it is idle`, {
+              details: { status: data.status, pending_tool_call_ids: data.pending_tool_call_ids },
+            });
+          }
+          const message: AgentMessage = { id: ctx.ids.uuid(), role: "user", content: input.content, tool_calls: null, tool_call_id: null };
           data.messages.push(message);
+          data.updated_at = now(ctx);
           deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
-        }
-        data.pending_tool_call_ids = [];
-        data.updated_at = now(ctx);
-        return continueTurn(ctx, data, input.payer, input.request_id);
+          return continueTurn(ctx, data, input.payer, input.request_id);
+        },
+      },
+
+      submitToolOutputs: {
+        input: toolOutputsInput,
+        run: async (ctx, input): Promise<Conversation> => {
+          const data = owned(ctx, input.organization_id);
+          if (data.status !== "requires_action") {
+            throw new TroupeError("conflict", `the conversation is ${data.status}; tool outputs are accepted only in requires_action`);
+          }
+          const pending = new Set(data.pending_tool_call_ids);
+          const given = input.outputs.map((o) => o.tool_call_id);
+          const issues: FieldIssue[] = [];
+          const seen = new Set<string>();
+          input.outputs.forEach((o, i) => {
+            if (!pending.has(o.tool_call_id)) issues.push({ path: `outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is not a pending tool call` });
+            else if (seen.has(o.tool_call_id)) issues.push({ path: `outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is answered twice` });
+            seen.add(o.tool_call_id);
+          });
+          const missing = data.pending_tool_call_ids.filter((id) => !given.includes(id));
+          if (missing.length > 0) issues.push({ path: "outputs", message: `missing outputs for pending tool calls: ${missing.join(", ")}` });
+          if (issues.length > 0) throw invalidRequest(issues);
+          const byId = new Map(input.outputs.map((o) => [o.tool_call_id, o.output]));
+          for (const id of data.pending_tool_call_ids) {
+            const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id };
+            data.messages.push(message);
+            deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+          }
+          data.pending_tool_call_ids = [];
+          data.updated_at = now(ctx);
+          return continueTurn(ctx, data, input.payer, input.request_id);
+        },
       },
     },
   });

@@ -1,11 +1,14 @@
 // One active actor: its committed state (kept in memory as JSON), its FIFO
 // turn queue, and the turn itself. Shared by both hosts so the commit rule —
 // state is persisted and replaces the in-memory copy only when the method
-// resolves — is written once.
+// resolves — is written once — and so is the input check: the method's input
+// schema parses what the caller sent before the turn runs.
+import type { z } from "zod";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
-import { TroupeError } from "../../core/errors.ts";
-import type { ActorContext, AnyActorDefinition } from "../actor.ts";
+import { uuid } from "../../core/ids.ts";
+import { invalidRequest, TroupeError, type FieldIssue } from "../../core/errors.ts";
+import type { ActorContext, AnyActorDefinition, IdSource } from "../actor.ts";
 
 export interface ScheduleSpec {
   name: string;
@@ -18,6 +21,7 @@ export interface ScheduleSpec {
 /** What a host provides to the actors it runs. */
 export interface ActorServices {
   clock: Clock;
+  ids: IdSource;
   log: Logger;
   call(type: string, id: string, method: string, input: unknown): Promise<unknown>;
   setTimer(type: string, id: string, spec: ScheduleSpec): Promise<void>;
@@ -25,6 +29,9 @@ export interface ActorServices {
   setReminder(type: string, id: string, spec: ScheduleSpec): Promise<void>;
   clearReminder(type: string, id: string, name: string): Promise<void>;
 }
+
+/** The ids actors get unless a host is given others (tests): random UUIDs. */
+export const randomIds: IdSource = { uuid };
 
 /** Writes the committed state; throwing fails the turn and keeps the previous state. */
 export type PersistState = (stateJson: string) => Promise<void>;
@@ -125,13 +132,16 @@ export class Activation {
 
   private async runTurn(method: string, input: unknown): Promise<unknown> {
     const { definition, id, services } = this;
-    const fn = Object.hasOwn(definition.methods, method) ? definition.methods[method] : undefined;
-    if (!fn) throw new TroupeError("not_found", `Actor type ${definition.type} has no method ${method}.`);
+    const declared = Object.hasOwn(definition.methods, method) ? definition.methods[method] : undefined;
+    if (!declared) throw new TroupeError("not_found", `Actor type ${definition.type} has no method ${method}.`);
+    const parsedInput = declared.input.safeParse(input);
+    if (!parsedInput.success) throw invalidInput(definition.type, method, parsedInput.error);
     const ctx: ActorContext<unknown> = {
       type: definition.type,
       id,
       state: JSON.parse(this.stateJson) as unknown,
       clock: services.clock,
+      ids: services.ids,
       log: this.log,
       call: (type, targetId, targetMethod, targetInput) => {
         // Turns are not reentrant: calling yourself would wait for this turn forever.
@@ -146,7 +156,7 @@ export class Activation {
         services.setReminder(definition.type, id, checkSpec(definition, { name, dueMs, periodMs, method: m, input: i })),
       clearReminder: (name) => services.clearReminder(definition.type, id, name),
     };
-    const output = await fn(ctx, input);
+    const output = await declared.run(ctx, parsedInput.data);
     const draftJson = JSON.stringify(ctx.state);
     if (draftJson !== this.stateJson) {
       const parsed = definition.state.safeParse(ctx.state);
@@ -165,8 +175,18 @@ export class Activation {
   }
 }
 
+/** 400 naming the fields of the input that failed the method's schema. */
+function invalidInput(type: string, method: string, error: z.ZodError): TroupeError {
+  const issues: FieldIssue[] = error.issues.map((issue) => ({ path: ["input", ...issue.path.map(String)].join("."), message: issue.message }));
+  return invalidRequest(issues, `invalid input for ${type}.${method}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`);
+}
+
 function checkSpec(definition: AnyActorDefinition, spec: ScheduleSpec): ScheduleSpec {
-  if (!Object.hasOwn(definition.methods, spec.method)) throw new Error(`${definition.type} has no method ${spec.method} to schedule`);
+  const target = Object.hasOwn(definition.methods, spec.method) ? definition.methods[spec.method] : undefined;
+  if (!target) throw new Error(`${definition.type} has no method ${spec.method} to schedule`);
+  // Checked when scheduling too, so a bad input fails the scheduling turn instead of every firing.
+  const parsed = target.input.safeParse(spec.input);
+  if (!parsed.success) throw invalidInput(definition.type, spec.method, parsed.error);
   if (!spec.name || spec.name.includes("/")) throw new Error(`timer/reminder name "${spec.name}" must be non-empty without "/"`);
   if (!Number.isFinite(spec.dueMs) || spec.dueMs < 0) throw new Error(`dueMs must be a non-negative number, got ${spec.dueMs}`);
   if (spec.periodMs !== undefined && (!Number.isFinite(spec.periodMs) || spec.periodMs <= 0)) {

@@ -3,6 +3,7 @@
 import type { Clock } from "../../core/clock.ts";
 import type { ActorsConfig } from "../../core/config.ts";
 import type { Logger } from "../../core/log.ts";
+import type { IdSource } from "../actor.ts";
 import type { ActorHost } from "../host.ts";
 import { DaprActorHost } from "./dapr/dapr-host.ts";
 import { EmbeddedActorHost } from "./embedded/embedded-host.ts";
@@ -12,10 +13,11 @@ export interface CreateActorHostOptions {
   dataDir: string;
   actors: ActorsConfig;
   clock: Clock;
+  ids?: IdSource;
   log: Logger;
 }
 
 export function createActorHost(options: CreateActorHostOptions): ActorHost {
-  if (options.mode === "dapr") return new DaprActorHost({ ...options.actors, clock: options.clock, log: options.log });
-  return new EmbeddedActorHost({ dataDir: options.dataDir, idleTimeoutMs: options.actors.idleTimeoutMs, clock: options.clock, log: options.log });
+  if (options.mode === "dapr") return new DaprActorHost({ ...options.actors, clock: options.clock, ids: options.ids, log: options.log });
+  return new EmbeddedActorHost({ dataDir: options.dataDir, idleTimeoutMs: options.actors.idleTimeoutMs, clock: options.clock, ids: options.ids, log: options.log });
 }

@@ -13,7 +13,6 @@ import type { Router } from "../../providers/router.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import { payerOf } from "../usage-context.ts";
-import { apiKeyOf } from "./credentials.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
 export interface AgentRouteDeps {
@@ -47,8 +46,7 @@ const toolOutputsBody = z
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A conversation id that is not a UUID cannot exist: 404 without activating an actor. */
-function conversationId(params: Record<string, string>): string {
-  const id = params["id"] ?? "";
+function conversationId(id: string): string {
   if (!uuidPattern.test(id)) throw new TroupeError("not_found", "conversation not found");
   return id.toLowerCase();
 }
@@ -67,7 +65,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       responses: { 201: conversationSchema },
       errors: ["no_provider_available"],
       handler: async (ctx) => {
-        const key = apiKeyOf(ctx.auth);
+        const { key } = ctx.auth;
         const names = new Set<string>();
         ctx.body.tools.forEach((tool, i) => {
           if (reservedToolNames.has(tool.name)) throw invalidRequest([{ path: `body.tools.${i}.name`, message: `${tool.name} is a built-in tool name` }]);
@@ -95,7 +93,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       scope: "agents",
       query: pageQuery,
       responses: { 200: listOf(conversationSummarySchema) },
-      handler: async (ctx) => json(200, await deps.directory.list(apiKeyOf(ctx.auth).organization_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.organization_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "get",
@@ -107,7 +105,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       responses: { 200: conversationSchema },
       errors: ["not_found"],
       handler: async (ctx) =>
-        json(200, await callActor(actors, conversation, conversationId(ctx.params), "get", { organization_id: apiKeyOf(ctx.auth).organization_id })),
+        json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id })),
     }),
     defineRoute({
       method: "post",
@@ -122,10 +120,10 @@ export function agentRoutes(deps: AgentRouteDeps) {
       handler: async (ctx) =>
         json(
           200,
-          await callActor(actors, conversation, conversationId(ctx.params), "postMessage", {
-            organization_id: apiKeyOf(ctx.auth).organization_id,
+          await callActor(actors, conversation, conversationId(ctx.params.id), "postMessage", {
+            organization_id: ctx.auth.key.organization_id,
             content: ctx.body.content,
-            payer: payerOf(ctx.auth),
+            payer: payerOf(ctx.auth.key),
             request_id: ctx.requestId,
           }),
         ),
@@ -143,10 +141,10 @@ export function agentRoutes(deps: AgentRouteDeps) {
       handler: async (ctx) =>
         json(
           200,
-          await callActor(actors, conversation, conversationId(ctx.params), "submitToolOutputs", {
-            organization_id: apiKeyOf(ctx.auth).organization_id,
+          await callActor(actors, conversation, conversationId(ctx.params.id), "submitToolOutputs", {
+            organization_id: ctx.auth.key.organization_id,
             outputs: ctx.body.outputs,
-            payer: payerOf(ctx.auth),
+            payer: payerOf(ctx.auth.key),
             request_id: ctx.requestId,
           }),
         ),

@@ -3,7 +3,6 @@ import { z } from "zod";
 import type { ApiKeyService } from "../../tenancy/api-keys.ts";
 import { defineRoute, json } from "../route.ts";
 import { apiKeyRecordSchema, listOf, name, newApiKeySchema, pageQuery, scopeList } from "../schemas.ts";
-import { sessionUser } from "./credentials.ts";
 
 const createKeyBody = z
   .object({
@@ -25,7 +24,7 @@ export function apiKeyRoutes(apiKeys: ApiKeyService) {
       body: createKeyBody,
       responses: { 201: newApiKeySchema },
       errors: ["not_found"],
-      handler: async (ctx) => json(201, await apiKeys.create(sessionUser(ctx.auth), ctx.params["environment_id"] ?? "", ctx.body)),
+      handler: async (ctx) => json(201, await apiKeys.create(ctx.auth.userId, ctx.params.environment_id, ctx.body)),
     }),
     defineRoute({
       method: "get",
@@ -36,7 +35,7 @@ export function apiKeyRoutes(apiKeys: ApiKeyService) {
       query: pageQuery,
       responses: { 200: listOf(apiKeyRecordSchema) },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await apiKeys.list(sessionUser(ctx.auth), ctx.params["environment_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await apiKeys.list(ctx.auth.userId, ctx.params.environment_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "delete",
@@ -46,7 +45,7 @@ export function apiKeyRoutes(apiKeys: ApiKeyService) {
       auth: "session",
       responses: { 200: apiKeyRecordSchema },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await apiKeys.revoke(sessionUser(ctx.auth), ctx.params["api_key_id"] ?? "")),
+      handler: async (ctx) => json(200, await apiKeys.revoke(ctx.auth.userId, ctx.params.api_key_id)),
     }),
   ];
 }

@@ -3,7 +3,6 @@
 // readable CSRF cookie/token must accompany cookie-authenticated changes.
 import { z } from "zod";
 import type { TenancyConfig } from "../../core/config.ts";
-import { TroupeError } from "../../core/errors.ts";
 import type { AccountService, SessionGrant } from "../../tenancy/accounts.ts";
 import { csrfCookie, sessionCookie } from "../authenticate.ts";
 import { defineRoute, json, type RouteContext } from "../route.ts";
@@ -76,7 +75,6 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
       auth: "session",
       responses: { 204: null },
       handler: async (ctx) => {
-        if (ctx.auth.kind !== "session") throw new TroupeError("forbidden");
         await accounts.logout(ctx.auth.tokenHash);
         ctx.setCookie({ name: sessionCookie, value: "", maxAgeSeconds: 0, httpOnly: true });
         ctx.setCookie({ name: csrfCookie, value: "", maxAgeSeconds: 0, httpOnly: false });

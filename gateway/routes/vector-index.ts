@@ -6,7 +6,6 @@ import type { OrgIndex } from "../../vectors/org-index.ts";
 import { MAX_CONTENT_CHARS } from "../../vectors/org-index.ts";
 import { MAX_TOP_K } from "../../vectors/vector-index.ts";
 import { defineRoute, json } from "../route.ts";
-import { apiKeyOf } from "./credentials.ts";
 
 const indexBody = z
   .object({
@@ -42,7 +41,7 @@ export function vectorIndexRoutes(deps: { index: OrgIndex }) {
       body: indexBody,
       responses: { 200: z.object({ id: z.string() }) },
       errors: ["service_unavailable", "provider_error"],
-      handler: async (ctx) => json(200, await deps.index.add(apiKeyOf(ctx.auth).organization_id, ctx.body.content, ctx.body.metadata, ctx.signal)),
+      handler: async (ctx) => json(200, await deps.index.add(ctx.auth.key.organization_id, ctx.body.content, ctx.body.metadata, ctx.signal)),
     }),
     defineRoute({
       method: "post",
@@ -54,7 +53,7 @@ export function vectorIndexRoutes(deps: { index: OrgIndex }) {
       body: searchBody,
       responses: { 200: z.object({ results: z.array(recordSchema) }) },
       errors: ["service_unavailable", "provider_error"],
-      handler: async (ctx) => json(200, { results: await deps.index.search(apiKeyOf(ctx.auth).organization_id, ctx.body.query, ctx.body.top_k, undefined, ctx.signal) }),
+      handler: async (ctx) => json(200, { results: await deps.index.search(ctx.auth.key.organization_id, ctx.body.query, ctx.body.top_k, undefined, ctx.signal) }),
     }),
   ];
 }

@@ -127,6 +127,23 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: "an input that fails the method's schema is refused with invalid_request before the turn runs",
+    async run(t, target) {
+      const id = freshId("input");
+      ok(t, await target.call(id, "increment", { by: 2 }), "increment");
+      // Had the turn run, `count += "two"` would leave a string count and fail the state check (500), and mark(42) would commit 42.
+      const badField = await target.call(id, "increment", { by: "two" });
+      t.equal(badField.status, 400, "a mistyped field is a 400");
+      t.match(badField.error, { code: "invalid_request", details: [{ path: "input.by" }] }, "the failing field is named");
+      const badType = await target.call(id, "mark", 42);
+      t.equal(badType.status, 400, "an input of the wrong type is a 400");
+      t.match(badType.error, { code: "invalid_request", message: /TestCounter\.mark/ }, "the method is named");
+      const state = await view(t, target, id);
+      t.equal(state.count, 2, "count unchanged");
+      t.same(state.marks, [], "nothing marked");
+    },
+  },
+  {
     name: "state survives kill -9 of the actor app process",
     async run(t, target) {
       const ids = Array.from({ length: 5 }, (_, i) => freshId(`kill${i}`));

@@ -14,7 +14,7 @@ export function probeRoutes() {
       scope,
       body: z.object({ n: z.number().int().min(0).max(10), tags: z.array(z.string()).max(3).optional() }).strict(),
       responses: { 200: z.object({ ok: z.boolean() }) },
-      handler: async (ctx) => json(200, { ok: true, n: ctx.body.n, key_id: ctx.auth.kind === "api_key" ? ctx.auth.key.id : null }),
+      handler: async (ctx) => json(200, { ok: true, n: ctx.body.n, key_id: ctx.auth.key.id }),
     });
   return [
     probe("chat"),

@@ -11,9 +11,9 @@
 import type { Clock } from "../../../core/clock.ts";
 import { TroupeError } from "../../../core/errors.ts";
 import type { Logger } from "../../../core/log.ts";
-import type { AnyActorDefinition } from "../../actor.ts";
+import type { AnyActorDefinition, IdSource } from "../../actor.ts";
 import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
-import { Activation, type ActorServices } from "../activation.ts";
+import { Activation, randomIds, type ActorServices } from "../activation.ts";
 import { ActorRegistry, initialStateJson } from "../registry.ts";
 import { CallbackServer } from "./callback-server.ts";
 import { DaprdClient } from "./daprd-client.ts";
@@ -26,6 +26,8 @@ export interface DaprHostOptions {
   callbackPort: number;
   idleTimeoutMs: number;
   clock: Clock;
+  /** Ids the actors mint (default: random UUIDs). */
+  ids?: IdSource;
   log: Logger;
   /** How long daprd waits for in-flight turns when it moves actors away. */
   drainOngoingCallTimeoutMs?: number;
@@ -68,6 +70,7 @@ export class DaprActorHost implements ActorHost {
     this.daprd = new DaprdClient({ daprHost: options.daprHost, daprHttpPort: options.daprHttpPort });
     this.services = {
       clock: options.clock,
+      ids: options.ids ?? randomIds,
       log: options.log,
       call: (type, id, method, input) => this.invokeThroughDapr(type, id, method, input),
       setTimer: (type, id, s) => this.daprd.setTimer(type, id, s.name, s.dueMs, s.periodMs, { method: s.method, input: s.input }),

@@ -7,9 +7,9 @@
 import type { Clock } from "../../../core/clock.ts";
 import { TroupeError } from "../../../core/errors.ts";
 import type { Logger } from "../../../core/log.ts";
-import type { AnyActorDefinition } from "../../actor.ts";
+import type { AnyActorDefinition, IdSource } from "../../actor.ts";
 import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
-import { Activation, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
+import { Activation, randomIds, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
 import { ActorRegistry, initialStateJson } from "../registry.ts";
 import { ActorStore, type StoredReminder } from "./store.ts";
 
@@ -17,6 +17,8 @@ export interface EmbeddedHostOptions {
   dataDir: string;
   idleTimeoutMs: number;
   clock: Clock;
+  /** Ids the actors mint (default: random UUIDs). */
+  ids?: IdSource;
   log: Logger;
 }
 
@@ -46,6 +48,7 @@ export class EmbeddedActorHost implements ActorHost {
     this.log = options.log.child({ component: "actors", host: "embedded" });
     this.services = {
       clock: options.clock,
+      ids: options.ids ?? randomIds,
       log: options.log,
       // Turns still draining during stop() may call other actors.
       call: (type, id, method, input) => this.callInternal(type, id, method, input),

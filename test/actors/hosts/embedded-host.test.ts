@@ -12,7 +12,7 @@ import { TroupeError } from "../../../core/errors.ts";
 import { createLogger } from "../../../core/log.ts";
 import { defineActor, eraseDefinition } from "../../../actors/actor.ts";
 import { callActor } from "../../../actors/host.ts";
-import { EmbeddedActorHost } from "../../../actors/hosts/embedded/embedded-host.ts";
+import { EmbeddedActorHost, type EmbeddedHostOptions } from "../../../actors/hosts/embedded/embedded-host.ts";
 import { CounterActor, testActors } from "../test-actors.ts";
 
 t.setTimeout(30_000);
@@ -22,17 +22,46 @@ const Strict = defineActor({
   state: z.object({ n: z.number().int().nonnegative() }),
   initialState: () => ({ n: 0 }),
   methods: {
-    set: async (ctx, n: number) => {
-      ctx.state.n = n;
-      return ctx.state.n;
+    set: {
+      input: z.number(),
+      run: async (ctx, n) => {
+        ctx.state.n = n;
+        return ctx.state.n;
+      },
     },
-    get: async (ctx) => ctx.state.n,
+    get: { input: z.undefined(), run: async (ctx) => ctx.state.n },
   },
 });
 
-function newHost(dataDir: string, idleTimeoutMs = 60_000): EmbeddedActorHost {
-  const host = new EmbeddedActorHost({ dataDir, idleTimeoutMs, clock: systemClock, log: createLogger("silent") });
-  host.register([...testActors.map((d) => eraseDefinition(d)), eraseDefinition(Strict)]);
+/** Counts the turns it runs, so a test can tell a refused input from a turn that ran and failed. */
+let spyRuns = 0;
+const Spy = defineActor({
+  type: "SpyActor",
+  state: z.object({ stamps: z.array(z.string()) }),
+  initialState: () => ({ stamps: [] }),
+  methods: {
+    stamp: {
+      input: z.object({ label: z.string().min(1) }).strict(),
+      run: async (ctx, input) => {
+        spyRuns += 1;
+        ctx.state.stamps.push(`${input.label}@${ctx.clock.now()}#${ctx.ids.uuid()}`);
+        return ctx.state.stamps;
+      },
+    },
+    /** Schedules `stamp` with whatever it is given, to check the input is checked when scheduling. */
+    scheduleStamp: {
+      input: z.unknown(),
+      run: async (ctx, input) => {
+        await ctx.setTimer("stamp", 10, undefined, "stamp", input as { label: string });
+        return true;
+      },
+    },
+  },
+});
+
+function newHost(dataDir: string, idleTimeoutMs = 60_000, overrides: Partial<EmbeddedHostOptions> = {}): EmbeddedActorHost {
+  const host = new EmbeddedActorHost({ dataDir, idleTimeoutMs, clock: systemClock, log: createLogger("silent"), ...overrides });
+  host.register([...testActors.map((d) => eraseDefinition(d)), eraseDefinition(Strict), eraseDefinition(Spy)]);
   return host;
 }
 
@@ -72,6 +101,26 @@ t.test("a turn that leaves state outside its schema fails and commits nothing", 
   await host.stop();
 });
 
+t.test("the method's input schema refuses a bad input before the turn runs; ids and clock are injected", async (t) => {
+  let next = 0;
+  const host = newHost(join(dataDir, "input"), 60_000, { clock: { now: () => 1_000 }, ids: { uuid: () => `id-${++next}` } });
+  await host.start();
+  spyRuns = 0;
+  t.same(await callActor(host, Spy, "s", "stamp", { label: "a" }), ["a@1000#id-1"], "the turn used the host's clock and ids");
+  for (const bad of [{ label: "" }, { label: "b", extra: 1 }, "b", undefined]) {
+    const error = await host.call("SpyActor", "s", "stamp", bad).catch((e: unknown) => e);
+    t.ok(error instanceof TroupeError, `${JSON.stringify(bad)}: a TroupeError`);
+    t.match(error, { code: "invalid_request", status: 400, message: /SpyActor\.stamp/ }, `${JSON.stringify(bad)}: invalid_request naming the method`);
+  }
+  t.equal(spyRuns, 1, "no refused input ran a turn");
+  await t.rejects(callActor(host, Spy, "s", "scheduleStamp", { label: 7 }), { code: "invalid_request" }, "a timer's input is checked when it is set");
+  t.ok(await callActor(host, Spy, "s", "scheduleStamp", { label: "t" }), "a valid timer input is accepted");
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(spyRuns, 2, "the timer ran its turn");
+  t.same(await callActor(host, Spy, "s", "stamp", { label: "c" }), ["a@1000#id-1", "t@1000#id-2", "c@1000#id-3"]);
+  await host.stop();
+});
+
 t.test("aborting a queued call drops it; the running turn completes", async (t) => {
   const host = newHost(join(dataDir, "abort"));
   await host.start();
@@ -105,6 +154,7 @@ t.test("activeActors counts per type and drops idle actors", async (t) => {
   t.same(host.activeActors(), [
     { type: "TestCounter", count: 3 },
     { type: "StrictActor", count: 0 },
+    { type: "SpyActor", count: 0 },
   ]);
   await new Promise((r) => setTimeout(r, 1_600));
   t.same(host.activeActors()[0], { type: "TestCounter", count: 0 }, "deactivated after the idle timeout");

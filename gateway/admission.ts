@@ -1,0 +1,98 @@
+// The one step that admits a request (STYLE.md §12), shared by the HTTP
+// routes (server.ts) and the WebSocket upgrades (ws-route.ts): the
+// credential the route's auth mode takes, then for API keys the route's
+// scope and the key's rate limit. A later check (project budgets) is one
+// more entry in `keyChecks`, so both transports get it at once.
+//
+// The answer is typed by the auth mode (`AuthFor`): a session route gets a
+// SessionAuth, an api_key route an ApiKeyAuth. This is the only place the
+// credential kind is checked against the declaration; handlers rely on it.
+import { TroupeError } from "../core/errors.ts";
+import type { ApiKeyRecord } from "../tenancy/types.ts";
+import type { ApiKeyAuth, AuthContext, SessionAuth } from "./auth-context.ts";
+import type { Authenticator } from "./authenticate.ts";
+import type { AuthMode, Scope } from "./route.ts";
+
+/** The credential a handler gets for its route's auth mode. */
+export type AuthFor<A extends AuthMode> = A extends "session"
+  ? SessionAuth
+  : A extends "api_key"
+    ? ApiKeyAuth
+    : A extends "any"
+      ? SessionAuth | ApiKeyAuth
+      : Extract<AuthContext, { kind: "none" }>;
+
+/** What admission reads from a route declaration (HTTP or WebSocket). */
+export interface AdmissionPolicy<A extends AuthMode = AuthMode> {
+  auth: A;
+  /** Public routes that must still refuse an API key presented to them (login, signup). */
+  refusesApiKeys?: boolean;
+  /** For API keys: the category the key's scopes must include. */
+  scope?: Scope;
+}
+
+/** Per-key request limit; synchronous when the count is in process (the hot path). */
+export interface RateLimiter {
+  checkRateLimit(key: ApiKeyRecord): void | Promise<void>;
+}
+
+export interface Admission {
+  /**
+   * Resolves the request's credential for `policy` and runs the checks, or
+   * throws the TroupeError to answer with (401, 403, 429). Synchronous when
+   * nothing needs I/O (a warm API key under its limit).
+   */
+  admit<A extends AuthMode>(policy: AdmissionPolicy<A>, method: string, headers: Record<string, string>): AuthFor<A> | Promise<AuthFor<A>>;
+}
+
+/** A check on an admitted API key; throws to refuse. */
+type KeyCheck = (policy: AdmissionPolicy, key: ApiKeyRecord) => void | Promise<void>;
+
+export function createAdmission(authenticator: Authenticator, rateLimiter: RateLimiter): Admission {
+  // In order: scope first, so a key without the scope does not spend its rate limit.
+  const keyChecks: readonly KeyCheck[] = [checkScope, (_policy, key) => rateLimiter.checkRateLimit(key)];
+
+  const afterCredential = (policy: AdmissionPolicy, auth: AuthContext): AuthContext | Promise<AuthContext> => {
+    if (!takes(policy.auth, auth)) throw new TroupeError("forbidden", `this endpoint does not take a ${auth.kind} credential`);
+    if (auth.kind !== "api_key") return auth;
+    const pending = runChecks(keyChecks, policy, auth.key);
+    return pending ? pending.then(() => auth) : auth;
+  };
+
+  return {
+    admit<A extends AuthMode>(policy: AdmissionPolicy<A>, method: string, headers: Record<string, string>) {
+      const resolved = authenticator.authenticate(policy, method, headers);
+      const admitted = resolved instanceof Promise ? resolved.then((auth) => afterCredential(policy, auth)) : afterCredential(policy, resolved);
+      // Sound: afterCredential refused every credential kind `policy.auth` does not take.
+      return admitted as AuthFor<A> | Promise<AuthFor<A>>;
+    },
+  };
+}
+
+/** Runs the checks in order, synchronously until one needs I/O; the rest then wait for it. */
+function runChecks(checks: readonly KeyCheck[], policy: AdmissionPolicy, key: ApiKeyRecord): void | Promise<void> {
+  for (const [i, check] of checks.entries()) {
+    const pending = check(policy, key);
+    if (pending) return pending.then(() => runChecks(checks.slice(i + 1), policy, key));
+  }
+}
+
+function takes(mode: AuthMode, auth: AuthContext): boolean {
+  switch (mode) {
+    case "none":
+      return auth.kind === "none";
+    case "any":
+      return auth.kind !== "none";
+    default:
+      return auth.kind === mode;
+  }
+}
+
+function checkScope(policy: AdmissionPolicy, key: ApiKeyRecord): void {
+  const { scope } = policy;
+  // A key with no scopes may call every category.
+  if (!scope || key.scopes.length === 0 || key.scopes.includes(scope)) return;
+  throw new TroupeError("insufficient_scope", `this API key's scopes (${key.scopes.join(", ")}) do not include "${scope}"`, {
+    details: { required_scope: scope, key_scopes: key.scopes },
+  });
+}

@@ -1,0 +1,48 @@
+// Inputs are typed from their declarations (STYLE.md §11): compiles
+// test/types/fixtures/misspelled.ts alone with the project's compiler
+// options and checks that exactly its lines marked `// error TSnnnn` fail,
+// each with that code: a misspelled actor input field or method name, a
+// timer naming a missing method, an unknown path parameter, the wrong
+// credential kind for the route's auth mode.
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import t from "tap";
+
+t.setTimeout(120_000); // one tsc run over the fixture and what it imports (~10-30 s on 2 shared cores)
+
+const repo = join(import.meta.dirname, "../..");
+const fixture = "test/types/fixtures/misspelled.ts";
+const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+
+const expected = readFileSync(join(repo, fixture), "utf8")
+  .split("\n")
+  .flatMap((line, i) => {
+    const marker = /\/\/ error (TS\d+)$/.exec(line);
+    return marker ? [`${i + 1} ${marker[1]}`] : [];
+  });
+
+const run = spawnSync(process.execPath, [tsc, "--noEmit", "--pretty", "false", "-p", "test/types/fixtures"], { cwd: repo, encoding: "utf8" });
+const reported = run.stdout
+  .split("\n")
+  .flatMap((line) => {
+    const error = /^(.+?)\((\d+),\d+\): error (TS\d+):/.exec(line);
+    return error ? [{ file: error[1], at: `${error[2]} ${error[3]}`, line }] : [];
+  });
+
+t.test("the fixture fails to compile exactly where it is marked", async (t) => {
+  t.ok(expected.length >= 10, `${expected.length} marked lines`);
+  t.not(run.status, 0, "tsc exits non-zero");
+  t.same(
+    reported.filter((e) => e.file !== fixture).map((e) => e.line),
+    [],
+    "no errors outside the fixture",
+  );
+  t.same(
+    reported.map((e) => e.at),
+    expected,
+    "each marked line fails with its code and every unmarked line compiles",
+  );
+  t.comment(reported.map((e) => e.line).join("\n"));
+});
