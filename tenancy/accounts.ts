@@ -10,7 +10,7 @@ import { requireMembership, requireRole, roleAtLeast } from "./access.ts";
 import { newInvitationToken, newSessionToken, sha256 } from "./key-format.ts";
 import { hashPassword, verifyAgainstDummy, verifyPassword } from "./passwords.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
-import { ClaimTakenError, type StoreOp, type TenancyStore } from "./store.ts";
+import { ClaimTakenError, type StoreOp, type DataStore } from "./data-store.ts";
 import type { ApiKeyService, NewTestKey } from "./api-keys.ts";
 import type { Environment, Invitation, Membership, Organization, Project, Role, Session, StoredUser, User } from "./types.ts";
 
@@ -32,13 +32,13 @@ function publicUser(user: StoredUser): User {
 }
 
 export class AccountService {
-  private readonly store: TenancyStore;
+  private readonly store: DataStore;
   private readonly records: Records;
   private readonly config: TenancyConfig;
   private readonly clock: Clock;
   private readonly apiKeys: ApiKeyService;
 
-  constructor(store: TenancyStore, config: TenancyConfig, clock: Clock, apiKeys: ApiKeyService) {
+  constructor(store: DataStore, config: TenancyConfig, clock: Clock, apiKeys: ApiKeyService) {
     this.store = store;
     this.records = recordsOf(store);
     this.config = config;

@@ -14,7 +14,7 @@ import type { Logger } from "../core/log.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import { displayPrefix, newApiKey, sha256 } from "./key-format.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
-import type { StoreOp, TenancyStore } from "./store.ts";
+import type { StoreOp, DataStore } from "./data-store.ts";
 import type { ApiKeyRecord, Environment, StoredApiKey } from "./types.ts";
 
 const revokedChannel = "api-keys:revoked";
@@ -34,7 +34,7 @@ interface CacheEntry {
 }
 
 export class ApiKeyService {
-  private readonly store: TenancyStore;
+  private readonly store: DataStore;
   private readonly records: Records;
   private readonly config: TenancyConfig;
   private readonly clock: Clock;
@@ -48,7 +48,7 @@ export class ApiKeyService {
   private readonly unknown = new Map<string, number>();
   private readonly lastUsedWritten = new Map<string, number>();
 
-  constructor(store: TenancyStore, config: TenancyConfig, clock: Clock, log: Logger) {
+  constructor(store: DataStore, config: TenancyConfig, clock: Clock, log: Logger) {
     this.store = store;
     this.records = recordsOf(store);
     this.config = config;

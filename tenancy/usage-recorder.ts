@@ -8,20 +8,20 @@
 import type { Logger } from "../core/log.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
-import type { StoreOp, TenancyStore } from "./store.ts";
+import type { StoreOp, DataStore } from "./data-store.ts";
 
 const flushEveryMs = 200;
 const maxBuffered = 100_000; // beyond this, oldest records are dropped and counted
 
 export class UsageRecorder implements UsageSink {
-  private readonly store: TenancyStore;
+  private readonly store: DataStore;
   private readonly log: Logger;
   private buffer: UsageRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   dropped = 0;
 
-  constructor(store: TenancyStore, log: Logger) {
+  constructor(store: DataStore, log: Logger) {
     this.store = store;
     this.log = log;
   }

@@ -7,7 +7,7 @@ import t from "tap";
 import { systemClock } from "../../core/clock.ts";
 import { createLogger } from "../../core/log.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
-import { EmbeddedTenancyStore } from "../../tenancy/embedded-store.ts";
+import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { UsageRecorder } from "../../tenancy/usage-recorder.ts";
 
 function record(project: string, i: number): UsageRecord {
@@ -31,7 +31,7 @@ function record(project: string, i: number): UsageRecord {
 
 t.test("records are stored durably and read back per project", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "troupe-usage-"));
-  const store = new EmbeddedTenancyStore(dir, systemClock);
+  const store = new EmbeddedDataStore(dir, systemClock);
   const recorder = new UsageRecorder(store, createLogger("silent"));
   const started = performance.now();
   for (let i = 0; i < 1000; i++) recorder.record(record(i % 3 === 0 ? "prj_a" : "prj_b", i));
@@ -39,7 +39,7 @@ t.test("records are stored durably and read back per project", async (t) => {
   await recorder.close();
   await store.close();
 
-  const reopened = new EmbeddedTenancyStore(dir, systemClock);
+  const reopened = new EmbeddedDataStore(dir, systemClock);
   const readProject = async (project: string): Promise<UsageRecord[]> => {
     const page = await reopened.page(`project-usage:${project}`, 100);
     const batches = (await reopened.getMany(page.members.map((id) => `usage-batch:${id}`))) as UsageRecord[][];

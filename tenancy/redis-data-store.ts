@@ -3,7 +3,7 @@
 // claims are checked first and nothing is written when one is taken.
 // Durability is Redis's own (the local cluster runs it with appendonly).
 import { Redis } from "ioredis";
-import { ClaimTakenError, decodeCursor, encodeCursor, type IndexPage, type StoreOp, type TenancyStore } from "./store.ts";
+import { ClaimTakenError, decodeCursor, encodeCursor, type IndexPage, type StoreOp, type DataStore } from "./data-store.ts";
 
 const applyScript = `
 local ops = cjson.decode(ARGV[1])
@@ -46,7 +46,7 @@ type RedisWithScripts = Redis & {
   troupeHit(key: string, windowMs: number): Promise<[number, number]>;
 };
 
-export class RedisTenancyStore implements TenancyStore {
+export class RedisDataStore implements DataStore {
   readonly kind = "redis" as const;
   private readonly redis: RedisWithScripts;
   private subscriber: Redis | undefined;

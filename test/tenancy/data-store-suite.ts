@@ -1,13 +1,13 @@
-// One suite for every TenancyStore implementation (embedded and Redis).
+// One suite for every DataStore implementation (embedded and Redis).
 import type { Test } from "tap";
-import { ClaimTakenError, type TenancyStore } from "../../tenancy/store.ts";
+import { ClaimTakenError, type DataStore } from "../../tenancy/data-store.ts";
 
 export interface StoreFactory {
   name: string;
   /** A fresh, empty store. */
-  create(): Promise<TenancyStore>;
+  create(): Promise<DataStore>;
   /** Closes and reopens the same data (restart persistence). */
-  reopen(store: TenancyStore): Promise<TenancyStore>;
+  reopen(store: DataStore): Promise<DataStore>;
 }
 
 export function storeSuite(t: Test, factory: StoreFactory): void {

@@ -1,5 +1,7 @@
-// The one interface for tenancy data, with an embedded (lmdb) and a Redis
-// implementation run by one shared test suite. It is deliberately small:
+// The data store: one interface for the gateway's records (accounts, keys,
+// sessions, but also conversation summaries and usage batches), with an
+// embedded (lmdb) and a Redis implementation run by one shared test suite.
+// It is deliberately small:
 // JSON documents by key, unique claims (email, key hash) that make a whole
 // batch fail, sorted membership indexes for lists, counters for rate limits
 // and a broadcast channel for cache invalidation across replicas. Every
@@ -31,7 +33,7 @@ export class ClaimTakenError extends Error {
   }
 }
 
-export interface TenancyStore {
+export interface DataStore {
   readonly kind: "embedded" | "redis";
   get(key: string): Promise<unknown>;
   getMany(keys: string[]): Promise<unknown[]>;

@@ -6,7 +6,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import type { Clock } from "../core/clock.ts";
-import { ClaimTakenError, decodeCursor, encodeCursor, type IndexPage, type StoreOp, type TenancyStore } from "./store.ts";
+import { ClaimTakenError, decodeCursor, encodeCursor, type IndexPage, type StoreOp, type DataStore } from "./data-store.ts";
 
 interface Envelope {
   v: unknown;
@@ -16,7 +16,7 @@ interface Envelope {
 
 type IndexKey = [string, number, string];
 
-export class EmbeddedTenancyStore implements TenancyStore {
+export class EmbeddedDataStore implements DataStore {
   readonly kind = "embedded" as const;
   private readonly root: RootDatabase;
   private readonly docs: Database<Envelope, string>;
