@@ -22,7 +22,7 @@ const safeMethods = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeyService, keyPrefix: string): Authenticator {
   const sessionAuth = async (token: string, viaCookie: boolean): Promise<AuthContext> => {
-    const session = await accounts.resolveSession(token);
+    const session = await accounts.sessions.resolve(token);
     if (!session) throw new TroupeError("unauthorized", "the session is unknown, expired or logged out");
     return { kind: "session", userId: session.user_id, sessionId: session.id, tokenHash: sha256(token), csrfToken: session.csrf_token, viaCookie };
   };

@@ -39,7 +39,7 @@ export function accountRoutes(accounts: AccountService) {
       auth: "session",
       query: pageQuery,
       responses: { 200: listOf(organizationSchema) },
-      handler: async (ctx) => json(200, await accounts.listOrgs(sessionUser(ctx.auth), ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await accounts.orgs.listOrgs(sessionUser(ctx.auth), ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "post",
@@ -49,7 +49,7 @@ export function accountRoutes(accounts: AccountService) {
       auth: "session",
       body: named,
       responses: { 201: organizationSchema },
-      handler: async (ctx) => json(201, await accounts.createOrg(sessionUser(ctx.auth), ctx.body.name)),
+      handler: async (ctx) => json(201, await accounts.orgs.createOrg(sessionUser(ctx.auth), ctx.body.name)),
     }),
     defineRoute({
       method: "get",
@@ -59,7 +59,7 @@ export function accountRoutes(accounts: AccountService) {
       auth: "session",
       responses: { 200: organizationSchema },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await accounts.getOrg(sessionUser(ctx.auth), ctx.params["org_id"] ?? "")),
+      handler: async (ctx) => json(200, await accounts.orgs.getOrg(sessionUser(ctx.auth), ctx.params["org_id"] ?? "")),
     }),
     defineRoute({
       method: "get",
@@ -70,7 +70,7 @@ export function accountRoutes(accounts: AccountService) {
       query: pageQuery,
       responses: { 200: listOf(projectSchema) },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await accounts.listProjects(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await accounts.orgs.listProjects(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "post",
@@ -81,7 +81,7 @@ export function accountRoutes(accounts: AccountService) {
       body: named,
       responses: { 201: z.object({ project: projectSchema, environments: z.array(environmentWithKeySchema) }) },
       errors: ["not_found"],
-      handler: async (ctx) => json(201, await accounts.createProject(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.body.name)),
+      handler: async (ctx) => json(201, await accounts.orgs.createProject(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.body.name)),
     }),
     defineRoute({
       method: "get",
@@ -93,7 +93,7 @@ export function accountRoutes(accounts: AccountService) {
       responses: { 200: listOf(environmentSchema) },
       errors: ["not_found"],
       handler: async (ctx) =>
-        json(200, await accounts.listEnvironments(sessionUser(ctx.auth), ctx.params["project_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
+        json(200, await accounts.orgs.listEnvironments(sessionUser(ctx.auth), ctx.params["project_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "post",
@@ -104,7 +104,7 @@ export function accountRoutes(accounts: AccountService) {
       body: z.object({ name, production: z.boolean().optional() }).strict(),
       responses: { 201: environmentWithKeySchema },
       errors: ["not_found"],
-      handler: async (ctx) => json(201, await accounts.createEnvironment(sessionUser(ctx.auth), ctx.params["project_id"] ?? "", ctx.body)),
+      handler: async (ctx) => json(201, await accounts.orgs.createEnvironment(sessionUser(ctx.auth), ctx.params["project_id"] ?? "", ctx.body)),
     }),
     defineRoute({
       method: "get",
@@ -115,7 +115,7 @@ export function accountRoutes(accounts: AccountService) {
       query: pageQuery,
       responses: { 200: listOf(invitationSchema) },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await accounts.listInvitations(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await accounts.invitations.list(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "post",
@@ -126,7 +126,7 @@ export function accountRoutes(accounts: AccountService) {
       body: z.object({ email: z.email().max(254), role: roleSchema }).strict(),
       responses: { 201: z.object({ invitation: invitationSchema, token: z.string() }) },
       errors: ["not_found"],
-      handler: async (ctx) => json(201, await accounts.createInvitation(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.body)),
+      handler: async (ctx) => json(201, await accounts.invitations.create(sessionUser(ctx.auth), ctx.params["org_id"] ?? "", ctx.body)),
     }),
     defineRoute({
       method: "post",
@@ -137,7 +137,7 @@ export function accountRoutes(accounts: AccountService) {
       body: z.object({ token: z.string().min(1).max(200) }).strict(),
       responses: { 200: membershipSchema },
       errors: ["not_found", "conflict"],
-      handler: async (ctx) => json(200, await accounts.acceptInvitation(sessionUser(ctx.auth), ctx.body.token)),
+      handler: async (ctx) => json(200, await accounts.invitations.accept(sessionUser(ctx.auth), ctx.body.token)),
     }),
   ];
 }

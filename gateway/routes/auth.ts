@@ -63,7 +63,7 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
       responses: { 200: z.object({ user: userSchema, ...sessionGrantSchema.shape }) },
       errors: ["unauthorized"],
       handler: async (ctx) => {
-        const result = await accounts.login(ctx.body);
+        const result = await accounts.sessions.login(ctx.body);
         setSessionCookies(ctx, result, config.sessionTtlSeconds);
         return json(200, result);
       },
@@ -77,7 +77,7 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
       responses: { 204: null },
       handler: async (ctx) => {
         if (ctx.auth.kind !== "session") throw new TroupeError("forbidden");
-        await accounts.logout(ctx.auth.tokenHash);
+        await accounts.sessions.logout(ctx.auth.tokenHash);
         ctx.setCookie({ name: sessionCookie, value: "", maxAgeSeconds: 0, httpOnly: true });
         ctx.setCookie({ name: csrfCookie, value: "", maxAgeSeconds: 0, httpOnly: false });
         return json(204);
