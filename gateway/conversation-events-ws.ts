@@ -22,6 +22,9 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 interface SocketData {
   conversationId: string;
   snapshot: unknown;
+  /** The API key the socket was opened with: revoking it closes the socket. */
+  keyId: string;
+  unwatch?: () => void;
   closed?: boolean;
 }
 
@@ -98,7 +101,7 @@ export async function attachConversationEvents(app: TemplatedApp, deps: Conversa
         if (aborted) return;
         // The answer must be one the client offered: troupe.v1 when given (keeps the key out of the response).
         const selected = protocols.includes("troupe.v1") ? "troupe.v1" : (protocols[0] ?? "");
-        res.cork(() => res.upgrade<SocketData>({ conversationId: id, snapshot }, secKey, selected, extensions, context));
+        res.cork(() => res.upgrade<SocketData>({ conversationId: id, snapshot, keyId: auth.key.id }, secKey, selected, extensions, context));
       })().catch((error: unknown) => {
         if (aborted) return;
         const troupe = isTroupeError(error) ? error : new TroupeError("internal_error");
@@ -116,6 +119,8 @@ export async function attachConversationEvents(app: TemplatedApp, deps: Conversa
       let set = sockets.get(data.conversationId);
       if (!set) sockets.set(data.conversationId, (set = new Set()));
       set.add(ws);
+      // Not corked: an end() inside cork() left the close frame unsent until the next I/O.
+      data.unwatch = deps.apiKeys.revocations.watch(data.keyId, () => ws.end(4401, "the API key was revoked"));
       // `open` runs inside res.upgrade, inside the upgrade's res.cork. A frame
       // sent from there was, about one run in six, followed by the socket
       // dropping (1006 on both sides). The snapshot goes out right after the
@@ -131,6 +136,7 @@ export async function attachConversationEvents(app: TemplatedApp, deps: Conversa
     close: (ws) => {
       const data = ws.getUserData();
       data.closed = true;
+      data.unwatch?.();
       const set = sockets.get(data.conversationId);
       set?.delete(ws);
       if (set && set.size === 0) sockets.delete(data.conversationId);
