@@ -16,6 +16,7 @@ import { hashPassword } from "./passwords.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
 import { publicUser, SessionService } from "./sessions.ts";
 import type { StoredUser } from "./types.ts";
+import { requireWellFormed } from "./well-formed.ts";
 
 export type { EnvironmentWithKey } from "./organizations.ts";
 export type { SessionGrant } from "./sessions.ts";
@@ -41,6 +42,7 @@ export class AccountService {
 
   async signup(input: { email: string; password: string; name?: string | undefined; organization_name?: string | undefined }) {
     if (!this.config.signupEnabled) throw new TroupeError("forbidden", "signup is turned off on this server");
+    requireWellFormed({ email: input.email, password: input.password });
     const now = this.clock.now();
     const user: StoredUser = {
       id: prefixedId("usr", now),

@@ -10,6 +10,7 @@ import type { DataStore } from "./data-store.ts";
 import { newInvitationToken, sha256 } from "./key-format.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
 import type { Invitation, Membership, Role } from "./types.ts";
+import { requireWellFormed } from "./well-formed.ts";
 
 const invitationTtlMs = 7 * 24 * 3600_000; // a week, like most dashboards
 
@@ -25,6 +26,7 @@ export class InvitationService {
   }
 
   async create(userId: string, orgId: string, input: { email: string; role: Role }) {
+    requireWellFormed({ email: input.email });
     const membership = await requireMembership(this.records, userId, orgId);
     requireRole(membership, "admin", "inviting members");
     if (input.role === "owner" && !roleAtLeast(membership.role, "owner")) {
@@ -58,6 +60,7 @@ export class InvitationService {
   }
 
   async accept(userId: string, token: string): Promise<Membership> {
+    requireWellFormed({ token });
     const invitationId = await this.store.lookup(keys.invitationToken(sha256(token)));
     const invitation = invitationId ? await this.records.invitation(invitationId) : undefined;
     if (!invitation) throw new TroupeError("not_found", "invitation not found");

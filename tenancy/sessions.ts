@@ -1,16 +1,18 @@
 // Dashboard sessions: login, the session a token names, logout. Only the
 // SHA-256 of a session token is stored (as the record's key); the record
-// expires with the session.
+// expires with the session. The CSRF token is derived from the session token
+// (csrfTokenFor), never stored.
 import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import type { TenancyConfig } from "../core/config.ts";
 import { TroupeError } from "../core/errors.ts";
-import { prefixedId, secretToken } from "../core/ids.ts";
+import { prefixedId } from "../core/ids.ts";
 import type { DataStore, StoreOp } from "./data-store.ts";
-import { newSessionToken, sha256 } from "./key-format.ts";
+import { csrfTokenFor, newSessionToken, sha256 } from "./key-format.ts";
 import { verifyAgainstDummy, verifyPassword } from "./passwords.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
 import type { Session, StoredUser, User } from "./types.ts";
+import { requireWellFormed } from "./well-formed.ts";
 
 export interface SessionGrant {
   session_token: string;
@@ -36,6 +38,7 @@ export class SessionService {
   }
 
   async login(input: { email: string; password: string }) {
+    requireWellFormed({ email: input.email, password: input.password });
     const userId = await this.store.lookup(keys.email(input.email));
     const user = userId ? await this.records.user(userId) : undefined;
     const ok = user ? await verifyPassword(input.password, user.password_hash) : await verifyAgainstDummy(input.password);
@@ -52,13 +55,12 @@ export class SessionService {
     const session: Session = {
       id: prefixedId("ses", now),
       user_id: userId,
-      csrf_token: secretToken(128),
       created_at: isoTime(now),
       expires_at: isoTime(now + ttlMs),
     };
     return {
       ops: [{ op: "put", key: keys.session(sha256(token)), value: session, ttlMs }],
-      grant: { session_token: token, csrf_token: session.csrf_token, expires_at: session.expires_at },
+      grant: { session_token: token, csrf_token: csrfTokenFor(token), expires_at: session.expires_at },
     };
   }
 
