@@ -39,6 +39,8 @@ export interface RouteContext<Body, Query> {
   body: Body;
   query: Query;
   headers: Readonly<Record<string, string>>;
+  /** The peer address of the connection (the proxy's, behind one). */
+  readonly remoteAddress: string;
   auth: AuthContext;
   /** Aborted when the client disconnects: pass it to every outbound call. */
   signal: AbortSignal;

@@ -10,6 +10,7 @@ import { prefixedId } from "../core/ids.ts";
 import type { DataStore, StoreOp } from "./data-store.ts";
 import { csrfTokenFor, newSessionToken, sha256 } from "./key-format.ts";
 import { verifyAgainstDummy, verifyPassword } from "./passwords.ts";
+import { LoginThrottle } from "./login-throttle.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
 import type { Session, StoredUser, User } from "./types.ts";
 import { requireWellFormed } from "./well-formed.ts";
@@ -29,20 +30,25 @@ export class SessionService {
   private readonly records: Records;
   private readonly config: TenancyConfig;
   private readonly clock: Clock;
+  private readonly throttle: LoginThrottle;
 
   constructor(store: DataStore, config: TenancyConfig, clock: Clock) {
     this.store = store;
     this.records = recordsOf(store);
     this.config = config;
     this.clock = clock;
+    this.throttle = new LoginThrottle(store, config.loginThrottle, clock);
   }
 
-  async login(input: { email: string; password: string }) {
+  /** Throttled per account and per client address (login-throttle.ts). */
+  async login(input: { email: string; password: string }, clientAddress: string) {
     requireWellFormed({ email: input.email, password: input.password });
+    const attempt = await this.throttle.admit(input.email, clientAddress);
     const userId = await this.store.lookup(keys.email(input.email));
     const user = userId ? await this.records.user(userId) : undefined;
     const ok = user ? await verifyPassword(input.password, user.password_hash) : await verifyAgainstDummy(input.password);
     if (!user || !ok) throw new TroupeError("unauthorized", "email or password is wrong");
+    await attempt.succeeded();
     const session = this.issue(user.id, this.clock.now());
     await this.store.apply(session.ops);
     return { user: publicUser(user), ...session.grant };
