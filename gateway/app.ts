@@ -174,6 +174,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         await recorder?.close();
         await router.close();
         await vectors.close();
+        apiKeys.stop();
         await store.close();
       })()),
   };

@@ -33,6 +33,7 @@ export class ApiKeyService {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly cache: KeyCache;
+  private sweeper: NodeJS.Timeout | undefined;
   /** Connections opened with a key, closed when it is revoked. */
   readonly revocations = new KeyRevocations();
 
@@ -55,6 +56,26 @@ export class ApiKeyService {
       }
       this.revokedHere(parsed);
     });
+    // Backstop for a missed broadcast (a Redis reconnect drops pub/sub
+    // messages): keys with open connections are re-read every revalidation
+    // window, as cached keys are, so their sockets close within it anyway.
+    this.sweeper = setInterval(() => void this.sweepOpenConnections(), this.config.keyCacheRevalidateMs);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+
+  private async sweepOpenConnections(): Promise<void> {
+    const ids = this.revocations.keyIds();
+    if (ids.length === 0) return;
+    try {
+      const live = new Set((await this.records.apiKeys(ids)).filter((k) => !k.revoked_at).map((k) => k.id));
+      for (const id of ids) if (!live.has(id)) this.revocations.revoked(id);
+    } catch (error) {
+      this.log.warn("could not re-check the keys of open connections", { error });
+    }
   }
 
   private revokedHere(message: RevocationMessage): void {

@@ -36,6 +36,11 @@ export class KeyRevocations {
     return set.size;
   }
 
+  /** The keys with open connections. */
+  keyIds(): string[] {
+    return [...this.closers.keys()];
+  }
+
   /** Open connections across all keys (for tests and diagnostics). */
   get size(): number {
     let total = 0;

@@ -86,3 +86,19 @@ t.test("two replicas on one Redis: revoked on A, the socket on B closes within 1
   });
   await checkRevocationCloses(t, b, a);
 });
+
+t.test("a replica that missed the broadcast still closes the socket within the revalidation window", async (t) => {
+  const troupe = await startTestTroupe({ KEY_CACHE_REVALIDATE_MS: "300" });
+  t.teardown(() => troupe.stop());
+  const s = await setup(troupe);
+  const socket = await openEvents(troupe, s.conversationId, s.doomed.key);
+  // Revoked behind the gateway's back: the record changes, no broadcast is sent.
+  const key = `apikey:${s.doomed.id}`;
+  const stored = (await troupe.services.store.get(key)) as Record<string, unknown>;
+  const revokedAt = Date.now();
+  await troupe.services.store.apply([{ op: "put", key, value: { ...stored, revoked_at: new Date().toISOString() } }]);
+  const closed = await Promise.race([socket.closed, new Promise<undefined>((r) => setTimeout(() => r(undefined), 3000))]);
+  t.ok(closed, "closed by the sweep");
+  t.equal(closed?.code, 4401);
+  t.ok(closed && closed.at - revokedAt <= 1000, `closed ${closed ? closed.at - revokedAt : "never"} ms after the record changed`);
+});
