@@ -19,9 +19,9 @@ import type { VectorIndex } from "../vectors/vector-index.ts";
 import { UsageRecorder } from "../tenancy/usage-recorder.ts";
 import { AccountService } from "../tenancy/accounts.ts";
 import { ApiKeyService } from "../tenancy/api-keys.ts";
-import { EmbeddedTenancyStore } from "../tenancy/embedded-store.ts";
-import { RedisTenancyStore } from "../tenancy/redis-store.ts";
-import type { TenancyStore } from "../tenancy/store.ts";
+import { EmbeddedDataStore } from "../tenancy/embedded-data-store.ts";
+import { RedisDataStore } from "../tenancy/redis-data-store.ts";
+import type { DataStore } from "../tenancy/data-store.ts";
 import { createAdmission } from "./admission.ts";
 import { createAuthenticator } from "./authenticate.ts";
 import type { RouteDefinition } from "./route.ts";
@@ -42,7 +42,7 @@ export interface TroupeServices {
   config: Config;
   log: Logger;
   clock: Clock;
-  store: TenancyStore;
+  store: DataStore;
   accounts: AccountService;
   apiKeys: ApiKeyService;
   router: Router;
@@ -75,15 +75,15 @@ export interface RunningTroupe {
   stop(): Promise<void>;
 }
 
-export function createTenancyStore(config: Config, clock: Clock): TenancyStore {
-  if (config.redisUrl) return new RedisTenancyStore(config.redisUrl);
+export function createDataStore(config: Config, clock: Clock): DataStore {
+  if (config.redisUrl) return new RedisDataStore(config.redisUrl);
   mkdirSync(config.dataDir, { recursive: true });
-  return new EmbeddedTenancyStore(config.dataDir, clock);
+  return new EmbeddedDataStore(config.dataDir, clock);
 }
 
 export async function startTroupe(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningTroupe> {
   const clock = options.clock ?? systemClock;
-  const store = createTenancyStore(config, clock);
+  const store = createDataStore(config, clock);
   const apiKeys = new ApiKeyService(store, config.tenancy, clock, log);
   await apiKeys.start();
   const accounts = new AccountService(store, config.tenancy, clock, apiKeys);
@@ -155,7 +155,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     },
     openApiInfo: { title: "Troupe", version: "1.0.0" },
   });
-  await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log });
+  await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations });
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
@@ -175,6 +175,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         await recorder?.close();
         await router.close();
         await vectors.close();
+        apiKeys.stop();
         await store.close();
       })()),
   };

@@ -5,7 +5,7 @@ import { timingSafeEqual } from "node:crypto";
 import { TroupeError } from "../core/errors.ts";
 import type { AccountService } from "../tenancy/accounts.ts";
 import type { ApiKeyService } from "../tenancy/api-keys.ts";
-import { looksLikeApiKey, sessionTokenPrefix, sha256 } from "../tenancy/key-format.ts";
+import { csrfTokenFor, looksLikeApiKey, sessionTokenPrefix, sha256 } from "../tenancy/key-format.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { AuthMode } from "./route.ts";
 
@@ -22,9 +22,9 @@ const safeMethods = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeyService, keyPrefix: string): Authenticator {
   const sessionAuth = async (token: string, viaCookie: boolean): Promise<AuthContext> => {
-    const session = await accounts.resolveSession(token);
+    const session = await accounts.sessions.resolve(token);
     if (!session) throw new TroupeError("unauthorized", "the session is unknown, expired or logged out");
-    return { kind: "session", userId: session.user_id, sessionId: session.id, tokenHash: sha256(token), csrfToken: session.csrf_token, viaCookie };
+    return { kind: "session", userId: session.user_id, sessionId: session.id, tokenHash: sha256(token), csrfToken: csrfTokenFor(token), viaCookie };
   };
 
   return {
@@ -80,7 +80,12 @@ export function cookieValue(header: string | undefined, name: string): string | 
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
     if (eq < 0) continue;
-    if (part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+    if (part.slice(0, eq).trim() !== name) continue;
+    try {
+      return decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      return undefined; // malformed percent-encoding: as if absent (a 401), not a 500
+    }
   }
   return undefined;
 }

@@ -11,6 +11,7 @@ import { callActor, type ActorHost } from "../actors/host.ts";
 import type { ConversationActorDefinition } from "../actors/conversation/conversation-actor.ts";
 import type { ConversationEvent, ConversationEventBus } from "../actors/conversation/events.ts";
 import { defineWsRoute } from "./route.ts";
+import type { KeyRevocations } from "../tenancy/key-revocations.ts";
 import { attachWsRoute, type WsRouteDeps } from "./ws-route.ts";
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -18,6 +19,9 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 interface SocketData {
   conversationId: string;
   snapshot: unknown;
+  /** The API key the socket was opened with: revoking it closes the socket. */
+  keyId: string;
+  unwatch?: () => void;
   closed?: boolean;
 }
 
@@ -25,6 +29,8 @@ export interface ConversationEventsDeps extends WsRouteDeps {
   /** The declaration (also handed to the gateway, which documents it). */
   route: ConversationEventsRoute;
   events: ConversationEventBus;
+  /** Revoking the key a socket was opened with closes the socket (code 4401). */
+  revocations: KeyRevocations;
 }
 
 export type ConversationEventsRoute = ReturnType<typeof conversationEventsRoute>;
@@ -44,7 +50,7 @@ export function conversationEventsRoute(deps: { actors: ActorHost; conversation:
       const id = ctx.params.id.toLowerCase();
       if (!uuidPattern.test(id)) throw new TroupeError("not_found", "conversation not found");
       const snapshot = await callActor(deps.actors, deps.conversation, id, "get", { organization_id: ctx.auth.key.organization_id });
-      return { conversationId: id, snapshot };
+      return { conversationId: id, snapshot, keyId: ctx.auth.key.id };
     },
   });
 }
@@ -70,6 +76,8 @@ export async function attachConversationEvents(app: TemplatedApp, deps: Conversa
       let set = sockets.get(data.conversationId);
       if (!set) sockets.set(data.conversationId, (set = new Set()));
       set.add(ws);
+      // Not corked: an end() inside cork() left the close frame unsent until the next I/O.
+      data.unwatch = deps.revocations.watch(data.keyId, () => ws.end(4401, "the API key was revoked"));
       // `open` runs inside res.upgrade, inside the upgrade's res.cork. A frame
       // sent from there was, about one run in six, followed by the socket
       // dropping (1006 on both sides). The snapshot goes out right after the
@@ -85,6 +93,7 @@ export async function attachConversationEvents(app: TemplatedApp, deps: Conversa
     close: (ws) => {
       const data = ws.getUserData();
       data.closed = true;
+      data.unwatch?.();
       const set = sockets.get(data.conversationId);
       set?.delete(ws);
       if (set && set.size === 0) sockets.delete(data.conversationId);

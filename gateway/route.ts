@@ -59,6 +59,8 @@ export interface RouteContext<Body, Query, Path extends string = string, A exten
   body: Body;
   query: Query;
   headers: Readonly<Record<string, string>>;
+  /** The peer address of the connection (the proxy's, behind one). */
+  readonly remoteAddress: string;
   auth: AuthFor<A>;
   /** Aborted when the client disconnects: pass it to every outbound call. */
   signal: AbortSignal;

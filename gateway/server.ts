@@ -274,6 +274,11 @@ class HandlerContext implements RouteContext<unknown, unknown> {
     return this.state.signal;
   }
 
+  get remoteAddress(): string {
+    // Read lazily: only login needs it. An aborted response may no longer be touched.
+    return this.state.aborted ? "" : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+  }
+
   sse(): SseWriter {
     return openSse(this.res, this.state, this.requestId);
   }

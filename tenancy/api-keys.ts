@@ -1,10 +1,10 @@
-// API keys (spec §4.8, §5; DESIGN.md §4 "API keys"): creation returns the
-// full key once; only its SHA-256 is stored. Authentication on the hot path
-// is a Map lookup: records are cached in process, revocations are broadcast
-// to every replica, and a cached record is re-read in the background once it
-// is older than half the revalidation window and synchronously past it, so
-// a replica that missed a broadcast still refuses a revoked key within
-// KEY_CACHE_REVALIDATE_MS (2 s by default).
+// API key management (spec §4.8, §5; DESIGN.md §4 "API keys"): creation
+// returns the full key once; only its SHA-256 is stored. Revocation is
+// written to the store, then broadcast to every replica, where it evicts the
+// key from the key cache (key-cache.ts) and closes the connections opened
+// with it (key-revocations.ts). Authentication and the per-key rate limit
+// live in key-cache.ts and key-rate-limit.ts; this service fronts them so
+// the gateway holds one object.
 import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import type { TenancyConfig } from "../core/config.ts";
@@ -13,52 +13,74 @@ import { prefixedId } from "../core/ids.ts";
 import type { Logger } from "../core/log.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import { displayPrefix, newApiKey, sha256 } from "./key-format.ts";
+import { KeyCache, toRecord } from "./key-cache.ts";
+import { checkKeyRateLimit } from "./key-rate-limit.ts";
+import { KeyRevocations, revocationMessageSchema, type RevocationMessage } from "./key-revocations.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
-import type { StoreOp, TenancyStore } from "./store.ts";
+import type { StoreOp, DataStore } from "./data-store.ts";
 import type { ApiKeyRecord, Environment, StoredApiKey } from "./types.ts";
 
 const revokedChannel = "api-keys:revoked";
-const lastUsedWriteEveryMs = 60_000; // last_used_at is advisory: one write a minute per key
-const negativeCacheMs = 1_000; // unknown keys: bounds store lookups from garbage credentials
-const negativeCacheMax = 10_000;
 
 export interface NewTestKey extends ApiKeyRecord {
   key: string;
 }
 
-interface CacheEntry {
-  hash: string;
-  record: ApiKeyRecord;
-  fetchedAt: number;
-  refreshing: boolean;
-}
-
 export class ApiKeyService {
-  private readonly store: TenancyStore;
+  private readonly store: DataStore;
   private readonly records: Records;
   private readonly config: TenancyConfig;
   private readonly clock: Clock;
   private readonly log: Logger;
-  /**
-   * Keyed by the presented key itself so a warm request costs one Map lookup
-   * and no hashing. This is process memory only; nothing here is persisted.
-   */
-  private readonly cache = new Map<string, CacheEntry>();
-  private readonly presentedByHash = new Map<string, string>();
-  private readonly unknown = new Map<string, number>();
-  private readonly lastUsedWritten = new Map<string, number>();
+  private readonly cache: KeyCache;
+  private sweeper: NodeJS.Timeout | undefined;
+  /** Connections opened with a key, closed when it is revoked. */
+  readonly revocations = new KeyRevocations();
 
-  constructor(store: TenancyStore, config: TenancyConfig, clock: Clock, log: Logger) {
+  constructor(store: DataStore, config: TenancyConfig, clock: Clock, log: Logger) {
     this.store = store;
     this.records = recordsOf(store);
     this.config = config;
     this.clock = clock;
     this.log = log;
+    this.cache = new KeyCache(store, config, clock, log);
   }
 
-  /** Subscribes to revocations from other replicas. */
+  /** Subscribes to revocations broadcast by every replica (this one included). */
   async start(): Promise<void> {
-    await this.store.subscribe(revokedChannel, (hash) => this.evict(hash));
+    await this.store.subscribe(revokedChannel, (message) => {
+      const parsed = parseRevocation(message);
+      if (!parsed) {
+        this.log.warn("ignored a malformed revocation broadcast");
+        return;
+      }
+      this.revokedHere(parsed);
+    });
+    // Backstop for a missed broadcast (a Redis reconnect drops pub/sub
+    // messages): keys with open connections are re-read every revalidation
+    // window, as cached keys are, so their sockets close within it anyway.
+    this.sweeper = setInterval(() => void this.sweepOpenConnections(), this.config.keyCacheRevalidateMs);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+
+  private async sweepOpenConnections(): Promise<void> {
+    const ids = this.revocations.keyIds();
+    if (ids.length === 0) return;
+    try {
+      const live = new Set((await this.records.apiKeys(ids)).filter((k) => !k.revoked_at).map((k) => k.id));
+      for (const id of ids) if (!live.has(id)) this.revocations.revoked(id);
+    } catch (error) {
+      this.log.warn("could not re-check the keys of open connections", { error });
+    }
+  }
+
+  private revokedHere(message: RevocationMessage): void {
+    this.cache.evict(message.key_hash);
+    this.revocations.revoked(message.key_id);
   }
 
   private build(input: { name: string; scopes: string[]; live: boolean; rateLimitPerMinute?: number | undefined }, env: Environment, now: number) {
@@ -126,108 +148,31 @@ export class ApiKeyService {
     if (stored.revoked_at) return toRecord(stored);
     const revoked: StoredApiKey = { ...stored, revoked_at: isoTime(this.clock.now()) };
     await this.store.apply([{ op: "put", key: keys.apiKey(keyId), value: revoked }]);
-    // Refused at once here, and on other replicas as soon as the broadcast lands.
-    this.evict(stored.key_hash);
-    await this.store.publish(revokedChannel, stored.key_hash).catch((error: unknown) => {
+    // Refused (and its sockets closed) at once here, and on other replicas as soon as the broadcast lands.
+    const message: RevocationMessage = { key_id: stored.id, key_hash: stored.key_hash };
+    this.revokedHere(message);
+    await this.store.publish(revokedChannel, JSON.stringify(message)).catch((error: unknown) => {
       this.log.warn("revocation broadcast failed; other replicas catch up on revalidation", { error });
     });
     return toRecord(revoked);
   }
 
-  private evict(hash: string): void {
-    const presented = this.presentedByHash.get(hash);
-    if (presented === undefined) return;
-    this.cache.delete(presented);
-    this.presentedByHash.delete(hash);
-  }
-
-  /**
-   * The live record of a presented key, or a 401. A warm key is answered
-   * synchronously from memory; otherwise the store is read.
-   */
+  /** The live record of a presented key, or a 401 (see key-cache.ts). */
   authenticate(presented: string): ApiKeyRecord | Promise<ApiKeyRecord> {
-    const cached = this.cache.get(presented);
-    if (cached) {
-      const age = this.clock.now() - cached.fetchedAt;
-      const window = this.config.keyCacheRevalidateMs;
-      if (age < window) {
-        if (age >= window / 2 && !cached.refreshing) {
-          cached.refreshing = true;
-          void this.fetch(presented, cached.hash).catch(() => (cached.refreshing = false));
-        }
-        return this.accept(cached.record);
-      }
-    }
-    return this.authenticateFromStore(presented);
+    return this.cache.authenticate(presented);
   }
 
-  private async authenticateFromStore(presented: string): Promise<ApiKeyRecord> {
-    const hash = sha256(presented);
-    const now = this.clock.now();
-    const negativeUntil = this.unknown.get(hash);
-    if (negativeUntil !== undefined && negativeUntil > now) throw unknownKey();
-    const record = await this.fetch(presented, hash);
-    if (!record) {
-      if (this.unknown.size >= negativeCacheMax) this.unknown.clear();
-      this.unknown.set(hash, now + negativeCacheMs);
-      throw unknownKey();
-    }
-    return this.accept(record);
-  }
-
-  private accept(record: ApiKeyRecord): ApiKeyRecord {
-    if (record.revoked_at) throw new TroupeError("unauthorized", "this API key was revoked");
-    this.touch(record);
-    return record;
-  }
-
-  private async fetch(presented: string, hash: string): Promise<ApiKeyRecord | undefined> {
-    const id = await this.store.lookup(keys.apiKeyHash(hash));
-    const stored = id ? await this.records.apiKey(id) : undefined;
-    if (!stored) {
-      this.evict(hash);
-      return undefined;
-    }
-    const record = toRecord(stored);
-    this.cache.set(presented, { hash, record, fetchedAt: this.clock.now(), refreshing: false });
-    this.presentedByHash.set(hash, presented);
-    return record;
-  }
-
-  private touch(record: ApiKeyRecord): void {
-    const now = this.clock.now();
-    const last = this.lastUsedWritten.get(record.id) ?? 0;
-    if (now - last < lastUsedWriteEveryMs) return;
-    this.lastUsedWritten.set(record.id, now);
-    void this.store.apply([{ op: "put", key: keys.apiKeyUsed(record.id), value: isoTime(now) }]).catch((error: unknown) => {
-      this.log.warn("could not record last_used_at", { key_id: record.id, error });
-    });
-  }
-
-  /**
-   * Per-key requests-per-minute limit: a fixed 60 s window, exact across
-   * replicas on Redis. Synchronous when the store counts in process.
-   */
+  /** Per-key requests-per-minute limit (see key-rate-limit.ts). */
   checkRateLimit(record: ApiKeyRecord): void | Promise<void> {
-    const counterKey = record.id; // key ids are unique and prefixed (key_…): no other counter shares them
-    if (this.store.hitLocal) return enforceLimit(record, this.store.hitLocal(counterKey, 60_000));
-    return this.store.hit(counterKey, 60_000).then((hit) => enforceLimit(record, hit));
+    return checkKeyRateLimit(this.store, record);
   }
 }
 
-function enforceLimit(record: ApiKeyRecord, hit: { count: number; resetInMs: number }): void {
-  if (hit.count > record.rate_limit_per_minute) {
-    throw new TroupeError("rate_limited", `rate limit of ${record.rate_limit_per_minute} requests per minute exceeded`, {
-      retryAfterSeconds: Math.max(1, Math.ceil(hit.resetInMs / 1000)),
-    });
+function parseRevocation(message: string): RevocationMessage | undefined {
+  try {
+    const parsed = revocationMessageSchema.safeParse(JSON.parse(message));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
   }
-}
-
-function unknownKey(): TroupeError {
-  return new TroupeError("unauthorized", "the API key is not valid");
-}
-
-function toRecord(stored: StoredApiKey): ApiKeyRecord {
-  const { key_hash: _hash, ...record } = stored;
-  return record;
 }

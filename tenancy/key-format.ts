@@ -25,6 +25,16 @@ export function sha256(text: string): string {
 
 export const sessionTokenPrefix = "sess_";
 
+/**
+ * The CSRF token of a session, derived from its token rather than stored:
+ * nothing in the store can be replayed as a CSRF token, any replica can
+ * check it by recomputing, and the hash does not reveal the session token
+ * (which stays in the httpOnly cookie) to the script that reads this one.
+ */
+export function csrfTokenFor(sessionToken: string): string {
+  return createHash("sha256").update(`csrf:${sessionToken}`).digest("base64url");
+}
+
 export function newSessionToken(): string {
   return sessionTokenPrefix + secretToken(256);
 }

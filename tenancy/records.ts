@@ -2,7 +2,7 @@
 // parsed with its schema.
 import type { z } from "zod";
 import { TroupeError } from "../core/errors.ts";
-import type { TenancyStore } from "./store.ts";
+import type { DataStore } from "./data-store.ts";
 import {
   environmentSchema,
   invitationSchema,
@@ -35,7 +35,7 @@ export const keys = {
   orgInvitations: (orgId: string) => `org-invitations:${orgId}`,
 } as const;
 
-async function read<S extends z.ZodType>(store: TenancyStore, key: string, schema: S): Promise<z.output<S> | undefined> {
+async function read<S extends z.ZodType>(store: DataStore, key: string, schema: S): Promise<z.output<S> | undefined> {
   const raw = await store.get(key);
   if (raw === undefined || raw === null) return undefined;
   const parsed = schema.safeParse(raw);
@@ -43,7 +43,7 @@ async function read<S extends z.ZodType>(store: TenancyStore, key: string, schem
   return parsed.data;
 }
 
-async function readMany<S extends z.ZodType>(store: TenancyStore, storeKeys: string[], schema: S): Promise<z.output<S>[]> {
+async function readMany<S extends z.ZodType>(store: DataStore, storeKeys: string[], schema: S): Promise<z.output<S>[]> {
   const raws = await store.getMany(storeKeys);
   const out: z.output<S>[] = [];
   for (const raw of raws) {
@@ -54,7 +54,7 @@ async function readMany<S extends z.ZodType>(store: TenancyStore, storeKeys: str
   return out;
 }
 
-export function recordsOf(store: TenancyStore) {
+export function recordsOf(store: DataStore) {
   return {
     user: (id: string) => read(store, keys.user(id), storedUserSchema),
     session: (hash: string) => read(store, keys.session(hash), sessionSchema),

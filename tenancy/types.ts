@@ -71,7 +71,6 @@ export type StoredApiKey = z.infer<typeof storedApiKeySchema>;
 export const sessionSchema = z.object({
   id: z.string(),
   user_id: z.string(),
-  csrf_token: z.string(),
   created_at: z.string(),
   expires_at: z.string(),
 });

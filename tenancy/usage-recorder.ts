@@ -10,7 +10,7 @@ import { systemClock, type Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
-import type { StoreOp, TenancyStore } from "./store.ts";
+import type { StoreOp, DataStore } from "./data-store.ts";
 
 export const flushEveryMs = 200;
 /** After a failed flush: back off so a failing store is not hammered. */
@@ -31,7 +31,7 @@ export interface UsageRecorderOptions {
 }
 
 export class UsageRecorder implements UsageSink {
-  private readonly store: TenancyStore;
+  private readonly store: DataStore;
   private readonly log: Logger;
   private buffer: UsageRecord[] = [];
   private readonly clock: Clock;
@@ -41,7 +41,7 @@ export class UsageRecorder implements UsageSink {
   private flushing: Promise<void> | undefined;
   dropped = 0;
 
-  constructor(store: TenancyStore, log: Logger, options: UsageRecorderOptions = {}) {
+  constructor(store: DataStore, log: Logger, options: UsageRecorderOptions = {}) {
     this.store = store;
     this.log = log;
     this.clock = options.clock ?? systemClock;

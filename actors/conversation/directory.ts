@@ -6,7 +6,7 @@
 // without holding the turn, coalesced per conversation and flushed every
 // 100 ms in one batch, so a turn costs one durable commit (the actor's own)
 // and the list lags a turn by at most ~100 ms.
-import type { IndexPage, TenancyStore } from "../../tenancy/store.ts";
+import type { IndexPage, DataStore } from "../../tenancy/data-store.ts";
 import { conversationSummarySchema, type ConversationSummary } from "./types.ts";
 
 const summaryKey = (id: string) => `conversation-summary:${id}`;
@@ -14,13 +14,13 @@ const flushEveryMs = 100;
 const orgIndexKey = (orgId: string) => `org-conversations:${orgId}`;
 
 export class ConversationDirectory {
-  private readonly store: TenancyStore;
+  private readonly store: DataStore;
   private readonly onError: (error: unknown) => void;
   private pending = new Map<string, ConversationSummary>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(store: TenancyStore, onError: (error: unknown) => void) {
+  constructor(store: DataStore, onError: (error: unknown) => void) {
     this.store = store;
     this.onError = onError;
   }

@@ -2,7 +2,7 @@
 // turns), published on the tenancy store's broadcast channel: in process
 // when embedded, Redis pub/sub in the cluster, so a WebSocket on any replica
 // sees what an actor on any other replica does.
-import type { TenancyStore } from "../../tenancy/store.ts";
+import type { DataStore } from "../../tenancy/data-store.ts";
 import type { AgentMessage, ConversationStatus } from "./types.ts";
 
 export type ConversationEvent =
@@ -21,7 +21,7 @@ export interface ConversationEventBus {
   subscribe(onEvent: (event: ConversationEvent, json: string) => void, wanted?: () => boolean): Promise<void>;
 }
 
-export function storeEventBus(store: TenancyStore, onError: (error: unknown) => void): ConversationEventBus {
+export function storeEventBus(store: DataStore, onError: (error: unknown) => void): ConversationEventBus {
   return {
     publish(event) {
       store.publish(channel, JSON.stringify(event)).catch(onError);

@@ -38,7 +38,7 @@ export function accountRoutes(accounts: AccountService) {
       auth: "session",
       query: pageQuery,
       responses: { 200: listOf(organizationSchema) },
-      handler: async (ctx) => json(200, await accounts.listOrgs(ctx.auth.userId, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await accounts.orgs.listOrgs(ctx.auth.userId, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "post",
@@ -48,7 +48,7 @@ export function accountRoutes(accounts: AccountService) {
       auth: "session",
       body: named,
       responses: { 201: organizationSchema },
-      handler: async (ctx) => json(201, await accounts.createOrg(ctx.auth.userId, ctx.body.name)),
+      handler: async (ctx) => json(201, await accounts.orgs.createOrg(ctx.auth.userId, ctx.body.name)),
     }),
     defineRoute({
       method: "get",
@@ -58,7 +58,7 @@ export function accountRoutes(accounts: AccountService) {
       auth: "session",
       responses: { 200: organizationSchema },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await accounts.getOrg(ctx.auth.userId, ctx.params.org_id)),
+      handler: async (ctx) => json(200, await accounts.orgs.getOrg(ctx.auth.userId, ctx.params.org_id)),
     }),
     defineRoute({
       method: "get",
@@ -69,7 +69,7 @@ export function accountRoutes(accounts: AccountService) {
       query: pageQuery,
       responses: { 200: listOf(projectSchema) },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await accounts.listProjects(ctx.auth.userId, ctx.params.org_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await accounts.orgs.listProjects(ctx.auth.userId, ctx.params.org_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "post",
@@ -80,7 +80,7 @@ export function accountRoutes(accounts: AccountService) {
       body: named,
       responses: { 201: z.object({ project: projectSchema, environments: z.array(environmentWithKeySchema) }) },
       errors: ["not_found"],
-      handler: async (ctx) => json(201, await accounts.createProject(ctx.auth.userId, ctx.params.org_id, ctx.body.name)),
+      handler: async (ctx) => json(201, await accounts.orgs.createProject(ctx.auth.userId, ctx.params.org_id, ctx.body.name)),
     }),
     defineRoute({
       method: "get",
@@ -92,7 +92,7 @@ export function accountRoutes(accounts: AccountService) {
       responses: { 200: listOf(environmentSchema) },
       errors: ["not_found"],
       handler: async (ctx) =>
-        json(200, await accounts.listEnvironments(ctx.auth.userId, ctx.params.project_id, ctx.query.limit, ctx.query.cursor)),
+        json(200, await accounts.orgs.listEnvironments(ctx.auth.userId, ctx.params.project_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "post",
@@ -103,7 +103,7 @@ export function accountRoutes(accounts: AccountService) {
       body: z.object({ name, production: z.boolean().optional() }).strict(),
       responses: { 201: environmentWithKeySchema },
       errors: ["not_found"],
-      handler: async (ctx) => json(201, await accounts.createEnvironment(ctx.auth.userId, ctx.params.project_id, ctx.body)),
+      handler: async (ctx) => json(201, await accounts.orgs.createEnvironment(ctx.auth.userId, ctx.params.project_id, ctx.body)),
     }),
     defineRoute({
       method: "get",
@@ -114,7 +114,7 @@ export function accountRoutes(accounts: AccountService) {
       query: pageQuery,
       responses: { 200: listOf(invitationSchema) },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await accounts.listInvitations(ctx.auth.userId, ctx.params.org_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await accounts.invitations.list(ctx.auth.userId, ctx.params.org_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "post",
@@ -125,7 +125,7 @@ export function accountRoutes(accounts: AccountService) {
       body: z.object({ email: z.email().max(254), role: roleSchema }).strict(),
       responses: { 201: z.object({ invitation: invitationSchema, token: z.string() }) },
       errors: ["not_found"],
-      handler: async (ctx) => json(201, await accounts.createInvitation(ctx.auth.userId, ctx.params.org_id, ctx.body)),
+      handler: async (ctx) => json(201, await accounts.invitations.create(ctx.auth.userId, ctx.params.org_id, ctx.body)),
     }),
     defineRoute({
       method: "post",
@@ -136,7 +136,7 @@ export function accountRoutes(accounts: AccountService) {
       body: z.object({ token: z.string().min(1).max(200) }).strict(),
       responses: { 200: membershipSchema },
       errors: ["not_found", "conflict"],
-      handler: async (ctx) => json(200, await accounts.acceptInvitation(ctx.auth.userId, ctx.body.token)),
+      handler: async (ctx) => json(200, await accounts.invitations.accept(ctx.auth.userId, ctx.body.token)),
     }),
   ];
 }

@@ -25,6 +25,13 @@ function setSessionCookies(ctx: RouteContext<unknown, unknown>, grant: SessionGr
   ctx.setCookie({ name: csrfCookie, value: grant.csrf_token, maxAgeSeconds: ttlSeconds, httpOnly: false });
 }
 
+/** The client's address: the last entry of the configured proxy header, else the socket peer. */
+function clientAddress(ctx: RouteContext<unknown, unknown>, config: TenancyConfig): string {
+  const forwarded = config.clientAddressHeader ? ctx.headers[config.clientAddressHeader] : undefined;
+  const last = forwarded?.split(",").pop()?.trim().slice(0, 100);
+  return last || ctx.remoteAddress;
+}
+
 export function authRoutes(accounts: AccountService, config: TenancyConfig) {
   return [
     defineRoute({
@@ -60,9 +67,9 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
       refusesApiKeys: true,
       body: loginBody,
       responses: { 200: z.object({ user: userSchema, ...sessionGrantSchema.shape }) },
-      errors: ["unauthorized"],
+      errors: ["unauthorized", "rate_limited"],
       handler: async (ctx) => {
-        const result = await accounts.login(ctx.body);
+        const result = await accounts.sessions.login(ctx.body, clientAddress(ctx, config));
         setSessionCookies(ctx, result, config.sessionTtlSeconds);
         return json(200, result);
       },
@@ -75,7 +82,7 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
       auth: "session",
       responses: { 204: null },
       handler: async (ctx) => {
-        await accounts.logout(ctx.auth.tokenHash);
+        await accounts.sessions.logout(ctx.auth.tokenHash);
         ctx.setCookie({ name: sessionCookie, value: "", maxAgeSeconds: 0, httpOnly: true });
         ctx.setCookie({ name: csrfCookie, value: "", maxAgeSeconds: 0, httpOnly: false });
         return json(204);

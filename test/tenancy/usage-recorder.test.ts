@@ -9,8 +9,8 @@ import t from "tap";
 import { systemClock } from "../../core/clock.ts";
 import { createLogger } from "../../core/log.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
-import { EmbeddedTenancyStore } from "../../tenancy/embedded-store.ts";
-import type { StoreOp, TenancyStore } from "../../tenancy/store.ts";
+import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
+import type { StoreOp, DataStore } from "../../tenancy/data-store.ts";
 import { flushEveryMs, retryFlushAfterMs, UsageRecorder, type ScheduleFlush } from "../../tenancy/usage-recorder.ts";
 
 function record(project: string, i: number): UsageRecord {
@@ -53,10 +53,10 @@ function manualSchedule() {
 }
 
 /** Counts the writes that reach the wrapped store; `failNext` makes the next one fail. */
-function countingStore(inner: TenancyStore) {
+function countingStore(inner: DataStore) {
   const writes: StoreOp[][] = [];
   let failNext = false;
-  const store: TenancyStore = Object.create(inner) as TenancyStore;
+  const store: DataStore = Object.create(inner) as DataStore;
   store.apply = async (ops) => {
     writes.push(ops);
     if (failNext) {
@@ -70,7 +70,7 @@ function countingStore(inner: TenancyStore) {
 
 t.test("records are stored durably and read back per project", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "troupe-usage-"));
-  const inner = new EmbeddedTenancyStore(dir, systemClock);
+  const inner = new EmbeddedDataStore(dir, systemClock);
   const { store, writes } = countingStore(inner);
   const timers = manualSchedule();
   const recorder = new UsageRecorder(store, createLogger("silent"), { clock: { now: () => 1_700_000_000_000 }, schedule: timers.schedule });
@@ -85,7 +85,7 @@ t.test("records are stored durably and read back per project", async (t) => {
   t.equal(writes.length, 1, "closing with nothing buffered writes nothing");
   await inner.close();
 
-  const reopened = new EmbeddedTenancyStore(dir, systemClock);
+  const reopened = new EmbeddedDataStore(dir, systemClock);
   const readProject = async (project: string): Promise<UsageRecord[]> => {
     const page = await reopened.page(`project-usage:${project}`, 100);
     const batches = (await reopened.getMany(page.members.map((id) => `usage-batch:${id}`))) as UsageRecord[][];
@@ -102,7 +102,7 @@ t.test("records are stored durably and read back per project", async (t) => {
 
 t.test("a failed flush keeps its records and retries later; close flushes what is left", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "troupe-usage-"));
-  const inner = new EmbeddedTenancyStore(dir, systemClock);
+  const inner = new EmbeddedDataStore(dir, systemClock);
   const { store, writes, failNextWrite } = countingStore(inner);
   const timers = manualSchedule();
   const recorder = new UsageRecorder(store, createLogger("silent"), { schedule: timers.schedule });

@@ -6,7 +6,17 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import type { Clock } from "../core/clock.ts";
-import { ClaimTakenError, decodeCursor, encodeCursor, type IndexPage, type StoreOp, type TenancyStore } from "./store.ts";
+import {
+  backoffWaitMs,
+  ClaimTakenError,
+  decodeCursor,
+  encodeCursor,
+  type BackoffAdmission,
+  type BackoffPolicy,
+  type DataStore,
+  type IndexPage,
+  type StoreOp,
+} from "./data-store.ts";
 
 interface Envelope {
   v: unknown;
@@ -16,7 +26,7 @@ interface Envelope {
 
 type IndexKey = [string, number, string];
 
-export class EmbeddedTenancyStore implements TenancyStore {
+export class EmbeddedDataStore implements DataStore {
   readonly kind = "embedded" as const;
   private readonly root: RootDatabase;
   private readonly docs: Database<Envelope, string>;
@@ -24,6 +34,8 @@ export class EmbeddedTenancyStore implements TenancyStore {
   private readonly index: Database<true, IndexKey>;
   private readonly indexScore: Database<number, [string, string]>;
   private readonly counters = new Map<string, { count: number; resetAt: number }>();
+  /** Backoff state lives in memory like the counters: embedded mode is one process. */
+  private readonly backoffs = new Map<string, { attempts: number; lastAt: number; forgetAt: number }>();
   private readonly channels = new EventEmitter();
   private readonly clock: Clock;
 
@@ -143,6 +155,26 @@ export class EmbeddedTenancyStore implements TenancyStore {
 
   private sweepCounters(now: number): void {
     for (const [k, c] of this.counters) if (c.resetAt <= now) this.counters.delete(k);
+  }
+
+  async backoffAttempt(key: string, policy: BackoffPolicy, now: number): Promise<BackoffAdmission> {
+    let state = this.backoffs.get(key);
+    if (state && state.forgetAt <= now) state = undefined;
+    const attempts = state?.attempts ?? 0;
+    const waitUntil = state ? state.lastAt + backoffWaitMs(attempts, policy) : now;
+    if (waitUntil > now) return { admitted: false, retryInMs: waitUntil - now, attempts };
+    this.backoffs.set(key, { attempts: attempts + 1, lastAt: now, forgetAt: now + policy.forgetMs });
+    if (this.backoffs.size > 100_000) for (const [k, s] of this.backoffs) if (s.forgetAt <= now) this.backoffs.delete(k);
+    return { admitted: true, retryInMs: 0, attempts: attempts + 1 };
+  }
+
+  async backoffRefund(key: string): Promise<void> {
+    const state = this.backoffs.get(key);
+    if (state && state.attempts > 0) state.attempts -= 1;
+  }
+
+  async backoffClear(key: string): Promise<void> {
+    this.backoffs.delete(key);
   }
 
   async publish(channel: string, message: string): Promise<void> {

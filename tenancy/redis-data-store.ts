@@ -1,30 +1,43 @@
-// Redis tenancy store for the distributed mode: every replica reads and
+// Redis data store for the distributed mode: every replica reads and
 // writes the same records. A batch is one Lua script, so it is atomic: the
-// claims are checked first and nothing is written when one is taken.
+// claims are checked first and nothing is written when one is taken. Every
+// script declares the keys it touches in KEYS[].
 // Durability is Redis's own (the local cluster runs it with appendonly).
 import { Redis } from "ioredis";
-import { ClaimTakenError, decodeCursor, encodeCursor, type IndexPage, type StoreOp, type TenancyStore } from "./store.ts";
+import {
+  ClaimTakenError,
+  decodeCursor,
+  encodeCursor,
+  type BackoffAdmission,
+  type BackoffPolicy,
+  type DataStore,
+  type IndexPage,
+  type StoreOp,
+} from "./data-store.ts";
 
+// KEYS[i] is the Redis key of ops[i]: the script touches only declared keys,
+// as Redis Cluster requires (a batch whose keys span hash slots is refused
+// there with CROSSSLOT rather than half-applied).
 const applyScript = `
 local ops = cjson.decode(ARGV[1])
-local p = ARGV[2]
-for _, o in ipairs(ops) do
-  if o.op == "claim" and redis.call("EXISTS", p .. "claim:" .. o.key) == 1 then
+for i, o in ipairs(ops) do
+  if o.op == "claim" and redis.call("EXISTS", KEYS[i]) == 1 then
     return o.key
   end
 end
-for _, o in ipairs(ops) do
+for i, o in ipairs(ops) do
+  local k = KEYS[i]
   if o.op == "put" then
     if o.ttlMs then
-      redis.call("SET", p .. "doc:" .. o.key, o.value, "PX", o.ttlMs)
+      redis.call("SET", k, o.value, "PX", o.ttlMs)
     else
-      redis.call("SET", p .. "doc:" .. o.key, o.value)
+      redis.call("SET", k, o.value)
     end
-  elseif o.op == "delete" then redis.call("DEL", p .. "doc:" .. o.key)
-  elseif o.op == "claim" then redis.call("SET", p .. "claim:" .. o.key, o.value)
-  elseif o.op == "release" then redis.call("DEL", p .. "claim:" .. o.key)
-  elseif o.op == "index" then redis.call("ZADD", p .. "idx:" .. o.key, o.score, o.member)
-  elseif o.op == "unindex" then redis.call("ZREM", p .. "idx:" .. o.key, o.member)
+  elseif o.op == "delete" then redis.call("DEL", k)
+  elseif o.op == "claim" then redis.call("SET", k, o.value)
+  elseif o.op == "release" then redis.call("DEL", k)
+  elseif o.op == "index" then redis.call("ZADD", k, o.score, o.member)
+  elseif o.op == "unindex" then redis.call("ZREM", k, o.member)
   end
 end
 return false
@@ -41,12 +54,37 @@ end
 return {count, ttl}
 `;
 
+// Backoff state: a hash {a: attempts, t: last admitted attempt (ms)}. The
+// same rule as backoffWaitMs in data-store.ts, computed inside Redis so the
+// check and the count are one atomic step for every replica.
+const backoffScript = `
+local attempts = tonumber(redis.call("HGET", KEYS[1], "a") or "0")
+local last = tonumber(redis.call("HGET", KEYS[1], "t") or "0")
+local now, free, base, cap, forget = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+if attempts >= free then
+  local wait = math.min(cap, base * 2 ^ (attempts - free))
+  if now < last + wait then return {0, last + wait - now, attempts} end
+end
+attempts = redis.call("HINCRBY", KEYS[1], "a", 1)
+redis.call("HSET", KEYS[1], "t", now)
+redis.call("PEXPIRE", KEYS[1], forget)
+return {1, 0, attempts}
+`;
+
+const refundScript = `
+local attempts = tonumber(redis.call("HGET", KEYS[1], "a") or "0")
+if attempts > 0 then redis.call("HINCRBY", KEYS[1], "a", -1) end
+return attempts
+`;
+
 type RedisWithScripts = Redis & {
-  troupeApply(prefix: string, opsJson: string, keyPrefix: string): Promise<string | null>;
+  troupeApply(...keysThenArgs: string[]): Promise<string | null>;
+  troupeBackoff(key: string, now: number, free: number, baseMs: number, capMs: number, forgetMs: number): Promise<[number, number, number]>;
+  troupeRefund(key: string): Promise<number>;
   troupeHit(key: string, windowMs: number): Promise<[number, number]>;
 };
 
-export class RedisTenancyStore implements TenancyStore {
+export class RedisDataStore implements DataStore {
   readonly kind = "redis" as const;
   private readonly redis: RedisWithScripts;
   private subscriber: Redis | undefined;
@@ -56,7 +94,9 @@ export class RedisTenancyStore implements TenancyStore {
   constructor(url: string, prefix = "troupe:") {
     this.prefix = prefix;
     const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
-    redis.defineCommand("troupeApply", { numberOfKeys: 1, lua: applyScript });
+    redis.defineCommand("troupeApply", { lua: applyScript }); // numberOfKeys varies: passed first on each call
+    redis.defineCommand("troupeBackoff", { numberOfKeys: 1, lua: backoffScript });
+    redis.defineCommand("troupeRefund", { numberOfKeys: 1, lua: refundScript });
     redis.defineCommand("troupeHit", { numberOfKeys: 1, lua: hitScript });
     this.redis = redis as RedisWithScripts;
   }
@@ -84,9 +124,23 @@ export class RedisTenancyStore implements TenancyStore {
   async apply(ops: StoreOp[]): Promise<void> {
     // Values travel pre-serialized so cjson never re-encodes caller JSON.
     const wire = ops.map((op) => (op.op === "put" ? { ...op, value: JSON.stringify(op.value) } : op));
-    // The single declared key is a lock-free placeholder; the script names its keys from ARGV.
-    const taken = await this.redis.troupeApply(`${this.prefix}batch`, JSON.stringify(wire), this.prefix);
+    const redisKeys = ops.map((op) => this.redisKey(op));
+    const taken = await this.redis.troupeApply(String(redisKeys.length), ...redisKeys, JSON.stringify(wire));
     if (taken) throw new ClaimTakenError(taken);
+  }
+
+  private redisKey(op: StoreOp): string {
+    switch (op.op) {
+      case "put":
+      case "delete":
+        return this.doc(op.key);
+      case "claim":
+      case "release":
+        return `${this.prefix}claim:${op.key}`;
+      case "index":
+      case "unindex":
+        return `${this.prefix}idx:${op.key}`;
+    }
   }
 
   async page(indexKey: string, limit: number, cursor?: string | null): Promise<IndexPage> {
@@ -119,6 +173,26 @@ export class RedisTenancyStore implements TenancyStore {
   async hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }> {
     const [count, ttl] = await this.redis.troupeHit(`${this.prefix}rl:${counterKey}`, windowMs);
     return { count, resetInMs: ttl };
+  }
+
+  async backoffAttempt(key: string, policy: BackoffPolicy, now: number): Promise<BackoffAdmission> {
+    const [admitted, retryInMs, attempts] = await this.redis.troupeBackoff(
+      `${this.prefix}backoff:${key}`,
+      now,
+      policy.free,
+      policy.baseMs,
+      policy.capMs,
+      policy.forgetMs,
+    );
+    return { admitted: admitted === 1, retryInMs, attempts };
+  }
+
+  async backoffRefund(key: string): Promise<void> {
+    await this.redis.troupeRefund(`${this.prefix}backoff:${key}`);
+  }
+
+  async backoffClear(key: string): Promise<void> {
+    await this.redis.del(`${this.prefix}backoff:${key}`);
   }
 
   async publish(channel: string, message: string): Promise<void> {

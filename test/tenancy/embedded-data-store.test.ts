@@ -4,17 +4,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { systemClock } from "../../core/clock.ts";
-import { EmbeddedTenancyStore } from "../../tenancy/embedded-store.ts";
-import type { TenancyStore } from "../../tenancy/store.ts";
-import { storeSuite } from "./store-suite.ts";
+import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
+import type { DataStore } from "../../tenancy/data-store.ts";
+import { storeSuite } from "./data-store-suite.ts";
 
-const dirs = new WeakMap<TenancyStore, string>();
+const dirs = new WeakMap<DataStore, string>();
 
 storeSuite(t, {
   name: "embedded",
   async create() {
     const dir = mkdtempSync(join(tmpdir(), "troupe-store-"));
-    const store = new EmbeddedTenancyStore(dir, systemClock);
+    const store = new EmbeddedDataStore(dir, systemClock);
     dirs.set(store, dir);
     return store;
   },
@@ -22,7 +22,7 @@ storeSuite(t, {
     const dir = dirs.get(store);
     if (!dir) throw new Error("unknown store");
     await store.close();
-    const reopened = new EmbeddedTenancyStore(dir, systemClock);
+    const reopened = new EmbeddedDataStore(dir, systemClock);
     dirs.set(reopened, dir);
     return reopened;
   },
@@ -47,7 +47,7 @@ t.test("embedded: every acknowledged write survives kill -9", async (t) => {
     });
   });
   await new Promise((r) => child.once("exit", r));
-  const store = new EmbeddedTenancyStore(dir, systemClock);
+  const store = new EmbeddedDataStore(dir, systemClock);
   const values = await store.getMany(acked.map((i) => `doc:${i}`));
   t.equal(values.filter((v) => v === undefined).length, 0, `all ${acked.length} acknowledged writes are there after kill -9`);
   await store.close();

@@ -1,5 +1,7 @@
-// The one interface for tenancy data, with an embedded (lmdb) and a Redis
-// implementation run by one shared test suite. It is deliberately small:
+// The data store: one interface for the gateway's records (accounts, keys,
+// sessions, but also conversation summaries and usage batches), with an
+// embedded (lmdb) and a Redis implementation run by one shared test suite.
+// It is deliberately small:
 // JSON documents by key, unique claims (email, key hash) that make a whole
 // batch fail, sorted membership indexes for lists, counters for rate limits
 // and a broadcast channel for cache invalidation across replicas. Every
@@ -31,7 +33,33 @@ export class ClaimTakenError extends Error {
   }
 }
 
-export interface TenancyStore {
+/** Growing waits between attempts on one key (login throttling). */
+export interface BackoffPolicy {
+  /** Attempts allowed before the first wait. */
+  free: number;
+  /** The first wait; each further attempt doubles it… */
+  baseMs: number;
+  /** …up to this cap, so no key is ever locked for longer. */
+  capMs: number;
+  /** The count is forgotten this long after the last admitted attempt. */
+  forgetMs: number;
+}
+
+export interface BackoffAdmission {
+  admitted: boolean;
+  /** When refused: ms until the next attempt is admitted. */
+  retryInMs: number;
+  /** Attempts counted on the key, this one included when admitted. */
+  attempts: number;
+}
+
+/** The wait owed after `attempts` counted attempts. */
+export function backoffWaitMs(attempts: number, policy: BackoffPolicy): number {
+  if (attempts < policy.free) return 0;
+  return Math.min(policy.capMs, policy.baseMs * 2 ** (attempts - policy.free));
+}
+
+export interface DataStore {
   readonly kind: "embedded" | "redis";
   get(key: string): Promise<unknown>;
   getMany(keys: string[]): Promise<unknown[]>;
@@ -45,6 +73,17 @@ export interface TenancyStore {
   hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }>;
   /** The same, synchronously, for stores that count in process (the embedded one). */
   hitLocal?(counterKey: string, windowMs: number): { count: number; resetInMs: number };
+  /**
+   * Atomically: refuses while the key still owes its wait (backoffWaitMs after
+   * its last admitted attempt), otherwise counts one attempt. Counting at
+   * admission, before the outcome is known, is what keeps parallel guesses
+   * from slipping through together.
+   */
+  backoffAttempt(key: string, policy: BackoffPolicy, now: number): Promise<BackoffAdmission>;
+  /** Takes back one counted attempt (it turned out not to be a guess). */
+  backoffRefund(key: string): Promise<void>;
+  /** Forgets the key's attempts. */
+  backoffClear(key: string): Promise<void>;
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
   close(): Promise<void>;

@@ -1,13 +1,13 @@
-// One suite for every TenancyStore implementation (embedded and Redis).
+// One suite for every DataStore implementation (embedded and Redis).
 import type { Test } from "tap";
-import { ClaimTakenError, type TenancyStore } from "../../tenancy/store.ts";
+import { ClaimTakenError, type DataStore } from "../../tenancy/data-store.ts";
 
 export interface StoreFactory {
   name: string;
   /** A fresh, empty store. */
-  create(): Promise<TenancyStore>;
+  create(): Promise<DataStore>;
   /** Closes and reopens the same data (restart persistence). */
-  reopen(store: TenancyStore): Promise<TenancyStore>;
+  reopen(store: DataStore): Promise<DataStore>;
 }
 
 export function storeSuite(t: Test, factory: StoreFactory): void {
@@ -93,6 +93,38 @@ export function storeSuite(t: Test, factory: StoreFactory): void {
     t.equal(short.count, 1);
     await new Promise((r) => setTimeout(r, 200));
     t.equal((await store.hit("short", 100)).count, 1, "window reset");
+    await store.close();
+  });
+
+  t.test(`${factory.name}: backoff admits the free attempts, then waits double each time up to the cap`, async (t) => {
+    const store = await factory.create();
+    const policy = { free: 3, baseMs: 1_000, capMs: 4_000, forgetMs: 60_000 };
+    const t0 = 1_000_000;
+    for (let i = 1; i <= 3; i++) t.same(await store.backoffAttempt("acct", policy, t0), { admitted: true, retryInMs: 0, attempts: i });
+    t.same(await store.backoffAttempt("acct", policy, t0 + 400), { admitted: false, retryInMs: 600, attempts: 3 }, "4th waits 1 s after the 3rd");
+    t.ok((await store.backoffAttempt("acct", policy, t0 + 1_000)).admitted);
+    t.same(await store.backoffAttempt("acct", policy, t0 + 2_999), { admitted: false, retryInMs: 1, attempts: 4 }, "then 2 s");
+    t.ok((await store.backoffAttempt("acct", policy, t0 + 3_000)).admitted);
+    t.ok((await store.backoffAttempt("acct", policy, t0 + 7_000)).admitted, "then 4 s");
+    t.same(await store.backoffAttempt("acct", policy, t0 + 10_000), { admitted: false, retryInMs: 1_000, attempts: 6 }, "capped at 4 s, not 8 s");
+    t.ok((await store.backoffAttempt("other", policy, t0 + 7_001)).admitted, "keys are independent");
+    await store.backoffRefund("acct");
+    await store.backoffRefund("acct");
+    t.same(await store.backoffAttempt("acct", policy, t0 + 10_000), { admitted: true, retryInMs: 0, attempts: 5 }, "two refunds: 4 attempts owe 2 s, long past");
+    await store.backoffClear("acct");
+    t.same(await store.backoffAttempt("acct", policy, t0 + 10_001), { admitted: true, retryInMs: 0, attempts: 1 }, "cleared");
+    await store.backoffRefund("never-seen");
+    await store.close();
+  });
+
+  t.test(`${factory.name}: backoff forgets after forgetMs and counts parallel attempts exactly`, async (t) => {
+    const store = await factory.create();
+    const policy = { free: 2, baseMs: 60_000, capMs: 60_000, forgetMs: 150 };
+    const now = Date.now();
+    const results = await Promise.all(Array.from({ length: 10 }, () => store.backoffAttempt("burst", policy, now)));
+    t.equal(results.filter((r) => r.admitted).length, 2, "a burst of 10 parallel attempts gets only the 2 free ones");
+    await new Promise((r) => setTimeout(r, 300));
+    t.ok((await store.backoffAttempt("burst", policy, now + 300)).admitted, "forgotten after forgetMs");
     await store.close();
   });
 

@@ -1,12 +1,12 @@
 import t from "tap";
-import { RedisTenancyStore } from "../../tenancy/redis-store.ts";
-import type { TenancyStore } from "../../tenancy/store.ts";
+import { RedisDataStore } from "../../tenancy/redis-data-store.ts";
+import type { DataStore } from "../../tenancy/data-store.ts";
 import { startTestRedis } from "../support/redis.ts";
-import { storeSuite } from "./store-suite.ts";
+import { storeSuite } from "./data-store-suite.ts";
 
 const redis = await startTestRedis();
 t.teardown(() => redis.stop());
-const prefixes = new WeakMap<TenancyStore, string>();
+const prefixes = new WeakMap<DataStore, string>();
 let n = 0;
 
 storeSuite(t, {
@@ -14,7 +14,7 @@ storeSuite(t, {
   async create() {
     n += 1;
     const prefix = `test:${process.pid}:${Date.now()}:${n}:`;
-    const store = new RedisTenancyStore(redis.url, prefix);
+    const store = new RedisDataStore(redis.url, prefix);
     prefixes.set(store, prefix);
     return store;
   },
@@ -22,7 +22,7 @@ storeSuite(t, {
     const prefix = prefixes.get(store);
     if (!prefix) throw new Error("unknown store");
     await store.close();
-    const reopened = new RedisTenancyStore(redis.url, prefix);
+    const reopened = new RedisDataStore(redis.url, prefix);
     prefixes.set(reopened, prefix);
     return reopened;
   },

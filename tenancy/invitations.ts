@@ -1,0 +1,86 @@
+// Invitations: an owner or admin invites an email address with a role; the
+// token (shown once, only its SHA-256 stored as a claim) lets the user with
+// that email join within a week.
+import type { Clock } from "../core/clock.ts";
+import { isoTime } from "../core/clock.ts";
+import { TroupeError } from "../core/errors.ts";
+import { prefixedId } from "../core/ids.ts";
+import { requireMembership, requireRole, roleAtLeast } from "./access.ts";
+import type { DataStore } from "./data-store.ts";
+import { newInvitationToken, sha256 } from "./key-format.ts";
+import { keys, recordsOf, type Records } from "./records.ts";
+import type { Invitation, Membership, Role } from "./types.ts";
+import { requireWellFormed } from "./well-formed.ts";
+
+const invitationTtlMs = 7 * 24 * 3600_000; // a week, like most dashboards
+
+export class InvitationService {
+  private readonly store: DataStore;
+  private readonly records: Records;
+  private readonly clock: Clock;
+
+  constructor(store: DataStore, clock: Clock) {
+    this.store = store;
+    this.records = recordsOf(store);
+    this.clock = clock;
+  }
+
+  async create(userId: string, orgId: string, input: { email: string; role: Role }) {
+    requireWellFormed({ email: input.email });
+    const membership = await requireMembership(this.records, userId, orgId);
+    requireRole(membership, "admin", "inviting members");
+    if (input.role === "owner" && !roleAtLeast(membership.role, "owner")) {
+      throw new TroupeError("forbidden", "only owners can invite owners");
+    }
+    const now = this.clock.now();
+    const token = newInvitationToken();
+    const invitation: Invitation = {
+      id: prefixedId("inv", now),
+      organization_id: orgId,
+      email: input.email.toLowerCase(),
+      role: input.role,
+      invited_by: userId,
+      created_at: isoTime(now),
+      expires_at: isoTime(now + invitationTtlMs),
+      accepted_at: null,
+    };
+    await this.store.apply([
+      { op: "put", key: keys.invitation(invitation.id), value: invitation },
+      { op: "claim", key: keys.invitationToken(sha256(token)), value: invitation.id },
+      { op: "index", key: keys.orgInvitations(orgId), member: invitation.id, score: now },
+    ]);
+    return { invitation, token };
+  }
+
+  async list(userId: string, orgId: string, limit: number, cursor: string | null | undefined) {
+    const membership = await requireMembership(this.records, userId, orgId);
+    requireRole(membership, "admin", "listing invitations");
+    const page = await this.store.page(keys.orgInvitations(orgId), limit, cursor);
+    return { data: await this.records.invitations(page.members), next_cursor: page.nextCursor };
+  }
+
+  async accept(userId: string, token: string): Promise<Membership> {
+    requireWellFormed({ token });
+    const invitationId = await this.store.lookup(keys.invitationToken(sha256(token)));
+    const invitation = invitationId ? await this.records.invitation(invitationId) : undefined;
+    if (!invitation) throw new TroupeError("not_found", "invitation not found");
+    if (invitation.accepted_at) throw new TroupeError("conflict", "invitation was already accepted");
+    if (Date.parse(invitation.expires_at) <= this.clock.now()) throw new TroupeError("conflict", "invitation has expired");
+    const user = await this.records.user(userId);
+    if (!user || user.email !== invitation.email) {
+      throw new TroupeError("forbidden", "this invitation was sent to another email address");
+    }
+    if (await this.records.membership(invitation.organization_id, userId)) {
+      throw new TroupeError("conflict", "you are already a member of this organization");
+    }
+    const now = this.clock.now();
+    const membership: Membership = { organization_id: invitation.organization_id, user_id: userId, role: invitation.role, created_at: isoTime(now) };
+    await this.store.apply([
+      { op: "put", key: keys.invitation(invitation.id), value: { ...invitation, accepted_at: isoTime(now) } },
+      { op: "put", key: keys.membership(invitation.organization_id, userId), value: membership },
+      { op: "index", key: keys.orgMembers(invitation.organization_id), member: userId, score: now },
+      { op: "index", key: keys.userOrgs(userId), member: invitation.organization_id, score: now },
+    ]);
+    return membership;
+  }
+}

@@ -1,0 +1,143 @@
+// Organizations, their projects and the projects' environments (DESIGN.md §4
+// "Accounts"). A new project comes with a production and a development
+// environment; a non-production environment comes with its test key. Every
+// change touching several records is one atomic store batch.
+import type { Clock } from "../core/clock.ts";
+import { isoTime } from "../core/clock.ts";
+import { TroupeError } from "../core/errors.ts";
+import { prefixedId } from "../core/ids.ts";
+import { requireMembership, requireRole } from "./access.ts";
+import type { ApiKeyService, NewTestKey } from "./api-keys.ts";
+import type { DataStore, StoreOp } from "./data-store.ts";
+import { keys, recordsOf, type Records } from "./records.ts";
+import type { Environment, Membership, Organization, Project } from "./types.ts";
+
+export interface EnvironmentWithKey {
+  environment: Environment;
+  test_key?: NewTestKey;
+}
+
+export class OrganizationService {
+  private readonly store: DataStore;
+  private readonly records: Records;
+  private readonly clock: Clock;
+  private readonly apiKeys: ApiKeyService;
+
+  constructor(store: DataStore, clock: Clock, apiKeys: ApiKeyService) {
+    this.store = store;
+    this.records = recordsOf(store);
+    this.clock = clock;
+    this.apiKeys = apiKeys;
+  }
+
+  newOrg(name: string, now: number): Organization {
+    return { id: prefixedId("org", now), name, created_at: isoTime(now) };
+  }
+
+  /** An organization with its owner's membership, as batch ops. */
+  orgOps(org: Organization, ownerId: string, now: number): StoreOp[] {
+    const membership: Membership = { organization_id: org.id, user_id: ownerId, role: "owner", created_at: isoTime(now) };
+    return [
+      { op: "put", key: keys.org(org.id), value: org },
+      { op: "put", key: keys.membership(org.id, ownerId), value: membership },
+      { op: "index", key: keys.orgMembers(org.id), member: ownerId, score: now },
+      { op: "index", key: keys.userOrgs(ownerId), member: org.id, score: now },
+    ];
+  }
+
+  async createOrg(userId: string, name: string) {
+    const now = this.clock.now();
+    const org = this.newOrg(name, now);
+    await this.store.apply(this.orgOps(org, userId, now));
+    return org;
+  }
+
+  async listOrgs(userId: string, limit: number, cursor: string | null | undefined) {
+    const page = await this.store.page(keys.userOrgs(userId), limit, cursor);
+    return { data: await this.records.orgs(page.members), next_cursor: page.nextCursor };
+  }
+
+  async getOrg(userId: string, orgId: string): Promise<Organization> {
+    await requireMembership(this.records, userId, orgId);
+    const org = await this.records.org(orgId);
+    if (!org) throw new TroupeError("not_found", "organization not found");
+    return org;
+  }
+
+  newProject(orgId: string, name: string, now: number): Project {
+    return { id: prefixedId("prj", now), organization_id: orgId, name, created_at: isoTime(now) };
+  }
+
+  /** A project and its two environments; development comes with its test key. */
+  projectOps(project: Project, now: number): { ops: StoreOp[]; environments: EnvironmentWithKey[] } {
+    const ops: StoreOp[] = [
+      { op: "put", key: keys.project(project.id), value: project },
+      { op: "index", key: keys.orgProjects(project.organization_id), member: project.id, score: now },
+    ];
+    const environments: EnvironmentWithKey[] = [];
+    for (const [name, production] of [["production", true], ["development", false]] as const) {
+      const setup = this.environmentOps(project, name, production, now);
+      ops.push(...setup.ops);
+      environments.push(setup.result);
+    }
+    return { ops, environments };
+  }
+
+  private environmentOps(project: Project, name: string, production: boolean, now: number): { ops: StoreOp[]; result: EnvironmentWithKey } {
+    const environment: Environment = {
+      id: prefixedId("env", now),
+      project_id: project.id,
+      organization_id: project.organization_id,
+      name,
+      production,
+      created_at: isoTime(now),
+    };
+    const ops: StoreOp[] = [
+      { op: "put", key: keys.environment(environment.id), value: environment },
+      { op: "index", key: keys.projectEnvironments(project.id), member: environment.id, score: now },
+    ];
+    if (production) return { ops, result: { environment } };
+    const testKey = this.apiKeys.prepareTestKey(environment, now);
+    ops.push(...testKey.ops);
+    return { ops, result: { environment, test_key: testKey.created } };
+  }
+
+  async createProject(userId: string, orgId: string, name: string) {
+    const membership = await requireMembership(this.records, userId, orgId);
+    requireRole(membership, "admin", "creating a project");
+    const now = this.clock.now();
+    const project = this.newProject(orgId, name, now);
+    const setup = this.projectOps(project, now);
+    await this.store.apply(setup.ops);
+    return { project, environments: setup.environments };
+  }
+
+  async listProjects(userId: string, orgId: string, limit: number, cursor: string | null | undefined) {
+    await requireMembership(this.records, userId, orgId);
+    const page = await this.store.page(keys.orgProjects(orgId), limit, cursor);
+    return { data: await this.records.projects(page.members), next_cursor: page.nextCursor };
+  }
+
+  /** The project, if the user belongs to its organization (404 otherwise). */
+  async projectFor(userId: string, projectId: string): Promise<{ project: Project; membership: Membership }> {
+    const project = await this.records.project(projectId);
+    if (!project) throw new TroupeError("not_found", "project not found");
+    const membership = await requireMembership(this.records, userId, project.organization_id, "project");
+    return { project, membership };
+  }
+
+  async createEnvironment(userId: string, projectId: string, input: { name: string; production?: boolean | undefined }) {
+    const { project, membership } = await this.projectFor(userId, projectId);
+    requireRole(membership, "admin", "creating an environment");
+    const now = this.clock.now();
+    const setup = this.environmentOps(project, input.name, input.production ?? false, now);
+    await this.store.apply(setup.ops);
+    return setup.result;
+  }
+
+  async listEnvironments(userId: string, projectId: string, limit: number, cursor: string | null | undefined) {
+    await this.projectFor(userId, projectId);
+    const page = await this.store.page(keys.projectEnvironments(projectId), limit, cursor);
+    return { data: await this.records.environments(page.members), next_cursor: page.nextCursor };
+  }
+}
