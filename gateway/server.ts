@@ -11,6 +11,7 @@ import type { AuthContext } from "./auth-context.ts";
 import type { Authenticator } from "./authenticate.ts";
 import { captureRequest, readBody, ResponseState, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi } from "./openapi.ts";
+import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter } from "./route.ts";
 import { openSse } from "./sse.ts";
 import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
@@ -66,7 +67,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (inflight === 0) for (const w of drainWaiters.splice(0)) w();
   };
 
-  const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest): void => {
+  const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest, closeConnection = false): void => {
     // The client went away: nothing to answer and nothing to report (its abort surfaces as an error here).
     if (state.aborted) return;
     let troupe: TroupeError;
@@ -80,26 +81,56 @@ export function createGateway(options: GatewayOptions): Gateway {
       ["x-request-id", requestId],
     ];
     if (troupe.retryAfterSeconds !== undefined) headers.push(["retry-after", String(troupe.retryAfterSeconds)]);
-    writeResponse(res, state, troupe.status, headers, JSON.stringify(errorBody(troupe, requestId)), troupe.status === 413);
+    writeResponse(res, state, troupe.status, headers, JSON.stringify(errorBody(troupe, requestId)), closeConnection);
+  };
+
+  /**
+   * The last resort: whatever escaped the pipeline (a throw in a uWS
+   * callback, an error body that cannot be serialized) is logged and
+   * answered with a plain 500, never left to end the process.
+   */
+  const guard = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown): void => {
+    log.error("request handling failed", { request_id: requestId, error });
+    try {
+      writeResponse(res, state, 500, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(new TroupeError("internal_error"), requestId)));
+    } catch (writeError) {
+      log.error("could not answer a failed request", { request_id: requestId, error: writeError });
+    }
   };
 
   for (const route of options.routes) {
     const paramNames = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "");
     const hasBody = bodyMethods.has(route.method);
     register(app, route.method, route.path, (res, req) => {
-      const captured = captureRequest(req, paramNames.length);
       const state = new ResponseState();
-      res.onAborted(() => state.markAborted());
-      const requestId = pickRequestId(captured.headers["x-request-id"]);
-      if (draining) {
-        sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }));
-        return;
+      let requestId = "";
+      try {
+        const captured = captureRequest(req, paramNames.length);
+        res.onAborted(() => state.markAborted());
+        requestId = pickRequestId(captured.headers["x-request-id"]);
+        // Refused before any body byte is read, and the connection closed:
+        // what follows on it cannot be trusted to be a request.
+        if (captured.framing) {
+          sendError(res, state, requestId, framingError(captured.framing), captured, true);
+          return;
+        }
+        const tooLong = uriTooLong(captured.url, captured.query);
+        if (tooLong) {
+          sendError(res, state, requestId, tooLong, captured);
+          return;
+        }
+        if (draining) {
+          sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }));
+          return;
+        }
+        inflight += 1;
+        const declared = captured.headers["content-length"];
+        const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes, requestId) : undefined;
+        body?.catch(() => undefined); // handled where awaited; this only marks it observed
+        serve(route, paramNames, captured, res, state, requestId, body).catch((error: unknown) => guard(res, state, requestId, error));
+      } catch (error) {
+        guard(res, state, requestId || pickRequestId(undefined), error);
       }
-      inflight += 1;
-      const declared = captured.headers["content-length"];
-      const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes) : undefined;
-      body?.catch(() => undefined); // handled where awaited; this only marks it observed
-      void serve(route, paramNames, captured, res, state, requestId, body);
     });
   }
 
@@ -137,7 +168,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       let params: Record<string, string> = noParams;
       if (paramNames.length > 0) {
         params = {};
-        for (let i = 0; i < paramNames.length; i++) params[paramNames[i] ?? ""] = req.params[i] ?? "";
+        for (let i = 0; i < paramNames.length; i++) {
+          const name = paramNames[i] ?? "";
+          params[name] = decodePathParam(name, req.params[i] ?? "");
+        }
       }
       const ctx = new HandlerContext(res, state, requestId, params, body, query, req.headers, auth, options.secureCookies);
       const result: RouteResult = await route.handler(ctx);
