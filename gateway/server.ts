@@ -108,10 +108,14 @@ export function createGateway(options: GatewayOptions): Gateway {
         const captured = captureRequest(req, paramNames.length);
         res.onAborted(() => state.markAborted());
         requestId = pickRequestId(captured.headers["x-request-id"]);
-        // Refused before any body byte is read, and the connection closed:
-        // what follows on it cannot be trusted to be a request.
+        // Refused, and the connection closed: what follows on it cannot be
+        // trusted to be a request. Answered after uWS has parsed what it
+        // already holds: a request pipelined behind this one then finds this
+        // response pending, and uWS closes the connection without serving it
+        // (answering now would let it be served).
         if (captured.framing) {
-          sendError(res, state, requestId, framingError(captured.framing), captured, true);
+          const error = framingError(captured.framing);
+          setImmediate(() => sendError(res, state, requestId, error, captured, true));
           return;
         }
         const tooLong = uriTooLong(captured.url, captured.query);
