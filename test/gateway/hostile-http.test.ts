@@ -53,7 +53,7 @@ const failingRoutes = () => [
 ];
 
 const run = promisify(execFile);
-const troupe = await startTestTroupe({ MAX_BODY_BYTES: "65536" }, { extraRoutes: () => [...probeRoutes(), ...failingRoutes()] });
+const troupe = await startTestTroupe({ MAX_BODY_BYTES: String(1024 * 1024) }, { extraRoutes: () => [...probeRoutes(), ...failingRoutes()] });
 t.teardown(() => troupe.stop());
 const user = await signup(troupe);
 
@@ -228,4 +228,37 @@ t.test("conflicting framing is refused with 400 and the connection closes; a smu
   }
   const same = await raw(troupe.port, `GET /healthz HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\ncontent-length: 0\r\n\r\n`, 300);
   t.equal(parseResponse(same.text).status, 200, "two equal Content-Lengths are one length");
+});
+
+t.test("JSON nested deeper than 64 levels is a 400 naming where, at any depth", async (t) => {
+  const nest = (levels: number, key: string): string => `{"${key}":`.repeat(levels) + "1" + "}".repeat(levels);
+  const deepMetadata = `{"content":"hello","metadata":${nest(6_000, "a")}}`;
+  const index = await troupe.request("POST", "/v1/embeddings/index", { token: user.testKey, rawBody: deepMetadata, headers: { "content-type": "application/json" } });
+  t.equal(index.status, 400, index.text.slice(0, 300));
+  t.equal(field(index.body, "error", "code"), "invalid_request");
+  const detail = (field(index.body, "error", "details") as { path: string; message: string }[])[0];
+  // The root object is level 1, metadata level 2: the 65th level sits 63 keys below metadata.
+  t.equal(detail?.path, ["body", "metadata", ...Array<string>(63).fill("a")].join("."));
+  t.match(detail?.message, /deeper than 64/);
+
+  const deepTools = JSON.stringify({
+    model: "simulated-chat",
+    messages: [{ role: "user", content: "hi" }],
+    tools: [{ type: "function", function: { name: "f", parameters: "PARAMS" } }],
+  }).replace('"PARAMS"', "[".repeat(50_000) + "]".repeat(50_000));
+  const chat = await troupe.request("POST", "/v1/chat/completions", { token: user.testKey, rawBody: deepTools, headers: { "content-type": "application/json" } });
+  t.equal(chat.status, 400, chat.text.slice(0, 300));
+  const chatPath = (field(chat.body, "error", "details") as { path: string }[])[0]?.path ?? "";
+  t.ok(chatPath.startsWith("body.tools.0.function.parameters.0.0"), chatPath.slice(0, 80));
+
+  // Escaped quotes and brackets inside strings do not count; array indexes are named.
+  const tricky = `{"content":"[[[{{{","metadata":{"k\\"[":[0,${nest(70, "b")}]}}`;
+  const trickyRes = await troupe.request("POST", "/v1/embeddings/index", { token: user.testKey, rawBody: tricky, headers: { "content-type": "application/json" } });
+  const trickyPath = (field(trickyRes.body, "error", "details") as { path: string }[])[0]?.path ?? "";
+  t.ok(trickyPath.startsWith('body.metadata.k"[.1.b.b'), trickyPath.slice(0, 60));
+
+  const atLimit = `{"content":"hello","metadata":${nest(63, "a")}}`;
+  const ok = await troupe.request("POST", "/v1/embeddings/index", { token: user.testKey, rawBody: atLimit, headers: { "content-type": "application/json" } });
+  t.not(ok.status, 400, `64 levels in all are accepted (${ok.status})`);
+  t.equal((await troupe.request("GET", "/healthz")).status, 200, "still serving");
 });
