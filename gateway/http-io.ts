@@ -32,6 +32,23 @@ export function captureRequest(req: HttpRequest, paramCount: number): CapturedRe
 }
 
 /**
+ * The framing check of captureRequest for handlers that do not copy every
+ * header: two lookups when the request declares no body (the common GET).
+ */
+export function bodyFraming(req: HttpRequest): string | undefined {
+  if (req.getHeader("content-length") === "" && req.getHeader("transfer-encoding") === "") return undefined;
+  const seen: Record<string, string> = {};
+  let framing: string | undefined;
+  req.forEach((name, value) => {
+    if (name === "content-length" || name === "transfer-encoding") {
+      framing ??= framingConflict(name, value, seen);
+      seen[name] = value;
+    }
+  });
+  return framing;
+}
+
+/**
  * Per-response state uWS needs us to track. The AbortSignal is made only
  * when a handler asks for it: most requests never need one, and an
  * AbortController per request is measurable at tens of thousands per second.
@@ -118,6 +135,17 @@ export function writeJson(res: HttpResponse, state: ResponseState, status: numbe
     res.writeHeader("x-request-id", requestId);
     res.writeHeader("content-type", "application/json");
     res.end(body);
+  });
+}
+
+/** A HEAD answer: the headers a GET would carry, its Content-Length, no body. */
+export function writeHead(res: HttpResponse, state: ResponseState, status: number, headers: [string, string][], contentLength: number): void {
+  if (state.aborted || state.done) return;
+  state.done = true;
+  res.cork(() => {
+    res.writeStatus(statusLine(status));
+    for (const [name, value] of headers) res.writeHeader(name, value);
+    res.endWithoutBody(contentLength);
   });
 }
 

@@ -59,3 +59,16 @@ export function framingError(message: string): TroupeError {
     details: [{ path: "headers.content-length", message }],
   });
 }
+
+/**
+ * The uWS patterns of the paths that serve only WebSocket upgrades: the
+ * extra OpenAPI paths whose GET answers 101. A plain GET there gets 426.
+ */
+export function upgradePaths(extraPaths: Readonly<Record<string, Record<string, unknown>>>): string[] {
+  const out: string[] = [];
+  for (const [path, item] of Object.entries(extraPaths)) {
+    const responses = (item["get"] as { responses?: Record<string, unknown> } | undefined)?.responses;
+    if (responses && "101" in responses) out.push(path.replace(/\{([^}]+)\}/g, ":$1"));
+  }
+  return out;
+}

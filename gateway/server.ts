@@ -9,9 +9,9 @@ import type { Logger } from "../core/log.ts";
 import type { ApiKeyService } from "../tenancy/api-keys.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Authenticator } from "./authenticate.ts";
-import { captureRequest, readBody, ResponseState, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
+import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi } from "./openapi.ts";
-import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
+import { decodePathParam, framingError, upgradePaths, uriTooLong } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter } from "./route.ts";
 import { openSse } from "./sse.ts";
 import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
@@ -98,6 +98,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   };
 
+  /**
+   * Refused, and the connection closed: what follows on it cannot be
+   * trusted to be a request. Answered after uWS has parsed what it already
+   * holds: a request pipelined behind this one then finds this response
+   * pending, and uWS closes the connection without serving it (answering
+   * at once would let it be served).
+   */
+  const refuseFraming = (res: HttpResponse, state: ResponseState, requestId: string, framing: string): void => {
+    const error = framingError(framing);
+    setImmediate(() => sendError(res, state, requestId, error, undefined, true));
+  };
+
   for (const route of options.routes) {
     const paramNames = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "");
     const hasBody = bodyMethods.has(route.method);
@@ -108,14 +120,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         const captured = captureRequest(req, paramNames.length);
         res.onAborted(() => state.markAborted());
         requestId = pickRequestId(captured.headers["x-request-id"]);
-        // Refused, and the connection closed: what follows on it cannot be
-        // trusted to be a request. Answered after uWS has parsed what it
-        // already holds: a request pipelined behind this one then finds this
-        // response pending, and uWS closes the connection without serving it
-        // (answering now would let it be served).
         if (captured.framing) {
-          const error = framingError(captured.framing);
-          setImmediate(() => sendError(res, state, requestId, error, captured, true));
+          refuseFraming(res, state, requestId, captured.framing);
           return;
         }
         const tooLong = uriTooLong(captured.url, captured.query);
@@ -199,16 +205,37 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   };
 
+  /**
+   * Refuses ambiguous framing and over-long URLs for the handlers below,
+   * which do not go through captureRequest. True when the request may go on.
+   */
+  const admitted = (res: HttpResponse, req: HttpRequest, state: ResponseState, requestId: string): boolean => {
+    const framing = bodyFraming(req);
+    if (framing) {
+      refuseFraming(res, state, requestId, framing);
+      return false;
+    }
+    const tooLong = uriTooLong(req.getUrl(), req.getQuery() ?? "");
+    if (tooLong) sendError(res, state, requestId, tooLong);
+    return tooLong === undefined;
+  };
+
+  // GET and HEAD (the same headers and Content-Length, no body: load balancers probe with HEAD).
   const plain = (path: string, respond: () => Promise<{ status: number; body: string }>) => {
-    app.get(path, (res, req) => {
+    const handler = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
       const requestId = pickRequestId(req.getHeader("x-request-id"));
       const state = new ResponseState();
       res.onAborted(() => state.markAborted());
+      if (!admitted(res, req, state, requestId)) return;
+      const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
       respond()
-        .then(({ status, body }) => writeResponse(res, state, status, [["content-type", "application/json"], ["x-request-id", requestId]], body))
+        .then(({ status, body }) => (head ? writeHead(res, state, status, headers, Buffer.byteLength(body)) : writeResponse(res, state, status, headers, body)))
         .catch((error: unknown) => sendError(res, state, requestId, error));
-    });
+    };
+    app.get(path, handler(false));
+    app.head(path, handler(true));
   };
+  const plainPaths = ["/healthz", "/readyz", "/v1/openapi.json"];
   plain("/healthz", async () => ({ status: 200, body: '{"status":"ok"}' }));
   plain("/readyz", async () => {
     const ok = !draining && (await options.ready().catch(() => false));
@@ -216,21 +243,43 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   plain("/v1/openapi.json", async () => ({ status: 200, body: openApi }));
 
-  // Anything else: 405 when the path exists under another method, else 404.
-  const patterns = options.routes.map((r) => ({ method: r.method.toUpperCase(), regex: new RegExp("^" + r.path.replace(/:[^/]+/g, "[^/]+") + "/?$") }));
+  // Anything else: 426 on a WebSocket path without an upgrade, 405 when the
+  // path exists under another method, else 404. Runs only for requests no
+  // route took, so the pattern scan costs nothing on the served paths.
+  const toRegex = (path: string) => new RegExp("^" + path.replace(/:[^/]+/g, "[^/]+") + "/?$");
+  const patterns = [
+    ...options.routes.map((r) => ({ method: r.method.toUpperCase(), regex: toRegex(r.path) })),
+    ...plainPaths.flatMap((path) => ["GET", "HEAD"].map((method) => ({ method, regex: toRegex(path) }))),
+  ];
+  const upgradeOnly = upgradePaths(options.extraPaths ?? {}).map(toRegex);
   app.any("/*", (res, req) => {
-    const url = req.getUrl();
-    const method = req.getCaseSensitiveMethod().toUpperCase();
     const requestId = pickRequestId(req.getHeader("x-request-id"));
     const state = new ResponseState();
     res.onAborted(() => state.markAborted());
-    const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
-    if (allowed.length > 0 && !allowed.includes(method)) {
-      const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed.join(", ")}`);
-      writeResponse(res, state, 405, [["content-type", "application/json"], ["x-request-id", requestId], ["allow", allowed.join(", ")]], JSON.stringify(errorBody(error, requestId)));
-      return;
+    try {
+      if (!admitted(res, req, state, requestId)) return;
+      const url = req.getUrl();
+      const method = req.getCaseSensitiveMethod().toUpperCase();
+      const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
+      if (upgradeOnly.some((r) => r.test(url))) {
+        const error = method === "GET" ? new TroupeError("upgrade_required", `${url} serves WebSocket upgrades only: send Upgrade: websocket`) : undefined;
+        if (error) headers.push(["upgrade", "websocket"], ["connection", "Upgrade"]);
+        else headers.push(["allow", "GET"]);
+        const answer = error ?? new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
+        writeResponse(res, state, answer.status, headers, JSON.stringify(errorBody(answer, requestId)));
+        return;
+      }
+      const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
+      if (allowed.length > 0 && !allowed.includes(method)) {
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed.join(", ")}`);
+        headers.push(["allow", allowed.join(", ")]);
+        writeResponse(res, state, 405, headers, JSON.stringify(errorBody(error, requestId)));
+        return;
+      }
+      sendError(res, state, requestId, new TroupeError("not_found", `no route for ${method} ${url}`));
+    } catch (error) {
+      guard(res, state, requestId, error);
     }
-    sendError(res, state, requestId, new TroupeError("not_found", `no route for ${method} ${url}`));
   });
 
   return {

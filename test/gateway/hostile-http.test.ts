@@ -16,6 +16,7 @@ import { TroupeError } from "../../core/errors.ts";
 import { defineRoute, json } from "../../gateway/route.ts";
 import { probeRoutes } from "../support/probe-routes.ts";
 import { field, signup, startTestTroupe } from "../support/troupe.ts";
+import { parseResponse, raw } from "./raw-http.ts";
 
 const failingRoutes = () => [
   defineRoute({
@@ -56,37 +57,6 @@ const run = promisify(execFile);
 const troupe = await startTestTroupe({ MAX_BODY_BYTES: String(1024 * 1024) }, { extraRoutes: () => [...probeRoutes(), ...failingRoutes()] });
 t.teardown(() => troupe.stop());
 const user = await signup(troupe);
-
-/** Sends raw bytes; resolves with everything received until the server closes or `waitMs` passes. */
-export function raw(port: number, data: string | Buffer, waitMs = 1_000): Promise<{ text: string; closed: boolean }> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    let text = "";
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve({ text, closed: false });
-    }, waitMs);
-    socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
-    socket.on("error", () => undefined);
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve({ text, closed: true });
-    });
-    socket.write(data);
-  });
-}
-
-/** Splits a raw HTTP/1.1 response: status, lower-cased headers, body. */
-export function parseResponse(text: string): { status: number; headers: Record<string, string>; body: string } {
-  const split = text.indexOf("\r\n\r\n");
-  const head = text.slice(0, split).split("\r\n");
-  const headers: Record<string, string> = {};
-  for (const line of head.slice(1)) {
-    const colon = line.indexOf(":");
-    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  return { status: Number(head[0]?.split(" ")[1]), headers, body: text.slice(split + 4) };
-}
 
 t.test("a malformed percent-escape in a path parameter is a 400 naming it, never a crash", async (t) => {
   const session = { token: user.token };
