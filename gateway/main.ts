@@ -27,5 +27,7 @@ try {
   process.on("SIGINT", () => stop("SIGINT"));
 } catch (error) {
   log.error("could not start", { error });
+  // Also in plain words on stderr, where whoever started it looks first.
+  process.stderr.write(`Troupe could not start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 }

@@ -286,9 +286,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     app,
     listen(host, port) {
       return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
+        // uWS binds with SO_REUSEPORT unless told otherwise: a second Troupe
+        // on a port in use would start, and the kernel would split the
+        // connections between the two. Exclusive makes the bind fail instead.
+        (app as unknown as ListenWithOptions).listen(host, port, exclusivePort, (socket) => {
           if (!socket) {
-            reject(new Error(`could not listen on ${host}:${port} (port in use?)`));
+            reject(new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
             return;
           }
           listenSocket = socket;
@@ -326,6 +329,16 @@ function register(app: TemplatedApp, method: RouteDefinition["method"], path: st
       app.del(path, handler);
       return;
   }
+}
+
+/**
+ * The native listen takes (host, port, options, cb); the typings declare
+ * only (port, options, cb), and name the flag in an enum index.mjs does not
+ * export (it exports LIBUS_LISTEN_EXCLUSIVE_PORT, = 1, which they omit).
+ */
+const exclusivePort = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
+interface ListenWithOptions {
+  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
 }
 
 const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;
