@@ -1,5 +1,7 @@
 // `npm start`: one Troupe process. Embedded by default (no other service
 // needed); the cluster launcher runs the same file with TROUPE_MODE=dapr.
+// First: uWS reads its settings from the environment when it loads.
+import "./uws-settings.ts";
 import { loadConfig } from "../core/config.ts";
 import { createLogger } from "../core/log.ts";
 import { startTroupe } from "./app.ts";

@@ -2,6 +2,7 @@
 // the paths), the request pipeline (request id → credential → scope → rate
 // limit → body/query validation → handler), one error body, health
 // endpoints, the OpenAPI document, and graceful shutdown.
+import "./uws-settings.ts";
 import * as uWS from "uWebSockets.js";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
@@ -11,6 +12,7 @@ import type { AuthContext } from "./auth-context.ts";
 import type { Authenticator } from "./authenticate.ts";
 import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi } from "./openapi.ts";
+import { loadedPageState } from "./uws-error-pages.ts";
 import { decodePathParam, framingError, upgradePaths, uriTooLong } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter } from "./route.ts";
 import { openSse } from "./sse.ts";
@@ -61,6 +63,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const drainWaiters: (() => void)[] = [];
   const accessLog = log.enabled("info");
   const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.extraPaths));
+  if (loadedPageState() !== "json") log.warn("uWS's own 400/431/505 answers are HTML, not the JSON error body: run `npm run patch:uws` (see README, HTTP limits)");
 
   const finished = (): void => {
     inflight -= 1;

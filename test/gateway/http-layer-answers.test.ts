@@ -69,3 +69,38 @@ t.test("OpenAPI documents 405, 414, 431, 505 on every operation, 426 on the WebS
   t.ok(paths["/healthz"]?.["head"] && paths["/readyz"]?.["head"], "HEAD documented");
   t.match(field(doc, "components", "schemas", "ParserError"), { properties: { error: { required: ["code"] } } });
 });
+
+t.test("over-long URLs are 414 from the gateway, over-long heads 431 from uWS, both JSON", async (t) => {
+  const query = "q=" + "a".repeat(10 * 1024);
+  for (const path of [`/v1/models?${query}`, `/healthz?${query}`, `/no/such/path?${query}`, `/v1/orgs/${"x".repeat(10 * 1024)}`]) {
+    const res = errorOf((await raw(troupe.port, get(path), 500)).text);
+    t.equal(res.status, 414, path.slice(0, 30));
+    t.equal(res.code, "uri_too_long");
+  }
+  const shortEnough = errorOf((await raw(troupe.port, get(`/healthz?${"a".repeat(7 * 1024)}`), 300)).text);
+  t.equal(shortEnough.status, 200, "a 7 KiB URL is served");
+  const bigHead = await raw(troupe.port, get("/healthz", `x-big: ${"a".repeat(17 * 1024)}\r\n`));
+  const res = errorOf(bigHead.text);
+  t.equal(res.status, 431, bigHead.text.slice(0, 200));
+  t.equal(res.code, "headers_too_large");
+  t.equal(res.headers["content-type"], "application/json");
+  t.ok(bigHead.closed, "uWS closes after its own errors");
+});
+
+t.test("uWS's own 505 and 400 are JSON error bodies", async (t) => {
+  const cases = [
+    { name: "HTTP/1.0", data: "GET /healthz HTTP/1.0\r\nhost: x\r\n\r\n", status: 505, code: "http_version_not_supported" },
+    { name: "unknown version", data: "GET /healthz HTTP/7.1\r\nhost: x\r\n\r\n", status: 505, code: "http_version_not_supported" },
+    { name: "Content-Length with Transfer-Encoding", data: "POST /v1/auth/login HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n", status: 400, code: "invalid_request" },
+    { name: "signed Content-Length", data: "POST /v1/auth/login HTTP/1.1\r\nhost: x\r\ncontent-length: +2\r\n\r\n{}", status: 400, code: "invalid_request" },
+  ];
+  for (const c of cases) {
+    const { text, closed } = await raw(troupe.port, c.data);
+    const res = errorOf(text);
+    t.equal(res.status, c.status, `${c.name}: ${text.slice(0, 120)}`);
+    t.equal(res.code, c.code, `${c.name}: JSON body`);
+    t.equal(res.headers["content-type"], "application/json", c.name);
+    t.ok(closed, `${c.name}: closed`);
+  }
+  t.equal((await troupe.request("GET", "/healthz")).status, 200, "still serving");
+});
