@@ -118,10 +118,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     const hasBody = bodyMethods.has(route.method);
     register(app, route.method, route.path, (res, req) => {
       const state = new ResponseState();
+      res.onAborted(() => state.markAborted());
       let requestId = "";
       try {
         const captured = captureRequest(req, paramNames.length);
-        res.onAborted(() => state.markAborted());
         requestId = pickRequestId(captured.headers["x-request-id"]);
         if (captured.framing) {
           refuseFraming(res, state, requestId, captured.framing);
@@ -233,7 +233,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
       respond()
         .then(({ status, body }) => (head ? writeHead(res, state, status, headers, Buffer.byteLength(body)) : writeResponse(res, state, status, headers, body)))
-        .catch((error: unknown) => sendError(res, state, requestId, error));
+        .catch((error: unknown) => sendError(res, state, requestId, error))
+        .catch((error: unknown) => guard(res, state, requestId, error));
     };
     app.get(path, handler(false));
     app.head(path, handler(true));
