@@ -91,6 +91,9 @@ t.test("uWS's own 505 and 400 are JSON error bodies", async (t) => {
   const cases = [
     { name: "HTTP/1.0", data: "GET /healthz HTTP/1.0\r\nhost: x\r\n\r\n", status: 505, code: "http_version_not_supported" },
     { name: "unknown version", data: "GET /healthz HTTP/7.1\r\nhost: x\r\n\r\n", status: 505, code: "http_version_not_supported" },
+    // uWS reads a malformed request line as a bad version.
+    { name: "malformed request line", data: "GET /health z HTTP/1.1\r\nhost: x\r\n\r\n", status: 505, code: "http_version_not_supported" },
+    { name: "empty header name", data: "GET /healthz HTTP/1.1\r\n: x\r\n\r\n", status: 400, code: "invalid_request" },
     { name: "Content-Length with Transfer-Encoding", data: "POST /v1/auth/login HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n", status: 400, code: "invalid_request" },
     { name: "signed Content-Length", data: "POST /v1/auth/login HTTP/1.1\r\nhost: x\r\ncontent-length: +2\r\n\r\n{}", status: 400, code: "invalid_request" },
   ];
