@@ -12,13 +12,20 @@ export const errorCatalog = {
   method_not_allowed: { status: 405, message: "Method not allowed on this path." },
   conflict: { status: 409, message: "The resource is in a state that does not allow this operation." },
   payload_too_large: { status: 413, message: "The request body is too large." },
+  uri_too_long: { status: 414, message: "The request URL is too long." },
   unsupported_media_type: { status: 415, message: "The request body must be application/json." },
+  upgrade_required: { status: 426, message: "This path serves WebSocket upgrades only." },
   rate_limited: { status: 429, message: "Too many requests." },
+  // 431 and 505 (and the 400 for an unparseable request) are written by
+  // uWS's C++ parser from fixed byte strings that scripts/patch-uws-errors.ts
+  // rewrites to JSON; they are listed here so their codes are registered.
+  headers_too_large: { status: 431, message: "The request headers are too large." },
   internal_error: { status: 500, message: "Internal error." },
   provider_error: { status: 502, message: "The provider failed to answer." },
   no_provider_available: { status: 503, message: "No provider is available for this request." },
   service_unavailable: { status: 503, message: "A backing service is unavailable." },
   provider_timeout: { status: 504, message: "The provider did not answer in time." },
+  http_version_not_supported: { status: 505, message: "Only HTTP/1.1 is supported." },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

@@ -14,12 +14,16 @@ const statusText: Record<number, string> = {
   405: "405 Method Not Allowed",
   409: "409 Conflict",
   413: "413 Payload Too Large",
+  414: "414 URI Too Long",
   415: "415 Unsupported Media Type",
+  426: "426 Upgrade Required",
   429: "429 Too Many Requests",
+  431: "431 Request Header Fields Too Large",
   500: "500 Internal Server Error",
   502: "502 Bad Gateway",
   503: "503 Service Unavailable",
   504: "504 Gateway Timeout",
+  505: "505 HTTP Version Not Supported",
 };
 
 export function statusLine(status: number): string {

@@ -1,6 +1,8 @@
 // Composition root: builds the stores and services from the config, the
 // route list, and the gateway. `startTroupe` is what `npm start`, the
 // cluster replicas and the end-to-end tests all run.
+// First: uWS reads its settings from the environment when it loads.
+import "./uws-settings.ts";
 import { mkdirSync } from "node:fs";
 import { systemClock, type Clock } from "../core/clock.ts";
 import type { Config } from "../core/config.ts";

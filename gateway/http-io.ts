@@ -3,25 +3,49 @@
 // size cap, and writing corked responses (REFERENCE.md "uWebSockets.js
 // pitfalls").
 import type { HttpRequest, HttpResponse } from "uWebSockets.js";
-import { TroupeError } from "../core/errors.ts";
+import { errorBody, TroupeError } from "../core/errors.ts";
 import { statusLine } from "../core/http-status.ts";
+import { answerThenDiscard, type Discard } from "./lingering-close.ts";
+import { framingConflict } from "./request-guards.ts";
 
 export interface CapturedRequest {
   method: string;
   url: string;
   query: string;
   headers: Record<string, string>;
+  /** Still percent-encoded: decoding can fail, and that must happen where errors are answered. */
   params: string[];
+  /** Set when the body framing is ambiguous (request-guards.ts); the request is then refused. */
+  framing: string | undefined;
 }
 
 export function captureRequest(req: HttpRequest, paramCount: number): CapturedRequest {
   const headers: Record<string, string> = {};
+  let framing: string | undefined;
   req.forEach((name, value) => {
+    if (name === "content-length" || name === "transfer-encoding") framing ??= framingConflict(name, value, headers);
     headers[name] = value;
   });
   const params: string[] = [];
-  for (let i = 0; i < paramCount; i++) params.push(decodeURIComponent(req.getParameter(i) ?? ""));
-  return { method: req.getCaseSensitiveMethod(), url: req.getUrl(), query: req.getQuery() ?? "", headers, params };
+  for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? "");
+  return { method: req.getCaseSensitiveMethod(), url: req.getUrl(), query: req.getQuery() ?? "", headers, params, framing };
+}
+
+/**
+ * The framing check of captureRequest for handlers that do not copy every
+ * header: two lookups when the request declares no body (the common GET).
+ */
+export function bodyFraming(req: HttpRequest): string | undefined {
+  if (req.getHeader("content-length") === "" && req.getHeader("transfer-encoding") === "") return undefined;
+  const seen: Record<string, string> = {};
+  let framing: string | undefined;
+  req.forEach((name, value) => {
+    if (name === "content-length" || name === "transfer-encoding") {
+      framing ??= framingConflict(name, value, seen);
+      seen[name] = value;
+    }
+  });
+  return framing;
 }
 
 /**
@@ -56,26 +80,37 @@ export class ResponseState {
 
 /**
  * Reads the whole body, refusing more than maxBytes with 413 as soon as the
- * declared or received size passes it. uWS hands out a reused ArrayBuffer,
- * so each chunk is copied.
+ * declared or received size passes it. The 413 goes out at once and the
+ * rest of the body is read and discarded (lingering-close.ts); the promise
+ * then rejects with the same error, which finds the response already sent.
+ * uWS hands out a reused ArrayBuffer, so each kept chunk is copied.
  */
-export function readBody(res: HttpResponse, state: ResponseState, declaredLength: number | undefined, maxBytes: number): Promise<Buffer> {
+export function readBody(res: HttpResponse, state: ResponseState, declaredLength: number | undefined, maxBytes: number, requestId: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    if (declaredLength !== undefined && declaredLength > maxBytes) {
-      reject(tooLarge(maxBytes));
-      return;
-    }
+    let discard: Discard | undefined;
+    const refuse = (): Discard => {
+      const error = tooLarge(maxBytes);
+      const headers: [string, string][] = [
+        ["content-type", "application/json"],
+        ["x-request-id", requestId],
+      ];
+      discard = answerThenDiscard(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+      reject(error);
+      return discard;
+    };
+    if (declaredLength !== undefined && declaredLength > maxBytes) refuse();
     // Most bodies arrive in one chunk: keep it without an array.
     let first: Buffer | undefined;
     let more: Buffer[] | undefined;
     let received = 0;
-    let failed = false;
     res.onData((chunk, isLast) => {
-      if (failed) return;
+      if (discard) {
+        discard(chunk.byteLength, isLast);
+        return;
+      }
       received += chunk.byteLength;
       if (received > maxBytes) {
-        failed = true;
-        reject(tooLarge(maxBytes));
+        refuse()(0, isLast);
         return;
       }
       const copy = Buffer.from(chunk.slice(0));
@@ -91,7 +126,6 @@ function tooLarge(maxBytes: number): TroupeError {
   return new TroupeError("payload_too_large", `the request body exceeds the limit of ${maxBytes} bytes`, { details: { max_bytes: maxBytes } });
 }
 
-
 /** The common case: a JSON body with the request id and nothing else. */
 export function writeJson(res: HttpResponse, state: ResponseState, status: number, requestId: string, body: string): void {
   if (state.aborted || state.done) return;
@@ -101,6 +135,17 @@ export function writeJson(res: HttpResponse, state: ResponseState, status: numbe
     res.writeHeader("x-request-id", requestId);
     res.writeHeader("content-type", "application/json");
     res.end(body);
+  });
+}
+
+/** A HEAD answer: the headers a GET would carry, its Content-Length, no body. */
+export function writeHead(res: HttpResponse, state: ResponseState, status: number, headers: [string, string][], contentLength: number): void {
+  if (state.aborted || state.done) return;
+  state.done = true;
+  res.cork(() => {
+    res.writeStatus(statusLine(status));
+    for (const [name, value] of headers) res.writeHeader(name, value);
+    res.endWithoutBody(contentLength);
   });
 }
 

@@ -1,5 +1,7 @@
 // `npm start`: one Troupe process. Embedded by default (no other service
 // needed); the cluster launcher runs the same file with TROUPE_MODE=dapr.
+// First: uWS reads its settings from the environment when it loads.
+import "./uws-settings.ts";
 import { loadConfig } from "../core/config.ts";
 import { createLogger } from "../core/log.ts";
 import { startTroupe } from "./app.ts";
@@ -27,5 +29,7 @@ try {
   process.on("SIGINT", () => stop("SIGINT"));
 } catch (error) {
   log.error("could not start", { error });
+  // Also in plain words on stderr, where whoever started it looks first.
+  process.stderr.write(`Troupe could not start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 }

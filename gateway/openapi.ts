@@ -26,6 +26,42 @@ const errorBodySchema: JsonObject = {
   },
 };
 
+// 431, 505 and the 400 for an unparseable request are written by uWS's
+// parser from fixed bytes (scripts/patch-uws-errors.ts): no request id, and
+// a message only where it fits.
+const parserErrorBodySchema: JsonObject = {
+  type: "object",
+  required: ["error"],
+  properties: {
+    error: {
+      type: "object",
+      required: ["code"],
+      properties: { code: { type: "string", enum: ["invalid_request", "headers_too_large", "http_version_not_supported"] }, message: { type: "string" } },
+    },
+  },
+};
+
+/** Errors any request can get from the HTTP layer, whatever its path. */
+const httpLayerErrors: ErrorCode[] = ["method_not_allowed", "uri_too_long", "headers_too_large", "http_version_not_supported"];
+const parserStatuses = new Set([431, 505]);
+
+function errorResponses(codes: Iterable<ErrorCode>): JsonObject {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = errorCatalog[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: JsonObject = {};
+  for (const [status, list] of byStatus) {
+    const schema = parserStatuses.has(status) ? "ParserError" : "Error";
+    let description = list.join(" | ");
+    if (status === 405) description += " (a method this path does not serve; the Allow header lists those it does)";
+    if (status === 426) description += " (a plain GET on a WebSocket path; the Upgrade header says websocket)";
+    responses[String(status)] = { description, content: { "application/json": { schema: { $ref: `#/components/schemas/${schema}` } } } };
+  }
+  return responses;
+}
+
 function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
   const json = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonObject;
   delete json["$schema"];
@@ -36,7 +72,7 @@ function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
 type Admitted = Pick<RouteDefinition, "auth" | "refusesApiKeys" | "scope" | "body" | "query" | "errors">;
 
 function impliedErrors(route: Admitted): ErrorCode[] {
-  const codes: ErrorCode[] = ["internal_error"];
+  const codes: ErrorCode[] = ["internal_error", ...httpLayerErrors];
   if (route.body || route.query) codes.push("invalid_request");
   if (route.body) codes.push("payload_too_large", "unsupported_media_type");
   if (route.auth !== "none") codes.push("unauthorized", "forbidden");
@@ -46,22 +82,9 @@ function impliedErrors(route: Admitted): ErrorCode[] {
   return codes;
 }
 
-/** Error responses by status, each listing its codes. */
-function errorResponses(route: Admitted): JsonObject {
-  const codes = new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? [])]);
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
-    const status = errorCatalog[code].status;
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  }
-  const responses: JsonObject = {};
-  for (const [status, list] of byStatus) {
-    responses[String(status)] = {
-      description: list.join(" | "),
-      content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
-    };
-  }
-  return responses;
+/** The error responses of a route: those its admission implies plus those it declares. */
+function routeErrorResponses(route: Admitted, extra: ErrorCode[] = []): JsonObject {
+  return errorResponses(new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? []), ...extra]));
 }
 
 function security(route: Admitted): JsonObject[] {
@@ -89,7 +112,7 @@ function wsOperation(route: WsRouteDefinition): JsonObject {
     summary: route.summary,
     tags: [route.tag],
     parameters: pathParameters(route.path),
-    responses: { "101": { description: "Switching protocols to WebSocket" }, ...errorResponses(route) },
+    responses: { "101": { description: "Switching protocols to WebSocket" }, ...routeErrorResponses(route, ["upgrade_required"]) },
     security: security(route),
     "x-troupe-websocket": route.subprotocol ? { subprotocol: route.subprotocol } : {},
   };
@@ -115,7 +138,7 @@ export function buildOpenApi(routes: RouteDefinition[], info: { title: string; v
       if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: { type: "string", description: "Server-Sent Events; see the README" } };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }
-    Object.assign(responses, errorResponses(route));
+    Object.assign(responses, routeErrorResponses(route));
     const operation: JsonObject = {
       operationId: operationId(route.method, path),
       summary: route.summary,
@@ -133,7 +156,13 @@ export function buildOpenApi(routes: RouteDefinition[], info: { title: string; v
     ["/readyz", "Readiness: 200 when every backing service answers, 503 otherwise."],
     ["/v1/openapi.json", "This document."],
   ] as const) {
-    paths[path] = { get: { operationId: `get${path.replace(/[^A-Za-z]/g, "")}`, summary: description, security: [], responses: { "200": { description } } } };
+    const operation = (method: string) => ({
+      operationId: `${method}${path.replace(/[^A-Za-z]/g, "")}`,
+      summary: method === "head" ? `${description} Headers only.` : description,
+      security: [],
+      responses: { "200": { description }, ...(path === "/readyz" ? { "503": { description: "not ready" } } : {}), ...errorResponses(["internal_error", ...httpLayerErrors]) },
+    });
+    paths[path] = { get: operation("get"), head: operation("head") };
   }
   for (const route of wsRoutes) {
     const path = openApiPath(route.path);
@@ -144,7 +173,7 @@ export function buildOpenApi(routes: RouteDefinition[], info: { title: string; v
     info: { title: info.title, version: info.version },
     paths,
     components: {
-      schemas: { Error: errorBodySchema },
+      schemas: { Error: errorBodySchema, ParserError: parserErrorBodySchema },
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "An API key: trp_live_… or trp_test_…" },
         session: { type: "http", scheme: "bearer", description: "A dashboard session token from /v1/auth/login" },

@@ -2,14 +2,17 @@
 // the paths), the request pipeline (request id → admission (admission.ts:
 // credential → scope → rate limit) → body/query validation → handler), one
 // error body, health endpoints, the OpenAPI document, and graceful shutdown.
+import "./uws-settings.ts";
 import * as uWS from "uWebSockets.js";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Admission } from "./admission.ts";
-import { captureRequest, readBody, ResponseState, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
+import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi } from "./openapi.ts";
+import { loadedPageState } from "./uws-error-pages.ts";
+import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
 import { openSse } from "./sse.ts";
 import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
@@ -59,13 +62,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   const drainWaiters: (() => void)[] = [];
   const accessLog = log.enabled("info");
   const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.wsRoutes));
+  if (loadedPageState() !== "json") log.warn("uWS's own 400/431/505 answers are HTML, not the JSON error body: run `npm run patch:uws` (see README, HTTP limits)");
 
   const finished = (): void => {
     inflight -= 1;
     if (inflight === 0) for (const w of drainWaiters.splice(0)) w();
   };
 
-  const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest): void => {
+  const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest, closeConnection = false): void => {
     // The client went away: nothing to answer and nothing to report (its abort surfaces as an error here).
     if (state.aborted) return;
     let troupe: TroupeError;
@@ -79,26 +83,66 @@ export function createGateway(options: GatewayOptions): Gateway {
       ["x-request-id", requestId],
     ];
     if (troupe.retryAfterSeconds !== undefined) headers.push(["retry-after", String(troupe.retryAfterSeconds)]);
-    writeResponse(res, state, troupe.status, headers, JSON.stringify(errorBody(troupe, requestId)), troupe.status === 413);
+    writeResponse(res, state, troupe.status, headers, JSON.stringify(errorBody(troupe, requestId)), closeConnection);
+  };
+
+  /**
+   * The last resort: whatever escaped the pipeline (a throw in a uWS
+   * callback, an error body that cannot be serialized) is logged and
+   * answered with a plain 500, never left to end the process.
+   */
+  const guard = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown): void => {
+    log.error("request handling failed", { request_id: requestId, error });
+    try {
+      writeResponse(res, state, 500, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(new TroupeError("internal_error"), requestId)));
+    } catch (writeError) {
+      log.error("could not answer a failed request", { request_id: requestId, error: writeError });
+    }
+  };
+
+  /**
+   * Refused, and the connection closed: what follows on it cannot be
+   * trusted to be a request. Answered after uWS has parsed what it already
+   * holds: a request pipelined behind this one then finds this response
+   * pending, and uWS closes the connection without serving it (answering
+   * at once would let it be served).
+   */
+  const refuseFraming = (res: HttpResponse, state: ResponseState, requestId: string, framing: string): void => {
+    const error = framingError(framing);
+    setImmediate(() => sendError(res, state, requestId, error, undefined, true));
   };
 
   for (const route of options.routes) {
     const paramNames = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "");
     const hasBody = bodyMethods.has(route.method);
     register(app, route.method, route.path, (res, req) => {
-      const captured = captureRequest(req, paramNames.length);
       const state = new ResponseState();
       res.onAborted(() => state.markAborted());
-      const requestId = pickRequestId(captured.headers["x-request-id"]);
-      if (draining) {
-        sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }));
-        return;
+      let requestId = "";
+      try {
+        const captured = captureRequest(req, paramNames.length);
+        requestId = pickRequestId(captured.headers["x-request-id"]);
+        if (captured.framing) {
+          refuseFraming(res, state, requestId, captured.framing);
+          return;
+        }
+        const tooLong = uriTooLong(captured.url, captured.query);
+        if (tooLong) {
+          sendError(res, state, requestId, tooLong, captured);
+          return;
+        }
+        if (draining) {
+          sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }));
+          return;
+        }
+        inflight += 1;
+        const declared = captured.headers["content-length"];
+        const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes, requestId) : undefined;
+        body?.catch(() => undefined); // handled where awaited; this only marks it observed
+        serve(route, paramNames, captured, res, state, requestId, body).catch((error: unknown) => guard(res, state, requestId, error));
+      } catch (error) {
+        guard(res, state, requestId || pickRequestId(undefined), error);
       }
-      inflight += 1;
-      const declared = captured.headers["content-length"];
-      const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes) : undefined;
-      body?.catch(() => undefined); // handled where awaited; this only marks it observed
-      void serve(route, paramNames, captured, res, state, requestId, body);
     });
   }
 
@@ -126,7 +170,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       let params: Record<string, string> = noParams;
       if (paramNames.length > 0) {
         params = {};
-        for (let i = 0; i < paramNames.length; i++) params[paramNames[i] ?? ""] = req.params[i] ?? "";
+        for (let i = 0; i < paramNames.length; i++) {
+          const name = paramNames[i] ?? "";
+          params[name] = decodePathParam(name, req.params[i] ?? "");
+        }
       }
       const ctx = new HandlerContext(res, state, requestId, params, body, query, req.headers, auth, options.secureCookies);
       const result: RouteResult = await route.handler(ctx);
@@ -150,16 +197,38 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   };
 
+  /**
+   * Refuses ambiguous framing and over-long URLs for the handlers below,
+   * which do not go through captureRequest. True when the request may go on.
+   */
+  const admitted = (res: HttpResponse, req: HttpRequest, state: ResponseState, requestId: string): boolean => {
+    const framing = bodyFraming(req);
+    if (framing) {
+      refuseFraming(res, state, requestId, framing);
+      return false;
+    }
+    const tooLong = uriTooLong(req.getUrl(), req.getQuery() ?? "");
+    if (tooLong) sendError(res, state, requestId, tooLong);
+    return tooLong === undefined;
+  };
+
+  // GET and HEAD (the same headers and Content-Length, no body: load balancers probe with HEAD).
   const plain = (path: string, respond: () => Promise<{ status: number; body: string }>) => {
-    app.get(path, (res, req) => {
+    const handler = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
       const requestId = pickRequestId(req.getHeader("x-request-id"));
       const state = new ResponseState();
       res.onAborted(() => state.markAborted());
+      if (!admitted(res, req, state, requestId)) return;
+      const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
       respond()
-        .then(({ status, body }) => writeResponse(res, state, status, [["content-type", "application/json"], ["x-request-id", requestId]], body))
-        .catch((error: unknown) => sendError(res, state, requestId, error));
-    });
+        .then(({ status, body }) => (head ? writeHead(res, state, status, headers, Buffer.byteLength(body)) : writeResponse(res, state, status, headers, body)))
+        .catch((error: unknown) => sendError(res, state, requestId, error))
+        .catch((error: unknown) => guard(res, state, requestId, error));
+    };
+    app.get(path, handler(false));
+    app.head(path, handler(true));
   };
+  const plainPaths = ["/healthz", "/readyz", "/v1/openapi.json"];
   plain("/healthz", async () => ({ status: 200, body: '{"status":"ok"}' }));
   plain("/readyz", async () => {
     const ok = !draining && (await options.ready().catch(() => false));
@@ -167,30 +236,55 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   plain("/v1/openapi.json", async () => ({ status: 200, body: openApi }));
 
-  // Anything else: 405 when the path exists under another method, else 404.
-  const patterns = options.routes.map((r) => ({ method: r.method.toUpperCase(), regex: new RegExp("^" + r.path.replace(/:[^/]+/g, "[^/]+") + "/?$") }));
+  // Anything else: 426 on a WebSocket path without an upgrade, 405 when the
+  // path exists under another method, else 404. Runs only for requests no
+  // route took, so the pattern scan costs nothing on the served paths.
+  const toRegex = (path: string) => new RegExp("^" + path.replace(/:[^/]+/g, "[^/]+") + "/?$");
+  const patterns = [
+    ...options.routes.map((r) => ({ method: r.method.toUpperCase(), regex: toRegex(r.path) })),
+    ...plainPaths.flatMap((path) => ["GET", "HEAD"].map((method) => ({ method, regex: toRegex(path) }))),
+  ];
+  const upgradeOnly = (options.wsRoutes ?? []).map((r) => toRegex(r.path));
   app.any("/*", (res, req) => {
-    const url = req.getUrl();
-    const method = req.getCaseSensitiveMethod().toUpperCase();
     const requestId = pickRequestId(req.getHeader("x-request-id"));
     const state = new ResponseState();
     res.onAborted(() => state.markAborted());
-    const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
-    if (allowed.length > 0 && !allowed.includes(method)) {
-      const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed.join(", ")}`);
-      writeResponse(res, state, 405, [["content-type", "application/json"], ["x-request-id", requestId], ["allow", allowed.join(", ")]], JSON.stringify(errorBody(error, requestId)));
-      return;
+    try {
+      if (!admitted(res, req, state, requestId)) return;
+      const url = req.getUrl();
+      const method = req.getCaseSensitiveMethod().toUpperCase();
+      const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
+      if (upgradeOnly.some((r) => r.test(url))) {
+        const error = method === "GET" ? new TroupeError("upgrade_required", `${url} serves WebSocket upgrades only: send Upgrade: websocket`) : undefined;
+        if (error) headers.push(["upgrade", "websocket"], ["connection", "Upgrade"]);
+        else headers.push(["allow", "GET"]);
+        const answer = error ?? new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
+        writeResponse(res, state, answer.status, headers, JSON.stringify(errorBody(answer, requestId)));
+        return;
+      }
+      const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
+      if (allowed.length > 0 && !allowed.includes(method)) {
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed.join(", ")}`);
+        headers.push(["allow", allowed.join(", ")]);
+        writeResponse(res, state, 405, headers, JSON.stringify(errorBody(error, requestId)));
+        return;
+      }
+      sendError(res, state, requestId, new TroupeError("not_found", `no route for ${method} ${url}`));
+    } catch (error) {
+      guard(res, state, requestId, error);
     }
-    sendError(res, state, requestId, new TroupeError("not_found", `no route for ${method} ${url}`));
   });
 
   return {
     app,
     listen(host, port) {
       return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
+        // uWS binds with SO_REUSEPORT unless told otherwise: a second Troupe
+        // on a port in use would start, and the kernel would split the
+        // connections between the two. Exclusive makes the bind fail instead.
+        (app as unknown as ListenWithOptions).listen(host, port, exclusivePort, (socket) => {
           if (!socket) {
-            reject(new Error(`could not listen on ${host}:${port} (port in use?)`));
+            reject(new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
             return;
           }
           listenSocket = socket;
@@ -228,6 +322,16 @@ function register(app: TemplatedApp, method: RouteDefinition["method"], path: st
       app.del(path, handler);
       return;
   }
+}
+
+/**
+ * The native listen takes (host, port, options, cb); the typings declare
+ * only (port, options, cb), and name the flag in an enum index.mjs does not
+ * export (it exports LIBUS_LISTEN_EXCLUSIVE_PORT, = 1, which they omit).
+ */
+const exclusivePort = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
+interface ListenWithOptions {
+  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
 }
 
 const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;

@@ -2,6 +2,7 @@
 // turned into 400s that name each failing field path.
 import type { z } from "zod";
 import { invalidRequest, TroupeError, type FieldIssue } from "../core/errors.ts";
+import { maxJsonDepth, pathAt, tooDeepAt } from "./json-depth.ts";
 
 export function zodIssues(error: z.ZodError, root: string): FieldIssue[] {
   return error.issues.map((issue) => {
@@ -24,6 +25,13 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined): unk
   if (raw.length === 0) return undefined;
   if (contentType !== "application/json" && (!contentType || !jsonType.test(contentType))) {
     throw new TroupeError("unsupported_media_type", `the request body must be application/json, got ${contentType ? JSON.stringify(contentType) : "no content-type"}`);
+  }
+  const deep = tooDeepAt(raw);
+  if (deep !== -1) {
+    // Keys can be long: the path named in the answer is capped (1 KiB).
+    let path = ["body", ...pathAt(raw, deep)].join(".");
+    if (path.length > 1024) path = `${path.slice(0, 1024)}…`;
+    throw invalidRequest([{ path, message: `JSON nested deeper than ${maxJsonDepth} levels` }]);
   }
   const text = raw.toString("utf8");
   try {

@@ -1,0 +1,61 @@
+// Checks on what uWS hands over before the pipeline runs: path parameters
+// decoded without throwing, the URL length (414), and message framing that
+// two parsers could read differently (request smuggling). DESIGN.md §4
+// "Limits on what a client may send".
+import { TroupeError } from "../core/errors.ts";
+
+/**
+ * Path + query, in bytes as uWS hands them over (still percent-encoded).
+ * uWS accepts a request head up to UWS_HTTP_MAX_HEADERS_SIZE (uws-settings.ts,
+ * 16 KiB) and answers 431 beyond it; a longer URL than this gets 414 here.
+ */
+export const maxUrlBytes = 8 * 1024;
+
+/**
+ * decodeURIComponent throws on a malformed escape (`%ff`, a cut UTF-8
+ * sequence): thrown from a uWS callback that ended the process. A bad
+ * escape is the client's mistake, so it is a 400 naming the parameter.
+ */
+export function decodePathParam(name: string, raw: string): string {
+  if (!raw.includes("%")) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new TroupeError("invalid_request", `path parameter ${name} is not valid percent-encoded UTF-8`, {
+      details: [{ path: `path.${name}`, message: "malformed percent-escape" }],
+    });
+  }
+}
+
+export function uriTooLong(url: string, query: string): TroupeError | undefined {
+  const length = url.length + query.length;
+  if (length <= maxUrlBytes) return undefined;
+  return new TroupeError("uri_too_long", `the request URL is ${length} bytes; the limit is ${maxUrlBytes}`, { details: { max_bytes: maxUrlBytes } });
+}
+
+const digits = /^\d+$/;
+
+/**
+ * uWS frames a body by the first Content-Length it sees; a proxy in front
+ * may take another one, and then the bytes one reads as body the other
+ * reads as a second request. So any framing two parsers could disagree on
+ * is refused: Content-Length twice with different values, a value that is
+ * not plain digits, or Content-Length together with Transfer-Encoding
+ * (uWS refuses most of those itself; this catches what it lets through).
+ * Called for Content-Length and Transfer-Encoding headers only, with the
+ * headers seen before this one.
+ */
+export function framingConflict(name: string, value: string, seen: Readonly<Record<string, string>>): string | undefined {
+  const length = seen["content-length"];
+  if (name === "transfer-encoding") return length === undefined ? undefined : "Content-Length together with Transfer-Encoding";
+  if (length !== undefined && length !== value) return `conflicting Content-Length headers (${length}, ${value})`;
+  if (seen["transfer-encoding"] !== undefined) return "Content-Length together with Transfer-Encoding";
+  if (!digits.test(value)) return `malformed Content-Length ${JSON.stringify(value)}`;
+  return undefined;
+}
+
+export function framingError(message: string): TroupeError {
+  return new TroupeError("invalid_request", `${message}: the request framing is ambiguous; the connection is closed`, {
+    details: [{ path: "headers.content-length", message }],
+  });
+}
