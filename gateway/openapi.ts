@@ -92,7 +92,11 @@ export function buildOpenApi(
     else if (route.auth === "any") operation["security"] = [{ apiKey: [] }, { session: [] }, { sessionCookie: [] }];
     else operation["security"] = [];
     if (route.scope) operation["x-troupe-scope"] = route.scope;
-    if (route.body) operation["requestBody"] = { required: true, content: { "application/json": { schema: toSchema(route.body, "input") } } };
+    if (route.body) {
+      // The server reads an empty body as {} (server.ts), so the body is required exactly when {} is refused.
+      const required = !route.body.safeParse({}).success;
+      operation["requestBody"] = { required, content: { "application/json": { schema: toSchema(route.body, "input") } } };
+    }
     paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
   }
   for (const [path, description] of [

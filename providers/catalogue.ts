@@ -162,6 +162,22 @@ export interface Need {
   dimensions?: number | null | undefined;
 }
 
+/**
+ * `model` as a route accepts it: the ids of the models serving `need`, from
+ * the catalogue loaded at start (so OpenAPI lists them as an `enum` and an
+ * unknown or wrong-category id is refused by the same schema).
+ */
+export function modelIdSchema(catalogue: Catalogue, need: Need) {
+  const ids = catalogue.models.filter((m) => capabilityProblem(m, need) === undefined).map((m) => m.id);
+  return z.enum(ids as [string, ...string[]], {
+    error: (issue) => {
+      const entry = typeof issue.input === "string" ? catalogue.get(issue.input) : undefined;
+      const why = (entry && capabilityProblem(entry, need)) ?? `unknown model ${JSON.stringify(issue.input)}`;
+      return `${why} (GET /v1/models?category=${need.category} lists the models that can)`;
+    },
+  });
+}
+
 /** Why the model cannot serve the request, or undefined when it can. */
 export function capabilityProblem(m: ModelEntry, need: Need): string | undefined {
   if (!serves(m, need.category)) {

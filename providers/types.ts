@@ -26,15 +26,18 @@ export const imageInputSchema = z.union([
 ]);
 export type ImageInput = z.infer<typeof imageInputSchema>;
 
-export const chatMessageSchema = z
-  .object({
-    id: z.string().optional(),
-    role: z.enum(["system", "user", "assistant", "tool"]),
-    content: z.string().nullable().default(""),
-    tool_calls: z.array(toolCallSchema).nullable().optional(),
-    tool_call_id: z.string().nullable().optional(),
-  })
-  .strict();
+const messageFields = { id: z.string().optional(), content: z.string().nullable().default("") };
+/**
+ * A message, one shape per role (OpenAPI: `oneOf`): only assistant messages
+ * carry `tool_calls`, and a tool message must name the call it answers. What
+ * a schema cannot say (that the call exists earlier) is validate-chat.ts.
+ */
+export const chatMessageSchema = z.discriminatedUnion("role", [
+  z.object({ role: z.literal("system"), ...messageFields }).strict(),
+  z.object({ role: z.literal("user"), ...messageFields }).strict(),
+  z.object({ role: z.literal("assistant"), ...messageFields, tool_calls: z.array(toolCallSchema).nullable().optional() }).strict(),
+  z.object({ role: z.literal("tool"), ...messageFields, tool_call_id: z.string().min(1) }).strict(),
+]);
 /** Internal message: the public one plus images for vision requests. */
 export type ChatMessage = {
   role: "system" | "user" | "assistant" | "tool";

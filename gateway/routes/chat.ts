@@ -3,6 +3,7 @@
 // event are ordinary JSON errors with their status; after it, a final
 // {"error"} event then [DONE]. A client disconnect aborts the upstream call.
 import { isTroupeError } from "../../core/errors.ts";
+import { modelIdSchema } from "../../providers/catalogue.ts";
 import type { Router, RoutedChatRequest } from "../../providers/router.ts";
 import {
   chatCompletionRequestSchema,
@@ -56,8 +57,8 @@ export function toRoutedChat(body: ChatCompletionRequest): RoutedChatRequest {
       (m): ChatMessage => ({
         role: m.role,
         content: m.content ?? "",
-        ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}),
-        ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
+        ...(m.role === "assistant" && m.tool_calls ? { tool_calls: m.tool_calls } : {}),
+        ...(m.role === "tool" ? { tool_call_id: m.tool_call_id } : {}),
       }),
     ),
   };
@@ -94,6 +95,7 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionReq
 }
 
 export function chatRoutes(deps: AiRouteDeps) {
+  const body = chatCompletionRequestSchema.extend({ model: modelIdSchema(deps.router.catalogue, { category: "text" }).nullable().optional() });
   return [
     defineRoute({
       method: "post",
@@ -102,7 +104,7 @@ export function chatRoutes(deps: AiRouteDeps) {
       tag: "chat",
       auth: "api_key",
       scope: "chat",
-      body: chatCompletionRequestSchema,
+      body,
       responses: { 200: chatResultSchema },
       streams: true,
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
