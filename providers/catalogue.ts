@@ -178,6 +178,30 @@ export function modelIdSchema(catalogue: Catalogue, need: Need) {
   });
 }
 
+/**
+ * A routed request's `model` as one rule for server and document: `model`
+ * (an id from `modelIdSchema`, or null) is required when routing_strategy is
+ * manual (OpenAPI: if/then), which the router would otherwise refuse.
+ */
+export function withModel<Shape extends z.core.$ZodShape, Config extends z.core.$ZodObjectConfig, M extends z.ZodType>(
+  schema: z.ZodObject<Shape, Config>,
+  model: M,
+) {
+  return schema
+    .extend({ model })
+    .refine(
+      (body) => {
+        const b = body as { routing_strategy?: unknown; model?: unknown };
+        return b.routing_strategy !== "manual" || b.model != null;
+      },
+      { path: ["model"], message: "routing_strategy manual needs a model" },
+    )
+    .meta({
+      if: { properties: { routing_strategy: { const: "manual" } }, required: ["routing_strategy"] },
+      then: { properties: { model: { type: "string" } }, required: ["model"] },
+    });
+}
+
 /** Why the model cannot serve the request, or undefined when it can. */
 export function capabilityProblem(m: ModelEntry, need: Need): string | undefined {
   if (!serves(m, need.category)) {

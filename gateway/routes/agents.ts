@@ -10,7 +10,7 @@ import type { ConversationDirectory } from "../../actors/conversation/directory.
 import { conversationSchema, conversationSummarySchema } from "../../actors/conversation/types.ts";
 import { uuid } from "../../core/ids.ts";
 import { text } from "../../core/text-schema.ts";
-import { modelIdSchema } from "../../providers/catalogue.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import type { Router } from "../../providers/router.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
@@ -58,7 +58,7 @@ function conversationId(params: Record<string, string>): string {
 export function agentRoutes(deps: AgentRouteDeps) {
   const { actors, conversation } = deps;
   // An agent's model must serve text with tools: the schema says which ids those are.
-  const body = createBody.extend({ model: modelIdSchema(deps.router.catalogue, { category: "text", tools: true }).nullable().default(null) });
+  const body = withModel(createBody, modelIdSchema(deps.router.catalogue, { category: "text", tools: true }).nullable().default(null));
   return [
     defineRoute({
       method: "post",

@@ -3,7 +3,7 @@
 // event are ordinary JSON errors with their status; after it, a final
 // {"error"} event then [DONE]. A client disconnect aborts the upstream call.
 import { isTroupeError } from "../../core/errors.ts";
-import { modelIdSchema } from "../../providers/catalogue.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import type { Router, RoutedChatRequest } from "../../providers/router.ts";
 import {
   chatCompletionRequestSchema,
@@ -95,7 +95,7 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionReq
 }
 
 export function chatRoutes(deps: AiRouteDeps) {
-  const body = chatCompletionRequestSchema.extend({ model: modelIdSchema(deps.router.catalogue, { category: "text" }).nullable().optional() });
+  const body = withModel(chatCompletionRequestSchema, modelIdSchema(deps.router.catalogue, { category: "text" }).nullable().optional());
   return [
     defineRoute({
       method: "post",

@@ -1,7 +1,7 @@
 // POST /v1/embeddings (spec §4.2): batches of texts, routed like chat.
 // (/v1/embeddings/index and /search live with the vector index work.)
 import { z } from "zod";
-import { modelIdSchema } from "../../providers/catalogue.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { embeddingRequestSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import { recordUsage, type AiRouteDeps } from "./chat.ts";
@@ -14,7 +14,7 @@ export const embeddingResponseSchema = z.object({
 });
 
 export function embeddingRoutes(deps: AiRouteDeps) {
-  const body = embeddingRequestSchema.extend({ model: modelIdSchema(deps.router.catalogue, { category: "embedding" }).nullable().optional() });
+  const body = withModel(embeddingRequestSchema, modelIdSchema(deps.router.catalogue, { category: "embedding" }).nullable().optional());
   return [
     defineRoute({
       method: "post",

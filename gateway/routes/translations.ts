@@ -1,7 +1,7 @@
 // POST /v1/translations (DESIGN.md §4 Translation): a fixed instruction on a
 // chat model of category `translation`.
 import { z } from "zod";
-import { modelIdSchema } from "../../providers/catalogue.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { translate, translationRequestSchema } from "../../providers/translation.ts";
 import { defineRoute, json } from "../route.ts";
 import { recordUsage, type AiRouteDeps } from "./chat.ts";
@@ -15,7 +15,7 @@ export const translationResponseSchema = z.object({
 });
 
 export function translationRoutes(deps: AiRouteDeps) {
-  const body = translationRequestSchema.extend({ model: modelIdSchema(deps.router.catalogue, { category: "translation" }).nullable().optional() });
+  const body = withModel(translationRequestSchema, modelIdSchema(deps.router.catalogue, { category: "translation" }).nullable().optional());
   return [
     defineRoute({
       method: "post",

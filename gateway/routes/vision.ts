@@ -1,7 +1,7 @@
 // POST /v1/vision/analyze (DESIGN.md §4 Vision): the image goes to a
 // multimodal model in its provider's own image format.
 import { z } from "zod";
-import { modelIdSchema } from "../../providers/catalogue.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { analyzeImage, visionRequestSchema } from "../../providers/vision.ts";
 import { defineRoute, json } from "../route.ts";
 import { recordUsage, type AiRouteDeps } from "./chat.ts";
@@ -15,7 +15,7 @@ export const visionResponseSchema = z.object({
 });
 
 export function visionRoutes(deps: AiRouteDeps) {
-  const body = visionRequestSchema.extend({ model: modelIdSchema(deps.router.catalogue, { category: "vision" }).nullable().optional() });
+  const body = withModel(visionRequestSchema, modelIdSchema(deps.router.catalogue, { category: "vision" }).nullable().optional());
   return [
     defineRoute({
       method: "post",
