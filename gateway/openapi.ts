@@ -3,6 +3,7 @@
 // errors (its own plus those its credential kind implies) are listed.
 import { z } from "zod";
 import { errorCatalog, type ErrorCode } from "../core/errors.ts";
+import { streamEventSchema } from "../providers/types.ts";
 import type { RouteDefinition } from "./route.ts";
 
 type JsonObject = Record<string, unknown>;
@@ -29,6 +30,25 @@ function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
   delete json["$schema"];
   return json;
 }
+
+/**
+ * One Server-Sent Event of a streamed chat (OpenAPI 3.1: `schema` of an event
+ * stream describes each event): `data` is a JSON stream event, or the final
+ * `[DONE]`.
+ */
+const sseEventSchema: JsonObject = {
+  type: "object",
+  required: ["data"],
+  properties: {
+    event: { type: "string" },
+    data: {
+      type: "string",
+      if: { const: "[DONE]" },
+      else: { contentMediaType: "application/json", contentSchema: toSchema(streamEventSchema, "output") },
+    },
+  },
+  description: "Server-Sent Events: data lines carrying a delta, a tool call, the finish (or an error), then [DONE]; see the README",
+};
 
 function impliedErrors(route: RouteDefinition): ErrorCode[] {
   const codes: ErrorCode[] = ["internal_error"];
@@ -65,7 +85,7 @@ export function buildOpenApi(
     for (const [status, schema] of Object.entries(route.responses)) {
       const content: JsonObject = {};
       if (schema) content["application/json"] = { schema: toSchema(schema, "output") };
-      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: { type: "string", description: "Server-Sent Events; see the README" } };
+      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: sseEventSchema };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }
     const codes = new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? [])]);
