@@ -1,5 +1,6 @@
 // Schemas shared by several routes: pagination, list envelopes, and the
 // tenancy records as returned (for OpenAPI).
+import { domainToUnicode } from "node:url";
 import { z } from "zod";
 import { text } from "../core/text-schema.ts";
 import { cursorPattern } from "../tenancy/store.ts";
@@ -39,7 +40,14 @@ const emailPattern =
 export const email = z
   .email({ pattern: emailPattern })
   .max(254)
-  .refine((e) => e.indexOf("@") <= 64, "the part before @ must be at most 64 characters");
+  .refine((e) => e.indexOf("@") <= 64, "the part before @ must be at most 64 characters")
+  .refine((e) => e.slice(e.indexOf("@") + 1).split(".").every(validLabel), "not a valid domain name (IDNA)");
+
+/** "--" in a label's 3rd-4th characters is reserved for punycode (xn--), which must then decode (IDNA 2008). */
+function validLabel(label: string): boolean {
+  if (label.slice(2, 4) !== "--") return true;
+  return label.toLowerCase().startsWith("xn--") && domainToUnicode(label) !== "";
+}
 
 export const scopeList = z.array(z.enum(scopeValues, { error: `must be one of ${scopeValues.join(", ")}` })).max(scopeValues.length);
 

@@ -117,6 +117,9 @@ t.test("email: format email (RFC 5321 lengths) within the documented pattern", a
   t.equal((await signupAs(`${"b".repeat(64)}@example.com`)).status, 201, "64 accepted");
   t.equal((await signupAs("someone@-example.com")).status, 400, "a label starting with - refused");
   t.notOk(pattern.test("someone@-example.com"));
+  t.equal((await signupAs("someone@ru--example.com")).status, 400, "-- in a label's 3rd-4th characters is reserved (IDNA)");
+  t.equal((await signupAs("someone@xn--abc.com")).status, 400, "punycode that does not decode refused");
+  t.equal((await signupAs("someone@xn--80ak6aa92e.com")).status, 201, "valid punycode accepted");
 });
 
 t.test("cursor: a documented format; anything else is a 400, never the first page", async (t) => {
