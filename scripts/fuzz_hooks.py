@@ -16,6 +16,8 @@ broken. Keep in step with
 providers/validate-chat.ts, gateway/routes/agents.ts and the catalogue.
 """
 
+import copy
+
 import schemathesis
 from schemathesis.generation import GenerationMode
 
@@ -110,5 +112,10 @@ def map_case(context, case):
     meta = case.meta
     positive = meta is not None and meta.generation.mode == GenerationMode.POSITIVE
     if fix is not None and positive and isinstance(case.body, dict):
-        fix(case.body)
+        # A fixed copy assigned whole: Schemathesis tracks in-place edits per
+        # key and would restore a deleted key from the generated value.
+        body = copy.deepcopy(case.body)
+        fix(body)
+        if body != case.body:
+            case.body = body
     return case
