@@ -43,19 +43,29 @@ env -u REDIS_URL -u ELASTICSEARCH_URL -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u 
   OUTBOUND_ALLOW_HOSTS=127.0.0.1,localhost \
   node gateway/main.ts >"$run_dir/troupe.log" 2>&1 &
 TROUPE_PID=$!
-for _ in $(seq 1 200); do curl -sf "$base/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -sf "$base/healthz" >/dev/null || { cat "$run_dir/troupe.log"; echo "troupe did not start" >&2; exit 1; }
+# HTTP through node (always here), so the script needs no curl.
+healthy() { node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$base/healthz"; }
+post() { # url [bearer] body -> response body; exits non-zero on a non-2xx answer
+  node -e '
+    const [url, token, body] = process.argv.slice(1);
+    const headers = { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) };
+    fetch(url, { method: "POST", headers, body }).then(async (r) => {
+      const text = await r.text();
+      if (!r.ok) { console.error(`${r.status} ${text}`); process.exit(1); }
+      process.stdout.write(text);
+    });' "$@"
+}
+for _ in $(seq 1 100); do healthy && break; sleep 0.2; done
+healthy || { cat "$run_dir/troupe.log"; echo "troupe did not start" >&2; exit 1; }
 
 # A user (session token) and, in its development environment, a key with
 # every scope and a rate limit the run cannot reach: the fuzzer checks the
 # schema, not the limiter (429 is documented and tested elsewhere).
-signup=$(curl -sf "$base/v1/auth/signup" -H 'content-type: application/json' \
-  -d '{"email":"fuzz@example.com","password":"a long fuzzing passphrase","name":"Fuzz"}')
+signup=$(post "$base/v1/auth/signup" "" '{"email":"fuzz@example.com","password":"a long fuzzing passphrase","name":"Fuzz"}')
 field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1], {}, {"d": d}))' "$1"; }
 session=$(echo "$signup" | field 'd["session_token"]')
 env_id=$(echo "$signup" | field '[e["environment"]["id"] for e in d["environments"] if not e["environment"]["production"]][0]')
-api_key=$(curl -sf "$base/v1/environments/$env_id/api-keys" -H "authorization: Bearer $session" -H 'content-type: application/json' \
-  -d '{"name":"fuzz","rate_limit_per_minute":10000000}' | field 'd["key"]')
+api_key=$(post "$base/v1/environments/$env_id/api-keys" "$session" '{"name":"fuzz","rate_limit_per_minute":10000000}' | field 'd["key"]')
 
 failed=0
 for pass in api-key session; do
