@@ -85,8 +85,14 @@ for pass in api-key session; do
 done
 
 # Both summaries together at the end, where CI logs are read.
+total=0
 for pass in api-key session; do
   printf '\n=== %s pass summary\n' "$pass"
   sed -n '/= SUMMARY =/,$p' "$run_dir/$pass.out"
+  n=$(sed -n 's/^ *\([0-9]*\) generated.*/\1/p' "$run_dir/$pass.out" | tail -1)
+  total=$((total + ${n:-0}))
 done
+# The run must stay large enough to mean something (issue 11: >= 5,000).
+printf '\n=== %s test cases in both passes (minimum %s)\n' "$total" "${FUZZ_MIN_CASES:-5000}"
+((total >= ${FUZZ_MIN_CASES:-5000})) || failed=1
 exit "$failed"
