@@ -78,7 +78,7 @@ for pass in api-key session; do
     --exclude-path /v1/auth/logout \
     --seed "$seed" --max-examples "$examples" --workers "$workers" \
     --generation-database none --no-color \
-    --report junit --report-dir "${FUZZ_REPORT_DIR:-$run_dir/report}/$pass" 2>&1 | tee "$run_dir/$pass.out"
+    --report junit --report-dir "${FUZZ_REPORT_DIR:-.cache/fuzz-report}/$pass" 2>&1 | tee "$run_dir/$pass.out"
   status=${PIPESTATUS[0]}
   set -e
   ((status == 0)) || failed=1
