@@ -5,6 +5,7 @@
 // a GET answering 101.
 import { z } from "zod";
 import { errorCatalog, type ErrorCode } from "../core/errors.ts";
+import { streamEventSchema } from "../providers/types.ts";
 import { paramNamesOf, type RouteDefinition, type WsRouteDefinition } from "./route.ts";
 
 type JsonObject = Record<string, unknown>;
@@ -67,6 +68,25 @@ function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
   delete json["$schema"];
   return json;
 }
+
+/**
+ * One Server-Sent Event of a streamed chat (OpenAPI 3.1: `schema` of an event
+ * stream describes each event): `data` is a JSON stream event, or the final
+ * `[DONE]`.
+ */
+const sseEventSchema: JsonObject = {
+  type: "object",
+  required: ["data"],
+  properties: {
+    event: { type: "string" },
+    data: {
+      type: "string",
+      if: { const: "[DONE]" },
+      else: { contentMediaType: "application/json", contentSchema: toSchema(streamEventSchema, "output") },
+    },
+  },
+  description: "Server-Sent Events: data lines carrying a delta, a tool call, the finish (or an error), then [DONE]; see the README",
+};
 
 /** What the error list and security of an operation depend on; HTTP and WebSocket routes both have it. */
 type Admitted = Pick<RouteDefinition, "auth" | "refusesApiKeys" | "scope" | "body" | "query" | "errors">;
@@ -135,7 +155,7 @@ export function buildOpenApi(routes: RouteDefinition[], info: { title: string; v
     for (const [status, schema] of Object.entries(route.responses)) {
       const content: JsonObject = {};
       if (schema) content["application/json"] = { schema: toSchema(schema, "output") };
-      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: { type: "string", description: "Server-Sent Events; see the README" } };
+      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: sseEventSchema };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }
     Object.assign(responses, routeErrorResponses(route));
@@ -148,7 +168,11 @@ export function buildOpenApi(routes: RouteDefinition[], info: { title: string; v
       security: security(route),
     };
     if (route.scope) operation["x-troupe-scope"] = route.scope;
-    if (route.body) operation["requestBody"] = { required: true, content: { "application/json": { schema: toSchema(route.body, "input") } } };
+    if (route.body) {
+      // The server reads an empty body as {} (server.ts), so the body is required exactly when {} is refused.
+      const required = !route.body.safeParse({}).success;
+      operation["requestBody"] = { required, content: { "application/json": { schema: toSchema(route.body, "input") } } };
+    }
     paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
   }
   for (const [path, description] of [

@@ -162,6 +162,46 @@ export interface Need {
   dimensions?: number | null | undefined;
 }
 
+/**
+ * `model` as a route accepts it: the ids of the models serving `need`, from
+ * the catalogue loaded at start (so OpenAPI lists them as an `enum` and an
+ * unknown or wrong-category id is refused by the same schema).
+ */
+export function modelIdSchema(catalogue: Catalogue, need: Need) {
+  const ids = catalogue.models.filter((m) => capabilityProblem(m, need) === undefined).map((m) => m.id);
+  return z.enum(ids as [string, ...string[]], {
+    error: (issue) => {
+      const entry = typeof issue.input === "string" ? catalogue.get(issue.input) : undefined;
+      const why = (entry && capabilityProblem(entry, need)) ?? `unknown model ${JSON.stringify(issue.input)}`;
+      return `${why} (GET /v1/models?category=${need.category} lists the models that can)`;
+    },
+  });
+}
+
+/**
+ * A routed request's `model` as one rule for server and document: `model`
+ * (an id from `modelIdSchema`, or null) is required when routing_strategy is
+ * manual (OpenAPI: if/then), which the router would otherwise refuse.
+ */
+export function withModel<Shape extends z.core.$ZodShape, Config extends z.core.$ZodObjectConfig, M extends z.ZodType>(
+  schema: z.ZodObject<Shape, Config>,
+  model: M,
+) {
+  return schema
+    .extend({ model })
+    .refine(
+      (body) => {
+        const b = body as { routing_strategy?: unknown; model?: unknown };
+        return b.routing_strategy !== "manual" || b.model != null;
+      },
+      { path: ["model"], message: "routing_strategy manual needs a model" },
+    )
+    .meta({
+      if: { properties: { routing_strategy: { const: "manual" } }, required: ["routing_strategy"] },
+      then: { properties: { model: { type: "string" } }, required: ["model"] },
+    });
+}
+
 /** Why the model cannot serve the request, or undefined when it can. */
 export function capabilityProblem(m: ModelEntry, need: Need): string | undefined {
   if (!serves(m, need.category)) {

@@ -5,22 +5,29 @@
 // normalizing a mapper used to do (null content → "", the OpenAI form of
 // tool_choice → `{ name }`); OpenAPI documents the input side of them.
 import { z } from "zod";
-import { routingStrategySchema, toolCallSchema, toolDefinitionSchema, type ImageInput, type RoutingStrategy } from "./types.ts";
+import { routingStrategySchema, toolCallSchema, toolDefinitionSchema, type ImageInput, type RoutingStrategy, type ToolCall } from "./types.ts";
 
-export const chatMessageSchema = z
-  .object({
-    id: z.string().optional(),
-    role: z.enum(["system", "user", "assistant", "tool"]),
-    // OpenAI clients send null content on an assistant message that only calls tools.
-    content: z
-      .string()
-      .nullable()
-      .default("")
-      .transform((c) => c ?? ""),
-    tool_calls: z.array(toolCallSchema).nullable().optional(),
-    tool_call_id: z.string().nullable().optional(),
-  })
-  .strict();
+// OpenAI clients send null content on an assistant message that only calls tools.
+const messageFields = {
+  id: z.string().optional(),
+  content: z
+    .string()
+    .nullable()
+    .default("")
+    .transform((c) => c ?? ""),
+};
+
+/**
+ * A message, one shape per role (OpenAPI: `oneOf`): only assistant messages
+ * carry `tool_calls`, and a tool message must name the call it answers. What
+ * a schema cannot say (that the call exists earlier) is validate-chat.ts.
+ */
+export const chatMessageSchema = z.discriminatedUnion("role", [
+  z.object({ role: z.literal("system"), ...messageFields }).strict(),
+  z.object({ role: z.literal("user"), ...messageFields }).strict(),
+  z.object({ role: z.literal("assistant"), ...messageFields, tool_calls: z.array(toolCallSchema).nullable().optional() }).strict(),
+  z.object({ role: z.literal("tool"), ...messageFields, tool_call_id: z.string().min(1) }).strict(),
+]);
 
 /** "auto" (model decides), "none", "required" (some tool), or one named tool (also accepted in OpenAI's form). */
 export const toolChoiceSchema = z.union([
@@ -49,11 +56,18 @@ export const chatRequestSchema = z
 type ParsedChatRequest = z.infer<typeof chatRequestSchema>;
 
 /**
- * A message as adapters see it: a parsed one, or one an internal caller
- * built. Vision attaches images to a user message; the public body has no
- * such field (it refuses it).
+ * A message as adapters see it: a parsed one (each role's shape fits it), or
+ * one an internal caller built. Vision attaches images to a user message;
+ * the public body has no such field (it refuses it).
  */
-export type ChatMessage = ParsedChatRequest["messages"][number] & { images?: ImageInput[] | undefined };
+export interface ChatMessage {
+  id?: string | undefined;
+  role: ParsedChatRequest["messages"][number]["role"];
+  content: string;
+  tool_calls?: ToolCall[] | null | undefined;
+  tool_call_id?: string | null | undefined;
+  images?: ImageInput[] | undefined;
+}
 
 /**
  * What the router and adapters take: the parsed request, whose messages may

@@ -89,16 +89,21 @@ export interface DataStore {
   close(): Promise<void>;
 }
 
-/** Cursor = "<score>:<member>" of the last item of the previous page. */
+/**
+ * Cursor = "<score>.<member as base64url>" of the last item of the previous
+ * page. Every string matching `cursorPattern` decodes to a position, so the
+ * gateway can document and enforce the format with one pattern: a cursor
+ * either has the format (and pages from there) or is a 400, never silently
+ * the first page. Scores are integer milliseconds.
+ */
+export const cursorPattern = /^[0-9]{1,16}\.[A-Za-z0-9_-]{1,400}$/;
+
 export function encodeCursor(score: number, member: string): string {
-  return Buffer.from(`${score}:${member}`).toString("base64url");
+  return `${Math.max(0, Math.trunc(score))}.${Buffer.from(member).toString("base64url")}`;
 }
 
 export function decodeCursor(cursor: string): { score: number; member: string } | undefined {
-  const text = Buffer.from(cursor, "base64url").toString("utf8");
-  const at = text.indexOf(":");
-  if (at < 1) return undefined;
-  const score = Number(text.slice(0, at));
-  if (!Number.isFinite(score)) return undefined;
-  return { score, member: text.slice(at + 1) };
+  if (!cursorPattern.test(cursor)) return undefined;
+  const dot = cursor.indexOf(".");
+  return { score: Number(cursor.slice(0, dot)), member: Buffer.from(cursor.slice(dot + 1), "base64url").toString("utf8") };
 }

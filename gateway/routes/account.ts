@@ -3,7 +3,9 @@
 import { z } from "zod";
 import type { AccountService } from "../../tenancy/accounts.ts";
 import { defineRoute, json } from "../route.ts";
+import { text } from "../../core/text-schema.ts";
 import {
+  email,
   environmentSchema,
   environmentWithKeySchema,
   invitationSchema,
@@ -122,7 +124,7 @@ export function accountRoutes(accounts: AccountService) {
       summary: "Invite someone by email with a role; the token is shown once",
       tag: "organizations",
       auth: "session",
-      body: z.object({ email: z.email().max(254), role: roleSchema }).strict(),
+      body: z.object({ email, role: roleSchema }).strict(),
       responses: { 201: z.object({ invitation: invitationSchema, token: z.string() }) },
       errors: ["not_found"],
       handler: async (ctx) => json(201, await accounts.invitations.create(ctx.auth.userId, ctx.params.org_id, ctx.body)),
@@ -133,7 +135,7 @@ export function accountRoutes(accounts: AccountService) {
       summary: "Accept an invitation sent to your email",
       tag: "organizations",
       auth: "session",
-      body: z.object({ token: z.string().min(1).max(200) }).strict(),
+      body: z.object({ token: text({ min: 1, max: 200 }) }).strict(),
       responses: { 200: membershipSchema },
       errors: ["not_found", "conflict"],
       handler: async (ctx) => json(200, await accounts.invitations.accept(ctx.auth.userId, ctx.body.token)),

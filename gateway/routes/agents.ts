@@ -9,6 +9,8 @@ import type { ConversationActorDefinition } from "../../actors/conversation/conv
 import type { ConversationDirectory } from "../../actors/conversation/directory.ts";
 import { conversationSchema, conversationSummarySchema } from "../../actors/conversation/types.ts";
 import { uuid } from "../../core/ids.ts";
+import { text } from "../../core/text-schema.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import type { Router } from "../../providers/router.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
@@ -28,17 +30,17 @@ const MAX_CUSTOM_TOOLS = 64;
 
 const createBody = z
   .object({
-    model: z.string().min(1).nullable().default(null),
+    model: z.string().nullable().default(null),
     routing_strategy: routingStrategySchema.default("auto"),
     system_prompt: z.string().max(MAX_MESSAGE_CHARS).default(""),
     tools: z.array(toolDefinitionSchema).max(MAX_CUSTOM_TOOLS).default([]),
   })
   .strict();
-const messageBody = z.object({ content: z.string().min(1, "must not be empty").max(MAX_MESSAGE_CHARS) }).strict();
+const messageBody = z.object({ content: text({ min: 1, max: MAX_MESSAGE_CHARS }) }).strict();
 const toolOutputsBody = z
   .object({
     outputs: z
-      .array(z.object({ tool_call_id: z.string().min(1), output: z.string().max(MAX_MESSAGE_CHARS) }).strict())
+      .array(z.object({ tool_call_id: z.string().min(1), output: text({ max: MAX_MESSAGE_CHARS }) }).strict())
       .min(1, "must answer the pending tool calls"),
   })
   .strict();
@@ -53,6 +55,8 @@ function conversationId(id: string): string {
 
 export function agentRoutes(deps: AgentRouteDeps) {
   const { actors, conversation } = deps;
+  // An agent's model must serve text with tools: the schema says which ids those are.
+  const body = withModel(createBody, modelIdSchema(deps.router.catalogue, { category: "text", tools: true }).nullable().default(null));
   return [
     defineRoute({
       method: "post",
@@ -61,7 +65,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       tag: "agents",
       auth: "api_key",
       scope: "agents",
-      body: createBody,
+      body,
       responses: { 201: conversationSchema },
       errors: ["no_provider_available"],
       handler: async (ctx) => {

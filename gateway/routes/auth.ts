@@ -6,19 +6,20 @@ import type { TenancyConfig } from "../../core/config.ts";
 import type { AccountService, SessionGrant } from "../../tenancy/accounts.ts";
 import { csrfCookie, sessionCookie } from "../authenticate.ts";
 import { defineRoute, json, type RouteContext } from "../route.ts";
-import { environmentWithKeySchema, name, organizationSchema, projectSchema, sessionGrantSchema, userSchema } from "../schemas.ts";
+import { text } from "../../core/text-schema.ts";
+import { email, environmentWithKeySchema, name, organizationSchema, projectSchema, sessionGrantSchema, userSchema } from "../schemas.ts";
 
 const signupBody = z
   .object({
-    email: z.email().max(254),
-    password: z.string().min(10, "must be at least 10 characters").max(1024),
+    email,
+    password: text({ min: 10, max: 1024 }),
     name: name.optional(),
     organization_name: name.optional(),
   })
   .strict();
 
 // Login takes any password string: a wrong one is a 401 whatever its length.
-const loginBody = z.object({ email: z.string().max(1024), password: z.string().max(1024 * 1024) }).strict();
+const loginBody = z.object({ email: text({ max: 1024 }), password: text({ max: 1024 * 1024 }) }).strict();
 
 function setSessionCookies(ctx: RouteContext<unknown, unknown>, grant: SessionGrant, ttlSeconds: number): void {
   ctx.setCookie({ name: sessionCookie, value: grant.session_token, maxAgeSeconds: ttlSeconds, httpOnly: true });

@@ -4,6 +4,7 @@
 // {"error"} event then [DONE]. A client disconnect aborts the upstream call.
 import { z } from "zod";
 import { isTroupeError } from "../../core/errors.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { chatRequestSchema } from "../../providers/chat-request.ts";
 import { chatResultSchema, isFinish, type StreamEvent } from "../../providers/types.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
@@ -14,7 +15,7 @@ import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
  * live in providers/chat-request.ts) plus how to answer. The parsed body goes
  * to the router as it is.
  */
-export const chatCompletionBodySchema = chatRequestSchema.extend({ stream: z.boolean().default(false) });
+const chatCompletionBodySchema = chatRequestSchema.extend({ stream: z.boolean().default(false) });
 type ChatCompletionBody = z.infer<typeof chatCompletionBodySchema>;
 
 async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBody, undefined>): Promise<typeof streamed> {
@@ -48,6 +49,8 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBod
 }
 
 export function chatRoutes(deps: AiRouteDeps) {
+  // `model` is one of the catalogue's text models (an enum in the document), required when routing is manual.
+  const body = withModel(chatCompletionBodySchema, modelIdSchema(deps.router.catalogue, { category: "text" }).nullable().optional());
   return [
     defineRoute({
       method: "post",
@@ -56,7 +59,7 @@ export function chatRoutes(deps: AiRouteDeps) {
       tag: "chat",
       auth: "api_key",
       scope: "chat",
-      body: chatCompletionBodySchema,
+      body,
       responses: { 200: chatResultSchema },
       streams: true,
       errors: ["provider_error", "no_provider_available", "provider_timeout"],

@@ -1,6 +1,7 @@
 // POST /v1/embeddings (spec §4.2): batches of texts, routed like chat.
 // (/v1/embeddings/index and /search live with the vector index work.)
 import { z } from "zod";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { embeddingRequestSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
@@ -13,6 +14,7 @@ export const embeddingResponseSchema = z.object({
 });
 
 export function embeddingRoutes(deps: AiRouteDeps) {
+  const body = withModel(embeddingRequestSchema, modelIdSchema(deps.router.catalogue, { category: "embedding" }).nullable().optional());
   return [
     defineRoute({
       method: "post",
@@ -21,7 +23,7 @@ export function embeddingRoutes(deps: AiRouteDeps) {
       tag: "embeddings",
       auth: "api_key",
       scope: "embeddings",
-      body: embeddingRequestSchema,
+      body,
       responses: { 200: embeddingResponseSchema },
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {

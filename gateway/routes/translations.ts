@@ -1,6 +1,7 @@
 // POST /v1/translations (DESIGN.md §4 Translation): a fixed instruction on a
 // chat model of category `translation`.
 import { z } from "zod";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { translate, translationRequestSchema } from "../../providers/translation.ts";
 import { defineRoute, json } from "../route.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
@@ -14,6 +15,7 @@ export const translationResponseSchema = z.object({
 });
 
 export function translationRoutes(deps: AiRouteDeps) {
+  const body = withModel(translationRequestSchema, modelIdSchema(deps.router.catalogue, { category: "translation" }).nullable().optional());
   return [
     defineRoute({
       method: "post",
@@ -22,7 +24,7 @@ export function translationRoutes(deps: AiRouteDeps) {
       tag: "translation",
       auth: "api_key",
       scope: "translation",
-      body: translationRequestSchema,
+      body,
       responses: { 200: translationResponseSchema },
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {

@@ -4,19 +4,20 @@
 import { z } from "zod";
 import type { OrgIndex } from "../../vectors/org-index.ts";
 import { MAX_CONTENT_CHARS } from "../../vectors/org-index.ts";
+import { text } from "../../core/text-schema.ts";
 import { MAX_TOP_K } from "../../vectors/vector-index.ts";
 import { defineRoute, json } from "../route.ts";
 
 const indexBody = z
   .object({
-    content: z.string().min(1, "must not be empty").max(MAX_CONTENT_CHARS),
+    content: text({ min: 1, max: MAX_CONTENT_CHARS, nonBlank: true }),
     metadata: z.record(z.string(), z.unknown()).default({}),
   })
   .strict();
 
 const searchBody = z
   .object({
-    query: z.string().min(1, "must not be empty").max(MAX_CONTENT_CHARS),
+    query: text({ min: 1, max: MAX_CONTENT_CHARS, nonBlank: true }),
     top_k: z.number().int().min(1).max(MAX_TOP_K).default(5),
   })
   .strict();

@@ -1,6 +1,7 @@
 // POST /v1/vision/analyze (DESIGN.md §4 Vision): the image goes to a
 // multimodal model in its provider's own image format.
 import { z } from "zod";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { analyzeImage, visionRequestSchema } from "../../providers/vision.ts";
 import { defineRoute, json } from "../route.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
@@ -14,6 +15,7 @@ export const visionResponseSchema = z.object({
 });
 
 export function visionRoutes(deps: AiRouteDeps) {
+  const body = withModel(visionRequestSchema, modelIdSchema(deps.router.catalogue, { category: "vision" }).nullable().optional());
   return [
     defineRoute({
       method: "post",
@@ -22,7 +24,7 @@ export function visionRoutes(deps: AiRouteDeps) {
       tag: "vision",
       auth: "api_key",
       scope: "vision",
-      body: visionRequestSchema,
+      body,
       responses: { 200: visionResponseSchema },
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {

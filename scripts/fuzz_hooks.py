@@ -1,0 +1,121 @@
+"""Schemathesis hooks for `npm run fuzz`: the request rules JSON Schema cannot state.
+
+The OpenAPI document states every rule a schema can (types, enums, patterns,
+lengths, oneOf by role, if/then). What remains relates one part of a body to
+another and is refused by the server with a 400 that names the field:
+
+- a `tool` message answers a tool call of an earlier assistant message, once;
+  tool call ids are unique; at least one message is not a system message;
+- tool names are unique, and agents' tools avoid the built-in names;
+- `tool_choice` other than auto/none needs tools, and names a declared one;
+- an embedding model without custom dimensions takes only its own dimension.
+
+Positive (schema-valid) generated bodies are brought within these rules
+before they are sent; negative ones are left alone, so what they break stays
+broken. Keep in step with
+providers/validate-chat.ts, gateway/routes/agents.ts and the catalogue.
+"""
+
+import copy
+
+import schemathesis
+from schemathesis.generation import GenerationMode
+
+# actors/conversation/builtin-tools.ts: reservedToolNames.
+RESERVED_TOOL_NAMES = {"search_memory", "remember", "generate_video"}
+# providers/catalogue.json: embedding models without custom_dimensions, and their dimension.
+FIXED_DIMENSIONS = {"embed-english-v3.0": 1024}
+
+
+def _unique_tool_names(tools, reserved=frozenset()):
+    if not isinstance(tools, list):
+        return
+    seen = set(reserved)
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            continue
+        name = tool["name"]
+        if name in seen:
+            suffix = f"_{i}"
+            name = (name[: 64 - len(suffix)] + suffix) if name else f"t{suffix}"
+            tool["name"] = name
+        seen.add(name)
+
+
+def _tool_names(tools):
+    if not isinstance(tools, list):
+        return []
+    return [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def _chat(body):
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        open_calls, seen = [], set()
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict):
+                continue
+            calls = m.get("tool_calls")
+            if m.get("role") == "assistant" and isinstance(calls, list):
+                for j, call in enumerate(calls):
+                    if isinstance(call, dict) and isinstance(call.get("id"), str):
+                        if call["id"] in seen:
+                            call["id"] = f"{call['id']}_{i}_{j}"
+                        seen.add(call["id"])
+                        open_calls.append(call["id"])
+            if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
+                if m["tool_call_id"] in open_calls:
+                    open_calls.remove(m["tool_call_id"])
+                elif open_calls:
+                    m["tool_call_id"] = open_calls.pop(0)
+                else:
+                    # Nothing to answer: the same text as a user message.
+                    del m["tool_call_id"]
+                    m["role"] = "user"
+        if messages and all(isinstance(m, dict) and m.get("role") == "system" for m in messages):
+            messages.append({"role": "user", "content": "Hello"})
+    _unique_tool_names(body.get("tools"))
+    names = _tool_names(body.get("tools"))
+    choice = body.get("tool_choice")
+    if choice == "required" and not names:
+        body["tool_choice"] = "auto"
+    elif isinstance(choice, dict):
+        target = choice.get("function") if choice.get("type") == "function" else choice
+        if isinstance(target, dict) and isinstance(target.get("name"), str) and target["name"] not in names:
+            if names:
+                target["name"] = names[0]
+            else:
+                body["tool_choice"] = "auto"
+
+
+def _embeddings(body):
+    model = body.get("model")
+    fixed = FIXED_DIMENSIONS.get(model) if isinstance(model, str) else None
+    if fixed is not None and isinstance(body.get("dimensions"), int) and body["dimensions"] != fixed:
+        body["dimensions"] = fixed
+
+
+def _agent(body):
+    _unique_tool_names(body.get("tools"), RESERVED_TOOL_NAMES)
+
+
+FIXES = {
+    ("POST", "/v1/chat/completions"): _chat,
+    ("POST", "/v1/embeddings"): _embeddings,
+    ("POST", "/v1/agents/conversations"): _agent,
+}
+
+
+@schemathesis.hook
+def map_case(context, case):
+    fix = FIXES.get((case.operation.method.upper(), case.operation.path))
+    meta = case.meta
+    positive = meta is not None and meta.generation.mode == GenerationMode.POSITIVE
+    if fix is not None and positive and isinstance(case.body, dict):
+        # A fixed copy assigned whole: Schemathesis tracks in-place edits per
+        # key and would restore a deleted key from the generated value.
+        body = copy.deepcopy(case.body)
+        fix(body)
+        if body != case.body:
+            case.body = body
+    return case
