@@ -25,6 +25,7 @@ export function createVectorIndex(config: VectorsConfig, deps: VectorIndexDeps):
       index: config.elasticsearchIndex,
       model: config.indexModel,
       dimensions: deps.dimensions,
+      limits: config.limits,
       ...(logger ? { logger } : {}),
     });
   }
@@ -32,6 +33,7 @@ export function createVectorIndex(config: VectorsConfig, deps: VectorIndexDeps):
     directory: join(deps.dataDir, "vectors"),
     model: config.indexModel,
     dimensions: deps.dimensions,
+    limits: config.limits,
     ...(logger ? { logger } : {}),
   });
 }
