@@ -20,7 +20,6 @@ import { UsageRecorder } from "../tenancy/usage-recorder.ts";
 import { AccountService } from "../tenancy/accounts.ts";
 import { ApiKeyService } from "../tenancy/api-keys.ts";
 import { EmbeddedTenancyStore } from "../tenancy/embedded-store.ts";
-import { RedisTenancyStore } from "../tenancy/redis-store.ts";
 import type { TenancyStore } from "../tenancy/store.ts";
 import { createAuthenticator } from "./authenticate.ts";
 import type { RouteDefinition } from "./route.ts";
@@ -74,15 +73,19 @@ export interface RunningTroupe {
   stop(): Promise<void>;
 }
 
-export function createTenancyStore(config: Config, clock: Clock): TenancyStore {
-  if (config.redisUrl) return new RedisTenancyStore(config.redisUrl);
+/** The Redis store (ioredis) is imported only when REDIS_URL is set: the embedded start must not pay for it. */
+export async function createTenancyStore(config: Config, clock: Clock): Promise<TenancyStore> {
+  if (config.redisUrl) {
+    const { RedisTenancyStore } = await import("../tenancy/redis-store.ts");
+    return new RedisTenancyStore(config.redisUrl);
+  }
   mkdirSync(config.dataDir, { recursive: true });
   return new EmbeddedTenancyStore(config.dataDir, clock);
 }
 
 export async function startTroupe(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningTroupe> {
   const clock = options.clock ?? systemClock;
-  const store = createTenancyStore(config, clock);
+  const store = await createTenancyStore(config, clock);
   const apiKeys = new ApiKeyService(store, config.tenancy, clock, log);
   await apiKeys.start();
   const accounts = new AccountService(store, config.tenancy, clock, apiKeys);
@@ -95,7 +98,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   if (!indexModel || indexModel.category !== "embedding" || !dimensions) {
     throw new Error(`EMBEDDING_INDEX_MODEL ${config.vectors.indexModel} is not an embedding model with known dimensions in the catalogue`);
   }
-  const vectors = createVectorIndex(config.vectors, { dataDir: config.dataDir, dimensions, logger: log });
+  const vectors = await createVectorIndex(config.vectors, { dataDir: config.dataDir, dimensions, logger: log });
   await vectors.open();
   const embed: Embedder = async (texts, purpose, signal) => {
     const result = await router.embed(
@@ -116,7 +119,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     directory,
     events,
   });
-  const actors = createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
+  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
   actors.register([eraseDefinition(conversation)]);
   await actors.start();
 

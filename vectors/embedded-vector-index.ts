@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
 import { z } from "zod";
 import type { Logger } from "../core/log.ts";
-import { VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
+import { loadUsearch, VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
 import {
   assertSameIndexMeta,
   assertValidIndexMeta,
@@ -165,6 +165,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
   ): Promise<VectorSearchResult[]> {
     this.requireOpen();
     const query = checkQuery(organizationId, queryVector, topK, filter, this);
+    if (this.partitionOptions.kernel === "usearch") await loadUsearch();
     const partitions = this.organizations.get(query.organizationId);
     if (!partitions) return [];
     let hits: PartitionHit[] = [];

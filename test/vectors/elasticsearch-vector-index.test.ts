@@ -44,7 +44,7 @@ const harness: VectorIndexHarness = {
 t.test("shared suite", async (t) => vectorIndexSuite(t, harness));
 
 t.test("the mapping: float HNSW cosine, keyword org and kind, model in _meta", async (t) => {
-  const index = createVectorIndex(
+  const index = await createVectorIndex(
     { elasticsearchUrl: url, elasticsearchIndex: `${runPrefix}-factory`, indexModel: "simulated-embed", limits: defaultVectorLimits },
     { dataDir: "/nonexistent", dimensions: 8 },
   );

@@ -35,7 +35,7 @@ t.test("js kernel", async (t) => vectorIndexSuite(t, harness("js")));
 t.test("factory picks the embedded index under <dataDir>/vectors without ELASTICSEARCH_URL", async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), "troupe-vectors-factory-"));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const index = createVectorIndex({ elasticsearchUrl: undefined, elasticsearchIndex: "unused", indexModel: "simulated-embed", limits: defaultVectorLimits }, { dataDir, dimensions: 8 });
+  const index = await createVectorIndex({ elasticsearchUrl: undefined, elasticsearchIndex: "unused", indexModel: "simulated-embed", limits: defaultVectorLimits }, { dataDir, dimensions: 8 });
   t.equal(index.backend, "embedded");
   await index.open();
   await index.add([
