@@ -7,6 +7,9 @@ import { createServer, connect, type Server, type Socket } from "node:net";
 import t from "tap";
 import { field, signup, startTestTroupe, type TestTroupe } from "../support/troupe.ts";
 
+// Every Elasticsearch add waits for a refresh (~1 s), and the response-bound test indexes 100 large records.
+t.setTimeout(180_000);
+
 const elasticsearchUrl = process.env["ELASTICSEARCH_URL"];
 if (!elasticsearchUrl) throw new Error("ELASTICSEARCH_URL is not set: run npm run elasticsearch (CI starts one)");
 
