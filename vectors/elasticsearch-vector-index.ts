@@ -3,7 +3,9 @@
 // top-level knn, so the filter applies during the graph search and an
 // organization's top_k is its own even when other organizations' vectors are
 // closer. The model and dimension the index was built with live in the
-// mapping's `_meta`; a mismatch is refused at open.
+// mapping's `_meta`; a mismatch is refused at open. The per-organization
+// quota is a `_count` of the organization's documents plus this process's
+// adds still in flight (reservation-ledger.ts), checked before the bulk.
 import { Client, errors } from "@elastic/elasticsearch";
 import { z } from "zod";
 import { TroupeError } from "../core/errors.ts";

@@ -3,7 +3,8 @@
 // after LMDB has flushed the records to disk, so nothing acknowledged is lost
 // when the process dies; on open every record is loaded back into per
 // organization partitions (isolation by construction: a search only ever
-// reads its own organization's partitions).
+// reads its own organization's partitions). The per-organization quota is
+// counted from memory plus the new ids of batches not yet applied.
 import { mkdir, open as openFile, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
