@@ -16,7 +16,7 @@ import { parseArgs } from "node:util";
 import { Client } from "@elastic/elasticsearch";
 import { ElasticsearchVectorIndex } from "../vectors/elasticsearch-vector-index.ts";
 import { EmbeddedVectorIndex } from "../vectors/embedded-vector-index.ts";
-import type { VectorIndex, VectorRecord, VectorSearchResult } from "../vectors/vector-index.ts";
+import { defaultVectorLimits, type VectorIndex, type VectorRecord, type VectorSearchResult } from "../vectors/vector-index.ts";
 import { clusteredUnitVectors, exactTopK, recallAtK, row, type Dataset } from "./lib/vectors-dataset.ts";
 import { percentile } from "./lib/stats.ts";
 import { exactCosineDistance } from "../test/support/cosine.ts";
@@ -37,6 +37,8 @@ const { values: args } = parseArgs({
   },
 });
 const n = positiveInt("n", args.n);
+// The per-organization quota must not stop a bench corpus larger than the default.
+const limits = { ...defaultVectorLimits, quotaPerOrganization: Math.max(defaultVectorLimits.quotaPerOrganization, n) };
 const queryCount = positiveInt("queries", args.queries);
 const dimensions = positiveInt("dims", args.dims);
 const k = positiveInt("k", args.k);
@@ -169,7 +171,7 @@ function report(backend: string, indexed: { count: number; seconds: number }, se
 async function benchEmbedded(corpus: Corpus): Promise<void> {
   const directory = await mkdtemp(join(tmpdir(), "troupe-bench-vectors-"));
   try {
-    const index = new EmbeddedVectorIndex({ directory, model, dimensions });
+    const index = new EmbeddedVectorIndex({ directory, model, dimensions, limits });
     await index.open();
     const startedMs = performance.now();
     for (let from = 0; from < n; from += 1000) await index.add(records(corpus, from, Math.min(n, from + 1000)));
@@ -177,7 +179,7 @@ async function benchEmbedded(corpus: Corpus): Promise<void> {
     await index.add(otherRecords(corpus));
     await index.close();
     const reopenedMs = performance.now();
-    const reopened = new EmbeddedVectorIndex({ directory, model, dimensions });
+    const reopened = new EmbeddedVectorIndex({ directory, model, dimensions, limits });
     await reopened.open();
     log(`embedded: reopened (loaded ${reopened.count(organizationId)} + ${reopened.count(otherOrganizationId)} records from disk) in ${seconds(reopenedMs)} s`);
     const search = await measureSearch(reopened, corpus);
@@ -194,7 +196,7 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
   const reuse = args["reuse-index"];
   const indexName = reuse ?? `troupe-bench-${Date.now()}`;
   const admin = new Client({ node: url, requestTimeout: 3_600_000 });
-  const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000, hnsw });
+  const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000, hnsw, limits });
   try {
     await index.open();
     log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m ${hnsw.m}, ef_construction ${hnsw.efConstruction}), default num_candidates max(400, 10·k)`);
@@ -227,7 +229,7 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
     report("elasticsearch", build, search, targets.elasticsearch);
     if (reuse === undefined) log("elasticsearch: (the indexing rate counts bulk + refresh + force-merge)");
     for (const candidates of candidateSweep) {
-      const variant = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, numCandidates: () => candidates });
+      const variant = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, numCandidates: () => candidates, limits });
       await variant.open();
       const figures = await measureSearch(variant, corpus);
       await variant.close();

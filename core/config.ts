@@ -83,6 +83,14 @@ const envSchema = z.object({
   ELASTICSEARCH_URL: optionalString,
   ELASTICSEARCH_INDEX: z.string().default("troupe-vectors"),
   EMBEDDING_INDEX_MODEL: z.string().default("simulated-embed"),
+  /** Bytes of a record's content as JSON (UTF-8): with the metadata cap this bounds a search response (top_k ≤ 100). */
+  VECTOR_CONTENT_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(64 * 1024),
+  /** Bytes of a record's metadata as JSON (UTF-8), DESIGN.md §4. */
+  VECTOR_METADATA_MAX_BYTES: int(64, 16 * 1024 * 1024).default(16 * 1024),
+  /** Nesting levels of a record's metadata (the object itself is level 1). */
+  VECTOR_METADATA_MAX_DEPTH: int(1, 64).default(16),
+  /** Records one organization may hold in the vector index; more answers 403 quota_exceeded. */
+  VECTOR_INDEX_QUOTA_PER_ORG: int(1, 1_000_000_000).default(100_000),
 
   DAPR_HOST: z.string().default("127.0.0.1"),
   DAPR_HTTP_PORT: int(1, 65535).default(3500),
@@ -151,6 +159,12 @@ export function loadConfig(env: RawEnv = process.env) {
       elasticsearchUrl: e.ELASTICSEARCH_URL,
       elasticsearchIndex: e.ELASTICSEARCH_INDEX,
       indexModel: e.EMBEDDING_INDEX_MODEL,
+      limits: {
+        contentMaxBytes: e.VECTOR_CONTENT_MAX_BYTES,
+        metadataMaxBytes: e.VECTOR_METADATA_MAX_BYTES,
+        metadataMaxDepth: e.VECTOR_METADATA_MAX_DEPTH,
+        quotaPerOrganization: e.VECTOR_INDEX_QUOTA_PER_ORG,
+      },
     },
     actors: {
       daprHost: e.DAPR_HOST,

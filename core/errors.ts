@@ -8,6 +8,9 @@ export const errorCatalog = {
   budget_exceeded: { status: 402, message: "The project's monthly budget is exhausted." },
   insufficient_scope: { status: 403, message: "The API key's scopes do not include this category." },
   forbidden: { status: 403, message: "This credential may not perform this operation." },
+  // 403, not 409 or 429: clients (e.g. the Vercel AI SDK) retry 409 and 429,
+  // and a full quota does not empty itself by waiting.
+  quota_exceeded: { status: 403, message: "The organization's quota for this resource is used up." },
   not_found: { status: 404, message: "Not found." },
   method_not_allowed: { status: 405, message: "Method not allowed on this path." },
   conflict: { status: 409, message: "The resource is in a state that does not allow this operation." },

@@ -22,7 +22,6 @@ import { UsageRecorder } from "../tenancy/usage-recorder.ts";
 import { AccountService } from "../tenancy/accounts.ts";
 import { ApiKeyService } from "../tenancy/api-keys.ts";
 import { EmbeddedDataStore } from "../tenancy/embedded-data-store.ts";
-import { RedisDataStore } from "../tenancy/redis-data-store.ts";
 import type { DataStore } from "../tenancy/data-store.ts";
 import { createAdmission } from "./admission.ts";
 import { createAuthenticator } from "./authenticate.ts";
@@ -77,15 +76,19 @@ export interface RunningTroupe {
   stop(): Promise<void>;
 }
 
-export function createDataStore(config: Config, clock: Clock): DataStore {
-  if (config.redisUrl) return new RedisDataStore(config.redisUrl);
+/** The Redis store (ioredis) is imported only when REDIS_URL is set: the embedded start must not pay for it. */
+export async function createDataStore(config: Config, clock: Clock): Promise<DataStore> {
+  if (config.redisUrl) {
+    const { RedisDataStore } = await import("../tenancy/redis-data-store.ts");
+    return new RedisDataStore(config.redisUrl);
+  }
   mkdirSync(config.dataDir, { recursive: true });
   return new EmbeddedDataStore(config.dataDir, clock);
 }
 
 export async function startTroupe(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningTroupe> {
   const clock = options.clock ?? systemClock;
-  const store = createDataStore(config, clock);
+  const store = await createDataStore(config, clock);
   const apiKeys = new ApiKeyService(store, config.tenancy, clock, log);
   await apiKeys.start();
   const accounts = new AccountService(store, config.tenancy, clock, apiKeys);
@@ -98,7 +101,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   if (!indexModel || indexModel.category !== "embedding" || !dimensions) {
     throw new Error(`EMBEDDING_INDEX_MODEL ${config.vectors.indexModel} is not an embedding model with known dimensions in the catalogue`);
   }
-  const vectors = createVectorIndex(config.vectors, { dataDir: config.dataDir, dimensions, logger: log });
+  const vectors = await createVectorIndex(config.vectors, { dataDir: config.dataDir, dimensions, logger: log });
   await vectors.open();
   const embed: Embedder = async (texts, purpose, signal) => {
     const result = await router.embed(
@@ -119,7 +122,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     directory,
     events,
   });
-  const actors = createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
+  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
   actors.register([eraseDefinition(conversation)]);
   await actors.start();
 

@@ -13,8 +13,10 @@
 //
 // The replicas share one vector index, so unless ELASTICSEARCH_URL is set
 // the launcher starts Elasticsearch with scripts/elasticsearch.sh (ES_PORT,
-// default 9200; data under <TROUPE_DATA_DIR>/elasticsearch) and stops it on
-// exit. A test app (TROUPE_CLUSTER_APP) gets none.
+// default 9200; data under <TROUPE_DATA_DIR>/elasticsearch, or under
+// /var/tmp/troupe-es-<hash> when that is out of the Elasticsearch user's reach,
+// as when the checkout sits under /root; the launcher says which) and stops
+// it on exit. A test app (TROUPE_CLUSTER_APP) gets none.
 import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { z } from "zod";
@@ -41,8 +43,8 @@ say(`starting ${env.TROUPE_REPLICAS} replica(s); logs in ${dataDir}/logs`);
 const esDataDir = join(dataDir, "elasticsearch");
 const needsElasticsearch = !env.ELASTICSEARCH_URL && env.TROUPE_CLUSTER_APP === "gateway/main.ts";
 
-/** Runs scripts/elasticsearch.sh; resolves with its ELASTICSEARCH_URL line. */
-function elasticsearch(command: "start" | "stop"): Promise<string> {
+/** Runs scripts/elasticsearch.sh; resolves with its ELASTICSEARCH_URL and ES_DATA_DIR lines. */
+function elasticsearch(command: "start" | "stop"): Promise<{ url: string; dataDir: string | undefined }> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn("bash", [join(repoDir, "scripts/elasticsearch.sh"), command], {
       env: { ...process.env, ES_PORT: String(env.ES_PORT), ES_DATA_DIR: esDataDir },
@@ -52,8 +54,9 @@ function elasticsearch(command: "start" | "stop"): Promise<string> {
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     child.once("exit", (code) => {
       const url = /ELASTICSEARCH_URL=(\S+)/.exec(out)?.[1];
-      if (code === 0) resolvePromise(url ?? "");
-      else reject(new Error(`scripts/elasticsearch.sh ${command} exited with ${code}`));
+      const dataDir = /ES_DATA_DIR=(\S+)/.exec(out)?.[1];
+      if (code === 0) resolvePromise({ url: url ?? "", dataDir });
+      else reject(new Error(`Elasticsearch did not ${command}: scripts/elasticsearch.sh ${command} exited with ${code} (its reason is printed above).`));
     });
   });
 }
@@ -61,10 +64,12 @@ function elasticsearch(command: "start" | "stop"): Promise<string> {
 let elasticsearchUrl = env.ELASTICSEARCH_URL;
 if (needsElasticsearch) {
   say(`starting Elasticsearch on 127.0.0.1:${env.ES_PORT} for the shared vector index (set ELASTICSEARCH_URL to use another)`);
-  elasticsearchUrl = await elasticsearch("start").catch((error: unknown) => {
+  const es = await elasticsearch("start").catch((error: unknown) => {
     process.stderr.write(`cluster: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);
   });
+  elasticsearchUrl = es.url;
+  if (es.dataDir) say(`elasticsearch ${es.url} keeps its data in ${es.dataDir}`);
 }
 
 const cluster = new LocalCluster({
@@ -88,7 +93,7 @@ const stop = (signal: string): void => {
   say(`${signal}: stopping`);
   void cluster
     .stop()
-    .then(() => (needsElasticsearch ? elasticsearch("stop") : ""))
+    .then(() => (needsElasticsearch ? elasticsearch("stop") : undefined))
     .catch((error: unknown) => say(`stop: ${error instanceof Error ? error.message : String(error)}`))
     .then(() => {
       say("stopped");

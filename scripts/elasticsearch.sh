@@ -4,14 +4,17 @@
 # once (cached outside the repo), finds a Java 21+, and starts the server as an
 # unprivileged user (ES refuses to run as root, and CI runs as root).
 #
-#   scripts/elasticsearch.sh [start]   start (or reuse) a server; last line ELASTICSEARCH_URL=…
+#   scripts/elasticsearch.sh [start]   start (or reuse) a server; prints ES_DATA_DIR=… then ELASTICSEARCH_URL=…
 #   scripts/elasticsearch.sh stop      stop the server started for ES_DATA_DIR (pid file)
 #   scripts/elasticsearch.sh status    say whether it answers on ES_PORT
 #
 # Environment:
 #   ES_PORT            HTTP port on 127.0.0.1 (default 9200)
 #   ES_HEAP            JVM heap, -Xms = -Xmx (default 1g)
-#   ES_DATA_DIR        data, logs and pid file (default ${TROUPE_DATA_DIR:-./.troupe}/elasticsearch)
+#   ES_DATA_DIR        data, logs and pid file (default ${TROUPE_DATA_DIR:-./.troupe}/elasticsearch);
+#                      when run as root and ES_USER cannot reach it (a private parent such as
+#                      /root or a mktemp -d directory), /var/tmp/troupe-es-<hash of the path>
+#                      instead (owned by ES_USER, mode 0700), printed as ES_DATA_DIR=…
 #   TROUPE_CACHE_DIR   download cache (default $HOME/.cache/troupe); ES lives in <cache>/elasticsearch
 #   ES_JAVA_HOME       a Java 21+ to use instead of searching for one
 #   ES_USER            user that runs ES when this script runs as root (default troupe-es)
@@ -39,8 +42,39 @@ say() { echo "elasticsearch: $*" >&2; }
 
 mkdir -p "$DATA_ROOT"
 DATA_ROOT="$(cd "$DATA_ROOT" && pwd)"
+REQUESTED_ROOT="$DATA_ROOT"
+
+ensure_es_user() {
+  id "$ES_USER" >/dev/null 2>&1 && return 0
+  say "creating system user $ES_USER (Elasticsearch refuses to run as root)"
+  useradd -r -m -s /usr/sbin/nologin "$ES_USER" || id "$ES_USER" >/dev/null 2>&1 || die "could not create user $ES_USER"
+}
+
+# As root, ES runs as ES_USER, which must traverse every parent of its data
+# directory. A checkout under /root or a mktemp -d directory (both 0700) is
+# out of its reach, so the data then lives in a directory of its own under
+# /var/tmp, named after the requested path so that stop and a restart find it.
+if [[ "$(id -u)" == 0 ]]; then
+  [[ "${1:-start}" == start ]] && ensure_es_user
+  if id "$ES_USER" >/dev/null 2>&1 && ! runuser -u "$ES_USER" -- test -x "$(dirname "$DATA_ROOT")"; then
+    DATA_ROOT="/var/tmp/troupe-es-$(printf '%s' "$REQUESTED_ROOT" | sha256sum | cut -c1-16)"
+  fi
+fi
 PID_FILE="$DATA_ROOT/elasticsearch.pid"
 LOG_DIR="$DATA_ROOT/logs"
+
+# The substitute directory must be ES_USER's own, never something another user planted there.
+prepare_substitute_root() {
+  [[ "$DATA_ROOT" == "$REQUESTED_ROOT" ]] && return 0
+  if [[ -L "$DATA_ROOT" ]] || { [[ -e "$DATA_ROOT" ]] && [[ "$(stat -c %U "$DATA_ROOT")" != "$ES_USER" ]]; }; then
+    die "user $ES_USER cannot reach $REQUESTED_ROOT (a parent directory is private) and the substitute $DATA_ROOT exists but is not a directory owned by $ES_USER; remove it or set ES_DATA_DIR to a directory $ES_USER can reach."
+  fi
+  mkdir -p "$DATA_ROOT"
+  chown "$ES_USER" "$DATA_ROOT"
+  chmod 0700 "$DATA_ROOT"
+  printf '%s\n' "$DATA_ROOT" >"$REQUESTED_ROOT/data-location"
+  say "user $ES_USER cannot reach $REQUESTED_ROOT (a parent directory is private), so Elasticsearch keeps its data and logs in $DATA_ROOT"
+}
 
 # Answers when an Elasticsearch (not just anything) serves the port.
 es_answers() {
@@ -175,6 +209,7 @@ unpack_into() {
 start_server() {
   if es_answers; then
     say "already running on $URL"
+    echo "ES_DATA_DIR=$DATA_ROOT"
     echo "ELASTICSEARCH_URL=$URL"
     return 0
   fi
@@ -195,10 +230,8 @@ start_server() {
 
   local es_home
   if [[ "$(id -u)" == 0 ]]; then
-    if ! id "$ES_USER" >/dev/null 2>&1; then
-      say "creating system user $ES_USER (Elasticsearch refuses to run as root)"
-      useradd -r -m -s /usr/sbin/nologin "$ES_USER" || id "$ES_USER" >/dev/null 2>&1 || die "could not create user $ES_USER"
-    fi
+    ensure_es_user
+    prepare_substitute_root
     if runuser -u "$ES_USER" -- test -r "$CACHE_DIR/$ZIP_NAME"; then
       es_home="$(unpack_into "$CACHE_DIR")"
     else
@@ -211,7 +244,7 @@ start_server() {
     mkdir -p "$LOG_DIR" "$DATA_ROOT/data"
     chown -R "$ES_USER" "$es_home" "$DATA_ROOT"
     runuser -u "$ES_USER" -- test -w "$DATA_ROOT/data" ||
-      die "user $ES_USER cannot reach $DATA_ROOT (a parent directory is private?); set ES_DATA_DIR to a directory it can reach"
+      die "user $ES_USER cannot write to $DATA_ROOT/data; set ES_DATA_DIR to a directory it can reach."
   else
     es_home="$(unpack_into "$CACHE_DIR")"
     mkdir -p "$LOG_DIR" "$DATA_ROOT/data"
@@ -253,7 +286,8 @@ start_server() {
     fi
     sleep 1
   done
-  say "ready (pid $(cat "$PID_FILE" 2>/dev/null || echo '?'), logs in $LOG_DIR)"
+  say "ready (pid $(cat "$PID_FILE" 2>/dev/null || echo '?'), data in $DATA_ROOT/data, logs in $LOG_DIR)"
+  echo "ES_DATA_DIR=$DATA_ROOT"
   echo "ELASTICSEARCH_URL=$URL"
 }
 

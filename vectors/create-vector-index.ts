@@ -1,12 +1,12 @@
 // Chooses the vector index backend from configuration: Elasticsearch when
 // ELASTICSEARCH_URL is set, else the embedded index under the data directory.
 // The returned index is not open yet: the caller awaits open() at start-up,
-// which is where a model/dimension mismatch is refused.
+// which is where a model/dimension mismatch is refused. Each backend is
+// imported only when chosen: the Elasticsearch client alone costs the
+// embedded start hundreds of milliseconds (issue 11, bench/startup.ts).
 import { join } from "node:path";
 import type { VectorsConfig } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
-import { ElasticsearchVectorIndex } from "./elasticsearch-vector-index.ts";
-import { EmbeddedVectorIndex } from "./embedded-vector-index.ts";
 import type { VectorIndex } from "./vector-index.ts";
 
 export interface VectorIndexDeps {
@@ -17,21 +17,25 @@ export interface VectorIndexDeps {
   logger?: Logger;
 }
 
-export function createVectorIndex(config: VectorsConfig, deps: VectorIndexDeps): VectorIndex {
+export async function createVectorIndex(config: VectorsConfig, deps: VectorIndexDeps): Promise<VectorIndex> {
   const logger = deps.logger?.child({ component: "vectors" });
   if (config.elasticsearchUrl) {
+    const { ElasticsearchVectorIndex } = await import("./elasticsearch-vector-index.ts");
     return new ElasticsearchVectorIndex({
       url: config.elasticsearchUrl,
       index: config.elasticsearchIndex,
       model: config.indexModel,
       dimensions: deps.dimensions,
+      limits: config.limits,
       ...(logger ? { logger } : {}),
     });
   }
+  const { EmbeddedVectorIndex } = await import("./embedded-vector-index.ts");
   return new EmbeddedVectorIndex({
     directory: join(deps.dataDir, "vectors"),
     model: config.indexModel,
     dimensions: deps.dimensions,
+    limits: config.limits,
     ...(logger ? { logger } : {}),
   });
 }

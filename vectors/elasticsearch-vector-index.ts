@@ -3,20 +3,27 @@
 // top-level knn, so the filter applies during the graph search and an
 // organization's top_k is its own even when other organizations' vectors are
 // closer. The model and dimension the index was built with live in the
-// mapping's `_meta`; a mismatch is refused at open.
+// mapping's `_meta`; a mismatch is refused at open. The per-organization
+// quota is a `_count` of the organization's documents plus this process's
+// adds still in flight (reservation-ledger.ts), checked before the bulk.
 import { Client, errors } from "@elastic/elasticsearch";
 import { z } from "zod";
 import { TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
+import { ReservationLedger, type Reservation } from "./reservation-ledger.ts";
 import {
   assertSameIndexMeta,
   assertValidIndexMeta,
+  byOrganization,
   checkQuery,
   checkRecords,
   cosineDistance,
+  defaultVectorLimits,
   indexMetaSchema,
+  quotaExceeded,
   type CheckedRecord,
   type VectorIndex,
+  type VectorLimits,
   type VectorRecord,
   type VectorSearchFilter,
   type VectorSearchResult,
@@ -37,6 +44,8 @@ export interface ElasticsearchVectorIndexOptions {
   numCandidates?: (k: number) => number;
   /** HNSW graph parameters, used only when this creates the index (default m 16, ef_construction 100). */
   hnsw?: { m: number; efConstruction: number };
+  /** Size caps and the per-organization quota (default: defaultVectorLimits). */
+  limits?: Readonly<VectorLimits>;
   logger?: Logger;
 }
 
@@ -56,6 +65,8 @@ const hitSourceSchema = z.object({
   metadata: z.record(z.string(), z.unknown()),
   model: z.string(),
 });
+const countResponseSchema = z.object({ count: z.number().int().min(0) });
+const mgetResponseSchema = z.object({ docs: z.array(z.object({ found: z.boolean().optional() })) });
 const searchResponseSchema = z.object({
   hits: z.object({
     hits: z.array(z.object({ _score: z.number().nullable(), _source: hitSourceSchema })),
@@ -71,6 +82,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
   readonly model: string;
   readonly dimensions: number;
   readonly index: string;
+  readonly limits: Readonly<VectorLimits>;
   private readonly url: string;
   private readonly client: Client;
   private readonly requestTimeoutMs: number;
@@ -79,6 +91,9 @@ export class ElasticsearchVectorIndex implements VectorIndex {
   private readonly hnsw: { m: number; efConstruction: number };
   private readonly logger: Logger | undefined;
   private opened = false;
+  private readonly ledger = new ReservationLedger();
+  /** Reservations of bulks added with refresh false: counts see them only after refresh(). */
+  private awaitingRefresh: Reservation[] = [];
 
   constructor(options: ElasticsearchVectorIndexOptions) {
     assertValidIndexMeta({ model: options.model, dimensions: options.dimensions });
@@ -90,6 +105,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     this.bulkTimeoutMs = options.bulkTimeoutMs ?? 60_000;
     this.numCandidates = options.numCandidates ?? defaultNumCandidates;
     this.hnsw = options.hnsw ?? { m: 16, efConstruction: 100 };
+    this.limits = options.limits ?? defaultVectorLimits;
     this.logger = options.logger;
     // The transport's per-request timeout can only shorten the client-wide one
     // (undici's socket timeouts come from it), so the client gets the longest
@@ -122,30 +138,43 @@ export class ElasticsearchVectorIndex implements VectorIndex {
   /** One `_bulk` request; callers batch (a few hundred 768-dim vectors is a few MB). */
   async addBulk(records: readonly VectorRecord[], options: BulkAddOptions = {}): Promise<void> {
     this.requireOpen();
-    const checked = checkRecords(records, this);
+    const checked = checkRecords(records, this, this.limits);
     if (checked.length === 0) return;
-    const operations: unknown[] = [];
-    for (const record of checked) {
-      operations.push({ index: { _index: this.index, _id: documentId(record.organization_id, record.id) } }, toDocument(record));
-    }
-    const response = await this.call(
-      "index records",
-      () => this.client.bulk({ operations, refresh: options.refresh ?? "wait_for" }, { requestTimeout: this.bulkTimeoutMs }),
-    );
-    if (response.errors) {
-      const failed = response.items.map((item) => item.index).filter((item) => item?.error);
-      const first = failed[0];
-      const reason = first?.error ? `${first.error.type}: ${first.error.reason ?? ""}` : "unknown";
-      // Items are upserts by id, so the caller can retry the whole batch safely.
-      throw new TroupeError("service_unavailable", `Elasticsearch refused ${failed.length} of ${checked.length} records: ${reason}`, {
-        details: { failed: failed.length, first_status: first?.status },
-      });
+    const reservations = await this.reserve(checked);
+    const refresh = options.refresh ?? "wait_for";
+    let written = false;
+    try {
+      const operations: unknown[] = [];
+      for (const record of checked) {
+        operations.push({ index: { _index: this.index, _id: documentId(record.organization_id, record.id) } }, toDocument(record));
+      }
+      const response = await this.call("index records", () => this.client.bulk({ operations, refresh }, { requestTimeout: this.bulkTimeoutMs }));
+      written = true;
+      if (response.errors) {
+        const failed = response.items.map((item) => item.index).filter((item) => item?.error);
+        const first = failed[0];
+        const reason = first?.error ? `${first.error.type}: ${first.error.reason ?? ""}` : "unknown";
+        // Items are upserts by id, so the caller can retry the whole batch safely.
+        throw new TroupeError("service_unavailable", `Elasticsearch refused ${failed.length} of ${checked.length} records: ${reason}`, {
+          details: { failed: failed.length, first_status: first?.status },
+        });
+      }
+    } finally {
+      // Unrefreshed records stay reserved until refresh() makes them countable.
+      if (refresh === false && written) this.awaitingRefresh.push(...reservations);
+      else for (const reservation of reservations) this.ledger.settle(reservation);
     }
   }
 
   /** Makes everything indexed so far searchable (after addBulk with refresh false). */
   async refresh(): Promise<void> {
-    await this.call("refresh the index", () => this.client.indices.refresh({ index: this.index }, { requestTimeout: this.bulkTimeoutMs }));
+    const settled = this.awaitingRefresh;
+    this.awaitingRefresh = [];
+    try {
+      await this.call("refresh the index", () => this.client.indices.refresh({ index: this.index }, { requestTimeout: this.bulkTimeoutMs }));
+    } finally {
+      for (const reservation of settled) this.ledger.settle(reservation);
+    }
   }
 
   async search(
@@ -189,6 +218,51 @@ export class ElasticsearchVectorIndex implements VectorIndex {
   async close(): Promise<void> {
     this.opened = false;
     await this.client.close();
+  }
+
+  /**
+   * Counts each organization's stored records, then checks every
+   * organization's quota and reserves the batch in one synchronous step;
+   * throws quota_exceeded having reserved and written nothing.
+   */
+  private async reserve(checked: readonly CheckedRecord[]): Promise<Reservation[]> {
+    const groups = [...byOrganization(checked)];
+    const readAt = this.ledger.beginRead();
+    try {
+      const counted = await Promise.all(
+        groups.map(async ([organizationId, group]) => {
+          const stored = await this.storedCount(organizationId);
+          // Near the quota, upserts of stored ids must not count as new records.
+          const near = stored + this.ledger.held(organizationId, readAt) + group.length > this.limits.quotaPerOrganization;
+          const fresh = near ? await this.newRecordCount(organizationId, group) : group.length;
+          return { organizationId, stored, fresh };
+        }),
+      );
+      for (const { organizationId, stored, fresh } of counted) {
+        const held = stored + this.ledger.held(organizationId, readAt);
+        if (held + fresh > this.limits.quotaPerOrganization) throw quotaExceeded(held, fresh, this.limits);
+      }
+      return counted.map(({ organizationId, fresh }) => this.ledger.reserve(organizationId, fresh));
+    } finally {
+      this.ledger.endRead(readAt);
+    }
+  }
+
+  private async storedCount(organizationId: string): Promise<number> {
+    const response = await this.call("count the organization's records", () =>
+      this.client.count({ index: this.index, query: { term: { organization_id: organizationId } } }, this.short()),
+    );
+    const parsed = countResponseSchema.safeParse(response);
+    if (!parsed.success) throw new TroupeError("service_unavailable", `Elasticsearch answered an unexpected count response: ${z.prettifyError(parsed.error)}`);
+    return parsed.data.count;
+  }
+
+  private async newRecordCount(organizationId: string, group: readonly CheckedRecord[]): Promise<number> {
+    const ids = [...new Set(group.map((record) => documentId(organizationId, record.id)))];
+    const response = await this.call("look up existing records", () => this.client.mget({ index: this.index, ids, _source: false }, this.short()));
+    const parsed = mgetResponseSchema.safeParse(response);
+    if (!parsed.success) throw new TroupeError("service_unavailable", `Elasticsearch answered an unexpected mget response: ${z.prettifyError(parsed.error)}`);
+    return parsed.data.docs.filter((doc) => doc.found !== true).length;
   }
 
   private async createIndex(): Promise<void> {

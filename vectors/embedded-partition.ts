@@ -11,7 +11,23 @@
 // |q·x − q̃·x̃| ≤ ‖q − q̃‖ + ‖x − x̃‖. Rescoring stops once no remaining row can
 // beat the current k-th exact score; if the candidates run out first, the
 // search falls back to a float32 pass. Results are exact either way.
-import usearch from "usearch";
+import type usearchModule from "usearch";
+
+let usearch: typeof usearchModule | undefined;
+
+/**
+ * Loads usearch (a native addon) once. The index awaits this before its first
+ * usearch search, not at start: an embedded cold start must not pay for it
+ * (issue 11, bench/startup.ts).
+ */
+export async function loadUsearch(): Promise<void> {
+  usearch ??= (await import("usearch")).default;
+}
+
+function loadedUsearch(): typeof usearchModule {
+  if (!usearch) throw new Error("usearch is not loaded: await loadUsearch() before searching with the usearch kernel");
+  return usearch;
+}
 
 export interface PartitionEntry {
   id: string;
@@ -141,7 +157,8 @@ export class VectorPartition {
     // float32 pass on 55 % of queries, 1000 on none; its cost is the same scan.
     const candidates = Math.min(count, Math.max(1000, 20 * limit));
     // Views from offset 0 only: usearch reads typed arrays from their buffer's start.
-    const matches = usearch.exactSearch(this.quantized.subarray(0, count * d), queryInt8, d, candidates, usearch.MetricKind.Cos, 1);
+    const simd = loadedUsearch();
+    const matches = simd.exactSearch(this.quantized.subarray(0, count * d), queryInt8, d, candidates, simd.MetricKind.Cos, 1);
     const best = new TopK(limit);
     let certified = matches.keys.length >= count;
     for (let i = 0; i < matches.keys.length; i++) {
@@ -166,7 +183,8 @@ export class VectorPartition {
     const count = this.entries.length;
     const ownQuery = query.byteOffset === 0 ? query : query.slice();
     // threads 1: the gateway serves many requests at once; one search per core.
-    const matches = usearch.exactSearch(this.data.subarray(0, count * this.dimensions), ownQuery, this.dimensions, limit, usearch.MetricKind.IP, 1);
+    const simd = loadedUsearch();
+    const matches = simd.exactSearch(this.data.subarray(0, count * this.dimensions), ownQuery, this.dimensions, limit, simd.MetricKind.IP, 1);
     const top: Array<{ row: number; cosine: number }> = [];
     // usearch's IP distance is 1 − dot.
     for (let i = 0; i < matches.keys.length; i++) top.push({ row: Number(matches.keys[i]), cosine: 1 - (matches.distances[i] as number) });

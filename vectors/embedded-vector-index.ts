@@ -3,24 +3,29 @@
 // after LMDB has flushed the records to disk, so nothing acknowledged is lost
 // when the process dies; on open every record is loaded back into per
 // organization partitions (isolation by construction: a search only ever
-// reads its own organization's partitions).
+// reads its own organization's partitions). The per-organization quota is
+// counted from memory plus the new ids of batches not yet applied.
 import { mkdir, open as openFile, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
 import { z } from "zod";
 import type { Logger } from "../core/log.ts";
-import { VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
+import { loadUsearch, VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
 import {
   assertSameIndexMeta,
   assertValidIndexMeta,
+  byOrganization,
   checkQuery,
   checkRecords,
   cosineDistance,
+  defaultVectorLimits,
   indexMetaSchema,
+  quotaExceeded,
   unitVector,
   type CheckedRecord,
   type VectorIndex,
   type VectorIndexMeta,
+  type VectorLimits,
   type VectorRecord,
   type VectorSearchFilter,
   type VectorSearchResult,
@@ -35,6 +40,8 @@ export interface EmbeddedVectorIndexOptions {
   kernel?: ExactSearchKernel;
   /** Partitions from this many rows use int8 candidates + float32 rescoring (default 4096). */
   quantizeFromRows?: number;
+  /** Size caps and the per-organization quota (default: defaultVectorLimits). */
+  limits?: Readonly<VectorLimits>;
   logger?: Logger;
 }
 
@@ -57,6 +64,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
   readonly backend = "embedded";
   readonly model: string;
   readonly dimensions: number;
+  readonly limits: Readonly<VectorLimits>;
   private readonly directory: string;
   private readonly partitionOptions: PartitionOptions;
   private readonly logger: Logger | undefined;
@@ -65,6 +73,12 @@ export class EmbeddedVectorIndex implements VectorIndex {
   private readonly organizations = new Map<string, Map<string, VectorPartition>>();
   /** organization → id → kind, to move a record whose kind changed. */
   private readonly kindById = new Map<string, Map<string, string>>();
+  /**
+   * organization → ids of new records in batches not yet applied to memory.
+   * They count against the quota from the moment they pass the check, so
+   * concurrent adds cannot together overshoot it.
+   */
+  private readonly reserved = new Map<string, Set<string>>();
   /** Applies committed batches to memory in the order they were written. */
   private applyTail: Promise<void> = Promise.resolve();
 
@@ -72,6 +86,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     this.directory = options.directory;
     this.model = options.model;
     this.dimensions = options.dimensions;
+    this.limits = options.limits ?? defaultVectorLimits;
     this.partitionOptions = {
       kernel: options.kernel ?? "usearch",
       ...(options.quantizeFromRows === undefined ? {} : { quantizeFromRows: options.quantizeFromRows }),
@@ -116,22 +131,31 @@ export class EmbeddedVectorIndex implements VectorIndex {
 
   async add(records: readonly VectorRecord[]): Promise<void> {
     const db = this.requireOpen();
-    const checked = checkRecords(records, this);
+    const checked = checkRecords(records, this, this.limits);
     if (checked.length === 0) return;
-    // Writes are queued in call order; memory follows the same order once each
-    // batch is on disk, so concurrent upserts of one id end as they were called.
-    const written = db.transaction(() => {
-      for (const record of checked) void db.put([record.organization_id, record.id], toStored(record));
-    });
-    const previous = this.applyTail;
-    const applied = (async () => {
-      await previous.catch(() => undefined);
-      await written;
-      await db.flushed;
-      for (const record of checked) this.applyOne(record.organization_id, record.id, toStored(record), record.metadata, record.unit);
-    })();
-    this.applyTail = applied;
-    await applied;
+    // Checked and reserved in one synchronous step (no await in between), so
+    // the quota holds exactly however many adds run at once.
+    const reservation = this.reserve(checked);
+    try {
+      // Writes are queued in call order; memory follows the same order once each
+      // batch is on disk, so concurrent upserts of one id end as they were called.
+      const written = db.transaction(() => {
+        for (const record of checked) void db.put([record.organization_id, record.id], toStored(record));
+      });
+      const previous = this.applyTail;
+      const applied = (async () => {
+        await previous.catch(() => undefined);
+        await written;
+        await db.flushed;
+        for (const record of checked) this.applyOne(record.organization_id, record.id, toStored(record), record.metadata, record.unit);
+        // Counted by kindById from here on: released in the same step.
+        this.release(reservation);
+      })();
+      this.applyTail = applied;
+      await applied;
+    } finally {
+      this.release(reservation);
+    }
   }
 
   async search(
@@ -142,6 +166,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
   ): Promise<VectorSearchResult[]> {
     this.requireOpen();
     const query = checkQuery(organizationId, queryVector, topK, filter, this);
+    if (this.partitionOptions.kernel === "usearch") await loadUsearch();
     const partitions = this.organizations.get(query.organizationId);
     if (!partitions) return [];
     let hits: PartitionHit[] = [];
@@ -176,6 +201,37 @@ export class EmbeddedVectorIndex implements VectorIndex {
     let total = 0;
     for (const partition of this.organizations.get(organizationId)?.values() ?? []) total += partition.size;
     return total;
+  }
+
+  /** Reserves the batch's new ids per organization, or throws quota_exceeded having reserved nothing. */
+  private reserve(checked: readonly CheckedRecord[]): Map<string, Set<string>> {
+    const reservation = new Map<string, Set<string>>();
+    for (const [organizationId, group] of byOrganization(checked)) {
+      const stored = this.kindById.get(organizationId);
+      const pending = this.reserved.get(organizationId);
+      const fresh = new Set<string>();
+      for (const record of group) if (!stored?.has(record.id) && !pending?.has(record.id)) fresh.add(record.id);
+      const held = (stored?.size ?? 0) + (pending?.size ?? 0);
+      if (held + fresh.size > this.limits.quotaPerOrganization) throw quotaExceeded(held, fresh.size, this.limits);
+      reservation.set(organizationId, fresh);
+    }
+    for (const [organizationId, fresh] of reservation) {
+      let pending = this.reserved.get(organizationId);
+      if (!pending) this.reserved.set(organizationId, (pending = new Set()));
+      for (const id of fresh) pending.add(id);
+    }
+    return reservation;
+  }
+
+  /** Idempotent: called once the batch is in memory and again, as a no-op, when add returns. */
+  private release(reservation: Map<string, Set<string>>): void {
+    for (const [organizationId, fresh] of reservation) {
+      const pending = this.reserved.get(organizationId);
+      if (!pending) continue;
+      for (const id of fresh) pending.delete(id);
+      if (pending.size === 0) this.reserved.delete(organizationId);
+    }
+    reservation.clear();
   }
 
   /** How many searches used the int8 step, and how many of those fell back to float32. */

@@ -5,7 +5,7 @@
 import { isoTime, type Clock } from "../core/clock.ts";
 import { invalidRequest } from "../core/errors.ts";
 import { uuid } from "../core/ids.ts";
-import { MAX_TOP_K, type VectorIndex, type VectorSearchFilter, type VectorSearchResult } from "./vector-index.ts";
+import { MAX_TOP_K, recordLimitIssues, type VectorIndex, type VectorSearchFilter, type VectorSearchResult } from "./vector-index.ts";
 
 /** Embeds texts with the index model; `purpose` lets providers like Cohere pick their input type. */
 export type Embedder = (texts: string[], purpose: "document" | "query", signal?: AbortSignal) => Promise<number[][]>;
@@ -31,6 +31,9 @@ export class OrgIndex {
   async add(organizationId: string, content: string, metadata: Record<string, unknown>, signal?: AbortSignal): Promise<{ id: string }> {
     if (content.trim().length === 0) throw invalidRequest([{ path: "content", message: "must not be empty" }]);
     if (content.length > MAX_CONTENT_CHARS) throw invalidRequest([{ path: "content", message: `must be at most ${MAX_CONTENT_CHARS} characters` }]);
+    // Before the embedding call: a record the index would refuse costs nothing.
+    const issues = recordLimitIssues(content, metadata, this.index.limits);
+    if (issues.length > 0) throw invalidRequest(issues);
     const [vector] = await this.embed([content], "document", signal);
     if (!vector) throw new Error("the embedder returned no vector");
     const id = uuid();

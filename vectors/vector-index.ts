@@ -5,12 +5,35 @@
 // runs against both. This module holds the interface and the boundary checks
 // both backends share, so they validate and refuse in exactly the same way.
 import { z } from "zod";
-import { invalidRequest, type FieldIssue } from "../core/errors.ts";
+import { invalidRequest, TroupeError, type FieldIssue } from "../core/errors.ts";
 
 /** The HTTP layer answers 400 outside this range (DESIGN.md §4); the index refuses it too. */
 export const MAX_TOP_K = 100;
 /** Elasticsearch's dense_vector limit; embedded follows it so both accept the same input. */
 export const MAX_DIMENSIONS = 4096;
+
+/**
+ * What one organization may put in the index (DESIGN.md §4; VECTOR_* settings
+ * in core/config.ts). Sizes are UTF-8 bytes of the JSON text, which is what a
+ * search response carries, so a response is at most
+ * top_k × (contentMaxBytes + metadataMaxBytes + ~200 B): 7.8 MiB by default.
+ */
+export interface VectorLimits {
+  contentMaxBytes: number;
+  metadataMaxBytes: number;
+  /** The metadata object itself is level 1; each nested object or array adds one. */
+  metadataMaxDepth: number;
+  /** Records one organization may hold; an add past it is 403 quota_exceeded. */
+  quotaPerOrganization: number;
+}
+
+/** The defaults of core/config.ts (a test keeps the two equal), for indexes built without a config. */
+export const defaultVectorLimits: Readonly<VectorLimits> = Object.freeze({
+  contentMaxBytes: 64 * 1024,
+  metadataMaxBytes: 16 * 1024,
+  metadataMaxDepth: 16,
+  quotaPerOrganization: 100_000,
+});
 
 export interface VectorRecord {
   id: string;
@@ -49,9 +72,14 @@ export interface VectorIndex {
   readonly backend: "embedded" | "elasticsearch";
   readonly model: string;
   readonly dimensions: number;
+  readonly limits: Readonly<VectorLimits>;
   /** Creates the index if missing (or loads it), then refuses a model/dimension mismatch. */
   open(): Promise<void>;
-  /** Upserts by (organization_id, id); resolves once the records are durable and searchable. */
+  /**
+   * Upserts by (organization_id, id); resolves once the records are durable and
+   * searchable. A batch that would take an organization past its quota is
+   * refused whole (403 quota_exceeded) and nothing of it is written.
+   */
   add(records: readonly VectorRecord[]): Promise<void>;
   /** The organization's topK nearest records, ascending by cosine distance. */
   search(
@@ -136,7 +164,73 @@ export function unitVector(vector: readonly number[] | Float32Array, dimensions:
   return unit;
 }
 
-export function checkRecords(records: readonly VectorRecord[], meta: VectorIndexMeta): CheckedRecord[] {
+/** UTF-8 bytes of a value's JSON text, or undefined when it is not JSON (a cycle, a BigInt). */
+function jsonBytes(value: unknown): number | undefined {
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? undefined : Buffer.byteLength(text, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `value` nests deeper than `maxDepth` levels; stops walking at that depth. */
+function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 1 }];
+  while (stack.length > 0) {
+    const top = stack.pop() as { value: unknown; depth: number };
+    if (top.value === null || typeof top.value !== "object") continue;
+    if (top.depth > maxDepth) return true;
+    for (const child of Object.values(top.value)) stack.push({ value: child, depth: top.depth + 1 });
+  }
+  return false;
+}
+
+/**
+ * The size and depth caps on one record's content and metadata, as field
+ * issues under `prefix` (e.g. "records[3]."). OrgIndex runs them before it
+ * pays for an embedding; every backend runs them again in checkRecords.
+ */
+export function recordLimitIssues(content: string, metadata: Record<string, unknown>, limits: Readonly<VectorLimits>, prefix = ""): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  const contentBytes = jsonBytes(content) ?? Number.POSITIVE_INFINITY;
+  // - 2: the JSON string's quotes are not the caller's.
+  if (contentBytes - 2 > limits.contentMaxBytes) {
+    issues.push({ path: `${prefix}content`, message: `must be at most ${limits.contentMaxBytes} bytes as JSON (UTF-8), got ${contentBytes - 2}` });
+  }
+  if (nestsDeeperThan(metadata, limits.metadataMaxDepth)) {
+    issues.push({ path: `${prefix}metadata`, message: `must nest at most ${limits.metadataMaxDepth} levels deep` });
+    return issues;
+  }
+  const metadataBytes = jsonBytes(metadata);
+  if (metadataBytes === undefined) issues.push({ path: `${prefix}metadata`, message: "must be a JSON object" });
+  else if (metadataBytes > limits.metadataMaxBytes) {
+    issues.push({ path: `${prefix}metadata`, message: `must be at most ${limits.metadataMaxBytes} bytes as JSON (UTF-8), got ${metadataBytes}` });
+  }
+  return issues;
+}
+
+/** 403 quota_exceeded naming the quota; `held` counts the records already stored (and reserved). */
+export function quotaExceeded(held: number, adding: number, limits: Readonly<VectorLimits>): TroupeError {
+  return new TroupeError(
+    "quota_exceeded",
+    `The organization's vector index holds ${held} records and its quota is ${limits.quotaPerOrganization}; adding ${adding} more would exceed it.`,
+    { details: { quota: limits.quotaPerOrganization, held, adding } },
+  );
+}
+
+/** Records per organization, in the batch's order. */
+export function byOrganization(records: readonly CheckedRecord[]): Map<string, CheckedRecord[]> {
+  const groups = new Map<string, CheckedRecord[]>();
+  for (const record of records) {
+    const group = groups.get(record.organization_id);
+    if (group) group.push(record);
+    else groups.set(record.organization_id, [record]);
+  }
+  return groups;
+}
+
+export function checkRecords(records: readonly VectorRecord[], meta: VectorIndexMeta, limits: Readonly<VectorLimits>): CheckedRecord[] {
   if (!Array.isArray(records)) throw invalidRequest([{ path: "records", message: "must be an array" }]);
   const issues: FieldIssue[] = [];
   const checked: CheckedRecord[] = [];
@@ -146,6 +240,11 @@ export function checkRecords(records: readonly VectorRecord[], meta: VectorIndex
       for (const issue of parsed.error.issues) {
         issues.push({ path: [`records[${i}]`, ...issue.path.map(String)].join("."), message: issue.message });
       }
+      return;
+    }
+    const limitIssues = recordLimitIssues(parsed.data.content, parsed.data.metadata, limits, `records[${i}].`);
+    if (limitIssues.length > 0) {
+      issues.push(...limitIssues);
       return;
     }
     if (parsed.data.model !== meta.model) {

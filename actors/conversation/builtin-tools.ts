@@ -67,7 +67,9 @@ export async function runBuiltinTool(name: string, args: Record<string, unknown>
     }
     return JSON.stringify({ error: `unknown built-in tool ${name}` });
   } catch (error) {
-    // A 4xx from the index (empty or oversized content, bad top_k) is the model's to fix; anything else fails the turn.
+    // A 4xx from the index (empty or oversized content, bad top_k, a full
+    // quota: the same limits as /v1/embeddings/index) is the model's to read;
+    // anything else fails the turn.
     if (isTroupeError(error) && error.status < 500) return JSON.stringify({ error: error.message });
     throw error;
   }

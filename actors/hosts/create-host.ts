@@ -1,11 +1,12 @@
 // Picks the actor host for the configured mode. The gateway calls this once
-// at start; nothing else needs to know which host runs the actors.
+// at start; nothing else needs to know which host runs the actors. The Dapr
+// host (undici, a second uWS server) is imported only in dapr mode: the
+// embedded start must not pay for it (issue 11, bench/startup.ts).
 import type { Clock } from "../../core/clock.ts";
 import type { ActorsConfig } from "../../core/config.ts";
 import type { Logger } from "../../core/log.ts";
 import type { IdSource } from "../actor.ts";
 import type { ActorHost } from "../host.ts";
-import { DaprActorHost } from "./dapr/dapr-host.ts";
 import { EmbeddedActorHost } from "./embedded/embedded-host.ts";
 
 export interface CreateActorHostOptions {
@@ -17,7 +18,10 @@ export interface CreateActorHostOptions {
   log: Logger;
 }
 
-export function createActorHost(options: CreateActorHostOptions): ActorHost {
-  if (options.mode === "dapr") return new DaprActorHost({ ...options.actors, clock: options.clock, ids: options.ids, log: options.log });
+export async function createActorHost(options: CreateActorHostOptions): Promise<ActorHost> {
+  if (options.mode === "dapr") {
+    const { DaprActorHost } = await import("./dapr/dapr-host.ts");
+    return new DaprActorHost({ ...options.actors, clock: options.clock, ids: options.ids, log: options.log });
+  }
   return new EmbeddedActorHost({ dataDir: options.dataDir, idleTimeoutMs: options.actors.idleTimeoutMs, clock: options.clock, ids: options.ids, log: options.log });
 }

@@ -41,7 +41,8 @@ export function vectorIndexRoutes(deps: { index: OrgIndex }) {
       scope: "embeddings",
       body: indexBody,
       responses: { 200: z.object({ id: z.string() }) },
-      errors: ["service_unavailable", "provider_error"],
+      // Size and depth caps (400 naming content or metadata) and the organization's quota (403): vectors/vector-index.ts.
+      errors: ["quota_exceeded", "service_unavailable", "provider_error"],
       handler: async (ctx) => json(200, await deps.index.add(ctx.auth.key.organization_id, ctx.body.content, ctx.body.metadata, ctx.signal)),
     }),
     defineRoute({

@@ -19,7 +19,7 @@ import { testActors } from "../actors/test-actors.ts";
 
 const config = loadConfig(process.env);
 const log = createLogger(config.logLevel, { replica: config.replica });
-const host = createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock: systemClock, log });
+const host = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock: systemClock, log });
 host.register(testActors.map((d) => eraseDefinition(d)));
 await host.start();
 

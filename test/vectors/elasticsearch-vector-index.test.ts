@@ -9,6 +9,7 @@ import { Client } from "@elastic/elasticsearch";
 import { TroupeError } from "../../core/errors.ts";
 import { ElasticsearchVectorIndex } from "../../vectors/elasticsearch-vector-index.ts";
 import { createVectorIndex } from "../../vectors/create-vector-index.ts";
+import { defaultVectorLimits } from "../../vectors/vector-index.ts";
 import { vectorIndexSuite, type VectorIndexHarness } from "./vector-index-suite.ts";
 
 t.setTimeout(180_000);
@@ -43,8 +44,8 @@ const harness: VectorIndexHarness = {
 t.test("shared suite", async (t) => vectorIndexSuite(t, harness));
 
 t.test("the mapping: float HNSW cosine, keyword org and kind, model in _meta", async (t) => {
-  const index = createVectorIndex(
-    { elasticsearchUrl: url, elasticsearchIndex: `${runPrefix}-factory`, indexModel: "simulated-embed" },
+  const index = await createVectorIndex(
+    { elasticsearchUrl: url, elasticsearchIndex: `${runPrefix}-factory`, indexModel: "simulated-embed", limits: defaultVectorLimits },
     { dataDir: "/nonexistent", dimensions: 8 },
   );
   t.equal(index.backend, "elasticsearch");

@@ -3,7 +3,7 @@
 // (usearch's int8 cosine against float64 arithmetic) is checked directly.
 import t from "tap";
 import usearch from "usearch";
-import { VectorPartition } from "../../vectors/embedded-partition.ts";
+import { loadUsearch, VectorPartition } from "../../vectors/embedded-partition.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 
 function unit(random: () => number, d: number, around?: Float32Array): Float32Array {
@@ -21,6 +21,10 @@ t.test("int8 candidates + float32 rescoring return exactly the float32 answer", 
   const d = 96;
   const random = seededRandom(42);
   const quantized = new VectorPartition(d, { kernel: "usearch", quantizeFromRows: 1 });
+  const early = new VectorPartition(d, { kernel: "usearch" });
+  early.upsert({ id: "x", content: "", metadataJson: "{}", model: "m" }, unit(random, d));
+  t.throws(() => early.search(unit(random, d), 1), /usearch is not loaded/, "a usearch search before loadUsearch() is a programming error");
+  await loadUsearch();
   const plain = new VectorPartition(d, { kernel: "js" });
   const centres = Array.from({ length: 8 }, () => unit(random, d));
   for (let i = 0; i < 5000; i++) {

@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { EmbeddedVectorIndex } from "../../vectors/embedded-vector-index.ts";
 import type { ExactSearchKernel } from "../../vectors/embedded-partition.ts";
 import { createVectorIndex } from "../../vectors/create-vector-index.ts";
+import { defaultVectorLimits } from "../../vectors/vector-index.ts";
 import { vectorIndexSuite, type VectorIndexHarness } from "./vector-index-suite.ts";
 
 function harness(kernel: ExactSearchKernel, quantizeFromRows?: number): VectorIndexHarness {
@@ -34,7 +35,7 @@ t.test("js kernel", async (t) => vectorIndexSuite(t, harness("js")));
 t.test("factory picks the embedded index under <dataDir>/vectors without ELASTICSEARCH_URL", async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), "troupe-vectors-factory-"));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const index = createVectorIndex({ elasticsearchUrl: undefined, elasticsearchIndex: "unused", indexModel: "simulated-embed" }, { dataDir, dimensions: 8 });
+  const index = await createVectorIndex({ elasticsearchUrl: undefined, elasticsearchIndex: "unused", indexModel: "simulated-embed", limits: defaultVectorLimits }, { dataDir, dimensions: 8 });
   t.equal(index.backend, "embedded");
   await index.open();
   await index.add([

@@ -1,17 +1,20 @@
 // The one test suite every VectorIndex backend runs (embedded, Elasticsearch):
 // ordering and exact cosine distances, top_k bounds, metadata round trip,
 // organization isolation, concurrent adds, restart persistence, refusal of a
-// model change, the metadata.kind filter and boundary validation.
+// model change, the metadata.kind filter, boundary validation, the content and
+// metadata caps and the per-organization quota.
 import type { Test } from "tap";
 import { randomUUID } from "node:crypto";
 import { TroupeError } from "../../core/errors.ts";
-import type { VectorIndex, VectorRecord, VectorSearchResult } from "../../vectors/vector-index.ts";
+import { defaultVectorLimits, type VectorIndex, type VectorLimits, type VectorRecord, type VectorSearchResult } from "../../vectors/vector-index.ts";
 import { exactCosineDistance } from "../support/cosine.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 
 export interface IndexShape {
   model: string;
   dimensions: number;
+  /** Passed to the backend's constructor when a test needs other limits. */
+  limits?: VectorLimits;
 }
 
 export interface VectorIndexHarness {
@@ -268,4 +271,84 @@ export function vectorIndexSuite(t: Test, harness: VectorIndexHarness): void {
     await index.add([good, { ...good, id: randomUUID(), vector: new Float32Array(randomVector(random)) }]);
     t.equal((await index.search("org-a", good.vector, 5)).length, 2, "number[] and Float32Array both accepted");
   });
+
+  t.test("content and metadata caps: at the cap accepted, one byte over refused naming the field", async (t) => {
+    const index = await openIndex(await harness.newLocation("caps"));
+    const random = seededRandom(11);
+    const limits = defaultVectorLimits;
+    // {"pad":"…"} is 10 bytes of JSON around the padding.
+    const atCap = { pad: "x".repeat(limits.metadataMaxBytes - 10) };
+    t.equal(Buffer.byteLength(JSON.stringify(atCap)), limits.metadataMaxBytes);
+    const stored = record("org-a", randomVector(random), { metadata: atCap });
+    await index.add([stored]);
+    const overCap = { pad: "x".repeat(limits.metadataMaxBytes - 9) };
+    const refused = [
+      ["metadata one byte over", record("org-a", randomVector(random), { metadata: overCap }), "records[0].metadata", /at most 16384 bytes as JSON \(UTF-8\), got 16385/],
+      // "é" is 2 bytes of UTF-8: the cap counts bytes, not characters.
+      ["metadata over in bytes, under in characters", record("org-a", randomVector(random), { metadata: { pad: "é".repeat(9000) } }), "records[0].metadata", /at most 16384 bytes/],
+      ["metadata 17 levels deep", record("org-a", randomVector(random), { metadata: nested(17) }), "records[0].metadata", /at most 16 levels deep/],
+      ["content one byte over", record("org-a", randomVector(random), { content: "y".repeat(limits.contentMaxBytes + 1) }), "records[0].content", /at most 65536 bytes/],
+      // A control character is 6 bytes of JSON (\u0001): what a response would carry.
+      ["content over once JSON-escaped", record("org-a", randomVector(random), { content: "\u0001".repeat(11_000) }), "records[0].content", /at most 65536 bytes/],
+    ] as const;
+    for (const [what, bad, path, message] of refused) {
+      try {
+        await index.add([bad]);
+        t.fail(`${what}: accepted`);
+      } catch (error) {
+        t.equal((error as TroupeError).code, "invalid_request", what);
+        t.match((error as TroupeError).details, [{ path, message }], `${what}: names ${path}`);
+      }
+    }
+    await index.add([record("org-a", randomVector(random), { metadata: nested(16), content: "y".repeat(limits.contentMaxBytes) })]);
+    const all = await index.search("org-a", stored.vector, 10);
+    t.equal(all.length, 2, "the two records at the caps, none of the refused ones");
+    t.same(all.find((r) => r.id === stored.id)?.metadata, atCap, "16 KiB metadata round trip");
+  });
+
+  t.test("the per-organization quota: a batch past it is refused whole, upserts and other organizations unaffected", async (t) => {
+    const limits = { ...defaultVectorLimits, quotaPerOrganization: 10 };
+    const index = await openIndex(await harness.newLocation("quota"), { ...shape, limits });
+    t.same(index.limits, limits);
+    const random = seededRandom(12);
+    const query = randomVector(random);
+    const first = Array.from({ length: 8 }, () => record("org-a", randomVector(random)));
+    await index.add(first);
+    const tooMany = Array.from({ length: 3 }, () => record("org-a", randomVector(random)));
+    try {
+      await index.add(tooMany);
+      t.fail("8 + 3 > 10 was accepted");
+    } catch (error) {
+      t.equal((error as TroupeError).code, "quota_exceeded");
+      t.equal((error as TroupeError).status, 403);
+      t.match((error as TroupeError).message, /holds 8 records and its quota is 10; adding 3 more/);
+    }
+    t.equal((await index.search("org-a", query, 100)).length, 8, "nothing of the refused batch was written");
+    await index.add(tooMany.slice(0, 2));
+    t.equal((await index.search("org-a", query, 100)).length, 10, "up to the quota exactly");
+    await index.add([{ ...(first[0] as VectorRecord), content: "replaced at the quota" }]);
+    t.ok((await index.search("org-a", query, 100)).some((r) => r.content === "replaced at the quota"), "an upsert of a stored id is not a new record");
+    await rejectsWithCode(t, index.add([record("org-a", randomVector(random))]), "quota_exceeded", "one more is refused");
+    // A mixed batch is refused whole when one organization is full.
+    await rejectsWithCode(t, index.add([record("org-b", randomVector(random)), record("org-a", randomVector(random))]), "quota_exceeded", "mixed batch");
+    t.same(await index.search("org-b", query, 5), [], "nothing of the mixed batch for org-b either");
+    await index.add(Array.from({ length: 10 }, () => record("org-b", randomVector(random))));
+    t.equal((await index.search("org-b", query, 100)).length, 10, "another organization has its own quota");
+
+    // Concurrent single adds: exactly the quota lands, never more.
+    const racers = Array.from({ length: 16 }, () => index.add([record("org-c", randomVector(random))]));
+    const settled = await Promise.allSettled(racers);
+    const accepted = settled.filter((s) => s.status === "fulfilled").length;
+    const refusedCodes = settled.flatMap((s) => (s.status === "rejected" ? [(s.reason as TroupeError).code] : []));
+    t.equal(accepted, 10, "10 of 16 concurrent adds accepted");
+    t.same([...new Set(refusedCodes)], ["quota_exceeded"], "the others refused with quota_exceeded");
+    t.equal((await index.search("org-c", query, 100)).length, 10, "10 stored");
+  });
+}
+
+/** An object nested `depth` levels deep, the outermost being level 1. */
+function nested(depth: number): Record<string, unknown> {
+  let value: Record<string, unknown> = { leaf: true };
+  for (let level = 1; level < depth; level++) value = { child: value };
+  return value;
 }
