@@ -36,6 +36,9 @@ import { vectorIndexRoutes } from "./routes/vector-index.ts";
 import { visionRoutes } from "./routes/vision.ts";
 import { attachConversationEvents, conversationEventsOpenApi } from "./conversation-events-ws.ts";
 import { createGateway, type Gateway } from "./server.ts";
+import { createFileStore } from "../media/create-file-store.ts";
+import type { FileStore } from "../media/file-store.ts";
+import { attachFiles, filesOpenApi } from "./routes/files.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -52,6 +55,7 @@ export interface TroupeServices {
   conversation: ConversationActorDefinition;
   directory: ConversationDirectory;
   events: ConversationEventBus;
+  files: FileStore;
 }
 
 export interface StartOptions {
@@ -120,7 +124,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   actors.register([eraseDefinition(conversation)]);
   await actors.start();
 
-  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events };
+  const files = await createFileStore(config.media, config.dataDir);
+  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files };
   const ai = { router, usage };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
@@ -152,9 +157,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
       return actors.ready();
     },
     openApiInfo: { title: "Troupe", version: "1.0.0" },
-    extraPaths: conversationEventsOpenApi,
+    extraPaths: { ...conversationEventsOpenApi, ...filesOpenApi },
   });
   await attachConversationEvents(gateway.app, { authenticator, apiKeys, actors, conversation, events, log });
+  attachFiles(gateway.app, files, log);
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
@@ -174,6 +180,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         await recorder?.close();
         await router.close();
         await vectors.close();
+        await files.close();
         await store.close();
       })()),
   };
