@@ -39,6 +39,10 @@ import { createGateway, type Gateway } from "./server.ts";
 import { createFileStore } from "../media/create-file-store.ts";
 import type { FileStore } from "../media/file-store.ts";
 import { attachFiles, filesOpenApi } from "./routes/files.ts";
+import { OutboundFetcher } from "../media/outbound-fetch.ts";
+import type { MediaDeps } from "../media/rehost.ts";
+import { audioRoutes } from "./routes/audio.ts";
+import { imageRoutes } from "./routes/images.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -56,6 +60,7 @@ export interface TroupeServices {
   directory: ConversationDirectory;
   events: ConversationEventBus;
   files: FileStore;
+  media: MediaDeps;
 }
 
 export interface StartOptions {
@@ -125,7 +130,11 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   await actors.start();
 
   const files = await createFileStore(config.media, config.dataDir);
-  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files };
+  const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
+  // File URLs use PUBLIC_URL, else the listen address (known once listening; no request runs before that).
+  let publicBase = config.publicUrl?.replace(/\/$/, "") ?? "";
+  const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicBase}/v1/files/${id}` };
+  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media };
   const ai = { router, usage };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
@@ -137,6 +146,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...vectorIndexRoutes({ index: orgIndex }),
     ...visionRoutes(ai),
     ...translationRoutes(ai),
+    ...audioRoutes({ ...ai, media }),
+    ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
@@ -164,6 +175,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
+  publicBase = url.replace(/\/$/, "");
 
   let stopped: Promise<void> | undefined;
   return {

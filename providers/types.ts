@@ -3,6 +3,7 @@
 // The HTTP layer validates request bodies with these schemas and generates
 // OpenAPI from them, so request schemas avoid transforms (z.toJSONSchema).
 import { z } from "zod";
+import type { MediaAdapterMethods } from "./media-types.ts";
 
 export const routingStrategySchema = z.enum(["auto", "manual", "cost", "latency"]);
 export type RoutingStrategy = z.infer<typeof routingStrategySchema>;
@@ -157,7 +158,7 @@ export interface CallOptions {
  * A provider adapter. Capabilities it lacks are simply absent. `provider` is
  * the name results report (e.g. "openai", or an openai-compatible endpoint's name).
  */
-export interface ProviderAdapter {
+export interface ProviderAdapter extends MediaAdapterMethods {
   readonly provider: string;
   chat?(req: ChatRequest, opts: CallOptions): Promise<ChatResult>;
   chatStream?(req: ChatRequest, opts: CallOptions): AsyncIterable<StreamEvent>;
