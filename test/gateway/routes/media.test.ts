@@ -226,6 +226,18 @@ t.test("bad URLs and provider failures: clear 4xx/502, nothing half-stored", asy
   t.ok(count >= before);
 });
 
+t.test("scopes: audio and images", async (t) => {
+  const created = await troupe.request("POST", `/v1/environments/${user.developmentEnvId}/api-keys`, { token: user.token, body: { name: "audio only", scopes: ["audio"], live: false } });
+  t.equal(created.status, 201, created.text);
+  const key = String(field(created.body, "key"));
+  const img = await troupe.request("POST", "/v1/images/generations", { token: key, body: { prompt: "x", model: "simulated-image", size: "256x256" } });
+  t.equal(img.status, 403);
+  t.equal(field(img.body, "error", "code"), "insufficient_scope");
+  const speech = await troupe.request("POST", "/v1/audio/speech", { token: key, body: { text: "x", voice: "alto" } });
+  t.equal(speech.status, 200, speech.text);
+  t.equal(field(speech.body, "provider"), "simulated", "no voice match elsewhere: the simulated model serves");
+});
+
 t.test("after the fakes' URLs expire, and after a restart, every URL still serves", async (t) => {
   fake.urlTtlMs = 0;
   for (const url of storedUrls) t.ok((await download(url)).length > 0);
