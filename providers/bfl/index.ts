@@ -2,6 +2,7 @@
 // height) → poll the answer's `polling_url` until `Ready` → `result.sample`,
 // a signed URL valid about 10 minutes that re-hosting copies at once. The
 // polling URL carries our key, so it must stay on the provider's domain.
+import { isIP } from "node:net";
 import { z } from "zod";
 import { sleep } from "../deadline.ts";
 import { ProviderCallError } from "../errors.ts";
@@ -34,6 +35,8 @@ export function sameProviderDomain(baseUrl: string, pollingUrl: string): boolean
   }
   if (poll.protocol !== base.protocol) return false;
   if (poll.host === base.host) return true;
+  // An IP address has no parent domain: only the same host and port will do.
+  if (isIP(base.hostname) !== 0 || base.hostname.startsWith("[")) return false;
   const parent = base.hostname.split(".").slice(1).join(".");
   return parent.includes(".") && poll.hostname.endsWith(`.${parent}`);
 }
