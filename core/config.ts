@@ -99,6 +99,26 @@ const envSchema = z.object({
   ACTOR_IDLE_TIMEOUT_MS: int(1_000, 24 * 3600_000).default(60 * 60_000),
 
   OUTBOUND_ALLOW_HOSTS: commaList,
+
+  ELEVENLABS_API_KEY: optionalString,
+  ELEVENLABS_BASE_URL: z.url().default("https://api.elevenlabs.io"),
+  STABILITY_API_KEY: optionalString,
+  STABILITY_BASE_URL: z.url().default("https://api.stability.ai"),
+  BFL_API_KEY: optionalString,
+  BFL_BASE_URL: z.url().default("https://api.bfl.ai"),
+  /** Black Forest Labs is submit-then-poll: how often its result is asked for. */
+  BFL_POLL_INTERVAL_MS: int(10, 60_000).default(500),
+
+  /** Set: files live in this S3-compatible bucket (distributed mode); unset: under TROUPE_DATA_DIR/files. */
+  S3_ENDPOINT: optionalString.pipe(z.url().optional()),
+  S3_BUCKET: z.string().default("troupe-files"),
+  S3_REGION: z.string().default("us-east-1"),
+  S3_ACCESS_KEY_ID: optionalString,
+  S3_SECRET_ACCESS_KEY: optionalString,
+  /** Cap on one download of a caller- or provider-given URL (audio to transcribe, generated images). */
+  MEDIA_MAX_DOWNLOAD_BYTES: int(1024, 2 * 1024 * 1024 * 1024).default(25 * 1024 * 1024),
+  /** Deadline of one such download, connection to last byte. */
+  MEDIA_DOWNLOAD_TIMEOUT_MS: int(100, 600_000).default(30_000),
 });
 
 export type RawEnv = Record<string, string | undefined>;
@@ -113,6 +133,15 @@ function parseCompatible(raw: string): z.infer<typeof compatibleEndpoint>[] {
   const result = z.array(compatibleEndpoint).safeParse(parsed);
   if (!result.success) throw new Error(`OPENAI_COMPATIBLE_ENDPOINTS: ${z.prettifyError(result.error)}`);
   return result.data;
+}
+
+/** The S3 backend's settings, or undefined for the data directory; half a configuration is refused. */
+function s3Settings(e: z.infer<typeof envSchema>) {
+  if (!e.S3_ENDPOINT) return undefined;
+  if (!e.S3_ACCESS_KEY_ID || !e.S3_SECRET_ACCESS_KEY) {
+    throw new Error("Invalid configuration: S3_ENDPOINT needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY");
+  }
+  return { endpoint: e.S3_ENDPOINT, bucket: e.S3_BUCKET, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY };
 }
 
 export function loadConfig(env: RawEnv = process.env) {
@@ -154,6 +183,9 @@ export function loadConfig(env: RawEnv = process.env) {
       timeoutMs: e.PROVIDER_TIMEOUT_MS,
       maxAttempts: e.PROVIDER_MAX_ATTEMPTS,
       simulated: { latencyMs: e.SIMULATED_LATENCY_MS, tokensPerSecond: e.SIMULATED_TOKENS_PER_SECOND },
+      elevenlabs: { apiKey: e.ELEVENLABS_API_KEY, baseUrl: e.ELEVENLABS_BASE_URL },
+      stability: { apiKey: e.STABILITY_API_KEY, baseUrl: e.STABILITY_BASE_URL },
+      bfl: { apiKey: e.BFL_API_KEY, baseUrl: e.BFL_BASE_URL, pollIntervalMs: e.BFL_POLL_INTERVAL_MS },
     },
     vectors: {
       elasticsearchUrl: e.ELASTICSEARCH_URL,
@@ -173,6 +205,11 @@ export function loadConfig(env: RawEnv = process.env) {
       idleTimeoutMs: e.ACTOR_IDLE_TIMEOUT_MS,
     },
     outboundAllowHosts: e.OUTBOUND_ALLOW_HOSTS,
+    media: {
+      s3: s3Settings(e),
+      maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
+      downloadTimeoutMs: e.MEDIA_DOWNLOAD_TIMEOUT_MS,
+    },
   };
   return deepFreeze(config);
 }
@@ -182,6 +219,7 @@ export type TenancyConfig = Config["tenancy"];
 export type ProvidersConfig = Config["providers"];
 export type VectorsConfig = Config["vectors"];
 export type ActorsConfig = Config["actors"];
+export type MediaConfig = Config["media"];
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object") {

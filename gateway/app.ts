@@ -38,6 +38,13 @@ import { vectorIndexRoutes } from "./routes/vector-index.ts";
 import { visionRoutes } from "./routes/vision.ts";
 import { attachConversationEvents, conversationEventsRoute } from "./conversation-events-ws.ts";
 import { createGateway, type Gateway } from "./server.ts";
+import { createFileStore } from "../media/create-file-store.ts";
+import type { FileStore } from "../media/file-store.ts";
+import { attachFiles, filesRawPath } from "./routes/files.ts";
+import { OutboundFetcher } from "../media/outbound-fetch.ts";
+import type { MediaDeps } from "../media/rehost.ts";
+import { audioRoutes } from "./routes/audio.ts";
+import { imageRoutes } from "./routes/images.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -54,6 +61,8 @@ export interface TroupeServices {
   conversation: ConversationActorDefinition;
   directory: ConversationDirectory;
   events: ConversationEventBus;
+  files: FileStore;
+  media: MediaDeps;
 }
 
 export interface StartOptions {
@@ -126,7 +135,12 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   actors.register([eraseDefinition(conversation)]);
   await actors.start();
 
-  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events };
+  const files = await createFileStore(config.media, config.dataDir);
+  const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
+  // File URLs use PUBLIC_URL, else the listen address (known once listening; no request runs before that).
+  let publicBase = config.publicUrl?.replace(/\/$/, "") ?? "";
+  const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicBase}/v1/files/${id}` };
+  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media };
   const ai = { router, usage: meter };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
@@ -138,6 +152,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...vectorIndexRoutes({ index: orgIndex }),
     ...visionRoutes(ai),
     ...translationRoutes(ai),
+    ...audioRoutes({ ...ai, media }),
+    ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
@@ -159,11 +175,14 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
       return actors.ready();
     },
     openApiInfo: { title: "Troupe", version: "1.0.0" },
+    rawPaths: [filesRawPath],
   });
   await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations });
+  attachFiles(gateway.app, files, log);
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
+  publicBase = url.replace(/\/$/, "");
 
   let stopped: Promise<void> | undefined;
   return {
@@ -181,6 +200,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         await router.close();
         await vectors.close();
         apiKeys.stop();
+        await files.close();
         await store.close();
       })()),
   };

@@ -140,7 +140,23 @@ function wsOperation(route: WsRouteDefinition): JsonObject {
   return operation;
 }
 
-export function buildOpenApi(routes: RouteDefinition[], info: { title: string; version: string }, wsRoutes: readonly WsRouteDefinition[] = []): JsonObject {
+/**
+ * A path served by a handler attached to the uWS app directly (binary
+ * bodies, e.g. /v1/files/{id}): its operations as written by its module; the
+ * document adds the operation ids and the HTTP layer's errors.
+ */
+export interface RawPath {
+  /** uWS pattern, e.g. /v1/files/:id. */
+  path: string;
+  operations: Partial<Record<"get" | "head", JsonObject & { responses: JsonObject }>>;
+}
+
+export function buildOpenApi(
+  routes: RouteDefinition[],
+  info: { title: string; version: string },
+  wsRoutes: readonly WsRouteDefinition[] = [],
+  rawPaths: readonly RawPath[] = [],
+): JsonObject {
   const paths: Record<string, JsonObject> = {};
   for (const route of routes) {
     const path = openApiPath(route.path);
@@ -191,6 +207,14 @@ export function buildOpenApi(routes: RouteDefinition[], info: { title: string; v
   for (const route of wsRoutes) {
     const path = openApiPath(route.path);
     paths[path] = { ...(paths[path] ?? {}), get: wsOperation(route) };
+  }
+  for (const raw of rawPaths) {
+    const path = openApiPath(raw.path);
+    const item: JsonObject = { ...(paths[path] ?? {}) };
+    for (const [method, operation] of Object.entries(raw.operations)) {
+      item[method] = { operationId: operationId(method, path), ...operation, responses: { ...errorResponses(["internal_error", ...httpLayerErrors]), ...operation.responses } };
+    }
+    paths[path] = item;
   }
   return {
     openapi: "3.1.0",

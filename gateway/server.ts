@@ -10,7 +10,7 @@ import type { Logger } from "../core/log.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Admission } from "./admission.ts";
 import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
-import { buildOpenApi } from "./openapi.ts";
+import { buildOpenApi, type RawPath } from "./openapi.ts";
 import { loadedPageState } from "./uws-error-pages.ts";
 import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
@@ -30,6 +30,8 @@ export interface GatewayOptions {
   openApiInfo: { title: string; version: string };
   /** WebSocket routes (attached by their modules, ws-route.ts): here for the OpenAPI document. */
   wsRoutes?: readonly WsRouteDefinition[];
+  /** Paths whose handlers are attached to the app directly (files): for the document and the 405 answers. */
+  rawPaths?: readonly RawPath[];
 }
 
 export interface Gateway {
@@ -61,7 +63,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   let listenSocket: us_listen_socket | undefined;
   const drainWaiters: (() => void)[] = [];
   const accessLog = log.enabled("info");
-  const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.wsRoutes));
+  const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.wsRoutes, options.rawPaths));
   if (loadedPageState() !== "json") log.warn("uWS's own 400/431/505 answers are HTML, not the JSON error body: run `npm run patch:uws` (see README, HTTP limits)");
 
   const finished = (): void => {
@@ -243,6 +245,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const patterns = [
     ...options.routes.map((r) => ({ method: r.method.toUpperCase(), regex: toRegex(r.path) })),
     ...plainPaths.flatMap((path) => ["GET", "HEAD"].map((method) => ({ method, regex: toRegex(path) }))),
+    ...(options.rawPaths ?? []).flatMap((raw) => Object.keys(raw.operations).map((method) => ({ method: method.toUpperCase(), regex: toRegex(raw.path) }))),
   ];
   const upgradeOnly = (options.wsRoutes ?? []).map((r) => toRegex(r.path));
   app.any("/*", (res, req) => {

@@ -20,6 +20,10 @@ export const capabilitiesSchema = z
     n_max: z.number().int().positive().optional(),
     voices: z.array(z.string()).optional(),
     durations: z.array(z.number()).optional(),
+    /** An audio model that transcribes (speech models list voices instead). */
+    transcription: z.boolean().optional(),
+    /** Images one upstream call makes; a request for more is split into parallel calls. */
+    images_per_call: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -160,6 +164,8 @@ export interface Need {
   streaming?: boolean;
   /** Embeddings with an explicit `dimensions`. */
   dimensions?: number | null | undefined;
+  /** Further checks of a media request (voice, size, n); a message when the model cannot serve it. */
+  media?: (m: ModelEntry) => string | undefined;
 }
 
 /**
@@ -212,5 +218,5 @@ export function capabilityProblem(m: ModelEntry, need: Need): string | undefined
   if (need.dimensions != null && need.dimensions !== m.capabilities.dimensions && !m.capabilities.custom_dimensions) {
     return `model ${m.id} only produces ${m.capabilities.dimensions} dimensions`;
   }
-  return undefined;
+  return need.media?.(m);
 }

@@ -11,13 +11,17 @@ import { createCompatibleAdapter } from "./openai-compatible/index.ts";
 import { createOpenAIAdapter } from "./openai/index.ts";
 import { Router, type RouterOptions } from "./router.ts";
 import { createSimulatedAdapter } from "./simulated/index.ts";
+import { createElevenLabsAdapter } from "./elevenlabs/index.ts";
+import { createStabilityAdapter } from "./stability/index.ts";
+import { createBflAdapter } from "./bfl/index.ts";
 import type { ProviderAdapter } from "./types.ts";
 
 /** The slice of config this module reads (core/config.ts `providers`). */
 export type ProvidersSettings = Pick<
   ProvidersConfig,
   "openai" | "anthropic" | "gemini" | "cohere" | "openaiCompatible" | "timeoutMs" | "maxAttempts" | "simulated"
->;
+> &
+  Partial<Pick<ProvidersConfig, "elevenlabs" | "stability" | "bfl">>;
 
 export interface ProviderOverrides {
   client?: UpstreamClient;
@@ -36,6 +40,9 @@ export function createAdapters(cfg: ProvidersSettings, client?: UpstreamClient):
   }
   if (cfg.gemini.apiKey) adapters.set("gemini", createGeminiAdapter({ baseUrl: cfg.gemini.baseUrl, apiKey: cfg.gemini.apiKey, ...d }));
   if (cfg.cohere.apiKey) adapters.set("cohere", createCohereAdapter({ baseUrl: cfg.cohere.baseUrl, apiKey: cfg.cohere.apiKey, ...d }));
+  if (cfg.elevenlabs?.apiKey) adapters.set("elevenlabs", createElevenLabsAdapter({ baseUrl: cfg.elevenlabs.baseUrl, apiKey: cfg.elevenlabs.apiKey, ...d }));
+  if (cfg.stability?.apiKey) adapters.set("stability", createStabilityAdapter({ baseUrl: cfg.stability.baseUrl, apiKey: cfg.stability.apiKey, ...d }));
+  if (cfg.bfl?.apiKey) adapters.set("bfl", createBflAdapter({ baseUrl: cfg.bfl.baseUrl, apiKey: cfg.bfl.apiKey, pollIntervalMs: cfg.bfl.pollIntervalMs, ...d }));
   for (const ep of cfg.openaiCompatible) {
     if (adapters.has(ep.name)) throw new Error(`openai-compatible endpoint name ${ep.name} clashes with a provider`);
     adapters.set(ep.name, createCompatibleAdapter(ep, client));

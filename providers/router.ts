@@ -15,6 +15,7 @@ import type { ChatRequest } from "./chat-request.ts";
 import type { ChatResult, EmbedResult, ProviderAdapter, RoutingStrategy, StreamEvent } from "./types.ts";
 import { isFinish } from "./types.ts";
 import { validateConversation } from "./validate-chat.ts";
+import { adapterServesCategory } from "./media-types.ts";
 
 export interface RouterOptions {
   catalogue: Catalogue;
@@ -115,8 +116,7 @@ export class Router {
 
   private adapterServes(m: ModelEntry, category: Category): boolean {
     const a = this.adapters.get(m.provider);
-    if (!a) return false;
-    return category === "embedding" ? a.embed !== undefined : a.chat !== undefined;
+    return a !== undefined && adapterServesCategory(a, category);
   }
 
   /**
@@ -289,12 +289,13 @@ export class Router {
     });
   }
 
-  private startDeadline(client: AbortSignal | undefined): Deadline {
+  /** The request deadline; public for the media entry points (providers/speech.ts and siblings). */
+  startDeadline(client: AbortSignal | undefined): Deadline {
     return new Deadline(this.timeoutMs, client);
   }
 
-  /** Runs the attempt chain; resolves with the first success. */
-  private async attempts<T>(
+  /** Runs the attempt chain; resolves with the first success. Public for the media entry points. */
+  async attempts<T>(
     candidates: ModelEntry[],
     deadline: Deadline,
     run: (entry: ModelEntry, adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>,

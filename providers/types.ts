@@ -4,6 +4,7 @@
 // bodies with these schemas and generates OpenAPI from them (their input side).
 import { z } from "zod";
 import type { ChatRequest } from "./chat-request.ts";
+import type { MediaAdapterMethods } from "./media-types.ts";
 
 export const routingStrategySchema = z.enum(["auto", "manual", "cost", "latency"]);
 export type RoutingStrategy = z.infer<typeof routingStrategySchema>;
@@ -112,7 +113,7 @@ export interface ChatCallOptions extends CallOptions {
  * A provider adapter. Capabilities it lacks are simply absent. `provider` is
  * the name results report (e.g. "openai", or an openai-compatible endpoint's name).
  */
-export interface ProviderAdapter {
+export interface ProviderAdapter extends MediaAdapterMethods {
   readonly provider: string;
   chat?(req: ChatRequest, opts: ChatCallOptions): Promise<ChatResult>;
   chatStream?(req: ChatRequest, opts: ChatCallOptions): AsyncIterable<StreamEvent>;

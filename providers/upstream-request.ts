@@ -29,8 +29,9 @@ function upstreamRequest(url: string, opts: SendOptions): UpstreamRequest {
   return {
     method: opts.method ?? "POST",
     url,
-    headers: opts.body === undefined ? opts.headers : { "content-type": "application/json", ...opts.headers },
-    body: opts.body === undefined ? null : JSON.stringify(opts.body),
+    // A Buffer body is sent as is with the caller's content type (multipart); anything else is JSON.
+    headers: opts.body === undefined || Buffer.isBuffer(opts.body) ? opts.headers : { "content-type": "application/json", ...opts.headers },
+    body: opts.body === undefined ? null : Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body),
     signal: opts.signal,
   };
 }

@@ -16,7 +16,11 @@
 // default 9200; data under <TROUPE_DATA_DIR>/elasticsearch, or under
 // /var/tmp/troupe-es-<hash> when that is out of the Elasticsearch user's reach,
 // as when the checkout sits under /root; the launcher says which) and stops
-// it on exit. A test app (TROUPE_CLUSTER_APP) gets none.
+// it on exit. A test app (TROUPE_CLUSTER_APP) gets none. Likewise the replicas
+// share one file store: unless S3_ENDPOINT is set, the launcher starts MinIO
+// with scripts/minio.sh (built from Go modules once, cached; data under
+// <TROUPE_DATA_DIR>/minio) and gives every replica its S3_* settings, so any
+// replica serves any /v1/files/{id}.
 import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { z } from "zod";
@@ -32,6 +36,7 @@ const env = z
     TROUPE_CLUSTER_APP: z.string().default("gateway/main.ts"),
     ELASTICSEARCH_URL: z.string().optional(),
     ES_PORT: z.coerce.number().int().min(1).max(65535).default(9200),
+    S3_ENDPOINT: z.string().optional(),
   })
   .parse(process.env);
 
@@ -61,6 +66,36 @@ function elasticsearch(command: "start" | "stop"): Promise<{ url: string; dataDi
   });
 }
 
+const minioDataDir = join(dataDir, "minio");
+const needsMinio = !env.S3_ENDPOINT && env.TROUPE_CLUSTER_APP === "gateway/main.ts";
+
+/** Runs scripts/minio.sh; resolves with the S3_* settings it prints. */
+function minio(command: "start" | "stop"): Promise<Record<string, string>> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn("bash", [join(repoDir, "scripts/minio.sh"), command], {
+      env: { ...process.env, MINIO_DATA_DIR: minioDataDir },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.once("exit", (code) => {
+      const settings: Record<string, string> = {};
+      for (const m of out.matchAll(/^(S3_[A-Z_]+)=(\S+)$/gm)) settings[m[1]!] = m[2]!;
+      if (code === 0) resolvePromise(settings);
+      else reject(new Error(`scripts/minio.sh ${command} exited with ${code}`));
+    });
+  });
+}
+
+let s3Env: Record<string, string> = {};
+if (needsMinio) {
+  say("starting MinIO for the shared file store (set S3_ENDPOINT to use another S3-compatible store)");
+  s3Env = await minio("start").catch((error: unknown) => {
+    process.stderr.write(`cluster: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}
+
 let elasticsearchUrl = env.ELASTICSEARCH_URL;
 if (needsElasticsearch) {
   say(`starting Elasticsearch on 127.0.0.1:${env.ES_PORT} for the shared vector index (set ELASTICSEARCH_URL to use another)`);
@@ -80,7 +115,7 @@ const cluster = new LocalCluster({
   basePort: env.PORT,
   daprHttpBasePort: env.DAPR_HTTP_PORT,
   ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
-  ...(elasticsearchUrl ? { appEnv: { ELASTICSEARCH_URL: elasticsearchUrl } } : {}),
+  appEnv: { ...(elasticsearchUrl ? { ELASTICSEARCH_URL: elasticsearchUrl } : {}), ...s3Env },
   build: true,
   readyTimeoutMs: 120_000,
   log: say,
@@ -94,6 +129,7 @@ const stop = (signal: string): void => {
   void cluster
     .stop()
     .then(() => (needsElasticsearch ? elasticsearch("stop") : undefined))
+    .then(() => (needsMinio ? minio("stop") : undefined))
     .catch((error: unknown) => say(`stop: ${error instanceof Error ? error.message : String(error)}`))
     .then(() => {
       say("stopped");
@@ -117,5 +153,5 @@ if (stopping) await new Promise(() => {}); // stop() exits the process
 for (const r of cluster.replicas) {
   say(`replica ${r.index}: gateway ${r.gatewayUrl}  daprd ${r.daprHttpUrl}  (logs ${r.appLog}, ${r.daprdLog})`);
 }
-say(`redis ${cluster.redisUrl}${elasticsearchUrl ? `; elasticsearch ${elasticsearchUrl}` : ""}; ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops everything`);
+say(`redis ${cluster.redisUrl}${elasticsearchUrl ? `; elasticsearch ${elasticsearchUrl}` : ""}${s3Env["S3_ENDPOINT"] ? `; files in ${s3Env["S3_ENDPOINT"]}` : ""}; ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops everything`);
 

@@ -35,7 +35,8 @@ export interface UpstreamRequest {
   method: "GET" | "POST" | "HEAD" | "DELETE" | "PUT" | "PATCH";
   url: string;
   headers: Record<string, string>;
-  body: string | null;
+  /** A string is sent as UTF-8; a Buffer as is (multipart uploads). */
+  body: string | Buffer | null;
   signal: AbortSignal;
 }
 
@@ -205,7 +206,7 @@ class Exchange implements ExchangeSink {
     return this.settled;
   }
 
-  run(conn: Connection, head: string, body: string | null, headRequest: boolean): void {
+  run(conn: Connection, head: string, body: string | Buffer | null, headRequest: boolean): void {
     if (this.settled) {
       // Gave up while waiting: hand the connection straight back.
       conn.handBack();

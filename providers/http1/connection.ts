@@ -54,14 +54,15 @@ export class Connection {
   }
 
   /** Sends one request; the response goes to `sink`. */
-  start(head: string, body: string | null, sink: ExchangeSink, headRequest: boolean): void {
+  start(head: string, body: string | Buffer | null, sink: ExchangeSink, headRequest: boolean): void {
     this.sink = sink;
     this.parser = new ResponseParser(
       { onHead: (h) => this.onHead(h), onBody: (chunk) => this.sink?.onBody(chunk) },
       { maxHeaderBytes: this.maxHeaderBytes, headRequest },
     );
     // One write: head and body leave in one segment when they fit.
-    this.socket.write(body === null ? head : head + body);
+    // Binary bodies (multipart uploads) go as bytes, never through a string.
+    this.socket.write(body === null ? head : typeof body === "string" ? head + body : Buffer.concat([Buffer.from(head, "latin1"), body]));
   }
 
   /** Returns an unused connection to its pool (its exchange gave up before starting). */

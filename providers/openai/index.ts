@@ -5,6 +5,9 @@ import { createUpstreamClient, type UpstreamClient } from "../upstream-request.t
 import type { OpenAIApiConfig } from "./api.ts";
 import { openaiChat, openaiChatStream } from "./chat.ts";
 import { openaiEmbed } from "./embed.ts";
+import { openaiImages } from "./images.ts";
+import { openaiSpeech } from "./speech.ts";
+import { openaiTranscribe } from "./transcribe.ts";
 
 export interface OpenAIAdapterOptions {
   provider?: string;
@@ -29,6 +32,9 @@ export function createOpenAIAdapter(opts: OpenAIAdapterOptions): ProviderAdapter
     chat: (req: ChatRequest, o: ChatCallOptions) => openaiChat(cfg, client, req, o),
     chatStream: (req: ChatRequest, o: ChatCallOptions) => openaiChatStream(cfg, client, req, o),
     embed: (req: EmbedRequest, o: CallOptions) => openaiEmbed(cfg, client, req, o),
+    speech: (req, o) => openaiSpeech(cfg, client, req, o),
+    transcribe: (req, o) => openaiTranscribe(cfg, client, req, o),
+    generateImages: (req, o) => openaiImages(cfg, client, req, o),
     close: async () => {
       if (owned) await client.close();
     },

@@ -8,6 +8,9 @@ import type { CallOptions, ChatCallOptions, EmbedRequest, ProviderAdapter } from
 import { sleep } from "../deadline.ts";
 import { simulatedChat, simulatedChatStream, type SimulatedTiming } from "./chat.ts";
 import { simulatedEmbed } from "./embed.ts";
+import { simulatedImages } from "./images.ts";
+import { simulatedSpeech } from "./speech.ts";
+import { simulatedTranscribe } from "./transcribe.ts";
 
 export interface SimulatedOptions {
   latencyMs?: number;
@@ -24,6 +27,18 @@ export function createSimulatedAdapter(opts: SimulatedOptions = {}): ProviderAda
     embed: async (req: EmbedRequest, o: CallOptions) => {
       await sleep(timing.latencyMs, o.signal);
       return simulatedEmbed(provider, req);
+    },
+    speech: async (req, o) => {
+      await sleep(timing.latencyMs, o.signal);
+      return simulatedSpeech(req);
+    },
+    transcribe: async (req, o) => {
+      await sleep(timing.latencyMs, o.signal);
+      return simulatedTranscribe(req);
+    },
+    generateImages: async (req, o) => {
+      await sleep(timing.latencyMs, o.signal);
+      return simulatedImages(req);
     },
   };
 }

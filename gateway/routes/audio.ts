@@ -1,0 +1,80 @@
+// POST /v1/audio/speech and /v1/audio/transcriptions (spec §4.3). Speech
+// audio is stored before the answer and returned as a file URL; the audio
+// to transcribe is downloaded through the outbound guard (a refused or
+// failing caller URL is a 400 naming the reason). Usage: characters for
+// speech, seconds of audio for transcription.
+import { z } from "zod";
+import { TroupeError } from "../../core/errors.ts";
+import { audioDurationSeconds } from "../../media/audio-duration.ts";
+import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
+import { rehostAll, type MediaDeps } from "../../media/rehost.ts";
+import { speechRequestSchema, synthesizeSpeech } from "../../providers/speech.ts";
+import { transcribeAudio, transcriptionRequestSchema } from "../../providers/transcription.ts";
+import { defineRoute, json } from "../route.ts";
+import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
+
+export type MediaRouteDeps = AiRouteDeps & { media: MediaDeps };
+
+export const speechResponseSchema = z.object({
+  audio: z.string().describe("URL of the stored audio file (GET, no credentials)"),
+  model: z.string(),
+  provider: z.string(),
+});
+export const transcriptionResponseSchema = z.object({ text: z.string(), model: z.string(), provider: z.string() });
+
+const audioTypes = ["audio/", "video/", "application/octet-stream"] as const;
+
+export function audioRoutes(deps: MediaRouteDeps) {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/audio/speech",
+      summary: "Text to speech; the audio is stored and returned as a file URL",
+      tag: "audio",
+      auth: "api_key",
+      scope: "audio",
+      body: speechRequestSchema,
+      responses: { 200: speechResponseSchema },
+      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        const organizationId = ctx.auth.key.organization_id;
+        const r = await synthesizeSpeech(deps.router, ctx.body, { signal: ctx.signal });
+        const [file] = await rehostAll(deps.media, [{ kind: "bytes", ...r.audio }], {
+          organizationId,
+          provider: r.provider,
+          accept: ["audio/"],
+          check: (bytes) => (bytes.length < 16 ? "the audio is empty" : undefined),
+        });
+        deps.usage.record(usageContextOf(ctx), "audio", { model: r.model, provider: r.provider, input_tokens: 0, units: r.characters });
+        return json(200, { audio: deps.media.fileUrl(file!.id), model: r.model, provider: r.provider });
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/audio/transcriptions",
+      summary: "Transcribe the audio at audio_url (fetched through the outbound guard)",
+      tag: "audio",
+      auth: "api_key",
+      scope: "audio",
+      body: transcriptionRequestSchema,
+      responses: { 200: transcriptionResponseSchema },
+      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        // Plan first: an unknown or unfit model is refused before anything is downloaded.
+        deps.router.plan(ctx.body.model, ctx.body.routing_strategy, { category: "audio", media: (m) => (m.capabilities.transcription ? undefined : `model ${m.id} does not transcribe audio`) });
+        let audio;
+        try {
+          audio = await deps.media.fetcher.fetch(ctx.body.audio_url, { accept: audioTypes, signal: ctx.signal });
+        } catch (e) {
+          if (!isOutboundFetchError(e)) throw e;
+          throw new TroupeError("invalid_request", `audio_url cannot be used: ${e.message}`, { details: [{ path: "audio_url", message: e.message, reason: e.reason }] });
+        }
+        const bytes = { bytes: audio.body, contentType: audio.contentType };
+        const r = await transcribeAudio(deps.router, ctx.body, bytes, { signal: ctx.signal });
+        const seconds = r.durationSeconds ?? (await audioDurationSeconds(audio.body)) ?? 0;
+        deps.usage.record(usageContextOf(ctx), "audio", { model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });
+        return json(200, { text: r.text, model: r.model, provider: r.provider });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,240 @@
+// GET/HEAD /v1/files/{id} (DESIGN.md §4 Files): media results, served
+// without credentials because the id is the capability (128 random bits).
+// Binary and streamed with backpressure, so it is attached to the uWS app
+// directly rather than declared as a JSON route: Content-Type and
+// Content-Length, single byte ranges (206, 416), a strong ETag with
+// If-None-Match (304), and a year-long immutable Cache-Control — a file never
+// changes under its id. Any replica serves any file when the store is S3.
+import type { HttpResponse, TemplatedApp } from "uWebSockets.js";
+import { errorBody, TroupeError } from "../../core/errors.ts";
+import type { Logger } from "../../core/log.ts";
+import { statusLine } from "../../core/http-status.ts";
+import type { ByteRange, FileStore, StoredFile } from "../../media/file-store.ts";
+import type { RawPath } from "../openapi.ts";
+
+export const filesPath = "/v1/files/:id";
+const cacheControl = "public, max-age=31536000, immutable";
+
+/** What a Range header asks of a file of `size` bytes. */
+export type RangeAnswer = { kind: "whole" } | { kind: "partial"; range: ByteRange } | { kind: "unsatisfiable" };
+
+/**
+ * One `bytes=` range (first-last, first-, or -suffix). Anything else — other
+ * units, several ranges, garbage — is ignored and the whole file is sent,
+ * which RFC 9110 §14.2 allows.
+ */
+export function parseRange(header: string | undefined, size: number): RangeAnswer {
+  if (!header) return { kind: "whole" };
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === "" && m[2] === "")) return { kind: "whole" };
+  if (m[1] === "") {
+    const suffix = Number(m[2]);
+    if (suffix === 0 || size === 0) return { kind: "unsatisfiable" };
+    return { kind: "partial", range: { start: Math.max(0, size - suffix), end: size - 1 } };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (m[2] !== "" && Number(m[2]) < start) return { kind: "whole" };
+  if (start >= size) return { kind: "unsatisfiable" };
+  return { kind: "partial", range: { start, end } };
+}
+
+/** True when an If-None-Match header names this ETag (or is `*`). */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(",").some((t) => {
+    const tag = t.trim().replace(/^W\//, "");
+    return tag === "*" || tag === etag;
+  });
+}
+
+export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): void {
+  const handler = (headOnly: boolean) => (res: HttpResponse, req: { getParameter(i: number): string | undefined; getHeader(n: string): string }) => {
+    // Ids are `file_` + base64url: never percent-encoded, so the raw segment is
+    // looked up as it is (a malformed escape is simply not found, never decoded).
+    const id = req.getParameter(0) ?? "";
+    const range = req.getHeader("range") || undefined;
+    const ifNoneMatch = req.getHeader("if-none-match") || undefined;
+    const requestId = req.getHeader("x-request-id") || `req_file_${Date.now().toString(36)}`;
+    const state = { aborted: false, iterator: undefined as AsyncIterator<Buffer> | undefined };
+    res.onAborted(() => {
+      state.aborted = true;
+      void state.iterator?.return?.();
+    });
+    serveFile(res, state, store, id, range, ifNoneMatch, headOnly, requestId).catch((error: unknown) => {
+      log.error("file serving failed", { request_id: requestId, file_id: id, error });
+      if (state.aborted) return;
+      // Headers may already be out: then the only honest signal is closing the connection.
+      try {
+        res.close();
+      } catch {
+        // already closed
+      }
+    });
+  };
+  app.get(filesPath, handler(false));
+  app.head(filesPath, handler(true));
+}
+
+interface ServeState {
+  aborted: boolean;
+  iterator: AsyncIterator<Buffer> | undefined;
+}
+
+async function serveFile(
+  res: HttpResponse,
+  state: ServeState,
+  store: FileStore,
+  id: string,
+  rangeHeader: string | undefined,
+  ifNoneMatch: string | undefined,
+  headOnly: boolean,
+  requestId: string,
+): Promise<void> {
+  const file = await store.head(id);
+  if (state.aborted) return;
+  if (!file) {
+    const error = new TroupeError("not_found", `no file ${id}`);
+    endWith(res, 404, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
+    return;
+  }
+  const common = fileHeaders(file, requestId);
+  if (etagMatches(ifNoneMatch, file.etag)) {
+    endWith(res, 304, common.filter(([k]) => k !== "content-type"), undefined);
+    return;
+  }
+  const answer = parseRange(rangeHeader, file.size);
+  if (answer.kind === "unsatisfiable") {
+    const error = new TroupeError("invalid_request", `range ${rangeHeader} is outside the file's ${file.size} bytes`);
+    endWith(res, 416, [["content-type", "application/json"], ["content-range", `bytes */${file.size}`], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
+    return;
+  }
+  const status = answer.kind === "partial" ? 206 : 200;
+  const headers = answer.kind === "partial" ? [...common, ["content-range", `bytes ${answer.range.start}-${answer.range.end}/${file.size}`] as [string, string]] : common;
+  const length = answer.kind === "partial" ? answer.range.end - answer.range.start + 1 : file.size;
+  if (headOnly || length === 0) {
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      for (const [k, v] of headers) res.writeHeader(k, v);
+      // HEAD: announce the length the GET would send, without a body.
+      res.endWithoutBody(length);
+    });
+    return;
+  }
+  const got = await store.get(id, answer.kind === "partial" ? answer.range : undefined);
+  if (state.aborted) return;
+  if (!got) {
+    // Deleted between head and get.
+    const error = new TroupeError("not_found", `no file ${id}`);
+    endWith(res, 404, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
+    return;
+  }
+  await streamBody(res, state, status, headers, got.body, length);
+}
+
+function fileHeaders(file: StoredFile, requestId: string): [string, string][] {
+  return [
+    ["content-type", file.content_type],
+    ["etag", file.etag],
+    ["cache-control", cacheControl],
+    ["accept-ranges", "bytes"],
+    // Served from the API's origin: never sniffed into HTML, never a script context.
+    ["x-content-type-options", "nosniff"],
+    ["content-security-policy", "default-src 'none'; sandbox"],
+    ["x-request-id", requestId],
+  ];
+}
+
+function endWith(res: HttpResponse, status: number, headers: [string, string][], body: string | undefined): void {
+  res.cork(() => {
+    res.writeStatus(statusLine(status));
+    for (const [k, v] of headers) res.writeHeader(k, v);
+    if (body === undefined) res.endWithoutBody(0);
+    else res.end(body);
+  });
+}
+
+/**
+ * Streams `total` bytes with uWS's tryEnd: it writes Content-Length itself,
+ * and when the socket is full we wait for onWritable and resend the unsent
+ * tail of the chunk (the VideoStreamer pattern from the uWS examples).
+ */
+async function streamBody(
+  res: HttpResponse,
+  state: ServeState,
+  status: number,
+  headers: [string, string][],
+  body: AsyncIterable<Buffer>,
+  total: number,
+): Promise<void> {
+  const iterator = body[Symbol.asyncIterator]();
+  state.iterator = iterator;
+  let first = true;
+  try {
+    while (!state.aborted) {
+      const next = await iterator.next();
+      if (next.done || state.aborted) break;
+      const chunk = next.value;
+      let ok = false;
+      let done = false;
+      let offsetBefore = 0;
+      res.cork(() => {
+        if (first) {
+          res.writeStatus(statusLine(status));
+          for (const [k, v] of headers) res.writeHeader(k, v);
+          first = false;
+        }
+        offsetBefore = res.getWriteOffset();
+        [ok, done] = res.tryEnd(toArrayBuffer(chunk), total);
+      });
+      if (done) return;
+      if (!ok) {
+        await new Promise<void>((resolve) => {
+          res.onWritable((offset) => {
+            if (state.aborted) {
+              resolve();
+              return true;
+            }
+            const [ok2, done2] = res.tryEnd(toArrayBuffer(chunk.subarray(offset - offsetBefore)), total);
+            if (ok2 || done2) resolve();
+            return ok2;
+          });
+        });
+      }
+    }
+    if (!state.aborted) {
+      // The store's body ended short of the length already announced.
+      throw new Error("file body ended before its announced length");
+    }
+  } finally {
+    await iterator.return?.();
+  }
+}
+
+function toArrayBuffer(b: Buffer): ArrayBuffer {
+  return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+}
+
+/** OpenAPI entry for the path (served outside the JSON route list). */
+const fileParameters = [
+  { name: "id", in: "path", required: true, schema: { type: "string", pattern: "^file_[A-Za-z0-9_-]{22}$" } },
+  { name: "Range", in: "header", required: false, schema: { type: "string" } },
+  { name: "If-None-Match", in: "header", required: false, schema: { type: "string" } },
+];
+const errorJson = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
+const fileResponses = {
+  "200": { description: "The file's bytes (Content-Type as stored; ETag; Cache-Control immutable)" },
+  "206": { description: "The requested byte range (Content-Range)" },
+  "304": { description: "Not modified (If-None-Match named the ETag)" },
+  "404": { description: "not_found (no such file)", content: errorJson },
+  "416": { description: "invalid_request (range outside the file; Content-Range: bytes */size)", content: errorJson },
+};
+
+/** The document's view of GET/HEAD /v1/files/{id} (the handlers are attached by attachFiles). */
+export const filesRawPath: RawPath = {
+  path: filesPath,
+  operations: {
+    get: { summary: "A stored media file (the id is the capability: no credentials)", tags: ["files"], security: [], parameters: fileParameters, responses: fileResponses },
+    head: { summary: "A stored media file's headers (Content-Length, ETag)", tags: ["files"], security: [], parameters: fileParameters, responses: fileResponses },
+  },
+};

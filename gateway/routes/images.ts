@@ -1,0 +1,53 @@
+// POST /v1/images/generations (spec §4.4): every image is re-hosted (bytes,
+// base64 or the provider's temporary URL copied into the file store) and
+// checked to be a PNG or JPEG of the requested size before the answer; a
+// failed copy is a 502 and the request's already stored images are deleted.
+// Usage: megapixels, so an image costs by its size.
+import { z } from "zod";
+import { imageInfo } from "../../media/png.ts";
+import { rehostAll } from "../../media/rehost.ts";
+import { generateImages, imageRequestSchema } from "../../providers/images.ts";
+import { defineRoute, json } from "../route.ts";
+import { usageContextOf } from "../usage-context.ts";
+import type { MediaRouteDeps } from "./audio.ts";
+
+export const imagesResponseSchema = z.object({
+  images: z.array(z.string()).describe("URLs of the stored images (GET, no credentials)"),
+  model: z.string(),
+  provider: z.string(),
+});
+
+export function imageRoutes(deps: MediaRouteDeps) {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/images/generations",
+      summary: "Generate 1–4 images; each is stored and returned as a file URL",
+      tag: "images",
+      auth: "api_key",
+      scope: "images",
+      body: imageRequestSchema,
+      responses: { 200: imagesResponseSchema },
+      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        const organizationId = ctx.auth.key.organization_id;
+        const r = await generateImages(deps.router, ctx.body, { signal: ctx.signal });
+        const files = await rehostAll(deps.media, r.images, {
+          organizationId,
+          provider: r.provider,
+          accept: ["image/png", "image/jpeg"],
+          check: (bytes) => {
+            const info = imageInfo(bytes);
+            if (!info) return "an image is neither PNG nor JPEG";
+            if (info.width !== r.width || info.height !== r.height) return `an image is ${info.width}x${info.height}, not ${r.width}x${r.height}`;
+            return undefined;
+          },
+          // The stored type follows the bytes' signature, not what a provider or a download claimed.
+          contentTypeOf: (bytes) => (imageInfo(bytes)?.format === "jpeg" ? "image/jpeg" : "image/png"),
+        });
+        deps.usage.record(usageContextOf(ctx), "images", { model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000 });
+        return json(200, { images: files.map((f) => deps.media.fileUrl(f.id)), model: r.model, provider: r.provider });
+      },
+    }),
+  ];
+}

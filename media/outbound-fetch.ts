@@ -1,0 +1,223 @@
+// The one module every caller-given or provider-given URL is fetched
+// through (DESIGN.md §4 Files and Webhooks' outbound guard). http(s) only;
+// the host is resolved once, every address checked, and the connection made
+// to the checked address (the socket's lookup returns it), so DNS cannot
+// change the answer between check and connect. Non-public addresses and
+// plain http are refused unless OUTBOUND_ALLOW_HOSTS allows the host.
+// Redirects (at most 3) are re-checked hop by hop; the body is capped in
+// bytes and the whole exchange in time; the content type must be one the
+// caller accepts. Failures are OutboundFetchErrors with a reason the caller
+// turns into a 400 (caller URL) or a 502 (provider URL).
+import { lookup as dnsLookup } from "node:dns/promises";
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { isIP, type LookupFunction } from "node:net";
+import { AllowList, isNonPublic, normalizeAddress } from "./address-policy.ts";
+
+export type OutboundFailure = "refused" | "unreachable" | "status" | "too_large" | "timeout" | "content_type";
+
+export class OutboundFetchError extends Error {
+  readonly reason: OutboundFailure;
+  readonly status: number | undefined;
+  constructor(reason: OutboundFailure, message: string, status?: number) {
+    super(message);
+    this.name = "OutboundFetchError";
+    this.reason = reason;
+    this.status = status;
+  }
+}
+
+export function isOutboundFetchError(e: unknown): e is OutboundFetchError {
+  return e instanceof OutboundFetchError;
+}
+
+export type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
+
+export interface OutboundFetcherOptions {
+  /** OUTBOUND_ALLOW_HOSTS entries. */
+  allowHosts: readonly string[];
+  /** Default cap on one body, bytes. */
+  maxBytes: number;
+  /** Default deadline of one fetch (all hops, to the last byte), ms. */
+  timeoutMs: number;
+  /** DNS; injected by tests. */
+  resolve?: Resolver;
+  /** Trusted CAs for https (tests). */
+  ca?: string | Buffer;
+}
+
+export interface FetchOptions {
+  /** Content-type prefixes accepted, e.g. ["image/"]; absent: anything. */
+  accept?: readonly string[];
+  maxBytes?: number;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+}
+
+export interface FetchedBody {
+  body: Buffer;
+  contentType: string;
+  /** The URL that answered, after redirects. */
+  url: string;
+}
+
+const maxRedirects = 3;
+const redirectStatuses = new Set([301, 302, 303, 307, 308]);
+
+export class OutboundFetcher {
+  private readonly allow: AllowList;
+  private readonly opts: OutboundFetcherOptions;
+  private readonly resolve: Resolver;
+
+  constructor(opts: OutboundFetcherOptions) {
+    this.opts = opts;
+    this.allow = new AllowList(opts.allowHosts);
+    this.resolve = opts.resolve ?? ((host) => dnsLookup(host, { all: true, verbatim: true }));
+  }
+
+  /** Downloads `url` within the policy, the cap and the deadline. */
+  async fetch(url: string, options: FetchOptions = {}): Promise<FetchedBody> {
+    const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs;
+    const maxBytes = options.maxBytes ?? this.opts.maxBytes;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
+    let current = url;
+    for (let hop = 0; ; hop++) {
+      const target = await this.check(current, signal, timeoutMs);
+      const res = await this.send(target, options.headers ?? {}, signal, timeoutMs);
+      if (redirectStatuses.has(res.statusCode ?? 0) && res.headers.location) {
+        res.resume();
+        if (hop >= maxRedirects) throw new OutboundFetchError("refused", `more than ${maxRedirects} redirects`);
+        current = new URL(res.headers.location, target.url).toString();
+        continue;
+      }
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status >= 300) {
+        res.resume();
+        throw new OutboundFetchError("status", `the URL answered HTTP ${status}`, status);
+      }
+      const contentType = (res.headers["content-type"] ?? "application/octet-stream").split(";")[0]!.trim().toLowerCase();
+      if (options.accept && !options.accept.some((p) => contentType.startsWith(p))) {
+        res.destroy();
+        throw new OutboundFetchError("content_type", `the URL's content type ${contentType} is not one of ${options.accept.join(", ")}`);
+      }
+      const declared = Number(res.headers["content-length"] ?? NaN);
+      if (Number.isFinite(declared) && declared > maxBytes) {
+        res.destroy();
+        throw new OutboundFetchError("too_large", `the URL's body (${declared} bytes) exceeds the limit of ${maxBytes} bytes`);
+      }
+      const body = await readCapped(res, maxBytes, signal, timeoutMs);
+      return { body, contentType, url: target.url.toString() };
+    }
+  }
+
+  /** Parses and checks one hop; resolves the host once and returns the address to connect to. */
+  private async check(raw: string, signal: AbortSignal, timeoutMs: number): Promise<{ url: URL; address: string; family: 4 | 6 }> {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new OutboundFetchError("refused", "not a valid URL");
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new OutboundFetchError("refused", `scheme ${url.protocol.slice(0, -1)} is not allowed (http or https only)`);
+    if (url.username || url.password) throw new OutboundFetchError("refused", "URLs with credentials are not allowed");
+    // The URL parser already turned decimal, octal and hex IPv4 forms into dotted quads.
+    const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+    let addresses: { address: string; family: number }[];
+    if (isIP(host) !== 0) addresses = [{ address: host, family: isIP(host) }];
+    else {
+      try {
+        addresses = await raceSignal(this.resolve(host), signal, timeoutMs);
+      } catch (e) {
+        if (e instanceof OutboundFetchError) throw e;
+        throw new OutboundFetchError("unreachable", `the host ${host} does not resolve`);
+      }
+      if (addresses.length === 0) throw new OutboundFetchError("unreachable", `the host ${host} does not resolve`);
+    }
+    const byName = this.allow.hasName(host);
+    for (const a of addresses) {
+      if (isNonPublic(a.address) && !byName && !this.allow.hasAddress(a.address)) {
+        throw new OutboundFetchError("refused", `the host ${host} resolves to a non-public address (${normalizeAddress(a.address).address}); OUTBOUND_ALLOW_HOSTS can allow it`);
+      }
+    }
+    const chosen = normalizeAddress(addresses[0]!.address);
+    if (url.protocol === "http:" && !byName && !addresses.every((a) => this.allow.hasAddress(a.address))) {
+      throw new OutboundFetchError("refused", `plain http is only allowed for hosts in OUTBOUND_ALLOW_HOSTS; use https for ${host}`);
+    }
+    return { url, address: chosen.address, family: chosen.family };
+  }
+
+  private send(target: { url: URL; address: string; family: 4 | 6 }, headers: Record<string, string>, signal: AbortSignal, timeoutMs: number): Promise<IncomingMessage> {
+    // The socket connects to the address checked above, never to a fresh DNS answer.
+    const pinned: LookupFunction = (_host, options, callback) => {
+      if (options.all) callback(null, [{ address: target.address, family: target.family }]);
+      else callback(null, target.address, target.family);
+    };
+    const request = target.url.protocol === "https:" ? httpsRequest : httpRequest;
+    return new Promise((resolve, reject) => {
+      const req = request(
+        target.url,
+        {
+          method: "GET",
+          headers: { "user-agent": "troupe-media-fetch", accept: "*/*", ...headers },
+          lookup: pinned,
+          signal,
+          agent: false,
+          ...(this.opts.ca ? { ca: this.opts.ca } : {}),
+        },
+        resolve,
+      );
+      req.on("error", (e) => reject(transportError(e, signal, timeoutMs)));
+      req.end();
+    });
+  }
+}
+
+async function readCapped(res: IncomingMessage, maxBytes: number, signal: AbortSignal, timeoutMs: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        res.destroy();
+        throw new OutboundFetchError("too_large", `the URL's body exceeds the limit of ${maxBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (e) {
+    throw transportError(e, signal, timeoutMs);
+  }
+  if (!res.complete) throw new OutboundFetchError("unreachable", "the connection closed before the whole body arrived");
+  return Buffer.concat(chunks, size);
+}
+
+function transportError(e: unknown, signal: AbortSignal, timeoutMs: number): OutboundFetchError {
+  if (e instanceof OutboundFetchError) return e;
+  if (signal.aborted) {
+    const reason: unknown = signal.reason;
+    if (reason instanceof DOMException && reason.name === "TimeoutError") return new OutboundFetchError("timeout", `the download did not finish within ${timeoutMs} ms`);
+    return new OutboundFetchError("unreachable", "the download was cancelled");
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  return new OutboundFetchError("unreachable", `the URL could not be fetched: ${message}`);
+}
+
+function raceSignal<T>(p: Promise<T>, signal: AbortSignal, timeoutMs: number): Promise<T> {
+  if (signal.aborted) return Promise.reject(transportError(signal.reason, signal, timeoutMs));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(transportError(signal.reason, signal, timeoutMs));
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,47 @@
+// Transcription (spec §4.3): the audio (already downloaded through the
+// outbound guard) goes to a model with the transcription capability.
+import { z } from "zod";
+import type { ModelEntry } from "./catalogue.ts";
+import type { AudioBytes, TranscriptionResult } from "./media-types.ts";
+import type { CallContext, Router } from "./router.ts";
+import { routingStrategySchema } from "./types.ts";
+
+export const transcriptionRequestSchema = z
+  .object({
+    audio_url: z.string().min(1).max(8192),
+    language: z
+      .string()
+      .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$/, "a language code such as en or pt-BR")
+      .optional(),
+    model: z.string().min(1).nullable().optional(),
+    routing_strategy: routingStrategySchema.default("auto"),
+  })
+  .strict();
+export type TranscriptionBody = z.infer<typeof transcriptionRequestSchema>;
+
+export interface TranscriptionOutcome extends TranscriptionResult {
+  model: string;
+  provider: string;
+}
+
+function transcribes(m: ModelEntry): string | undefined {
+  return m.capabilities.transcription ? undefined : `model ${m.id} does not transcribe audio`;
+}
+
+export async function transcribeAudio(
+  router: Router,
+  req: { model?: string | null | undefined; routing_strategy: TranscriptionBody["routing_strategy"]; language?: string | undefined },
+  audio: AudioBytes,
+  ctx: CallContext = {},
+): Promise<TranscriptionOutcome> {
+  const candidates = router.plan(req.model, req.routing_strategy, { category: "audio", media: transcribes });
+  const deadline = router.startDeadline(ctx.signal);
+  try {
+    const { value, entry } = await router.attempts(candidates, deadline, (entry, adapter, signal) =>
+      adapter.transcribe!({ model: entry.upstream_model ?? entry.id, audio, language: req.language?.split("-")[0]?.toLowerCase() }, { signal }),
+    );
+    return { ...value, model: entry.id, provider: entry.provider };
+  } finally {
+    deadline.dispose();
+  }
+}

@@ -1,0 +1,169 @@
+// The outbound fetcher against a real HTTP server on loopback: the guard
+// (schemes, non-public addresses in every notation, plain http, redirects to
+// refused addresses, redirect limits), DNS resolved once and the connection
+// made to the checked address, the size cap (declared and mid-stream), the
+// deadline, the content-type check and upstream statuses.
+import t, { type Test } from "tap";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { OutboundFetcher, OutboundFetchError, type Resolver } from "../../media/outbound-fetch.ts";
+
+let port = 0;
+const server: Server = createServer((req, res) => {
+  const url = new URL(req.url ?? "/", "http://x");
+  switch (url.pathname) {
+    case "/ok":
+      res.writeHead(200, { "content-type": "image/png" }).end(Buffer.from("PNGDATA"));
+      return;
+    case "/redirect":
+      res.writeHead(302, { location: url.searchParams.get("to") ?? "/ok" }).end();
+      return;
+    case "/loop":
+      res.writeHead(307, { location: "/loop" }).end();
+      return;
+    case "/declared-big":
+      res.writeHead(200, { "content-type": "image/png", "content-length": "1000000" }).end(Buffer.alloc(1_000_000));
+      return;
+    case "/chunked-big": {
+      res.writeHead(200, { "content-type": "image/png" });
+      let sent = 0;
+      const tick = () => {
+        if (res.destroyed) return;
+        if (sent >= 200) return void res.end();
+        sent++;
+        res.write(Buffer.alloc(10_000, 1), () => setImmediate(tick));
+      };
+      tick();
+      return;
+    }
+    case "/slow": {
+      res.writeHead(200, { "content-type": "audio/wav" });
+      const timer = setInterval(() => res.write("x"), 50);
+      res.on("close", () => clearInterval(timer));
+      return;
+    }
+    case "/html":
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<html>");
+      return;
+    case "/boom":
+      res.writeHead(503, { "content-type": "application/json" }).end('{"error":"down"}');
+      return;
+    default:
+      res.writeHead(404).end();
+  }
+});
+
+t.before(async () => {
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  port = (server.address() as AddressInfo).port;
+});
+t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+
+const loopback = (allowHosts: string[], resolve?: Resolver) => new OutboundFetcher({ allowHosts, maxBytes: 100_000, timeoutMs: 2_000, ...(resolve ? { resolve } : {}) });
+
+async function refusal(t: Test, p: Promise<unknown>, reason: string, message?: RegExp): Promise<void> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  t.ok(e instanceof OutboundFetchError, "an OutboundFetchError");
+  t.equal((e as OutboundFetchError).reason, reason);
+  if (message) t.match((e as OutboundFetchError).message, message);
+}
+
+t.test("an allowed loopback URL is fetched", async (t) => {
+  const got = await loopback(["127.0.0.1"]).fetch(`http://127.0.0.1:${port}/ok`, { accept: ["image/"] });
+  t.equal(got.body.toString(), "PNGDATA");
+  t.equal(got.contentType, "image/png");
+});
+
+t.test("loopback and metadata addresses are refused without the allow list, in every notation", async (t) => {
+  const f = loopback([]);
+  for (const url of [
+    `http://127.0.0.1:${port}/ok`,
+    `https://127.0.0.1:${port}/ok`,
+    `http://2130706433:${port}/ok`, // decimal
+    `http://0177.0.0.1:${port}/ok`, // octal
+    `http://0x7f.1:${port}/ok`, // hex, short form
+    `http://[::1]:${port}/ok`,
+    `http://[::ffff:127.0.0.1]:${port}/ok`,
+    "http://169.254.169.254/latest/meta-data/",
+    "https://[fd00:ec2::254]/latest/meta-data/",
+    "https://10.0.0.1/x",
+    "https://0.0.0.0/x",
+  ]) {
+    await refusal(t, f.fetch(url), "refused", /non-public|plain http/);
+  }
+});
+
+t.test("schemes, garbage and credentials", async (t) => {
+  const f = loopback(["127.0.0.1"]);
+  await refusal(t, f.fetch("not a url"), "refused", /not a valid URL/);
+  await refusal(t, f.fetch("ftp://127.0.0.1/x"), "refused", /scheme ftp/);
+  await refusal(t, f.fetch("file:///etc/passwd"), "refused", /scheme file/);
+  await refusal(t, f.fetch(`http://u:p@127.0.0.1:${port}/ok`), "refused", /credentials/);
+});
+
+t.test("DNS is resolved once and the connection goes to the checked address", async (t) => {
+  let calls = 0;
+  // A rebinding resolver: the first answer is the allowed loopback, any later one would be elsewhere.
+  const resolver: Resolver = async () => (calls++ === 0 ? [{ address: "127.0.0.1", family: 4 }] : [{ address: "10.9.9.9", family: 4 }]);
+  const got = await loopback(["fake.test"], resolver).fetch(`http://fake.test:${port}/ok`);
+  t.equal(got.body.toString(), "PNGDATA", "fake.test does not exist in real DNS: the socket used the checked address");
+  t.equal(calls, 1, "one resolution");
+});
+
+t.test("a name resolving to a private address is refused; any bad address in the answer is enough", async (t) => {
+  const resolver: Resolver = async () => [
+    { address: "93.184.216.34", family: 4 },
+    { address: "::ffff:169.254.169.254", family: 6 },
+  ];
+  await refusal(t, loopback([], resolver).fetch("https://sneaky.test/x"), "refused", /169\.254\.169\.254/);
+});
+
+t.test("plain http to a public host is refused; https is required", async (t) => {
+  const resolver: Resolver = async () => [{ address: "93.184.216.34", family: 4 }];
+  await refusal(t, loopback([], resolver).fetch("http://public.test/x"), "refused", /plain http/);
+});
+
+t.test("an unresolvable host is unreachable", async (t) => {
+  const resolver: Resolver = async () => {
+    throw new Error("ENOTFOUND");
+  };
+  await refusal(t, loopback([], resolver).fetch("https://nowhere.test/x"), "unreachable", /does not resolve/);
+});
+
+t.test("redirects: followed when allowed, refused to loopback, at most 3", async (t) => {
+  const ok = await loopback(["127.0.0.1"]).fetch(`http://127.0.0.1:${port}/redirect?to=/ok`);
+  t.equal(ok.body.toString(), "PNGDATA");
+  t.match(ok.url, /\/ok$/);
+  // The first hop is allowed by name; the redirect target is a loopback IP the list does not name.
+  const resolver: Resolver = async () => [{ address: "127.0.0.1", family: 4 }];
+  await refusal(t, loopback(["fake.test"], resolver).fetch(`http://fake.test:${port}/redirect?to=${encodeURIComponent("http://127.0.0.1:" + port + "/ok")}`), "refused", /127\.0\.0\.1/);
+  await refusal(t, loopback(["fake.test"], resolver).fetch(`http://fake.test:${port}/redirect?to=${encodeURIComponent("http://169.254.169.254/")}`), "refused", /non-public/);
+  await refusal(t, loopback(["127.0.0.1"]).fetch(`http://127.0.0.1:${port}/loop`), "refused", /more than 3 redirects/);
+});
+
+t.test("size cap: declared and mid-stream", async (t) => {
+  const f = loopback(["127.0.0.1"]);
+  await refusal(t, f.fetch(`http://127.0.0.1:${port}/declared-big`), "too_large", /1000000 bytes/);
+  await refusal(t, f.fetch(`http://127.0.0.1:${port}/chunked-big`), "too_large", /limit of 100000/);
+  const bigger = await f.fetch(`http://127.0.0.1:${port}/chunked-big`, { maxBytes: 3_000_000 });
+  t.equal(bigger.body.length, 2_000_000, "a per-call cap overrides the default");
+});
+
+t.test("deadline", async (t) => {
+  const started = Date.now();
+  await refusal(t, loopback(["127.0.0.1"]).fetch(`http://127.0.0.1:${port}/slow`, { timeoutMs: 300 }), "timeout", /300 ms/);
+  t.ok(Date.now() - started < 1500, "gave up near the deadline");
+});
+
+t.test("content type and upstream status", async (t) => {
+  const f = loopback(["127.0.0.1"]);
+  await refusal(t, f.fetch(`http://127.0.0.1:${port}/html`, { accept: ["image/"] }), "content_type", /text\/html/);
+  const e = await f.fetch(`http://127.0.0.1:${port}/boom`).catch((err: unknown) => err);
+  t.ok(e instanceof OutboundFetchError);
+  t.equal((e as OutboundFetchError).reason, "status");
+  t.equal((e as OutboundFetchError).status, 503);
+  await refusal(t, f.fetch(`http://127.0.0.1:1/x`), "unreachable", /could not be fetched/);
+});
