@@ -63,7 +63,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   let listenSocket: us_listen_socket | undefined;
   const drainWaiters: (() => void)[] = [];
   const accessLog = log.enabled("info");
-  const openApi = JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.wsRoutes, options.rawPaths));
+  // Built on first request, then cached: generating it (zod → JSON Schema for
+  // every route) costs tens of milliseconds the start-up need not pay.
+  let openApi: string | undefined;
+  const openApiJson = (): string => (openApi ??= JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.wsRoutes, options.rawPaths)));
   if (loadedPageState() !== "json") log.warn("uWS's own 400/431/505 answers are HTML, not the JSON error body: run `npm run patch:uws` (see README, HTTP limits)");
 
   const finished = (): void => {
@@ -236,7 +239,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const ok = !draining && (await options.ready().catch(() => false));
     return { status: ok ? 200 : 503, body: JSON.stringify({ status: ok ? "ready" : "not_ready" }) };
   });
-  plain("/v1/openapi.json", async () => ({ status: 200, body: openApi }));
+  plain("/v1/openapi.json", async () => ({ status: 200, body: openApiJson() }));
 
   // Anything else: 426 on a WebSocket path without an upgrade, 405 when the
   // path exists under another method, else 404. Runs only for requests no

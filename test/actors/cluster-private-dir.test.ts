@@ -36,10 +36,12 @@ chmodSync(parent, 0o700);
 const port = await freePair();
 const daprPort = await freePair();
 const esPort = await freePair();
+// Without ELASTICSEARCH_URL (CI sets one for the other suites): the launcher must start its own.
+const { ELASTICSEARCH_URL: _external, ...inherited } = process.env;
 const launcher = spawn(process.execPath, [join(repoDir, "scripts/cluster.ts")], {
   cwd: repoDir,
   env: {
-    ...process.env,
+    ...inherited,
     TROUPE_REPLICAS: "2",
     PORT: String(port),
     DAPR_HTTP_PORT: String(daprPort),

@@ -227,8 +227,10 @@ t.test("JSON nested deeper than 64 levels is a 400 naming where, at any depth", 
   const trickyPath = (field(trickyRes.body, "error", "details") as { path: string }[])[0]?.path ?? "";
   t.ok(trickyPath.startsWith('body.metadata.k"[.1.b.b'), trickyPath.slice(0, 60));
 
+  // 64 levels in all pass the body's depth limit; vector metadata then has
+  // its own, smaller cap (VECTOR_METADATA_MAX_DEPTH), a different 400.
   const atLimit = `{"content":"hello","metadata":${nest(63, "a")}}`;
   const ok = await troupe.request("POST", "/v1/embeddings/index", { token: user.testKey, rawBody: atLimit, headers: { "content-type": "application/json" } });
-  t.not(ok.status, 400, `64 levels in all are accepted (${ok.status})`);
+  t.notMatch(String(field(ok.body, "error", "message") ?? ""), /deeper than 64/, `64 levels in all pass the body depth limit (${ok.status})`);
   t.equal((await troupe.request("GET", "/healthz")).status, 200, "still serving");
 });
