@@ -9,8 +9,11 @@
 // caller accepts. Failures are OutboundFetchErrors with a reason the caller
 // turns into a 400 (caller URL) or a 502 (provider URL).
 import { lookup as dnsLookup } from "node:dns/promises";
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
+// node:http and node:https are imported when the first download starts:
+// importing node:http as an ES module evaluates its lazy getters, which load
+// Node's bundled undici (~25 ms of every start-up, for a feature most
+// starts never use).
+import type { IncomingMessage } from "node:http";
 import { isIP, type LookupFunction } from "node:net";
 import { AllowList, isNonPublic, normalizeAddress } from "./address-policy.ts";
 
@@ -148,13 +151,13 @@ export class OutboundFetcher {
     return { url, address: chosen.address, family: chosen.family };
   }
 
-  private send(target: { url: URL; address: string; family: 4 | 6 }, headers: Record<string, string>, signal: AbortSignal, timeoutMs: number): Promise<IncomingMessage> {
+  private async send(target: { url: URL; address: string; family: 4 | 6 }, headers: Record<string, string>, signal: AbortSignal, timeoutMs: number): Promise<IncomingMessage> {
     // The socket connects to the address checked above, never to a fresh DNS answer.
     const pinned: LookupFunction = (_host, options, callback) => {
       if (options.all) callback(null, [{ address: target.address, family: target.family }]);
       else callback(null, target.address, target.family);
     };
-    const request = target.url.protocol === "https:" ? httpsRequest : httpRequest;
+    const { request } = target.url.protocol === "https:" ? await import("node:https") : await import("node:http");
     return new Promise((resolve, reject) => {
       const req = request(
         target.url,
