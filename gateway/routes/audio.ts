@@ -10,6 +10,7 @@ import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
 import { rehostAll, type MediaDeps } from "../../media/rehost.ts";
 import { speechRequestSchema, synthesizeSpeech } from "../../providers/speech.ts";
 import { transcribeAudio, transcriptionRequestSchema } from "../../providers/transcription.ts";
+import { modelIdSchema, withModel, type ModelEntry } from "../../providers/catalogue.ts";
 import { defineRoute, json } from "../route.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
@@ -25,6 +26,12 @@ export const transcriptionResponseSchema = z.object({ text: z.string(), model: z
 const audioTypes = ["audio/", "video/", "application/octet-stream"] as const;
 
 export function audioRoutes(deps: MediaRouteDeps) {
+  // `model`: one of the catalogue's models that can (an enum in the document), required when routing is manual.
+  const { catalogue } = deps.router;
+  const speaks = (m: ModelEntry) => (m.capabilities.voices ? undefined : `model ${m.id} does not synthesize speech`);
+  const transcribes = (m: ModelEntry) => (m.capabilities.transcription ? undefined : `model ${m.id} does not transcribe audio`);
+  const speechBody = withModel(speechRequestSchema, modelIdSchema(catalogue, { category: "audio", media: speaks }).nullable().optional());
+  const transcriptionBody = withModel(transcriptionRequestSchema, modelIdSchema(catalogue, { category: "audio", media: transcribes }).nullable().optional());
   return [
     defineRoute({
       method: "post",
@@ -33,7 +40,7 @@ export function audioRoutes(deps: MediaRouteDeps) {
       tag: "audio",
       auth: "api_key",
       scope: "audio",
-      body: speechRequestSchema,
+      body: speechBody,
       responses: { 200: speechResponseSchema },
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
@@ -56,12 +63,12 @@ export function audioRoutes(deps: MediaRouteDeps) {
       tag: "audio",
       auth: "api_key",
       scope: "audio",
-      body: transcriptionRequestSchema,
+      body: transcriptionBody,
       responses: { 200: transcriptionResponseSchema },
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
         // Plan first: an unknown or unfit model is refused before anything is downloaded.
-        deps.router.plan(ctx.body.model, ctx.body.routing_strategy, { category: "audio", media: (m) => (m.capabilities.transcription ? undefined : `model ${m.id} does not transcribe audio`) });
+        deps.router.plan(ctx.body.model, ctx.body.routing_strategy, { category: "audio", media: transcribes });
         let audio;
         try {
           audio = await deps.media.fetcher.fetch(ctx.body.audio_url, { accept: audioTypes, signal: ctx.signal });

@@ -8,6 +8,7 @@ import { imageInfo } from "../../media/png.ts";
 import { rehostAll } from "../../media/rehost.ts";
 import { generateImages, imageRequestSchema } from "../../providers/images.ts";
 import { defineRoute, json } from "../route.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { usageContextOf } from "../usage-context.ts";
 import type { MediaRouteDeps } from "./audio.ts";
 
@@ -18,6 +19,8 @@ export const imagesResponseSchema = z.object({
 });
 
 export function imageRoutes(deps: MediaRouteDeps) {
+  // `model`: one of the catalogue's image models (an enum in the document), required when routing is manual.
+  const body = withModel(imageRequestSchema, modelIdSchema(deps.router.catalogue, { category: "image" }).nullable().optional());
   return [
     defineRoute({
       method: "post",
@@ -26,7 +29,7 @@ export function imageRoutes(deps: MediaRouteDeps) {
       tag: "images",
       auth: "api_key",
       scope: "images",
-      body: imageRequestSchema,
+      body,
       responses: { 200: imagesResponseSchema },
       errors: ["provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {

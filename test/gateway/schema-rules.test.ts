@@ -53,6 +53,24 @@ t.test("model: the catalogue's ids per category, as an enum the server applies",
   t.ok(modelEnum("/v1/agents/conversations").includes("simulated-chat"), "agents: text models with tools");
 });
 
+t.test("media routes: model is an enum of the models that can serve them, applied by the server", async (t) => {
+  const models = ((await troupe.request("GET", "/v1/models", { token: user.testKey })).body as { data: { id: string; category: string; capabilities: { voices?: string[]; transcription?: boolean } }[] }).data;
+  const ids = (keep: (m: (typeof models)[number]) => boolean) => models.filter(keep).map((m) => m.id).sort();
+  t.same(modelEnum("/v1/audio/speech").sort(), ids((m) => m.capabilities.voices !== undefined), "speech: models with voices");
+  t.same(modelEnum("/v1/audio/transcriptions").sort(), ids((m) => m.capabilities.transcription === true), "transcriptions: models that transcribe");
+  t.same(modelEnum("/v1/images/generations").sort(), ids((m) => m.category === "image"), "images: image models");
+  t.ok(modelEnum("/v1/images/generations").length > 0 && modelEnum("/v1/audio/speech").length > 0, "enums are not empty");
+  for (const [path, body] of [
+    ["/v1/audio/speech", { model: "0", text: "hi", voice: "alloy" }],
+    ["/v1/audio/transcriptions", { model: "0", audio_url: "https://example.com/a.wav" }],
+    ["/v1/images/generations", { model: "0", prompt: "a cat" }],
+  ] as const) {
+    const r = await post(path, body);
+    t.equal(r.status, 400, `${path}: unknown model refused`);
+    t.equal(field(r.body, "error", "details", 0, "path"), "body.model");
+  }
+});
+
 t.test("routing_strategy manual needs a model: if/then in the document, 400 from the server", async (t) => {
   for (const path of ["/v1/chat/completions", "/v1/embeddings", "/v1/translations", "/v1/vision/analyze", "/v1/agents/conversations"]) {
     t.match(bodySchema(path), { if: { properties: { routing_strategy: { const: "manual" } } }, then: { required: ["model"] } }, path);
