@@ -4,7 +4,7 @@
 // parallel (one attempt: all calls succeed or the attempt fails and the
 // router retries or falls back).
 import { z } from "zod";
-import type { ModelEntry } from "./catalogue.ts";
+import type { Catalogue, ModelEntry } from "./catalogue.ts";
 import { ProviderCallError } from "./errors.ts";
 import type { ProviderImage } from "./media-types.ts";
 import type { CallContext, Router } from "./router.ts";
@@ -23,6 +23,20 @@ export const imageRequestSchema = z
   })
   .strict();
 export type ImageBody = z.infer<typeof imageRequestSchema>;
+
+/**
+ * `size` as the route documents and checks it: the sizes some catalogue
+ * model makes (an enum). Whether the chosen model makes it is checked when
+ * the model is chosen (a 400 listing that model's sizes).
+ */
+export function imageSizeSchema(catalogue: Catalogue) {
+  const sizes = [...new Set(catalogue.models.flatMap((m) => m.capabilities.sizes ?? []))];
+  return z
+    .enum(sizes as [string, ...string[]], {
+      error: (issue) => `no model makes ${JSON.stringify(issue.input)} images; GET /v1/models?category=image lists each model's sizes`,
+    })
+    .default("1024x1024");
+}
 
 export interface ImagesOutcome {
   images: ProviderImage[];

@@ -4,7 +4,7 @@
 // having the voice are considered — fallbacks too.
 import { z } from "zod";
 import { invalidRequest } from "../core/errors.ts";
-import type { ModelEntry } from "./catalogue.ts";
+import type { Catalogue, ModelEntry } from "./catalogue.ts";
 import type { AudioBytes } from "./media-types.ts";
 import type { CallContext, Router } from "./router.ts";
 import { routingStrategySchema } from "./types.ts";
@@ -19,6 +19,18 @@ export const speechRequestSchema = z
   })
   .strict();
 export type SpeechBody = z.infer<typeof speechRequestSchema>;
+
+/**
+ * `voice` as the route documents and checks it: the voices some catalogue
+ * model has (an enum). Whether the chosen model has it is checked when the
+ * model is chosen (a 400 listing that model's voices).
+ */
+export function voiceSchema(catalogue: Catalogue) {
+  const voices = [...new Set(catalogue.models.flatMap((m) => m.capabilities.voices ?? []))];
+  return z.enum(voices as [string, ...string[]], {
+    error: (issue) => `no model has the voice ${JSON.stringify(issue.input)}; GET /v1/models?category=audio lists each model's voices`,
+  });
+}
 
 export interface SpeechOutcome {
   audio: AudioBytes;

@@ -67,6 +67,16 @@ session=$(echo "$signup" | field 'd["session_token"]')
 env_id=$(echo "$signup" | field '[e["environment"]["id"] for e in d["environments"] if not e["environment"]["production"]][0]')
 api_key=$(post "$base/v1/environments/$env_id/api-keys" "$session" '{"name":"fuzz","rate_limit_per_minute":10000000}' | field 'd["key"]')
 
+# What the hooks (scripts/fuzz_hooks.py) need to keep schema-valid media
+# bodies within the rules that relate two fields: each model's voices, sizes
+# and n, and an audio file the transcription route can download (a speech
+# result stored by this Troupe; OUTBOUND_ALLOW_HOSTS above allows it).
+get() { node -e 'fetch(process.argv[1], { headers: { authorization: `Bearer ${process.argv[2]}` } }).then(async (r) => { if (!r.ok) process.exit(1); process.stdout.write(await r.text()); })' "$@"; }
+get "$base/v1/models" "$api_key" >"$run_dir/models.json"
+export FUZZ_MODELS_FILE="$run_dir/models.json"
+FUZZ_AUDIO_URL=$(post "$base/v1/audio/speech" "$api_key" '{"model":"simulated-speech","voice":"alto","text":"Audio for the fuzzer to transcribe."}' | field 'd["audio"]')
+export FUZZ_AUDIO_URL
+
 failed=0
 for pass in api-key session; do
   token=$api_key

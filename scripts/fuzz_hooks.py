@@ -8,7 +8,11 @@ another and is refused by the server with a 400 that names the field:
   tool call ids are unique; at least one message is not a system message;
 - tool names are unique, and agents' tools avoid the built-in names;
 - `tool_choice` other than auto/none needs tools, and names a declared one;
-- an embedding model without custom dimensions takes only its own dimension.
+- an embedding model without custom dimensions takes only its own dimension;
+- a speech model has its own voices, an image model its own sizes and n;
+- a transcription's `audio_url` must be downloadable (the schema says it is
+  a URL; whether something answers there it cannot): it is pointed at an
+  audio file the fuzzed Troupe stored (scripts/fuzz.sh, FUZZ_AUDIO_URL).
 
 Positive (schema-valid) generated bodies are brought within these rules
 before they are sent; negative ones are left alone, so what they break stays
@@ -17,6 +21,8 @@ providers/validate-chat.ts, gateway/routes/agents.ts and the catalogue.
 """
 
 import copy
+import json
+import os
 
 import schemathesis
 from schemathesis.generation import GenerationMode
@@ -95,6 +101,39 @@ def _embeddings(body):
         body["dimensions"] = fixed
 
 
+def _models():
+    """GET /v1/models as scripts/fuzz.sh saved it: id -> capabilities."""
+    path = os.environ.get("FUZZ_MODELS_FILE")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return {m["id"]: m.get("capabilities", {}) for m in json.load(f)["data"]}
+
+
+MODELS = _models()
+
+
+def _speech(body):
+    voices = MODELS.get(body.get("model"), {}).get("voices") if isinstance(body.get("model"), str) else None
+    if voices and body.get("voice") not in voices:
+        body["voice"] = voices[0]
+
+
+def _images(body):
+    caps = MODELS.get(body.get("model"), {}) if isinstance(body.get("model"), str) else {}
+    sizes = caps.get("sizes")
+    if sizes and body.get("size", "1024x1024") not in sizes:
+        body["size"] = sizes[0]
+    n_max = caps.get("n_max", 1)
+    if caps and isinstance(body.get("n"), int) and body["n"] > n_max:
+        body["n"] = n_max
+
+
+def _transcription(body):
+    if os.environ.get("FUZZ_AUDIO_URL"):
+        body["audio_url"] = os.environ["FUZZ_AUDIO_URL"]
+
+
 def _agent(body):
     _unique_tool_names(body.get("tools"), RESERVED_TOOL_NAMES)
 
@@ -103,6 +142,9 @@ FIXES = {
     ("POST", "/v1/chat/completions"): _chat,
     ("POST", "/v1/embeddings"): _embeddings,
     ("POST", "/v1/agents/conversations"): _agent,
+    ("POST", "/v1/audio/speech"): _speech,
+    ("POST", "/v1/audio/transcriptions"): _transcription,
+    ("POST", "/v1/images/generations"): _images,
 }
 
 

@@ -8,7 +8,7 @@ import { TroupeError } from "../../core/errors.ts";
 import { audioDurationSeconds } from "../../media/audio-duration.ts";
 import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
 import { rehostAll, type MediaDeps } from "../../media/rehost.ts";
-import { speechRequestSchema, synthesizeSpeech } from "../../providers/speech.ts";
+import { speechRequestSchema, synthesizeSpeech, voiceSchema } from "../../providers/speech.ts";
 import { transcribeAudio, transcriptionRequestSchema } from "../../providers/transcription.ts";
 import { modelIdSchema, withModel, type ModelEntry } from "../../providers/catalogue.ts";
 import { defineRoute, json } from "../route.ts";
@@ -30,7 +30,7 @@ export function audioRoutes(deps: MediaRouteDeps) {
   const { catalogue } = deps.router;
   const speaks = (m: ModelEntry) => (m.capabilities.voices ? undefined : `model ${m.id} does not synthesize speech`);
   const transcribes = (m: ModelEntry) => (m.capabilities.transcription ? undefined : `model ${m.id} does not transcribe audio`);
-  const speechBody = withModel(speechRequestSchema, modelIdSchema(catalogue, { category: "audio", media: speaks }).nullable().optional());
+  const speechBody = withModel(speechRequestSchema.extend({ voice: voiceSchema(catalogue) }), modelIdSchema(catalogue, { category: "audio", media: speaks }).nullable().optional());
   const transcriptionBody = withModel(transcriptionRequestSchema, modelIdSchema(catalogue, { category: "audio", media: transcribes }).nullable().optional());
   return [
     defineRoute({

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { imageInfo } from "../../media/png.ts";
 import { rehostAll } from "../../media/rehost.ts";
-import { generateImages, imageRequestSchema } from "../../providers/images.ts";
+import { generateImages, imageRequestSchema, imageSizeSchema } from "../../providers/images.ts";
 import { defineRoute, json } from "../route.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { usageContextOf } from "../usage-context.ts";
@@ -20,7 +20,7 @@ export const imagesResponseSchema = z.object({
 
 export function imageRoutes(deps: MediaRouteDeps) {
   // `model`: one of the catalogue's image models (an enum in the document), required when routing is manual.
-  const body = withModel(imageRequestSchema, modelIdSchema(deps.router.catalogue, { category: "image" }).nullable().optional());
+  const body = withModel(imageRequestSchema.extend({ size: imageSizeSchema(deps.router.catalogue) }), modelIdSchema(deps.router.catalogue, { category: "image" }).nullable().optional());
   return [
     defineRoute({
       method: "post",
