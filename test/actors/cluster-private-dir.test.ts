@@ -96,6 +96,31 @@ t.test("both replicas answer", async (t) => {
   }
 });
 
+t.test("a media file stored through one replica is served by the other (one S3 store)", async (t) => {
+  const at = (i: number, path: string) => `http://127.0.0.1:${port + i}${path}`;
+  const signup = await fetch(at(0, "/v1/auth/signup"), {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email: `cluster-files-${Date.now()}@example.com`, password: "a long cluster passphrase" }),
+  });
+  t.equal(signup.status, 201, "signed up through replica 0");
+  const key = ((await signup.json()) as { environments: { test_key?: { key: string } }[] }).environments.find((e) => e.test_key)?.test_key?.key ?? "";
+  const speech = await fetch(at(0, "/v1/audio/speech"), {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: "simulated-speech", voice: "alto", text: "Stored by one replica, served by the other." }),
+  });
+  t.equal(speech.status, 200, "speech through replica 0");
+  const audio = new URL(((await speech.json()) as { audio: string }).audio);
+  t.equal(audio.port, String(port), "the URL names replica 0");
+  const fromOther = await fetch(at(1, audio.pathname));
+  t.equal(fromOther.status, 200, "replica 1 serves it");
+  t.equal(fromOther.headers.get("content-type"), "audio/wav");
+  const bytes = Buffer.from(await fromOther.arrayBuffer());
+  t.equal(bytes.subarray(0, 4).toString("latin1"), "RIFF", "the stored WAV");
+  t.ok(bytes.length > 1000, `${bytes.length} bytes`);
+});
+
 t.test("SIGTERM stops everything, Elasticsearch included", async (t) => {
   launcher.kill("SIGTERM");
   t.equal(await exited, 0, "the launcher exits 0");
