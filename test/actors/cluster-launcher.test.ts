@@ -4,72 +4,41 @@
 // runtime RUNNING with placement connected, an actor written through one
 // replica is read through the other, and SIGTERM stops every process it
 // started (nothing listens on those ports afterwards).
-import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { z } from "zod";
-import { repoDir, requireDaprPrerequisites } from "../support/dapr-cluster.ts";
+import { startClusterLauncher } from "../support/cluster-launcher.ts";
+import { requireDaprPrerequisites } from "../support/dapr-cluster.ts";
+import { freePortPair, isPortFree } from "../support/net.ts";
 
 t.setTimeout(120_000);
 requireDaprPrerequisites({ redisUrl: process.env.REDIS_URL });
 
-/** A base port p with p and p+1 both free on loopback. */
-async function freePair(): Promise<number> {
-  for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    if ((await isFree(base)) && (await isFree(base + 1))) return base;
-  }
-}
-
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-const port = await freePair();
-const daprPort = await freePair();
+const port = await freePortPair();
+const daprPort = await freePortPair();
 const dataDir = mkdtempSync(join(tmpdir(), "troupe-cluster-launcher-"));
-const launcher = spawn(process.execPath, [join(repoDir, "scripts/cluster.ts")], {
-  cwd: repoDir,
-  env: {
-    ...process.env,
-    TROUPE_REPLICAS: "2",
-    PORT: String(port),
-    DAPR_HTTP_PORT: String(daprPort),
-    TROUPE_DATA_DIR: dataDir,
-    TROUPE_CLUSTER_APP: "test/support/dapr-actor-app.ts",
-    LOG_LEVEL: "warn",
-  },
-  stdio: ["ignore", "pipe", "pipe"],
+const launcher = startClusterLauncher({
+  ...process.env,
+  TROUPE_REPLICAS: "2",
+  PORT: String(port),
+  DAPR_HTTP_PORT: String(daprPort),
+  TROUPE_DATA_DIR: dataDir,
+  TROUPE_CLUSTER_APP: "test/support/dapr-actor-app.ts",
+  LOG_LEVEL: "warn",
 });
-let output = "";
-launcher.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-launcher.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-const exited = new Promise<number | null>((resolve) => launcher.once("exit", (code) => resolve(code)));
 t.teardown(() => {
-  if (launcher.exitCode === null) launcher.kill("SIGTERM");
+  if (launcher.child.exitCode === null) launcher.child.kill("SIGTERM");
 });
 
-const ready = await new Promise<boolean>((resolve) => {
-  const timer = setInterval(() => {
-    if (output.includes("Ctrl-C stops everything")) resolve(true);
-    else if (launcher.exitCode !== null) resolve(false);
-    else return;
-    clearInterval(timer);
-  }, 100);
-});
+const ready = await launcher.ready;
 t.ok(ready, "the launcher reports ready");
-if (!ready) t.comment(output);
+if (!ready) t.comment(launcher.output());
 
 t.test("one line per replica with both URLs", async (t) => {
   for (const i of [0, 1]) {
-    t.match(output, `replica ${i}: gateway http://127.0.0.1:${port + i}  daprd http://127.0.0.1:${daprPort + i}`);
+    t.match(launcher.output(), `replica ${i}: gateway http://127.0.0.1:${port + i}  daprd http://127.0.0.1:${daprPort + i}`);
   }
 });
 
@@ -97,8 +66,8 @@ t.test("any replica serves any actor", async (t) => {
 });
 
 t.test("SIGTERM stops everything it started", async (t) => {
-  launcher.kill("SIGTERM");
-  t.equal(await exited, 0, "the launcher exits 0");
-  t.match(output, "cluster: stopped");
-  for (const p of [port, port + 1, daprPort, daprPort + 1]) t.ok(await isFree(p), `port ${p} free again`);
+  launcher.child.kill("SIGTERM");
+  t.equal(await launcher.exited, 0, "the launcher exits 0");
+  t.match(launcher.output(), "cluster: stopped");
+  for (const p of [port, port + 1, daprPort, daprPort + 1]) t.ok(await isPortFree(p), `port ${p} free again`);
 });

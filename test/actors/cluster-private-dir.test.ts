@@ -3,84 +3,53 @@
 // or a mktemp -d directory: Elasticsearch still starts (as root, with its data
 // where its own user can reach it), the launcher says where that is, both
 // replicas answer, and SIGTERM stops everything, Elasticsearch included.
-import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { repoDir, requireDaprPrerequisites } from "../support/dapr-cluster.ts";
+import { startClusterLauncher } from "../support/cluster-launcher.ts";
+import { requireDaprPrerequisites } from "../support/dapr-cluster.ts";
+import { freePortPair, isPortFree } from "../support/net.ts";
 
 // Elasticsearch, placement, scheduler and two replicas with their daprd.
 t.setTimeout(400_000);
 requireDaprPrerequisites({ redisUrl: process.env.REDIS_URL });
 
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-/** A base port p with p and p+1 both free on loopback. */
-async function freePair(): Promise<number> {
-  for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    if ((await isFree(base)) && (await isFree(base + 1))) return base;
-  }
-}
-
 const parent = mkdtempSync(join(tmpdir(), "troupe-private-cluster-"));
 chmodSync(parent, 0o700);
-const port = await freePair();
-const daprPort = await freePair();
-const esPort = await freePair();
+const port = await freePortPair();
+const daprPort = await freePortPair();
+const esPort = await freePortPair();
 // Without ELASTICSEARCH_URL (CI sets one for the other suites): the launcher must start its own.
 const { ELASTICSEARCH_URL: _external, ...inherited } = process.env;
-const launcher = spawn(process.execPath, [join(repoDir, "scripts/cluster.ts")], {
-  cwd: repoDir,
-  env: {
-    ...inherited,
-    TROUPE_REPLICAS: "2",
-    PORT: String(port),
-    DAPR_HTTP_PORT: String(daprPort),
-    ES_PORT: String(esPort),
-    ES_HEAP: "512m",
-    TROUPE_DATA_DIR: join(parent, "checkout", ".troupe", "cluster"),
-    TROUPE_CLUSTER_APP: "gateway/main.ts",
-    LOG_LEVEL: "warn",
-  },
-  stdio: ["ignore", "pipe", "pipe"],
+const launcher = startClusterLauncher({
+  ...inherited,
+  TROUPE_REPLICAS: "2",
+  PORT: String(port),
+  DAPR_HTTP_PORT: String(daprPort),
+  ES_PORT: String(esPort),
+  ES_HEAP: "512m",
+  TROUPE_DATA_DIR: join(parent, "checkout", ".troupe", "cluster"),
+  TROUPE_CLUSTER_APP: "gateway/main.ts",
+  LOG_LEVEL: "warn",
 });
-let output = "";
-launcher.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-launcher.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-const exited = new Promise<number | null>((resolve) => launcher.once("exit", (code) => resolve(code)));
 let esDataDir: string | undefined;
 t.teardown(async () => {
-  if (launcher.exitCode === null) {
-    launcher.kill("SIGTERM");
-    await exited;
+  if (launcher.child.exitCode === null) {
+    launcher.child.kill("SIGTERM");
+    await launcher.exited;
   }
   rmSync(parent, { recursive: true, force: true });
   if (esDataDir?.startsWith("/var/tmp/troupe-es-")) rmSync(esDataDir, { recursive: true, force: true });
 });
 
-const ready = await new Promise<boolean>((resolve) => {
-  const timer = setInterval(() => {
-    if (output.includes("Ctrl-C stops everything")) resolve(true);
-    else if (launcher.exitCode !== null) resolve(false);
-    else return;
-    clearInterval(timer);
-  }, 200);
-});
+const ready = await launcher.ready;
 t.ok(ready, "the launcher reports ready");
-if (!ready) t.comment(output);
+if (!ready) t.comment(launcher.output());
 
 t.test("says where Elasticsearch keeps its data, somewhere its user can reach", async (t) => {
   t.equal(statSync(parent).mode & 0o777, 0o700, "the parent is private");
-  esDataDir = new RegExp(`cluster: elasticsearch http://127.0.0.1:${esPort} keeps its data in (\\S+)`).exec(output)?.[1];
+  esDataDir = new RegExp(`cluster: elasticsearch http://127.0.0.1:${esPort} keeps its data in (\\S+)`).exec(launcher.output())?.[1];
   t.ok(esDataDir, "the launcher names the data directory");
   if (userInfo().uid === 0) t.match(esDataDir, /^\/var\/tmp\/troupe-es-[0-9a-f]{16}$/, "root: moved out of the private parent");
   const health = await fetch(`http://127.0.0.1:${esPort}/_cluster/health`);
@@ -122,8 +91,8 @@ t.test("a media file stored through one replica is served by the other (one S3 s
 });
 
 t.test("SIGTERM stops everything, Elasticsearch included", async (t) => {
-  launcher.kill("SIGTERM");
-  t.equal(await exited, 0, "the launcher exits 0");
-  t.match(output, "cluster: stopped");
-  for (const p of [port, port + 1, esPort]) t.ok(await isFree(p), `port ${p} free again`);
+  launcher.child.kill("SIGTERM");
+  t.equal(await launcher.exited, 0, "the launcher exits 0");
+  t.match(launcher.output(), "cluster: stopped");
+  for (const p of [port, port + 1, esPort]) t.ok(await isPortFree(p), `port ${p} free again`);
 });

@@ -22,3 +22,20 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** True when nothing listens on `port` on loopback. */
+export function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** A base port p with p and p+1 both free on loopback (the cluster uses PORT+i per replica). */
+export async function freePortPair(): Promise<number> {
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    if ((await isPortFree(base)) && (await isPortFree(base + 1))) return base;
+  }
+}
