@@ -40,10 +40,15 @@ export interface SpeechOutcome {
   characters: number;
 }
 
+/** Why a model cannot synthesize speech, or undefined when it can (the route's model enum). */
+export function speaks(m: ModelEntry): string | undefined {
+  return m.capabilities.voices ? undefined : `model ${m.id} does not synthesize speech`;
+}
+
 function voiceProblem(voice: string) {
   return (m: ModelEntry): string | undefined => {
     const voices = m.capabilities.voices;
-    if (!voices) return `model ${m.id} does not synthesize speech`;
+    if (!voices) return speaks(m);
     return voices.includes(voice) ? undefined : `model ${m.id} has no voice "${voice}"; its voices: ${voices.join(", ")}`;
   };
 }

@@ -24,7 +24,8 @@ export interface TranscriptionOutcome extends TranscriptionResult {
   provider: string;
 }
 
-function transcribes(m: ModelEntry): string | undefined {
+/** Why a model cannot transcribe, or undefined when it can (routing, and the route's model enum). */
+export function transcribes(m: ModelEntry): string | undefined {
   return m.capabilities.transcription ? undefined : `model ${m.id} does not transcribe audio`;
 }
 

@@ -8,9 +8,9 @@ import { TroupeError } from "../../core/errors.ts";
 import { audioDurationSeconds } from "../../media/audio-duration.ts";
 import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
 import { rehostAll, type MediaDeps } from "../../media/rehost.ts";
-import { speechRequestSchema, synthesizeSpeech, voiceSchema } from "../../providers/speech.ts";
-import { transcribeAudio, transcriptionRequestSchema } from "../../providers/transcription.ts";
-import { modelIdSchema, withModel, type ModelEntry } from "../../providers/catalogue.ts";
+import { speaks, speechRequestSchema, synthesizeSpeech, voiceSchema } from "../../providers/speech.ts";
+import { transcribeAudio, transcribes, transcriptionRequestSchema } from "../../providers/transcription.ts";
+import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { defineRoute, json } from "../route.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
@@ -28,8 +28,6 @@ const audioTypes = ["audio/", "video/", "application/octet-stream"] as const;
 export function audioRoutes(deps: MediaRouteDeps) {
   // `model`: one of the catalogue's models that can (an enum in the document), required when routing is manual.
   const { catalogue } = deps.router;
-  const speaks = (m: ModelEntry) => (m.capabilities.voices ? undefined : `model ${m.id} does not synthesize speech`);
-  const transcribes = (m: ModelEntry) => (m.capabilities.transcription ? undefined : `model ${m.id} does not transcribe audio`);
   const speechBody = withModel(speechRequestSchema.extend({ voice: voiceSchema(catalogue) }), modelIdSchema(catalogue, { category: "audio", media: speaks }).nullable().optional());
   const transcriptionBody = withModel(transcriptionRequestSchema, modelIdSchema(catalogue, { category: "audio", media: transcribes }).nullable().optional());
   return [
