@@ -72,21 +72,24 @@ function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
 /**
  * One Server-Sent Event of a streamed chat (OpenAPI 3.1: `schema` of an event
  * stream describes each event): `data` is a JSON stream event, or the final
- * `[DONE]`.
+ * `[DONE]`. Built with the document (on its first request), not at import:
+ * the start-up does not pay for the JSON Schema conversion.
  */
-const sseEventSchema: JsonObject = {
-  type: "object",
-  required: ["data"],
-  properties: {
-    event: { type: "string" },
-    data: {
-      type: "string",
-      if: { const: "[DONE]" },
-      else: { contentMediaType: "application/json", contentSchema: toSchema(streamEventSchema, "output") },
+function sseEventSchema(): JsonObject {
+  return {
+    type: "object",
+    required: ["data"],
+    properties: {
+      event: { type: "string" },
+      data: {
+        type: "string",
+        if: { const: "[DONE]" },
+        else: { contentMediaType: "application/json", contentSchema: toSchema(streamEventSchema, "output") },
+      },
     },
-  },
-  description: "Server-Sent Events: data lines carrying a delta, a tool call, the finish (or an error), then [DONE]; see the README",
-};
+    description: "Server-Sent Events: data lines carrying a delta, a tool call, the finish (or an error), then [DONE]; see the README",
+  };
+}
 
 /** What the error list and security of an operation depend on; HTTP and WebSocket routes both have it. */
 type Admitted = Pick<RouteDefinition, "auth" | "refusesApiKeys" | "scope" | "body" | "query" | "errors">;
@@ -171,7 +174,7 @@ export function buildOpenApi(
     for (const [status, schema] of Object.entries(route.responses)) {
       const content: JsonObject = {};
       if (schema) content["application/json"] = { schema: toSchema(schema, "output") };
-      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: sseEventSchema };
+      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: sseEventSchema() };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }
     Object.assign(responses, routeErrorResponses(route));
