@@ -14,6 +14,7 @@ import { buildOpenApi, type RawPath } from "./openapi.ts";
 import { loadedPageState } from "./uws-error-pages.ts";
 import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
+import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
 import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
 
@@ -41,18 +42,6 @@ export interface Gateway {
   readonly app: TemplatedApp;
 }
 
-const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
-
-// Generated request ids: a random per-process prefix and a counter. Unique
-// across replicas and restarts, and far cheaper than a UUID per request.
-const bootPrefix = `req_${crypto.randomUUID().slice(0, 8)}`;
-let requestCounter = 0;
-
-function pickRequestId(incoming: string | undefined): string {
-  if (incoming && requestIdPattern.test(incoming)) return incoming;
-  requestCounter += 1;
-  return `${bootPrefix}_${requestCounter.toString(36)}`;
-}
 const bodyMethods = new Set(["post", "put", "patch"]);
 
 export function createGateway(options: GatewayOptions): Gateway {

@@ -11,6 +11,7 @@ import type { Logger } from "../../core/log.ts";
 import { statusLine } from "../../core/http-status.ts";
 import type { ByteRange, FileStore, StoredFile } from "../../media/file-store.ts";
 import type { RawPath } from "../openapi.ts";
+import { pickRequestId } from "../request-id.ts";
 
 export const filesPath = "/v1/files/:id";
 const cacheControl = "public, max-age=31536000, immutable";
@@ -55,7 +56,7 @@ export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): v
     const id = req.getParameter(0) ?? "";
     const range = req.getHeader("range") || undefined;
     const ifNoneMatch = req.getHeader("if-none-match") || undefined;
-    const requestId = req.getHeader("x-request-id") || `req_file_${Date.now().toString(36)}`;
+    const requestId = pickRequestId(req.getHeader("x-request-id") || undefined);
     const state = { aborted: false, iterator: undefined as AsyncIterator<Buffer> | undefined };
     res.onAborted(() => {
       state.aborted = true;

@@ -82,6 +82,20 @@ t.test("serving files over HTTP", async (t) => {
   t.ok(spec.paths["/v1/files/{id}"], "documented in the OpenAPI document");
 });
 
+t.test("X-Request-Id as on every route: a well-formed caller value echoed, anything else replaced by a generated id", async (t) => {
+  const troupe = await startTestTroupe();
+  t.teardown(() => troupe.stop());
+  const file = await troupe.services.files.put({ body: Buffer.from("RIFF...."), contentType: "audio/wav", organizationId: "org_x" });
+  for (const path of [`/v1/files/${file.id}`, "/v1/files/file_AAAAAAAAAAAAAAAAAAAAAA"]) {
+    const echoed = await fetch(troupe.url + path, { headers: { "x-request-id": "caller.id-1" } });
+    t.equal(echoed.headers.get("x-request-id"), "caller.id-1", `${path}: echoed`);
+    await echoed.body?.cancel();
+    const replaced = await fetch(troupe.url + path, { headers: { "x-request-id": "has spaces and ${}" } });
+    t.match(replaced.headers.get("x-request-id"), /^req_[0-9a-f]{8}_[0-9a-z]+$/, `${path}: generated`);
+    await replaced.body?.cancel();
+  }
+});
+
 t.test("a large file streams whole (backpressure) and survives a restart", async (t) => {
   const first = await startTestTroupe();
   const big = Buffer.alloc(8 * 1024 * 1024);
