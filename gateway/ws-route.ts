@@ -9,6 +9,8 @@ import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { statusLine } from "../core/http-status.ts";
 import type { Admission } from "./admission.ts";
+import { decodePathParam } from "./request-guards.ts";
+import { pickRequestId } from "./request-id.ts";
 import { paramNamesOf, type AuthMode, type PathParams, type WsRouteDefinition } from "./route.ts";
 
 /** What the socket does once open; uWS's behaviour minus the upgrade, which the route's `accept` replaces. */
@@ -34,8 +36,7 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
       // uWS's request object is valid only in this synchronous callback: copy what is needed first.
       const headers: Record<string, string> = {};
       req.forEach((k, v) => (headers[k] = v));
-      const params: Record<string, string> = {};
-      paramNames.forEach((name, i) => (params[name] = req.getParameter(i) ?? ""));
+      const rawParams = paramNames.map((_, i) => req.getParameter(i) ?? "");
       const secKey = headers["sec-websocket-key"] ?? "";
       const extensions = headers["sec-websocket-extensions"] ?? "";
       const protocols = (headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim()).filter(Boolean);
@@ -43,10 +44,13 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
       if (!headers["authorization"] && offeredBearer) headers["authorization"] = `Bearer ${offeredBearer.slice(bearerProtocol.length)}`;
       const aborted = new AbortController();
       res.onAborted(() => aborted.abort());
-      const requestId = crypto.randomUUID();
+      const requestId = pickRequestId(headers["x-request-id"]);
       void (async () => {
         const admitted = deps.admission.admit(route, "GET", headers);
         const auth = admitted instanceof Promise ? await admitted : admitted;
+        // Decoded after admission, as the HTTP routes' are: a malformed escape is a 400 naming the parameter.
+        const params: Record<string, string> = {};
+        paramNames.forEach((name, i) => (params[name] = decodePathParam(name, rawParams[i] ?? "")));
         // Every key of the path was filled above, which is what PathParams<P> promises.
         const data = await route.accept({ requestId, params: params as PathParams<P>, headers, auth, signal: aborted.signal });
         if (aborted.signal.aborted) return;

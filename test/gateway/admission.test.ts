@@ -89,6 +89,17 @@ t.test("HTTP routes and WebSocket upgrades refuse the same credentials with the 
   t.match(refusal(await viaWs("not-a-uuid", user.testKey)), { status: 404, code: "not_found" }, "the route's own check runs after admission");
 });
 
+t.test("upgrades take the request id and decode path parameters as HTTP routes do", async (t) => {
+  const headers = { authorization: `Bearer ${user.testKey}`, "x-request-id": "ws.caller-1" };
+  const ws = await upgrade("/v1/agents/conversations/%ff/events", headers);
+  const http = await troupe.request("GET", "/v1/agents/conversations/%ff", { token: user.testKey });
+  t.same(refusal(ws), refusal({ status: http.status, body: http.body, retryAfter: undefined }), "a malformed escape: the same 400 naming path.id");
+  t.equal(ws.status, 400);
+  t.equal(field(ws.body, "error", "request_id"), "ws.caller-1", "the caller's well-formed request id");
+  const generated = await upgrade("/v1/agents/conversations/%ff/events", { ...headers, "x-request-id": "not a valid id" });
+  t.match(field(generated.body, "error", "request_id"), /^req_[0-9a-f]{8}_[0-9a-z]+$/, "otherwise a generated one");
+});
+
 t.test("one rate-limit counter per key across HTTP requests and upgrades", async (t) => {
   const limited = await newKey({ rate_limit_per_minute: 2 });
   t.equal((await viaHttp(conversationId, limited)).status, 200, "1st request (HTTP)");
