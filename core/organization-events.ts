@@ -1,0 +1,33 @@
+// Events an organization's webhooks receive (spec §6; DESIGN.md §3 Events):
+// the contract between what emits them (JobActor: job.completed/job.failed;
+// budgets: budget.alert; the webhook test route: webhook.test) and what
+// delivers them (the WebhookActors). Emitters choose the event id
+// deterministically (e.g. from the job id and the event type), so an emitter
+// that re-publishes after a crash publishes the same id, and delivery is
+// idempotent on it: each subscribed webhook delivers a given id once (plus its
+// retries), never twice as two events.
+
+export type OrganizationEventType = "job.completed" | "job.failed" | "budget.alert" | "webhook.test";
+
+/** The payload delivered to receivers is `{id, type, created_at, data}`; organization_id routes it. */
+export interface OrganizationEvent {
+  id: string;
+  type: OrganizationEventType;
+  organization_id: string;
+  /** ISO 8601 UTC. */
+  created_at: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Hands an event to every active webhook of its organization subscribed to
+ * its type. Resolves once the event is durably accepted for delivery (not
+ * delivered); rejects if it could not be accepted, so the emitter retries.
+ * Publishing the same event id again is harmless.
+ */
+export interface EventPublisher {
+  publish(event: OrganizationEvent): Promise<void>;
+}
+
+/** Publishes nowhere: for tests and hosts without webhooks. */
+export const noEvents: EventPublisher = { publish: async () => undefined };
