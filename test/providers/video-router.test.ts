@@ -16,6 +16,8 @@ import { assertVideoModelFits, longestClipSeconds, nearestDuration, offersDurati
 import { encodePng } from "../../media/png.ts";
 import { startLumaFake, startRunwayFake, type VideoFake } from "../fakes/video-fakes.ts";
 import { tmpdir } from "node:os";
+import { loadConfig } from "../../core/config.ts";
+import { createRouter } from "../../providers/index.ts";
 import { join } from "node:path";
 
 const runwayFake = await startRunwayFake("rw");
@@ -169,4 +171,22 @@ t.test("validation helpers for the jobs route", async (t) => {
   t.throws(() => assertVideoModelFits(catalogue, "nope", true), { code: "invalid_request", details: [{ path: "model", message: /unknown model/ }] });
   t.doesNotThrow(() => assertVideoModelFits(catalogue, "gen4_turbo", true));
   t.throws(() => nearestDuration(catalogue.get("gpt-4o")!, 5), /no clip durations/);
+});
+
+t.test("configuration: a provider is available with its key, unavailable without; settings parsed once", async (t) => {
+  const none = createRouter(loadConfig({}).providers);
+  t.same(none.listModels("video").map((m) => [m.id, m.available]), [["gen4_turbo", false], ["ray-2", false], ["simulated-video", true]]);
+  const cfg = loadConfig({ RUNWAY_API_KEY: "rw", RUNWAY_BASE_URL: runwayFake.url, LUMA_API_KEY: "lu", LUMA_BASE_URL: lumaFake.url, VIDEO_POLL_INTERVAL_MS: "1234", SIMULATED_VIDEO_DELAY_MS: "0" });
+  t.match(cfg.providers.runway, { baseUrl: runwayFake.url, pollIntervalMs: 1234 });
+  t.equal(cfg.providers.simulated.video.delayMs, 0);
+  t.equal(loadConfig({}).providers.simulated.video.delayMs, 2000, "default: clips take 2 s");
+  t.equal(loadConfig({}).providers.luma.baseUrl, "https://api.lumalabs.ai");
+  const both = createRouter(cfg.providers);
+  t.teardown(() => both.close());
+  t.ok(both.listModels("video").every((m) => m.available));
+  reset(runwayFake, lumaFake);
+  const task = await both.submitVideo({ model: "ray-2", prompt: "configured", duration_seconds: 5, routing_strategy: "manual" });
+  t.match(task, { provider: "luma", poll_after_ms: 1234 });
+  t.throws(() => loadConfig({ LUMA_BASE_URL: "not a url" }), /LUMA_BASE_URL/);
+  await none.close();
 });
