@@ -1,6 +1,8 @@
 // Configuration: parsed once at start from the environment with zod, frozen,
 // and passed down. Nothing else reads process.env. Defaults live here, with
 // their units in the names. The README's configuration table mirrors this.
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { z } from "zod";
 
 const bool = z
@@ -108,6 +110,16 @@ const envSchema = z.object({
   BFL_BASE_URL: z.url().default("https://api.bfl.ai"),
   /** Black Forest Labs is submit-then-poll: how often its result is asked for. */
   BFL_POLL_INTERVAL_MS: int(10, 60_000).default(500),
+  RUNWAY_API_KEY: optionalString,
+  RUNWAY_BASE_URL: z.url().default("https://api.dev.runwayml.com"),
+  LUMA_API_KEY: optionalString,
+  LUMA_BASE_URL: z.url().default("https://api.lumalabs.ai"),
+  /** Video tasks (Runway, Luma): how long after a submit or an unfinished poll the next poll is due. */
+  VIDEO_POLL_INTERVAL_MS: int(10, 600_000).default(5_000),
+  /** The simulated video provider's clip is ready this long after submission. */
+  SIMULATED_VIDEO_DELAY_MS: int(0, 600_000).default(2_000),
+  /** Where the simulated video provider caches rendered clips; default: <os temp dir>/troupe-simulated-video. */
+  SIMULATED_VIDEO_DIR: optionalString,
 
   /** Set: files live in this S3-compatible bucket (distributed mode); unset: under TROUPE_DATA_DIR/files. */
   S3_ENDPOINT: optionalString.pipe(z.url().optional()),
@@ -129,6 +141,9 @@ const envSchema = z.object({
 });
 
 export type RawEnv = Record<string, string | undefined>;
+
+/** Shared by the replicas of one machine, so a clip one rendered is not rendered again. */
+export const defaultSimulatedVideoDir = join(tmpdir(), "troupe-simulated-video");
 
 function parseCompatible(raw: string): z.infer<typeof compatibleEndpoint>[] {
   let parsed: unknown;
@@ -189,10 +204,16 @@ export function loadConfig(env: RawEnv = process.env) {
       openaiCompatible: parseCompatible(e.OPENAI_COMPATIBLE_ENDPOINTS),
       timeoutMs: e.PROVIDER_TIMEOUT_MS,
       maxAttempts: e.PROVIDER_MAX_ATTEMPTS,
-      simulated: { latencyMs: e.SIMULATED_LATENCY_MS, tokensPerSecond: e.SIMULATED_TOKENS_PER_SECOND },
+      simulated: {
+        latencyMs: e.SIMULATED_LATENCY_MS,
+        tokensPerSecond: e.SIMULATED_TOKENS_PER_SECOND,
+        video: { delayMs: e.SIMULATED_VIDEO_DELAY_MS, cacheDir: e.SIMULATED_VIDEO_DIR ?? defaultSimulatedVideoDir },
+      },
       elevenlabs: { apiKey: e.ELEVENLABS_API_KEY, baseUrl: e.ELEVENLABS_BASE_URL },
       stability: { apiKey: e.STABILITY_API_KEY, baseUrl: e.STABILITY_BASE_URL },
       bfl: { apiKey: e.BFL_API_KEY, baseUrl: e.BFL_BASE_URL, pollIntervalMs: e.BFL_POLL_INTERVAL_MS },
+      runway: { apiKey: e.RUNWAY_API_KEY, baseUrl: e.RUNWAY_BASE_URL, pollIntervalMs: e.VIDEO_POLL_INTERVAL_MS },
+      luma: { apiKey: e.LUMA_API_KEY, baseUrl: e.LUMA_BASE_URL, pollIntervalMs: e.VIDEO_POLL_INTERVAL_MS },
     },
     vectors: {
       elasticsearchUrl: e.ELASTICSEARCH_URL,

@@ -1,7 +1,7 @@
 // Entry point for the gateway and actors: builds the adapters that config
 // enables (a provider without a key is absent; simulated is always there)
 // and the router over them.
-import type { ProvidersConfig } from "../core/config.ts";
+import { defaultSimulatedVideoDir, type ProvidersConfig } from "../core/config.ts";
 import type { UpstreamClient } from "./upstream-request.ts";
 import { createAnthropicAdapter } from "./anthropic/index.ts";
 import { Catalogue } from "./catalogue.ts";
@@ -33,7 +33,8 @@ export interface ProviderOverrides {
 export function createAdapters(cfg: ProvidersSettings, client?: UpstreamClient): Map<string, ProviderAdapter> {
   const d = client ? { client } : {};
   const adapters = new Map<string, ProviderAdapter>();
-  adapters.set("simulated", createSimulatedAdapter(cfg.simulated));
+  // Simulated video is always there too; settings built by hand (tests, benches) get clips at once.
+  adapters.set("simulated", createSimulatedAdapter({ ...cfg.simulated, video: cfg.simulated.video ?? { delayMs: 0, cacheDir: defaultSimulatedVideoDir } }));
   if (cfg.openai.apiKey) adapters.set("openai", createOpenAIAdapter({ baseUrl: cfg.openai.baseUrl, apiKey: cfg.openai.apiKey, ...d }));
   if (cfg.anthropic.apiKey) {
     adapters.set("anthropic", createAnthropicAdapter({ baseUrl: cfg.anthropic.baseUrl, apiKey: cfg.anthropic.apiKey, ...d }));
