@@ -26,12 +26,14 @@ export const VIDEO_FINISHED_METHOD = "videoFinished";
 
 export interface JobActorDeps extends StepDeps {
   /** The model and provider a job will start on; throws 400/503 when none can serve it. */
-  plan(model: string | null, strategy: RoutingStrategy): { model: string; provider: string };
+  plan(model: string | null, strategy: RoutingStrategy, withImage: boolean): { model: string; provider: string };
   directory: JobDirectory;
   events: JobEventBus;
   publisher?: EventPublisher;
   /** Period of the watchdog reminder (ms). */
   watchdogMs: number;
+  /** Resolves once file URLs are known (the gateway listens): reminders re-armed at start wait for it. */
+  whenReady?: () => Promise<void>;
 }
 
 /** Failed steps on our side (file store, ffmpeg) in a row before the job fails. */
@@ -107,7 +109,7 @@ export function createJobActor(deps: JobActorDeps) {
         input: createJobInput,
         run: async (ctx, input): Promise<Job> => {
           if (ctx.state.job) throw new TroupeError("conflict", "job already exists");
-          const planned = deps.plan(input.model, input.routing_strategy);
+          const planned = deps.plan(input.model, input.routing_strategy, input.image !== null);
           const at = isoTime(ctx.clock.now());
           const job: JobData = {
             id: ctx.id,
@@ -196,6 +198,7 @@ export function createJobActor(deps: JobActorDeps) {
             return;
           }
           if (ctx.clock.now() < job.next_step_at) return;
+          await deps.whenReady?.();
           const before = visibleOf(job);
           // A watchdog run a long time from now until this step records its own next run.
           job.next_step_at = ctx.clock.now() + deps.watchdogMs;

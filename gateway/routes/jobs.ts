@@ -15,7 +15,8 @@ import { jobSchema } from "../../actors/job/types.ts";
 import { videoGenerateBody } from "../../actors/job/video-request.ts";
 import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
-import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
+import { withModel } from "../../providers/catalogue.ts";
+import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../providers/video-routing.ts";
 import type { Router } from "../../providers/router.ts";
 import { defineRoute, json } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
@@ -40,7 +41,7 @@ export function jobIdParam(id: string): string {
 }
 
 export function jobRoutes(deps: JobRouteDeps) {
-  const body = withModel(videoGenerateBody, modelIdSchema(deps.router.catalogue, { category: "video" }).nullable().default(null));
+  const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null));
   return [
     defineRoute({
       method: "post",
@@ -55,7 +56,9 @@ export function jobRoutes(deps: JobRouteDeps) {
       handler: async (ctx) => {
         const { key } = ctx.auth;
         // Refuse a model no provider can serve before fetching or storing anything.
-        deps.router.plan(ctx.body.model, ctx.body.routing_strategy, { category: "video" });
+        const withImage = ctx.body.image_url !== null;
+        if (ctx.body.model) assertVideoModelFits(deps.router.catalogue, ctx.body.model, withImage);
+        deps.router.plan(ctx.body.model, ctx.body.routing_strategy, videoNeed(withImage));
         let image: { file_id: string; content_type: string } | null = null;
         if (ctx.body.image_url) {
           let fetched;
