@@ -14,6 +14,8 @@ import { createSimulatedAdapter } from "./simulated/index.ts";
 import { createElevenLabsAdapter } from "./elevenlabs/index.ts";
 import { createStabilityAdapter } from "./stability/index.ts";
 import { createBflAdapter } from "./bfl/index.ts";
+import { createRunwayAdapter } from "./runway/index.ts";
+import { createLumaAdapter } from "./luma/index.ts";
 import type { ProviderAdapter } from "./types.ts";
 
 /** The slice of config this module reads (core/config.ts `providers`). */
@@ -21,7 +23,7 @@ export type ProvidersSettings = Pick<
   ProvidersConfig,
   "openai" | "anthropic" | "gemini" | "cohere" | "openaiCompatible" | "timeoutMs" | "maxAttempts" | "simulated"
 > &
-  Partial<Pick<ProvidersConfig, "elevenlabs" | "stability" | "bfl">>;
+  Partial<Pick<ProvidersConfig, "elevenlabs" | "stability" | "bfl" | "runway" | "luma">>;
 
 export interface ProviderOverrides {
   client?: UpstreamClient;
@@ -44,6 +46,8 @@ export function createAdapters(cfg: ProvidersSettings, client?: UpstreamClient):
   if (cfg.elevenlabs?.apiKey) adapters.set("elevenlabs", createElevenLabsAdapter({ baseUrl: cfg.elevenlabs.baseUrl, apiKey: cfg.elevenlabs.apiKey, ...d }));
   if (cfg.stability?.apiKey) adapters.set("stability", createStabilityAdapter({ baseUrl: cfg.stability.baseUrl, apiKey: cfg.stability.apiKey, ...d }));
   if (cfg.bfl?.apiKey) adapters.set("bfl", createBflAdapter({ baseUrl: cfg.bfl.baseUrl, apiKey: cfg.bfl.apiKey, pollIntervalMs: cfg.bfl.pollIntervalMs, ...d }));
+  if (cfg.runway?.apiKey) adapters.set("runway", createRunwayAdapter({ baseUrl: cfg.runway.baseUrl, apiKey: cfg.runway.apiKey, pollIntervalMs: cfg.runway.pollIntervalMs, ...d }));
+  if (cfg.luma?.apiKey) adapters.set("luma", createLumaAdapter({ baseUrl: cfg.luma.baseUrl, apiKey: cfg.luma.apiKey, pollIntervalMs: cfg.luma.pollIntervalMs, ...d }));
   for (const ep of cfg.openaiCompatible) {
     if (adapters.has(ep.name)) throw new Error(`openai-compatible endpoint name ${ep.name} clashes with a provider`);
     adapters.set(ep.name, createCompatibleAdapter(ep, client));
