@@ -49,6 +49,7 @@ import { createJobActor, type JobActorDefinition } from "../actors/job/job-actor
 import { JobDirectory } from "../actors/job/directory.ts";
 import { storeJobEventBus, type JobEventBus } from "../actors/job/events.ts";
 import { narrator } from "../actors/job/narration.ts";
+import { storeBilling } from "../actors/job/store-billing.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../media/video-compose.ts";
 import { videoNeed } from "../providers/video-routing.ts";
 import { noEvents, type EventPublisher } from "../core/organization-events.ts";
@@ -170,7 +171,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     compose: { concatClips, muxVoiceover, extractLastFrame },
     media,
     catalogue: router.catalogue,
-    bill: options.bill ?? (async (record) => usage.record(record)),
+    // A test's usage collector sees job records too; otherwise they are written durably and idempotently.
+    bill: options.bill ?? (options.usage ? async (record) => usage.record(record) : storeBilling(store, () => clock.now())),
     log,
     now: () => clock.now(),
     directory: jobDirectory,
