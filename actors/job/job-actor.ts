@@ -16,7 +16,7 @@ import { defineActor, type ActorContext } from "../actor.ts";
 import { ownerSchema } from "../conversation/types.ts";
 import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
-import { advance, failJob, jobEventId, type StepDeps } from "./job-steps.ts";
+import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
 import { isFinal, jobCallbackSchema, jobStateSchema, payerSchema, toPublicJob, type Job, type JobData, type JobState } from "./types.ts";
 import { segmentPrompts } from "./video-request.ts";
 
@@ -56,6 +56,11 @@ export type CreateJobInput = z.infer<typeof createJobInput>;
 const orgInput = z.object({ organization_id: z.string() });
 
 type Ctx = ActorContext<JobState>;
+
+/** When to poll a segment first: the previous segment's provider hint (usually the same provider), else 1 s. */
+function firstPollMs(job: JobData, index: number): number {
+  return job.segments[index - 1]?.task?.poll_after_ms ?? job.segments[index]?.task?.poll_after_ms ?? 1_000;
+}
 
 export function createJobActor(deps: JobActorDeps) {
   const publisher = deps.publisher ?? noEvents;
@@ -207,8 +212,19 @@ export function createJobActor(deps: JobActorDeps) {
               await finish(ctx, job);
               job.step_failures = 0;
             } else {
+              const submitting = segmentToSubmit(job);
+              // A submission is the one call that must not be repeated: its
+              // next step is scheduled before the provider call, so once the
+              // task is accepted only the commit remains (no other write
+              // widens the window in which a crash would submit it again).
+              if (submitting) await ctx.setReminder("next", firstPollMs(job, submitting.index), undefined, "step", {});
               const outcome = await advance(job, deps);
               job.step_failures = 0;
+              if (submitting?.status === "processing") {
+                job.next_step_at = 0;
+                job.snapshot_dirty = true;
+                return;
+              }
               await save(ctx, job, before);
               await schedule(ctx, job, isFinal(job.status) ? 0 : outcome.afterMs);
             }

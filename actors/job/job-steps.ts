@@ -75,13 +75,19 @@ export function failJob(job: JobData, code: string, message: string): void {
   for (const s of job.segments) if (s.status === "pending" || s.status === "processing") s.status = s.status === "processing" ? "failed" : "cancelled";
 }
 
+/** The next segment to submit, when the next step is a submission. */
+export function segmentToSubmit(job: JobData): SegmentState | undefined {
+  const segment = job.segments.find((s) => s.status !== "completed");
+  return segment && (segment.task === null || segment.status === "pending") ? segment : undefined;
+}
+
 /** Does the next piece of work on an unfinished job. Throws only for failures on our side (retried by the caller). */
 export async function advance(job: JobData, deps: StepDeps): Promise<StepOutcome> {
   const signal = AbortSignal.timeout(stepTimeoutMs);
   const segment = job.segments.find((s) => s.status !== "completed");
   if (segment) {
-    if (segment.task === null || segment.status === "pending") return submit(job, segment, deps, signal);
-    return poll(job, segment, segment.task, deps, signal);
+    if (segmentToSubmit(job)) return submit(job, segment, deps, signal);
+    return poll(job, segment, segment.task!, deps, signal);
   }
   if (job.narration_text !== null && job.narration_file_id === null) return narrate(job, job.narration_text, deps, signal);
   return compose(job, deps);
