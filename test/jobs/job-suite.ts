@@ -222,4 +222,42 @@ export function jobSuite(t: Test, target: JobTarget): void {
     });
     t.equal(outcome, "refused", "another organization cannot listen");
   });
+
+  t.test("an agent's generate_video: generating_media (messages 409) until the job calls back, then idle with the video URL in its history", async (t) => {
+    const created = await r0("POST", "/v1/agents/conversations", { token: target.keyA, body: { system_prompt: "You make videos." } });
+    t.equal(created.status, 201, created.text);
+    const id = str(created.body, "id");
+    const sent = await r1("POST", `/v1/agents/conversations/${id}/messages`, { token: target.keyA, body: { content: 'call generate_video {"prompt":"a cat on a piano","duration_seconds":1,"narration_text":"The cat plays."}; then answer' } });
+    t.equal(sent.status, 200, sent.text);
+    t.equal(field(sent.body, "status"), "generating_media");
+    const calls = (field(sent.body, "messages") as { role: string; tool_calls: { id: string; name: string }[] | null }[]).flatMap((m) => m.tool_calls ?? []);
+    t.same(calls.map((c) => c.name), ["generate_video"]);
+    const busy = await r0("POST", `/v1/agents/conversations/${id}/messages`, { token: target.keyA, body: { content: "say are you done?" } });
+    t.equal(busy.status, 409, "messages are refused while the video is made");
+    t.equal(field(busy.body, "error", "code"), "conflict");
+
+    const deadline = Date.now() + 60_000;
+    let conversation: unknown;
+    for (;;) {
+      conversation = (await r1("GET", `/v1/agents/conversations/${id}`, { token: target.keyA })).body;
+      if (field(conversation, "status") === "idle" || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    t.equal(field(conversation, "status"), "idle", "back to idle once the job finished");
+    const messages = field(conversation, "messages") as { role: string; content: string; tool_call_id: string | null }[];
+    const tool = messages.find((m) => m.role === "tool" && m.tool_call_id === calls[0]?.id);
+    t.ok(tool, "the tool call is answered");
+    const output = JSON.parse(tool!.content) as { job_id: string; status: string; result_url: string };
+    t.equal(output.status, "completed");
+    t.match(output.result_url, /\/v1\/files\/file_/);
+    t.equal(messages.at(-1)?.role, "assistant", "the model's turn completed");
+    t.match(messages.at(-1)?.content, output.result_url, "the answer quotes the video URL");
+    const job = await r0("GET", `/v1/jobs/${output.job_id}`, { token: target.keyA });
+    t.match(job.body, { status: "completed", result_url: output.result_url }, "the job is listed like any other");
+    const media = await fetch(output.result_url);
+    t.equal(media.status, 200);
+    await media.arrayBuffer();
+    const again = await r0("POST", `/v1/agents/conversations/${id}/messages`, { token: target.keyA, body: { content: "say thanks" } });
+    t.equal(again.status, 200, "messages are accepted again");
+  });
 }
