@@ -24,6 +24,8 @@ export interface JobTarget {
   usage(): Promise<UsageRecord[]>;
   /** Seconds of one simulated clip for duration_seconds 1. */
   clipSeconds: number;
+  /** Merged into every job request (the cluster names the simulated model: a real provider is configured there too). */
+  videoDefaults?: Record<string, unknown>;
 }
 
 export interface JobView {
@@ -69,6 +71,7 @@ async function download(url: string): Promise<{ status: number; type: string | n
 export function jobSuite(t: Test, target: JobTarget): void {
   const r0 = target.at(0);
   const r1 = target.at(1);
+  const start = (r: Requester, key: string, body: Record<string, unknown>) => startJob(r, key, { ...target.videoDefaults, ...body });
 
   t.test("bad requests are 400 naming the field", async (t) => {
     const cases: [Record<string, unknown>, string][] = [
@@ -97,7 +100,7 @@ export function jobSuite(t: Test, target: JobTarget): void {
 
   t.test("a 3-scene job with narration completes: segments and progress move, one usage record per scene, an MP4 with video and audio", async (t) => {
     const narration = "A short story told over three scenes, long enough to be heard.";
-    const id = await startJob(r0, target.keyA, {
+    const id = await start(r0, target.keyA, {
       prompt: "a city at dawn",
       scenes: ["the sun rises over the roofs", "a tram crosses the square", "birds leave a tree"],
       duration_seconds: 1,
@@ -142,8 +145,8 @@ export function jobSuite(t: Test, target: JobTarget): void {
   });
 
   t.test("a single prompt makes one segment; jobs are listed newest first; another organization sees none of them", async (t) => {
-    const first = await startJob(r0, target.keyA, { prompt: "a quiet lake", duration_seconds: 1 });
-    const second = await startJob(r1, target.keyA, { prompt: "a loud street", duration_seconds: 1 });
+    const first = await start(r0, target.keyA, { prompt: "a quiet lake", duration_seconds: 1 });
+    const second = await start(r1, target.keyA, { prompt: "a loud street", duration_seconds: 1 });
     const { job } = await watchJob(r0, target.keyA, first);
     t.equal(job.status, "completed");
     t.equal(job.segments.length, 1);
@@ -176,7 +179,7 @@ export function jobSuite(t: Test, target: JobTarget): void {
   });
 
   t.test("cancelling a job mid-way: failed with error.code cancelled, unfinished scenes unbilled, a second cancel is 409", async (t) => {
-    const id = await startJob(r0, target.keyA, { prompt: "p", scenes: ["one", "two", "three", "four"], duration_seconds: 1 });
+    const id = await start(r0, target.keyA, { prompt: "p", scenes: ["one", "two", "three", "four"], duration_seconds: 1 });
     await watchJob(r1, target.keyA, id, 60_000, (j) => j.segments[0]?.status === "completed");
     const cancelled = await r1("DELETE", `/v1/jobs/${id}`, { token: target.keyA });
     t.equal(cancelled.status, 200, cancelled.text);
@@ -198,7 +201,7 @@ export function jobSuite(t: Test, target: JobTarget): void {
   });
 
   t.test("live job events over the WebSocket, on the other replica", async (t) => {
-    const id = await startJob(r0, target.keyA, { prompt: "p", scenes: ["one", "two"], duration_seconds: 1 });
+    const id = await start(r0, target.keyA, { prompt: "p", scenes: ["one", "two"], duration_seconds: 1 });
     const ws = new WebSocket(`${target.wsUrl(1)}/v1/jobs/${id}/events`, ["troupe.v1", `bearer.${target.keyA}`]);
     const frames: { type: string; job: JobView }[] = [];
     ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)) as (typeof frames)[number]);
