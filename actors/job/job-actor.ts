@@ -32,13 +32,15 @@ export interface JobActorDeps extends StepDeps {
   publisher?: EventPublisher;
   /** Period of the watchdog reminder (ms). */
   watchdogMs: number;
+  /** First wait after a failed step on our side; doubles per failure (default 1 s). */
+  retryBaseMs?: number;
   /** Resolves once file URLs are known (the gateway listens): reminders re-armed at start wait for it. */
   whenReady?: () => Promise<void>;
 }
 
 /** Failed steps on our side (file store, ffmpeg) in a row before the job fails. */
 export const MAX_STEP_FAILURES = 5;
-const stepRetryMs = (failures: number) => Math.min(60_000, 1_000 * 2 ** failures);
+const stepRetryMs = (failures: number, baseMs: number) => Math.min(60_000, baseMs * 2 ** (failures - 1));
 
 export const createJobInput = z.object({
   owner: ownerSchema,
@@ -236,7 +238,7 @@ export function createJobActor(deps: JobActorDeps) {
               await save(ctx, job, before);
               await schedule(ctx, job, 0);
             } else {
-              await schedule(ctx, job, stepRetryMs(job.step_failures));
+              await schedule(ctx, job, stepRetryMs(job.step_failures, deps.retryBaseMs ?? 1_000));
             }
           }
         },
