@@ -50,6 +50,7 @@ import { JobDirectory } from "../actors/job/directory.ts";
 import { storeJobEventBus, type JobEventBus } from "../actors/job/events.ts";
 import { narrator } from "../actors/job/narration.ts";
 import { storeBilling } from "../actors/job/store-billing.ts";
+import { createLimiter } from "../actors/job/compose-limit.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../media/video-compose.ts";
 import { videoNeed } from "../providers/video-routing.ts";
 import { noEvents, type EventPublisher } from "../core/organization-events.ts";
@@ -169,6 +170,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     },
     narrate: narrator(router, config.jobs),
     compose: { concatClips, muxVoiceover, extractLastFrame },
+    composeSlots: createLimiter(),
     media,
     catalogue: router.catalogue,
     // A test's usage collector sees job records too; otherwise they are written durably and idempotently.

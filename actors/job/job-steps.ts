@@ -18,6 +18,7 @@ import type { AudioBytes } from "../../providers/media-types.ts";
 import type { RoutingStrategy } from "../../providers/types.ts";
 import { usageRecord, type UsageRecord } from "../../providers/usage.ts";
 import type { VideoImage, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../../providers/video.ts";
+import type { Limiter } from "./compose-limit.ts";
 import type { JobData, SegmentState } from "./types.ts";
 
 /** The router's video methods (providers/router.ts): routing and fallback at submit, poll and cancel on the task's provider. */
@@ -47,6 +48,8 @@ export interface StepDeps {
   /** Speech for the voiceover, with the configured model and voice. */
   narrate(text: string, signal: AbortSignal): Promise<NarrationOutcome>;
   compose: VideoComposer;
+  /** Bounds the compositions running at once (actors/job/compose-limit.ts); absent: unbounded. */
+  composeSlots?: Limiter;
   media: MediaDeps;
   catalogue: Catalogue;
   /** Awaited, durable and idempotent on request_id (the ledger). */
@@ -90,7 +93,7 @@ export async function advance(job: JobData, deps: StepDeps): Promise<StepOutcome
     return poll(job, segment, segment.task!, deps, signal);
   }
   if (job.narration_text !== null && job.narration_file_id === null) return narrate(job, job.narration_text, deps, signal);
-  return compose(job, deps);
+  return deps.composeSlots ? deps.composeSlots(() => compose(job, deps)) : compose(job, deps);
 }
 
 async function submit(job: JobData, segment: SegmentState, deps: StepDeps, signal: AbortSignal): Promise<StepOutcome> {
