@@ -131,6 +131,13 @@ const envSchema = z.object({
   MEDIA_MAX_DOWNLOAD_BYTES: int(1024, 2 * 1024 * 1024 * 1024).default(25 * 1024 * 1024),
   /** Deadline of one such download, connection to last byte. */
   MEDIA_DOWNLOAD_TIMEOUT_MS: int(100, 600_000).default(30_000),
+
+  /** Speech model of video narration; unset: routed (auto) among the speech models having the voice. */
+  VIDEO_NARRATION_MODEL: optionalString,
+  /** Voice of video narration; unset: the first voice of the first speech model routing picks. */
+  VIDEO_NARRATION_VOICE: optionalString,
+  /** A job's safety-net step: re-runs a job whose step was cut short by a crash after at most this long. */
+  JOB_WATCHDOG_MS: int(200, 3_600_000).default(10_000),
 });
 
 export type RawEnv = Record<string, string | undefined>;
@@ -231,6 +238,11 @@ export function loadConfig(env: RawEnv = process.env) {
       maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
       downloadTimeoutMs: e.MEDIA_DOWNLOAD_TIMEOUT_MS,
     },
+    jobs: {
+      narrationModel: e.VIDEO_NARRATION_MODEL,
+      narrationVoice: e.VIDEO_NARRATION_VOICE,
+      watchdogMs: e.JOB_WATCHDOG_MS,
+    },
   };
   return deepFreeze(config);
 }
@@ -241,6 +253,7 @@ export type ProvidersConfig = Config["providers"];
 export type VectorsConfig = Config["vectors"];
 export type ActorsConfig = Config["actors"];
 export type MediaConfig = Config["media"];
+export type JobsConfig = Config["jobs"];
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object") {
