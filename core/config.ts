@@ -119,6 +119,13 @@ const envSchema = z.object({
   MEDIA_MAX_DOWNLOAD_BYTES: int(1024, 2 * 1024 * 1024 * 1024).default(25 * 1024 * 1024),
   /** Deadline of one such download, connection to last byte. */
   MEDIA_DOWNLOAD_TIMEOUT_MS: int(100, 600_000).default(30_000),
+
+  /** Deadline of one webhook delivery attempt (connect to answer); no 2xx within it is a failed attempt. */
+  WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(10_000),
+  /** Multiplies every delay of the retry schedule (5 s … 24 h, ~3 days in all): tests and benchmarks shorten it, e.g. 0.0001. */
+  WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(100).default(1),
+  /** Delivery records (attempts) kept per webhook, newest first; older ones are dropped. */
+  WEBHOOK_MAX_DELIVERIES: int(10, 100_000).default(500),
 });
 
 export type RawEnv = Record<string, string | undefined>;
@@ -210,6 +217,11 @@ export function loadConfig(env: RawEnv = process.env) {
       maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
       downloadTimeoutMs: e.MEDIA_DOWNLOAD_TIMEOUT_MS,
     },
+    webhooks: {
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      retryScale: e.WEBHOOK_RETRY_SCALE,
+      maxDeliveries: e.WEBHOOK_MAX_DELIVERIES,
+    },
   };
   return deepFreeze(config);
 }
@@ -220,6 +232,7 @@ export type ProvidersConfig = Config["providers"];
 export type VectorsConfig = Config["vectors"];
 export type ActorsConfig = Config["actors"];
 export type MediaConfig = Config["media"];
+export type WebhooksConfig = Config["webhooks"];
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object") {

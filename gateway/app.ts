@@ -45,6 +45,12 @@ import { OutboundFetcher } from "../media/outbound-fetch.ts";
 import type { MediaDeps } from "../media/rehost.ts";
 import { audioRoutes } from "./routes/audio.ts";
 import { imageRoutes } from "./routes/images.ts";
+// Webhooks: the WebhookActor, its directory and the EventPublisher emitters use.
+import type { EventPublisher } from "../core/organization-events.ts";
+import { createWebhookActor, type WebhookActorDefinition } from "../actors/webhooks/webhook-actor.ts";
+import { WebhookDirectory } from "../actors/webhooks/directory.ts";
+import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -63,6 +69,9 @@ export interface TroupeServices {
   events: ConversationEventBus;
   files: FileStore;
   media: MediaDeps;
+  /** Where job and budget events go: the organization's subscribed webhooks. */
+  publisher: EventPublisher;
+  webhook: WebhookActorDefinition;
 }
 
 export interface StartOptions {
@@ -131,16 +140,23 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     directory,
     events,
   });
+  const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
+  const webhookDirectory = new WebhookDirectory(store);
+  const webhook = createWebhookActor({
+    post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs),
+    directory: webhookDirectory,
+    config: config.webhooks,
+  });
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
-  actors.register([eraseDefinition(conversation)]);
+  actors.register([eraseDefinition(conversation), eraseDefinition(webhook)]);
   await actors.start();
+  const publisher = new WebhookPublisher({ actors, actor: webhook, directory: webhookDirectory, log });
 
   const files = await createFileStore(config.media, config.dataDir);
-  const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
   // File URLs use PUBLIC_URL, else the listen address (known once listening; no request runs before that).
   let publicBase = config.publicUrl?.replace(/\/$/, "") ?? "";
   const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicBase}/v1/files/${id}` };
-  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media };
+  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media, publisher, webhook };
   const ai = { router, usage: meter };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
@@ -155,6 +171,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router }),
+    ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];
@@ -194,6 +211,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     stop: () =>
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
+        await publisher.idle();
         await actors.stop();
         await directory.flush();
         await recorder?.close();
