@@ -16,6 +16,8 @@ export interface ReceivedDelivery {
   /** Both signatures checked with the webhook's secret. */
   verified: boolean;
   receivedAtMs: number;
+  /** What the receiver answered (set just before answering). */
+  answered: number | "hang";
 }
 
 /** What to answer: a status (with headers), or "hang" (never answer: a stuck receiver). */
@@ -31,6 +33,8 @@ export interface WebhookReceiver {
   /** Answers taken in order for each delivery; when empty, `fallback`. */
   script: Answer[];
   fallback: Answer;
+  /** When set, decides every answer instead: `nth` counts this event id's deliveries, from 1. */
+  answerFor?: (eventId: string, nth: number) => Answer;
   /** Called on each delivery (the benchmark measures lag here). */
   onDelivery?: (delivery: ReceivedDelivery) => void;
   close(): Promise<void>;
@@ -76,10 +80,20 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         verified = false;
       }
       const body = JSON.parse(raw) as Record<string, unknown>;
-      const delivery: ReceivedDelivery = { eventId: String(body["id"]), type: String(body["type"]), body, headers: req.headers, verified, receivedAtMs: Date.now() };
+      const eventId = String(body["id"]);
+      const nth = receiver.received.filter((r) => r.eventId === eventId).length + 1;
+      const answer = receiver.answerFor?.(eventId, nth) ?? receiver.script.shift() ?? receiver.fallback;
+      const delivery: ReceivedDelivery = {
+        eventId,
+        type: String(body["type"]),
+        body,
+        headers: req.headers,
+        verified,
+        receivedAtMs: Date.now(),
+        answered: answer === "hang" ? "hang" : answer.status,
+      };
       receiver.received.push(delivery);
       receiver.onDelivery?.(delivery);
-      const answer = receiver.script.shift() ?? receiver.fallback;
       if (answer === "hang") {
         hanging.add(res);
         return;
