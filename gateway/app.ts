@@ -50,6 +50,8 @@ import type { EventPublisher } from "../core/organization-events.ts";
 import { createWebhookActor, type WebhookActorDefinition } from "../actors/webhooks/webhook-actor.ts";
 import { WebhookDirectory } from "../actors/webhooks/directory.ts";
 import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
+import { WebhookDispatcher } from "../actors/webhooks/dispatcher.ts";
+import { callActor } from "../actors/host.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 
 export interface TroupeServices {
@@ -142,14 +144,12 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   });
   const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
   const webhookDirectory = new WebhookDirectory(store);
-  const webhook = createWebhookActor({
-    post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs),
-    directory: webhookDirectory,
-    config: config.webhooks,
-  });
+  const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log });
+  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, config: config.webhooks });
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
   actors.register([eraseDefinition(conversation), eraseDefinition(webhook)]);
   await actors.start();
+  dispatcher.attach((id, results) => callActor(actors, webhook, id, "settle", { results }));
   const publisher = new WebhookPublisher({ actors, actor: webhook, directory: webhookDirectory, log });
 
   const files = await createFileStore(config.media, config.dataDir);
@@ -171,7 +171,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router }),
-    ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock }),
+    ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];
@@ -212,6 +212,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
         await publisher.idle();
+        await dispatcher.idle();
         await actors.stop();
         await directory.flush();
         await recorder?.close();

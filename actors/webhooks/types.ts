@@ -57,6 +57,8 @@ const outboxEntrySchema = z.object({
   attempts: z.number().int().min(0),
   next_attempt_ms: z.number(),
   delivery_id: z.string(),
+  /** Set while an attempt is out (sent outside the turn): its result is expected by then, else it counts as failed. */
+  in_flight_until: z.number().nullable(),
 });
 export type OutboxEntry = z.infer<typeof outboxEntrySchema>;
 
@@ -71,6 +73,21 @@ export const webhookStateSchema = z.object({
   reminder_due_ms: z.number().nullable(),
 });
 export type WebhookState = z.infer<typeof webhookStateSchema>;
+
+/** One attempt handed to the dispatcher: everything needed to sign and send it. */
+export const dispatchedAttemptSchema = z.object({ delivery_id: z.string(), url: z.string(), secret: z.string(), event: eventPayloadSchema });
+export type DispatchedAttempt = z.infer<typeof dispatchedAttemptSchema>;
+
+/** What the dispatcher reports back to the actor per attempt. */
+export const attemptResultSchema = z.object({
+  delivery_id: z.string(),
+  /** The receiver's HTTP status; null when no answer came. */
+  status: z.number().int().nullable(),
+  error: z.string().nullable(),
+  retry_after: z.string().nullable(),
+  duration_ms: z.number().int().min(0),
+});
+export type AttemptResult = z.infer<typeof attemptResultSchema>;
 
 export function toPublicWebhook(stored: StoredWebhook): Webhook {
   const { id, url, events, status, disabled_reason, created_at } = stored;

@@ -1,30 +1,31 @@
 // WebhookActor: one per webhook (DESIGN.md §3 Events, §4 Webhooks). It holds
 // the webhook, an outbox of events still to deliver, the recent delivery
 // records and the payloads of recently finished events. An event is accepted
-// (persisted, idempotent on its id) in one turn; a `pump` turn then sends
-// every due event in parallel, signs each attempt, records one delivery per
-// attempt and schedules the retries. The HTTP exchange runs inside the pump
-// turn on purpose: what a turn did is committed only when it ends, so a
-// process killed mid-delivery leaves the event in the outbox and the durable
-// "deliver" reminder (periodic, so it fires again after a crash) sends it
-// again with the same event id — at least once, never lost. The cost is that
-// an accept waits for a running pump (at most WEBHOOK_TIMEOUT_MS).
+// (persisted, idempotent on its id) in one turn; a `pump` turn hands every
+// due event to the dispatcher, which signs and sends them outside the turn
+// and reports back through `settle`, which records one delivery per attempt
+// and schedules the retries. Each attempt out carries a lease: a process
+// killed mid-attempt never settles it, so when the lease expires the durable
+// "deliver" reminder (periodic, so it fires again even after a crash during
+// its own turn) counts the attempt as failed and the event goes again with
+// the same id — at least once, never lost.
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import type { WebhooksConfig } from "../../core/config.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { prefixedId } from "../../core/ids.ts";
-import type { PostAnswer } from "../../media/outbound-fetch.ts";
 import { defineActor, type ActorContext } from "../actor.ts";
 import type { WebhookDirectory } from "./directory.ts";
 import { maxAttempts, nextDelayMs, parseRetryAfter } from "./schedule.ts";
-import { signedHeaders } from "./signing.ts";
 import {
+  attemptResultSchema,
   eventPayloadSchema,
   subscribableEvents,
   toPublicWebhook,
   webhookStateSchema,
+  type AttemptResult,
   type Delivery,
+  type DispatchedAttempt,
   type EventPayload,
   type OutboxEntry,
   type StoredWebhook,
@@ -41,8 +42,8 @@ export const MAX_RECENT_EVENTS = 200;
 const reminderName = "deliver";
 
 export interface WebhookActorDeps {
-  /** One POST within the outbound policy; rejects when no answer came. */
-  post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer>;
+  /** Sends the attempts outside the turn; their results come back through `settle`. Must not throw. */
+  dispatch(webhookId: string, attempts: DispatchedAttempt[]): void;
   directory: WebhookDirectory;
   config: WebhooksConfig;
 }
@@ -59,13 +60,6 @@ const pageInput = orgInput.extend({ limit: z.number().int().min(1).max(100), cur
 
 type Ctx = ActorContext<WebhookState>;
 
-interface AttemptResult {
-  entry: OutboxEntry;
-  status: number | null;
-  error: string | null;
-  retryAfter: string | undefined;
-  durationMs: number;
-}
 
 function owned(state: WebhookState, organizationId: string): StoredWebhook {
   const webhook = state.webhook;
@@ -81,8 +75,10 @@ function requireActive(webhook: StoredWebhook): void {
 
 export function createWebhookActor(deps: WebhookActorDeps) {
   const { config } = deps;
+  /** How long an attempt out may take before it counts as failed: the POST's own deadline plus room to report back. */
+  const leaseMs = config.timeoutMs + 5000;
   /** The reminder's period: it fires again this long after a firing whose turn never finished (a crash). */
-  const backstopMs = config.timeoutMs + 1000;
+  const periodMs = leaseMs + 1000;
 
   const addRecord = (state: WebhookState, record: Delivery): void => {
     state.deliveries.unshift(record);
@@ -93,33 +89,42 @@ export function createWebhookActor(deps: WebhookActorDeps) {
     state.recent = [{ event, attempts }, ...state.recent.filter((r) => r.event.id !== event.id)].slice(0, MAX_RECENT_EVENTS);
   };
 
-  /** Queues `event` for an attempt now, with its pending delivery record. */
-  const enqueue = async (ctx: Ctx, event: EventPayload, attemptsMade: number): Promise<Delivery> => {
-    const now = ctx.clock.now();
-    const record: Delivery = {
-      id: prefixedId("dlv", now),
-      event_id: event.id,
-      event_type: event.type,
-      attempt: attemptsMade + 1,
-      status: "pending",
-      response_status: null,
-      error: null,
-      duration_ms: null,
-      created_at: isoTime(now),
-      next_attempt_at: isoTime(now),
-    };
-    addRecord(ctx.state, record);
-    ctx.state.outbox.push({ event, attempts: attemptsMade, next_attempt_ms: now, delivery_id: record.id });
-    await armBackstop(ctx, now + backstopMs);
-    return record;
+  const pendingRecord = (event: EventPayload, attempt: number, nowMs: number, dueMs: number): Delivery => ({
+    id: prefixedId("dlv", nowMs),
+    event_id: event.id,
+    event_type: event.type,
+    attempt,
+    status: "pending",
+    response_status: null,
+    error: null,
+    duration_ms: null,
+    created_at: isoTime(nowMs),
+    next_attempt_at: isoTime(dueMs),
+  });
+
+  /** When the outbox next needs a turn: the earliest retry due, or an attempt's lease running out (plus a second). */
+  const nextWakeMs = (state: WebhookState): number | undefined => {
+    if (state.outbox.length === 0) return undefined;
+    return Math.min(...state.outbox.map((e) => (e.in_flight_until === null ? e.next_attempt_ms : e.in_flight_until + 1000)));
   };
 
-  /** Makes sure the durable reminder fires by `dueAtMs` (callers then pump at once; this is for crashes). */
-  const armBackstop = async (ctx: Ctx, dueAtMs: number): Promise<void> => {
+  /** Arms the durable reminder for `dueAtMs` unless it already fires by then. */
+  const armReminder = async (ctx: Ctx, dueAtMs: number): Promise<void> => {
     const armed = ctx.state.reminder_due_ms;
     if (armed !== null && armed <= dueAtMs) return;
-    await ctx.setReminder(reminderName, Math.max(0, dueAtMs - ctx.clock.now()), backstopMs, "pump", { from_reminder: true });
+    await ctx.setReminder(reminderName, Math.max(0, dueAtMs - ctx.clock.now()), periodMs, "pump", { from_reminder: true });
     ctx.state.reminder_due_ms = dueAtMs;
+  };
+
+  /** Queues `event` for an attempt now, with its pending delivery record; the caller pumps. */
+  const enqueue = async (ctx: Ctx, event: EventPayload, attemptsMade: number): Promise<Delivery> => {
+    const now = ctx.clock.now();
+    const record = pendingRecord(event, attemptsMade + 1, now, now);
+    addRecord(ctx.state, record);
+    ctx.state.outbox.push({ event, attempts: attemptsMade, next_attempt_ms: now, delivery_id: record.id, in_flight_until: null });
+    // Should the pump never come (a crash right after this turn), the reminder sends it.
+    await armReminder(ctx, now + periodMs);
+    return record;
   };
 
   /** Ends every pending delivery (deactivation, 410, schedule exhausted): no further attempts. */
@@ -141,33 +146,13 @@ export function createWebhookActor(deps: WebhookActorDeps) {
     await deps.directory.updated(webhook.organization_id, toPublicWebhook(webhook));
   };
 
-  const attempt = async (ctx: Ctx, webhook: StoredWebhook, entry: OutboxEntry): Promise<AttemptResult> => {
-    const body = JSON.stringify(entry.event);
-    const headers = signedHeaders(webhook.secret, entry.event.id, body, ctx.clock.now());
-    const started = performance.now();
-    try {
-      const answer = await deps.post(webhook.url, body, headers, config.timeoutMs);
-      const ok = answer.status >= 200 && answer.status < 300;
-      return {
-        entry,
-        status: answer.status,
-        error: ok ? null : `the receiver answered HTTP ${answer.status}`,
-        retryAfter: answer.retryAfter,
-        durationMs: Math.round(performance.now() - started),
-      };
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      return { entry, status: null, error: message, retryAfter: undefined, durationMs: Math.round(performance.now() - started) };
-    }
-  };
-
   /** Records one attempt's outcome; returns the reason to disable the webhook, if this outcome calls for it. */
-  const settle = (ctx: Ctx, result: AttemptResult): string | undefined => {
-    const { entry } = result;
+  const settleOne = (ctx: Ctx, entry: OutboxEntry, result: AttemptResult): string | undefined => {
     const now = ctx.clock.now();
     entry.attempts += 1;
+    entry.in_flight_until = null;
     const record = ctx.state.deliveries.find((d) => d.id === entry.delivery_id);
-    const outcome = { response_status: result.status, error: result.error, duration_ms: result.durationMs };
+    const outcome = { response_status: result.status, error: result.error, duration_ms: result.duration_ms };
     const finish = () => {
       ctx.state.outbox = ctx.state.outbox.filter((e) => e !== entry);
       remember(ctx.state, entry.event, entry.attempts);
@@ -182,7 +167,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       finish();
       return "the receiver answered 410 Gone";
     }
-    const delay = nextDelayMs(entry.attempts, config.retryScale, parseRetryAfter(result.retryAfter, now));
+    const delay = nextDelayMs(entry.attempts, config.retryScale, parseRetryAfter(result.retry_after ?? undefined, now));
     if (delay === undefined) {
       if (record) Object.assign(record, outcome, { status: "failed", next_attempt_at: null });
       finish();
@@ -190,22 +175,29 @@ export function createWebhookActor(deps: WebhookActorDeps) {
     }
     const dueMs = now + delay;
     if (record) Object.assign(record, outcome, { status: "failed", next_attempt_at: isoTime(dueMs) });
-    const next: Delivery = {
-      id: prefixedId("dlv", now),
-      event_id: entry.event.id,
-      event_type: entry.event.type,
-      attempt: entry.attempts + 1,
-      status: "pending",
-      response_status: null,
-      error: null,
-      duration_ms: null,
-      created_at: isoTime(now),
-      next_attempt_at: isoTime(dueMs),
-    };
+    const next = pendingRecord(entry.event, entry.attempts + 1, now, dueMs);
     addRecord(ctx.state, next);
     entry.delivery_id = next.id;
     entry.next_attempt_ms = dueMs;
     return undefined;
+  };
+
+  /** Applies results (from the dispatcher, or expired leases), then disables or re-arms as they call for. */
+  const settleAll = async (ctx: Ctx, results: AttemptResult[]): Promise<void> => {
+    const webhook = ctx.state.webhook;
+    if (!webhook || webhook.status !== "active") return;
+    let disableReason: string | undefined;
+    for (const result of results) {
+      // A result whose attempt is no longer out (its lease expired and it went again, or the webhook was deactivated) is stale.
+      const entry = ctx.state.outbox.find((e) => e.delivery_id === result.delivery_id && e.in_flight_until !== null);
+      if (entry) disableReason ??= settleOne(ctx, entry, result);
+    }
+    if (disableReason) {
+      await setStatus(ctx, webhook, "disabled", disableReason);
+      return;
+    }
+    const wake = nextWakeMs(ctx.state);
+    if (wake !== undefined) await armReminder(ctx, wake);
   };
 
   const findEvent = (state: WebhookState, eventId: string) =>
@@ -276,31 +268,43 @@ export function createWebhookActor(deps: WebhookActorDeps) {
         },
       },
 
-      /** Sends every due event; the reminder (crash backstop, retries) and the publisher (at once) call it. */
+      /** Hands every due event to the dispatcher; the reminder (retries, crash backstop) and the publisher (at once) call it. */
       pump: {
         input: z.object({ from_reminder: z.boolean().default(false) }),
-        run: async (ctx, input): Promise<{ attempted: number }> => {
-          if (input.from_reminder) ctx.state.reminder_due_ms = null; // it fired; a periodic one re-arms itself, re-set below
+        run: async (ctx, input): Promise<{ dispatched: number }> => {
+          // A fired reminder is re-armed below only if there is still something to wake up for.
+          if (input.from_reminder) ctx.state.reminder_due_ms = null;
           const webhook = ctx.state.webhook;
-          if (!webhook || webhook.status !== "active" || ctx.state.outbox.length === 0) {
-            if (input.from_reminder) await ctx.clearReminder(reminderName);
-            return { attempted: 0 };
-          }
           const now = ctx.clock.now();
-          const due = ctx.state.outbox.filter((e) => e.next_attempt_ms <= now);
-          const results = await Promise.all(due.map((entry) => attempt(ctx, webhook, entry)));
-          let disableReason: string | undefined;
-          for (const result of results) disableReason ??= settle(ctx, result);
-          if (disableReason) await setStatus(ctx, webhook, "disabled", disableReason);
-          else if (ctx.state.outbox.length > 0) {
-            // The next attempt is due at the earliest retry; re-arm for it (after a firing, or when it moved earlier).
-            const earliest = Math.min(...ctx.state.outbox.map((e) => e.next_attempt_ms));
-            if (input.from_reminder || ctx.state.reminder_due_ms === null || ctx.state.reminder_due_ms > earliest) {
-              await ctx.setReminder(reminderName, Math.max(0, earliest - ctx.clock.now()), backstopMs, "pump", { from_reminder: true });
-              ctx.state.reminder_due_ms = earliest;
-            }
+          if (webhook?.status === "active") {
+            const expired = ctx.state.outbox.filter((e) => e.in_flight_until !== null && e.in_flight_until <= now);
+            const lost = "no result came back for this attempt (the process delivering it stopped, or it overran its lease)";
+            await settleAll(
+              ctx,
+              expired.map((e) => ({ delivery_id: e.delivery_id, status: null, error: lost, retry_after: null, duration_ms: 0 })),
+            );
           }
-          return { attempted: due.length };
+          const due = webhook?.status === "active" ? ctx.state.outbox.filter((e) => e.in_flight_until === null && e.next_attempt_ms <= now) : [];
+          if (webhook && due.length > 0) {
+            for (const entry of due) entry.in_flight_until = now + leaseMs;
+            deps.dispatch(
+              ctx.id,
+              due.map((e) => ({ delivery_id: e.delivery_id, url: webhook.url, secret: webhook.secret, event: e.event })),
+            );
+          }
+          const wake = nextWakeMs(ctx.state);
+          if (wake !== undefined) await armReminder(ctx, wake);
+          else if (input.from_reminder) await ctx.clearReminder(reminderName);
+          return { dispatched: due.length };
+        },
+      },
+
+      /** The dispatcher's report: one result per attempt it sent. */
+      settle: {
+        input: z.object({ results: z.array(attemptResultSchema) }),
+        run: async (ctx, input): Promise<{ settled: number }> => {
+          await settleAll(ctx, input.results);
+          return { settled: input.results.length };
         },
       },
 

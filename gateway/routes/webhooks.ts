@@ -28,6 +28,8 @@ export interface WebhookRouteDeps {
   accounts: AccountService;
   fetcher: OutboundFetcher;
   clock: Clock;
+  /** WEBHOOK_TIMEOUT_MS: how long the test and retry routes wait for their attempt's outcome. */
+  timeoutMs: number;
 }
 
 const ulidBody = "[0-9A-HJKMNP-TV-Z]{26}";
@@ -83,10 +85,15 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
     return only.organization.id;
   };
 
-  /** Queued first, then pumped here, so the answer shows the attempt's outcome. */
+  /** Queued first, then pumped here; answers once the attempt settled (or its deadline passed), so the answer shows its outcome. */
   const sendNow = async (id: string, organizationId: string, queued: { id: string }) => {
     await callActor(actors, webhook, id, "pump", {});
-    return callActor(actors, webhook, id, "delivery", { organization_id: organizationId, delivery_id: queued.id });
+    const deadline = Date.now() + deps.timeoutMs + 1000;
+    for (;;) {
+      const record = await callActor(actors, webhook, id, "delivery", { organization_id: organizationId, delivery_id: queued.id });
+      if (record.status !== "pending" || Date.now() > deadline) return record;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   };
 
   const common = { tag: "webhooks", auth: "any" as const };

@@ -11,6 +11,8 @@ import { Webhook } from "standardwebhooks";
 export interface ReceivedDelivery {
   eventId: string;
   type: string;
+  /** The request path: which webhook it was, when several share the receiver. */
+  path: string;
   body: Record<string, unknown>;
   headers: IncomingHttpHeaders;
   /** Both signatures checked with the webhook's secret. */
@@ -86,6 +88,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       const delivery: ReceivedDelivery = {
         eventId,
         type: String(body["type"]),
+        path: req.url ?? "",
         body,
         headers: req.headers,
         verified,
