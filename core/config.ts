@@ -125,7 +125,7 @@ const envSchema = z.object({
   /** Multiplies every delay of the retry schedule (5 s … 24 h, ~3 days in all): tests and benchmarks shorten it, e.g. 0.0001. */
   WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(100).default(1),
   /** Delivery records (attempts) kept per webhook, newest first; older ones are dropped. */
-  WEBHOOK_MAX_DELIVERIES: int(10, 100_000).default(500),
+  WEBHOOK_MAX_DELIVERIES: int(10, 100_000).default(100),
 });
 
 export type RawEnv = Record<string, string | undefined>;

@@ -150,7 +150,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   actors.register([eraseDefinition(conversation), eraseDefinition(webhook)]);
   await actors.start();
   dispatcher.attach((id, results) => callActor(actors, webhook, id, "settle", { results }));
-  const publisher = new WebhookPublisher({ actors, actor: webhook, directory: webhookDirectory, log });
+  const publisher = new WebhookPublisher({ actors, actor: webhook, directory: webhookDirectory });
 
   const files = await createFileStore(config.media, config.dataDir);
   // File URLs use PUBLIC_URL, else the listen address (known once listening; no request runs before that).
@@ -213,6 +213,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         await gateway.shutdown(config.shutdownGraceMs);
         await publisher.idle();
         await dispatcher.idle();
+        fetcher.close();
         await actors.stop();
         await directory.flush();
         await recorder?.close();

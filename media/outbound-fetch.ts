@@ -155,6 +155,21 @@ export class OutboundFetcher {
     return { status: res.statusCode ?? 0, retryAfter: typeof retryAfter === "string" ? retryAfter : undefined };
   }
 
+  private agents: { http?: import("node:http").Agent; https?: import("node:https").Agent } = {};
+
+  private async keepAliveAgent(https: boolean): Promise<import("node:http").Agent> {
+    const options = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 30_000 };
+    if (https) return (this.agents.https ??= new (await import("node:https")).Agent({ ...options, ...(this.opts.ca ? { ca: this.opts.ca } : {}) }));
+    return (this.agents.http ??= new (await import("node:http")).Agent(options));
+  }
+
+  /** Closes kept connections (shutdown). */
+  close(): void {
+    this.agents.http?.destroy();
+    this.agents.https?.destroy();
+    this.agents = {};
+  }
+
   /** Parses and checks one hop; resolves the host once and returns the address to connect to. */
   private async check(raw: string, signal: AbortSignal, timeoutMs: number): Promise<{ url: URL; address: string; family: 4 | 6 }> {
     let url: URL;
@@ -203,7 +218,12 @@ export class OutboundFetcher {
       if (options.all) callback(null, [{ address: target.address, family: target.family }]);
       else callback(null, target.address, target.family);
     };
-    const { request } = target.url.protocol === "https:" ? await import("node:https") : await import("node:http");
+    const https = target.url.protocol === "https:";
+    const { request } = https ? await import("node:https") : await import("node:http");
+    // Webhook POSTs reuse connections (one receiver gets many deliveries); a
+    // kept socket is connected to an address checked when it was opened, and
+    // new ones connect through the pinned lookup below.
+    const agent = payload ? await this.keepAliveAgent(https) : false;
     return new Promise((resolve, reject) => {
       const req = request(
         target.url,
@@ -212,7 +232,7 @@ export class OutboundFetcher {
           headers: { "user-agent": payload ? "troupe-webhooks" : "troupe-media-fetch", accept: "*/*", ...headers },
           lookup: pinned,
           signal,
-          agent: false,
+          agent,
           ...(this.opts.ca ? { ca: this.opts.ca } : {}),
         },
         resolve,

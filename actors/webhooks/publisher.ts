@@ -1,64 +1,81 @@
 // The EventPublisher (core/organization-events.ts) behind job and budget
 // events: finds the organization's active webhooks subscribed to the event's
-// kind in the directory, has each WebhookActor accept (persist) the event —
-// publish resolves once every one of them has — and then asks each to pump
-// at once rather than wait for its reminder. Pumps are coalesced per webhook:
-// while one is running, further publishes only ask for one more afterwards,
-// so a burst costs a few delivery turns, not one per event.
-import type { Logger } from "../../core/log.ts";
+// kind in the directory and has each WebhookActor accept (persist) the event;
+// publish resolves once every one of them has. The actor sends it in the
+// same turn. Accepts are batched per webhook: while one accept call is
+// running, further events for that webhook wait and go together in the next
+// call, so under load a turn (one durable commit) carries many events
+// instead of one each.
 import type { EventPublisher, OrganizationEvent } from "../../core/organization-events.ts";
 import { callActor, type ActorHost } from "../host.ts";
 import type { WebhookDirectory } from "./directory.ts";
 import type { EventPayload } from "./types.ts";
 import type { WebhookActorDefinition } from "./webhook-actor.ts";
 
+/** Events per accept call at most (bounds one turn's work and input size). */
+const maxBatch = 200;
+
+interface Waiting {
+  event: EventPayload;
+  organizationId: string;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 export class WebhookPublisher implements EventPublisher {
   private readonly actors: ActorHost;
   private readonly actor: WebhookActorDefinition;
   private readonly directory: WebhookDirectory;
-  private readonly log: Logger;
-  /** Webhook id → whether another pump was asked for while one runs. */
-  private readonly pumping = new Map<string, { again: boolean }>();
+  /** Webhook id → events waiting for the running accept call to finish. */
+  private readonly queues = new Map<string, Waiting[]>();
 
-  constructor(deps: { actors: ActorHost; actor: WebhookActorDefinition; directory: WebhookDirectory; log: Logger }) {
+  constructor(deps: { actors: ActorHost; actor: WebhookActorDefinition; directory: WebhookDirectory }) {
     this.actors = deps.actors;
     this.actor = deps.actor;
     this.directory = deps.directory;
-    this.log = deps.log;
   }
 
   async publish(event: OrganizationEvent): Promise<void> {
     const ids = await this.directory.subscribed(event.organization_id, event.type);
     const payload: EventPayload = { id: event.id, type: event.type, created_at: event.created_at, data: event.data };
-    const answers = await Promise.all(
-      ids.map(async (id) => ({ id, ...(await callActor(this.actors, this.actor, id, "accept", { organization_id: event.organization_id, event: payload })) })),
-    );
-    for (const answer of answers) if (answer.accepted) this.pump(answer.id);
+    await Promise.all(ids.map((id) => this.accept(id, event.organization_id, payload)));
   }
 
-  /** Asks the webhook to send what is due now; never throws (the reminder is the backstop). */
-  pump(id: string): void {
-    const running = this.pumping.get(id);
-    if (running) {
-      running.again = true;
-      return;
-    }
-    const state = { again: false };
-    this.pumping.set(id, state);
-    const run = (): void => {
-      state.again = false;
-      callActor(this.actors, this.actor, id, "pump", {})
-        .catch((error: unknown) => this.log.warn("webhook pump failed; its reminder will retry", { webhook_id: id, error }))
-        .finally(() => {
-          if (state.again) run();
-          else this.pumping.delete(id);
-        });
-    };
-    run();
-  }
-
-  /** Resolves once no pump started here is running (shutdown, tests). */
+  /** Resolves once no accept call started here is running (shutdown, tests). */
   async idle(): Promise<void> {
-    while (this.pumping.size > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (this.queues.size > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
+  private accept(webhookId: string, organizationId: string, event: EventPayload): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.queues.get(webhookId);
+      const entry = { event, organizationId, resolve, reject };
+      if (waiting) waiting.push(entry);
+      else {
+        this.queues.set(webhookId, [entry]);
+        void this.drain(webhookId);
+      }
+    });
+  }
+
+  /** Sends the webhook's waiting events, a batch per call, until none wait. */
+  private async drain(webhookId: string): Promise<void> {
+    const waiting = this.queues.get(webhookId) ?? [];
+    while (waiting.length > 0) {
+      // One webhook belongs to one organization, so a batch shares it; events of another are refused by the actor.
+      const organizationId = waiting[0]!.organizationId;
+      const batch: Waiting[] = [];
+      for (let i = 0; i < waiting.length && batch.length < maxBatch; ) {
+        if (waiting[i]!.organizationId === organizationId) batch.push(...waiting.splice(i, 1));
+        else i++;
+      }
+      try {
+        await callActor(this.actors, this.actor, webhookId, "accept", { organization_id: organizationId, events: batch.map((w) => w.event) });
+        for (const w of batch) w.resolve();
+      } catch (error) {
+        for (const w of batch) w.reject(error);
+      }
+    }
+    this.queues.delete(webhookId);
   }
 }

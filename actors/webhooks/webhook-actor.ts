@@ -38,7 +38,7 @@ export const WEBHOOK_ACTOR = "WebhookActor";
 /** Events waiting per webhook; past it a new event is recorded as a failed delivery instead (bounded state). */
 export const MAX_OUTBOX = 1000;
 /** Finished events whose payload is kept (retry by delivery id, idempotent re-publish). */
-export const MAX_RECENT_EVENTS = 200;
+export const MAX_RECENT_EVENTS = 50;
 const reminderName = "deliver";
 
 export interface WebhookActorDeps {
@@ -54,7 +54,8 @@ const createInput = orgInput.extend({
   events: z.array(z.enum(subscribableEvents)).min(1),
   secret: z.string(),
 });
-const acceptInput = orgInput.extend({ event: eventPayloadSchema });
+const acceptInput = orgInput.extend({ events: z.array(eventPayloadSchema).min(1) });
+const testInput = orgInput.extend({ event: eventPayloadSchema });
 const deliveryInput = orgInput.extend({ delivery_id: z.string() });
 const pageInput = orgInput.extend({ limit: z.number().int().min(1).max(100), cursor: z.string().nullable() });
 
@@ -200,6 +201,21 @@ export function createWebhookActor(deps: WebhookActorDeps) {
     if (wake !== undefined) await armReminder(ctx, wake);
   };
 
+  /** Hands every due event of an active webhook to the dispatcher, each with a lease; returns how many. */
+  const dispatchDue = (ctx: Ctx): number => {
+    const webhook = ctx.state.webhook;
+    if (webhook?.status !== "active") return 0;
+    const now = ctx.clock.now();
+    const due = ctx.state.outbox.filter((e) => e.in_flight_until === null && e.next_attempt_ms <= now);
+    if (due.length === 0) return 0;
+    for (const entry of due) entry.in_flight_until = now + leaseMs;
+    deps.dispatch(
+      ctx.id,
+      due.map((e) => ({ delivery_id: e.delivery_id, url: webhook.url, secret: webhook.secret, event: e.event })),
+    );
+    return due.length;
+  };
+
   const findEvent = (state: WebhookState, eventId: string) =>
     state.outbox.find((e) => e.event.id === eventId) ?? state.recent.find((r) => r.event.id === eventId);
 
@@ -239,44 +255,48 @@ export function createWebhookActor(deps: WebhookActorDeps) {
         },
       },
 
-      /** Persists an event for delivery (the publisher's fan-out); false when this webhook does not take it. */
+      /**
+       * Persists events for delivery (the publisher's fan-out, batched per
+       * webhook) and sends them at once; answers the ids this webhook took.
+       */
       accept: {
         input: acceptInput,
-        run: async (ctx, input): Promise<{ accepted: boolean }> => {
+        run: async (ctx, input): Promise<{ accepted: string[] }> => {
           const webhook = ctx.state.webhook;
-          if (!webhook || webhook.organization_id !== input.organization_id || webhook.status !== "active") return { accepted: false };
-          if (!(webhook.events as string[]).includes(input.event.type)) return { accepted: false };
-          if (findEvent(ctx.state, input.event.id)) return { accepted: true };
-          if (ctx.state.outbox.length >= MAX_OUTBOX) {
-            const now = isoTime(ctx.clock.now());
-            addRecord(ctx.state, {
-              id: prefixedId("dlv"),
-              event_id: input.event.id,
-              event_type: input.event.type,
-              attempt: 1,
-              status: "failed",
-              response_status: null,
-              error: `dropped: ${MAX_OUTBOX} events were already waiting for this webhook`,
-              duration_ms: null,
-              created_at: now,
-              next_attempt_at: null,
-            });
-            return { accepted: false };
+          if (!webhook || webhook.organization_id !== input.organization_id || webhook.status !== "active") return { accepted: [] };
+          const accepted: string[] = [];
+          for (const event of input.events) {
+            if (!(webhook.events as string[]).includes(event.type)) continue;
+            if (findEvent(ctx.state, event.id)) {
+              accepted.push(event.id); // a re-publish: already taken
+              continue;
+            }
+            if (ctx.state.outbox.length >= MAX_OUTBOX) {
+              const now = ctx.clock.now();
+              addRecord(ctx.state, {
+                ...pendingRecord(event, 1, now, now),
+                status: "failed",
+                error: `dropped: ${MAX_OUTBOX} events were already waiting for this webhook`,
+                next_attempt_at: null,
+              });
+              continue;
+            }
+            await enqueue(ctx, event, 0);
+            accepted.push(event.id);
           }
-          await enqueue(ctx, input.event, 0);
-          return { accepted: true };
+          dispatchDue(ctx);
+          return { accepted };
         },
       },
 
-      /** Hands every due event to the dispatcher; the reminder (retries, crash backstop) and the publisher (at once) call it. */
+      /** Sends what is due; the reminder calls it (retries, expired leases, crash backstop). */
       pump: {
         input: z.object({ from_reminder: z.boolean().default(false) }),
         run: async (ctx, input): Promise<{ dispatched: number }> => {
           // A fired reminder is re-armed below only if there is still something to wake up for.
           if (input.from_reminder) ctx.state.reminder_due_ms = null;
-          const webhook = ctx.state.webhook;
           const now = ctx.clock.now();
-          if (webhook?.status === "active") {
+          if (ctx.state.webhook?.status === "active") {
             const expired = ctx.state.outbox.filter((e) => e.in_flight_until !== null && e.in_flight_until <= now);
             const lost = "no result came back for this attempt (the process delivering it stopped, or it overran its lease)";
             await settleAll(
@@ -284,18 +304,11 @@ export function createWebhookActor(deps: WebhookActorDeps) {
               expired.map((e) => ({ delivery_id: e.delivery_id, status: null, error: lost, retry_after: null, duration_ms: 0 })),
             );
           }
-          const due = webhook?.status === "active" ? ctx.state.outbox.filter((e) => e.in_flight_until === null && e.next_attempt_ms <= now) : [];
-          if (webhook && due.length > 0) {
-            for (const entry of due) entry.in_flight_until = now + leaseMs;
-            deps.dispatch(
-              ctx.id,
-              due.map((e) => ({ delivery_id: e.delivery_id, url: webhook.url, secret: webhook.secret, event: e.event })),
-            );
-          }
+          const dispatched = dispatchDue(ctx);
           const wake = nextWakeMs(ctx.state);
           if (wake !== undefined) await armReminder(ctx, wake);
           else if (input.from_reminder) await ctx.clearReminder(reminderName);
-          return { dispatched: due.length };
+          return { dispatched };
         },
       },
 
@@ -310,10 +323,12 @@ export function createWebhookActor(deps: WebhookActorDeps) {
 
       /** Sends a signed webhook.test event (queued now; the route pumps). */
       test: {
-        input: acceptInput,
+        input: testInput,
         run: async (ctx, input): Promise<Delivery> => {
           requireActive(owned(ctx.state, input.organization_id));
-          return enqueue(ctx, input.event, 0);
+          const record = await enqueue(ctx, input.event, 0);
+          dispatchDue(ctx);
+          return record;
         },
       },
 
@@ -328,15 +343,21 @@ export function createWebhookActor(deps: WebhookActorDeps) {
           const now = ctx.clock.now();
           const waiting = ctx.state.outbox.find((e) => e.event.id === record.event_id);
           if (waiting) {
-            waiting.next_attempt_ms = now;
+            // Waiting for a retry: it goes now. Already out: its attempt is the answer.
             const pending = ctx.state.deliveries.find((d) => d.id === waiting.delivery_id);
-            if (pending) pending.next_attempt_at = isoTime(now);
+            if (waiting.in_flight_until === null) {
+              waiting.next_attempt_ms = now;
+              if (pending) pending.next_attempt_at = isoTime(now);
+              dispatchDue(ctx);
+            }
             return pending ?? record;
           }
           const finished = ctx.state.recent.find((r) => r.event.id === record.event_id);
           if (!finished) throw new TroupeError("conflict", `event ${record.event_id} is no longer kept (the last ${MAX_RECENT_EVENTS} events are)`);
           ctx.state.recent = ctx.state.recent.filter((r) => r !== finished);
-          return enqueue(ctx, finished.event, finished.attempts);
+          const queued = await enqueue(ctx, finished.event, finished.attempts);
+          dispatchDue(ctx);
+          return queued;
         },
       },
 

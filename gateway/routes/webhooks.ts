@@ -85,9 +85,8 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
     return only.organization.id;
   };
 
-  /** Queued first, then pumped here; answers once the attempt settled (or its deadline passed), so the answer shows its outcome. */
+  /** The actor sent it already; answers once the attempt settled (or its deadline passed), so the answer shows its outcome. */
   const sendNow = async (id: string, organizationId: string, queued: { id: string }) => {
-    await callActor(actors, webhook, id, "pump", {});
     const deadline = Date.now() + deps.timeoutMs + 1000;
     for (;;) {
       const record = await callActor(actors, webhook, id, "delivery", { organization_id: organizationId, delivery_id: queued.id });
