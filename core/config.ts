@@ -138,6 +138,12 @@ const envSchema = z.object({
   VIDEO_NARRATION_VOICE: optionalString,
   /** A job's safety-net step: re-runs a job whose step was cut short by a crash after at most this long. */
   JOB_WATCHDOG_MS: int(200, 3_600_000).default(10_000),
+  /** Deadline of one webhook delivery attempt (connect to answer); no 2xx within it is a failed attempt. */
+  WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(10_000),
+  /** Multiplies every delay of the retry schedule (5 s … 24 h, ~3 days in all): tests and benchmarks shorten it, e.g. 0.0001. */
+  WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(100).default(1),
+  /** Delivery records (attempts) kept per webhook, newest first; older ones are dropped. */
+  WEBHOOK_MAX_DELIVERIES: int(10, 100_000).default(100),
 });
 
 export type RawEnv = Record<string, string | undefined>;
@@ -243,6 +249,11 @@ export function loadConfig(env: RawEnv = process.env) {
       narrationVoice: e.VIDEO_NARRATION_VOICE,
       watchdogMs: e.JOB_WATCHDOG_MS,
     },
+    webhooks: {
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      retryScale: e.WEBHOOK_RETRY_SCALE,
+      maxDeliveries: e.WEBHOOK_MAX_DELIVERIES,
+    },
   };
   return deepFreeze(config);
 }
@@ -254,6 +265,7 @@ export type VectorsConfig = Config["vectors"];
 export type ActorsConfig = Config["actors"];
 export type MediaConfig = Config["media"];
 export type JobsConfig = Config["jobs"];
+export type WebhooksConfig = Config["webhooks"];
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object") {

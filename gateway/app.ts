@@ -53,10 +53,17 @@ import { storeBilling } from "../actors/job/store-billing.ts";
 import { createLimiter } from "../actors/job/compose-limit.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../media/video-compose.ts";
 import { videoNeed } from "../providers/video-routing.ts";
-import { noEvents, type EventPublisher } from "../core/organization-events.ts";
+import type { EventPublisher } from "../core/organization-events.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { attachJobEvents, jobEventsRoute } from "./job-events-ws.ts";
+// Webhooks: the WebhookActor, its directory and the EventPublisher emitters use.
+import { createWebhookActor, type WebhookActorDefinition } from "../actors/webhooks/webhook-actor.ts";
+import { WebhookDirectory } from "../actors/webhooks/directory.ts";
+import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
+import { WebhookDispatcher } from "../actors/webhooks/dispatcher.ts";
+import { callActor } from "../actors/host.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -78,6 +85,9 @@ export interface TroupeServices {
   job: JobActorDefinition;
   jobDirectory: JobDirectory;
   jobEvents: JobEventBus;
+  /** Where job and budget events go: the organization's subscribed webhooks. */
+  publisher: EventPublisher;
+  webhook: WebhookActorDefinition;
 }
 
 export interface StartOptions {
@@ -179,18 +189,29 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     now: () => clock.now(),
     directory: jobDirectory,
     events: jobEvents,
-    publisher: options.publisher ?? noEvents,
+    // The webhook publisher needs the actor host, which needs this definition: resolved once both exist.
+    publisher: { publish: (event) => publisher.publish(event) },
     watchdogMs: config.jobs.watchdogMs,
     whenReady: () => listeningPromise,
   });
 
+  // Webhooks: a WebhookActor per webhook; attempts leave outside the actor turn (the dispatcher) and are settled back.
+  const webhookDirectory = new WebhookDirectory(store);
+  const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log });
+  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, config: config.webhooks });
+
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
-  actors.register([eraseDefinition(conversation), eraseDefinition(job)]);
+  actors.register([eraseDefinition(conversation), eraseDefinition(job), eraseDefinition(webhook)]);
+  const webhookPublisher = new WebhookPublisher({ actors, actor: webhook, directory: webhookDirectory });
+  // Tests may collect events instead of delivering them.
+  const publisher: EventPublisher = options.publisher ?? webhookPublisher;
   await actors.start();
+  dispatcher.attach((id, results) => callActor(actors, webhook, id, "settle", { results }));
 
   const services: TroupeServices = {
     ...{ config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media },
     ...{ job, jobDirectory, jobEvents },
+    ...{ publisher, webhook },
   };
   const ai = { router, usage: meter };
   const builtIn: RouteDefinition[] = [
@@ -207,6 +228,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router }),
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media }),
+    ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];
@@ -249,6 +271,9 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     stop: () =>
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
+        await webhookPublisher.idle();
+        await dispatcher.idle();
+        fetcher.close();
         await actors.stop();
         await directory.flush();
         await recorder?.close();

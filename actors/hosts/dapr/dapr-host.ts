@@ -159,7 +159,11 @@ export class DaprActorHost implements ActorHost {
       actorIdleTimeout: goDuration(this.options.idleTimeoutMs),
       // Older daprd scan for idle actors at this interval; newer ones ignore it.
       actorScanInterval: goDuration(Math.min(30_000, Math.max(1_000, this.options.idleTimeoutMs / 4))),
-      drainOngoingCallTimeout: goDuration(this.options.drainOngoingCallTimeoutMs ?? 10_000),
+      // Below placement's dissemination timeout (8 s): a longer drain — e.g. calls
+      // still held toward a replica that was just killed — delays daprd's
+      // acknowledgement past it, placement closes daprd's stream, and daprd
+      // 1.18.3 never reconnects (dapr/dapr#10423): its actors stop for good.
+      drainOngoingCallTimeout: goDuration(this.options.drainOngoingCallTimeoutMs ?? 5_000),
       drainRebalancedActors: true,
       reentrancy: { enabled: false },
     };
