@@ -45,6 +45,10 @@ import { OutboundFetcher } from "../media/outbound-fetch.ts";
 import type { MediaDeps } from "../media/rehost.ts";
 import { audioRoutes } from "./routes/audio.ts";
 import { imageRoutes } from "./routes/images.ts";
+import type { Metrics } from "../core/metrics.ts";
+import type { Tracing } from "../core/tracing.ts";
+import { attemptObserver, createMetrics, createTracing, meteredUsage } from "./observability.ts";
+import { startMetricsServer, type MetricsServer } from "./metrics-server.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -63,6 +67,10 @@ export interface TroupeServices {
   events: ConversationEventBus;
   files: FileStore;
   media: MediaDeps;
+  /** Prometheus series (no-op when METRICS_PORT is unset): jobs and webhooks report through it. */
+  metrics: Metrics;
+  /** OpenTelemetry spans (no-op when OTEL_EXPORTER_OTLP_ENDPOINT is unset). */
+  tracing: Tracing;
 }
 
 export interface StartOptions {
@@ -82,6 +90,8 @@ export interface RunningTroupe {
   gateway: Gateway;
   port: number;
   url: string;
+  /** The metrics listener's port, when METRICS_PORT is set. */
+  metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -97,13 +107,17 @@ export async function createDataStore(config: Config, clock: Clock): Promise<Dat
 
 export async function startTroupe(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningTroupe> {
   const clock = options.clock ?? systemClock;
+  const metrics = await createMetrics(config.observability, config.replica);
+  const tracing = await createTracing(config.observability, config.replica, log);
   const store = await createDataStore(config, clock);
   const apiKeys = new ApiKeyService(store, config.tenancy, clock, log);
   await apiKeys.start();
   const accounts = new AccountService(store, config.tenancy, clock, apiKeys);
   const router = options.router ?? createRouter(config.providers);
+  const observer = attemptObserver(metrics, tracing);
+  if (observer) router.observeAttempts(observer);
   const recorder = options.usage ? undefined : new UsageRecorder(store, log);
-  const usage: UsageSink = options.usage ?? (recorder as UsageRecorder);
+  const usage: UsageSink = meteredUsage(options.usage ?? (recorder as UsageRecorder), metrics);
 
   const indexModel = router.catalogue.get(config.vectors.indexModel);
   const dimensions = indexModel?.capabilities.dimensions;
@@ -134,13 +148,14 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
   actors.register([eraseDefinition(conversation)]);
   await actors.start();
+  metrics.addSources({ breakers: () => router.breakerStates(), activeActors: () => actors.runtimeActiveActors() });
 
   const files = await createFileStore(config.media, config.dataDir);
   const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
   // File URLs use PUBLIC_URL, else the listen address (known once listening; no request runs before that).
   let publicBase = config.publicUrl?.replace(/\/$/, "") ?? "";
   const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicBase}/v1/files/${id}` };
-  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media };
+  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media, metrics, tracing };
   const ai = { router, usage: meter };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
@@ -176,6 +191,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     },
     openApiInfo: { title: "Troupe", version: "1.0.0" },
     rawPaths: [filesRawPath],
+    metrics,
+    tracing,
   });
   await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations });
   attachFiles(gateway.app, files, log);
@@ -183,6 +200,9 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
   publicBase = url.replace(/\/$/, "");
+  const metricsServer: MetricsServer | undefined = config.observability.metrics
+    ? await startMetricsServer(metrics, config.observability.metrics.host, config.observability.metrics.port, log)
+    : undefined;
 
   let stopped: Promise<void> | undefined;
   return {
@@ -191,9 +211,11 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     gateway,
     port,
     url,
+    metricsPort: metricsServer?.port,
     stop: () =>
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
+        metricsServer?.close();
         await actors.stop();
         await directory.flush();
         await recorder?.close();
@@ -202,6 +224,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         apiKeys.stop();
         await files.close();
         await store.close();
+        await tracing.shutdown();
       })()),
   };
 }

@@ -127,6 +127,13 @@ export class DaprActorHost implements ActorHost {
     return this.invokeThroughDapr(type, id, method, input, options.signal);
   }
 
+  /** daprd's own count (it omits types with none active): zero for every registered type daprd does not list. */
+  async runtimeActiveActors(): Promise<ActiveActorCount[]> {
+    const meta = await this.daprd.metadata();
+    const reported = new Map((meta.actorRuntime?.activeActors ?? []).map((a) => [a.type, a.count]));
+    return this.registry.names().map((type) => ({ type, count: reported.get(type) ?? 0 }));
+  }
+
   activeActors(): ActiveActorCount[] {
     const counts = new Map<string, number>(this.registry.names().map((name) => [name, 0]));
     for (const { activation } of this.activations.values()) {

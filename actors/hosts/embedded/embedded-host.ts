@@ -101,6 +101,10 @@ export class EmbeddedActorHost implements ActorHost {
     return jsonCopy(await activation.invoke(method, jsonCopy(input), signal));
   }
 
+  async runtimeActiveActors(): Promise<ActiveActorCount[]> {
+    return this.activeActors();
+  }
+
   activeActors(): ActiveActorCount[] {
     const counts = new Map<string, number>(this.registry.names().map((name) => [name, 0]));
     for (const activation of this.activations.values()) {
