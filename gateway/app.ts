@@ -49,6 +49,11 @@ import type { Metrics } from "../core/metrics.ts";
 import type { Tracing } from "../core/tracing.ts";
 import { attemptObserver, createMetrics, createTracing, meteredUsage } from "./observability.ts";
 import { startMetricsServer, type MetricsServer } from "./metrics-server.ts";
+import { docsPages } from "./docs-page.ts";
+import { consolePages } from "./console/console-routes.ts";
+import type { ConsoleSources } from "./console/console-data.ts";
+import { readSnapshots, SnapshotPublisher, takeSnapshot } from "./console/replica-snapshots.ts";
+import { usageTodayFromRecords } from "./console/usage-today.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -79,6 +84,8 @@ export interface StartOptions {
   router?: Router;
   /** Where usage records go (tests collect them); default: the durable recorder. */
   usage?: UsageSink;
+  /** The console's per-organization sections (jobs, webhooks, budgets; usage defaults to the stored records). */
+  consoleSources?: ConsoleSources;
   /** Extra routes (tests register probes for the auth pipeline this way). */
   extraRoutes?: (services: TroupeServices) => RouteDefinition[];
 }
@@ -176,7 +183,35 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const overridden = new Set(extra.map((r) => `${r.method} ${r.path}`));
   const routes = [...builtIn.filter((r) => !overridden.has(`${r.method} ${r.path}`)), ...extra];
 
-  const admission = createAdmission(createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix), apiKeys);
+  const authenticator = createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix);
+  const admission = createAdmission(authenticator, apiKeys);
+  // The console: each replica publishes what only it sees (its daprd's actors, its breakers).
+  const snapshotSources = {
+    replica: config.replica,
+    mode: config.mode,
+    activeActors: () => actors.runtimeActiveActors(),
+    breakers: () => router.breakerStates(),
+  };
+  const snapshots = new SnapshotPublisher(store, snapshotSources, clock, config.observability.consoleSnapshotIntervalMs, log);
+  snapshots.start();
+  const consoleSources: ConsoleSources = {
+    usageToday: (orgId, projects) => usageTodayFromRecords(store, orgId, projects, clock.now()),
+    ...options.consoleSources,
+  };
+  const pages = [
+    ...docsPages(),
+    ...consolePages(authenticator, {
+      accounts,
+      sources: consoleSources,
+      replica: config.replica,
+      now: () => clock.now(),
+      // The serving replica's own row is taken now; the others come from the store.
+      snapshots: async () => {
+        const [own, all] = await Promise.all([takeSnapshot(snapshotSources, clock), readSnapshots(store)]);
+        return [...all.filter((s) => s.replica !== own.replica), own].sort((a, b) => a.replica.localeCompare(b.replica, "en", { numeric: true }));
+      },
+    }),
+  ];
   const eventsRoute = conversationEventsRoute({ actors, conversation });
   const gateway = createGateway({
     routes,
@@ -193,6 +228,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     rawPaths: [filesRawPath],
     metrics,
     tracing,
+    pages,
   });
   await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations });
   attachFiles(gateway.app, files, log);
@@ -216,6 +252,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
         metricsServer?.close();
+        await snapshots.stop();
         await actors.stop();
         await directory.flush();
         await recorder?.close();
