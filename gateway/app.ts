@@ -152,7 +152,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     directory,
     events,
   });
-  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
+  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log, tracing });
   actors.register([eraseDefinition(conversation)]);
   await actors.start();
   metrics.addSources({ breakers: () => router.breakerStates(), activeActors: () => actors.runtimeActiveActors() });
