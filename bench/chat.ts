@@ -260,6 +260,9 @@ async function orchestrate(): Promise<void> {
     const d = summarize(ttfb["direct"]!);
     const tr = summarize(ttfb["Troupe"]!);
     console.log(`  added TTFB by Troupe: p50 ${fmt(tr.p50 - d.p50, 3)} ms  p99 ${fmt(tr.p99 - d.p99, 3)} ms`);
+    const { measureRecordingCost } = await import("./lib/metrics-cost.ts");
+    const cost = measureRecordingCost();
+    console.log(`\nmetrics recording per chat request, in process (route histogram + provider counter/histogram + ledger): ${fmt(cost.nsPerRequest, 0)} ns`);
     const troupeFixed = fixed["Troupe"]!;
     console.log(
       `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 50 % of pass-through (${fmt(share * 100, 1)} %)`,

@@ -2,7 +2,7 @@
 // when METRICS_PORT is set). One registry per process; the series families
 // and their labels are listed in the README ("Metrics").
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { LabelValues } from "prom-client";
+import { FastCounter, FastHistogram, type BoundCounter, type BoundHistogram } from "./bound-series.ts";
 import type {
   JobState,
   LedgerEntry,
@@ -36,26 +36,21 @@ export function createPrometheusMetrics(options: PrometheusOptions): Metrics {
   const registers = [registry];
   let sources: MetricSources = {};
 
-  const http = new Histogram({
-    name: "troupe_http_request_duration_seconds",
-    help: "Gateway requests by method, route (the declared path) and status, with their duration. status 0: the client went away first.",
-    labelNames: ["method", "route", "status"] as const,
-    buckets: httpBuckets,
-    registers,
-  });
-  const providerCalls = new Counter({
-    name: "troupe_provider_calls_total",
-    help: "Provider attempts by provider, model and outcome (each retry and fallback is one attempt).",
-    labelNames: ["provider", "model", "outcome"] as const,
-    registers,
-  });
-  const providerDuration = new Histogram({
-    name: "troupe_provider_call_duration_seconds",
-    help: "Provider attempt duration by provider, model and outcome (streams: until the first event).",
-    labelNames: ["provider", "model", "outcome"] as const,
-    buckets: providerBuckets,
-    registers,
-  });
+  // Recorded on the request path: bound series (core/bound-series.ts).
+  const http = new FastHistogram(
+    registry,
+    "troupe_http_request_duration_seconds",
+    "Gateway requests by method, route (the declared path) and status, with their duration. status 0: the client went away first.",
+    httpBuckets,
+  );
+  const providerCalls = new FastCounter(registry, "troupe_provider_calls_total", "Provider attempts by provider, model and outcome (each retry and fallback is one attempt).");
+  const providerDuration = new FastHistogram(
+    registry,
+    "troupe_provider_call_duration_seconds",
+    "Provider attempt duration by provider, model and outcome (streams: until the first event).",
+    providerBuckets,
+  );
+  const providerSeries = new Map<string, { calls: BoundCounter; duration: BoundHistogram }>();
   new Gauge({
     name: "troupe_provider_breaker_state",
     help: "This replica's circuit breaker per configured provider: 0 closed, 1 half-open, 2 open.",
@@ -125,31 +120,21 @@ export function createPrometheusMetrics(options: PrometheusOptions): Metrics {
       registers,
     }),
   };
-  const ledgerUsd = new Counter({
-    name: "troupe_ledger_cost_usd_total",
-    help: "Usage booked by this replica, in USD, by category and key mode (live is billed, test is not).",
-    labelNames: ["category", "mode"] as const,
-    registers,
-  });
-  const ledgerRecords = new Counter({
-    name: "troupe_ledger_records_total",
-    help: "Usage records booked by this replica, by category and key mode.",
-    labelNames: ["category", "mode"] as const,
-    registers,
-  });
+  const ledgerUsd = new FastCounter(registry, "troupe_ledger_cost_usd_total", "Usage booked by this replica, in USD, by category and key mode (live is billed, test is not).");
+  const ledgerRecords = new FastCounter(registry, "troupe_ledger_records_total", "Usage records booked by this replica, by category and key mode.");
+  const ledgerSeries = new Map<string, { usd: BoundCounter; records: BoundCounter }>();
 
   return {
     enabled: true,
     route(method, path) {
       // One bound child per status seen, created on first use: the request
       // path then does one array read and one observe.
-      const byStatus: ({ observe(v: number): void } | undefined)[] = [];
-      const labels: LabelValues<"method" | "route" | "status"> = { method: method.toUpperCase(), route: path, status: "" };
+      const byStatus: (BoundHistogram | undefined)[] = [];
       const recorder: RouteMetrics = {
         observe(status, seconds) {
           let child = byStatus[status];
           if (!child) {
-            child = http.labels({ ...labels, status: String(status) });
+            child = http.bind({ method: method.toUpperCase(), route: path, status: String(status) });
             byStatus[status] = child;
           }
           child.observe(seconds);
@@ -158,17 +143,30 @@ export function createPrometheusMetrics(options: PrometheusOptions): Metrics {
       return recorder;
     },
     providerCall(provider: string, model: string, outcome: ProviderCallOutcome, seconds: number) {
-      const labels = { provider, model, outcome };
-      providerCalls.inc(labels);
-      providerDuration.observe(labels, seconds);
+      const key = `${provider}\n${model}\n${outcome}`;
+      let series = providerSeries.get(key);
+      if (!series) {
+        const labels = { provider, model, outcome };
+        series = { calls: providerCalls.bind(labels), duration: providerDuration.bind(labels) };
+        providerSeries.set(key, series);
+      }
+      series.calls.inc();
+      series.duration.observe(seconds);
     },
     refusal(kind: RefusalKind, route: string) {
       refusals[kind].inc({ route });
     },
     ledger(entry: LedgerEntry) {
-      const labels = { category: entry.category, mode: entry.live ? "live" : "test" };
-      ledgerRecords.inc(labels);
-      if (entry.cost_usd > 0) ledgerUsd.inc(labels, entry.cost_usd);
+      const mode = entry.live ? "live" : "test";
+      const key = `${entry.category}\n${mode}`;
+      let series = ledgerSeries.get(key);
+      if (!series) {
+        const labels = { category: entry.category, mode };
+        series = { usd: ledgerUsd.bind(labels), records: ledgerRecords.bind(labels) };
+        ledgerSeries.set(key, series);
+      }
+      series.records.inc();
+      series.usd.inc(entry.cost_usd);
     },
     jobTransition(state: JobState) {
       jobTransitions.inc({ state });
