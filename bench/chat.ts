@@ -117,7 +117,7 @@ if (role === "upstream") {
     TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-bench-chat-")),
     OPENAI_API_KEY: "sk-bench",
     OPENAI_BASE_URL: `${process.env["BENCH_UPSTREAM"] ?? ""}/v1`,
-    ...(process.env["BENCH_METRICS"] === "1" ? { METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" } : {}),
+    ...(process.env["BENCH_METRICS_PORT"] ? { METRICS_PORT: process.env["BENCH_METRICS_PORT"], METRICS_HOST: "127.0.0.1" } : {}),
   });
   const log = createLogger("warn");
   // Use the app's own chat route (and its usage sink) when it is wired;
@@ -137,6 +137,20 @@ if (role === "upstream") {
   process.stdout.write(`PORT=${troupe.port}\n`);
 } else {
   await orchestrate();
+}
+
+/** A loopback port free right now (for the metrics listener of the metrics-on Troupe). */
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 async function orchestrate(): Promise<void> {
@@ -168,7 +182,8 @@ async function orchestrate(): Promise<void> {
     const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
     const passthrough = await start({ BENCH_CHAT_ROLE: "passthrough", BENCH_UPSTREAM: upstreamUrl });
     const troupe = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0" });
-    const troupeMetrics = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0", BENCH_METRICS: "1" });
+    const metricsPort = await freePort();
+    const troupeMetrics = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0", BENCH_METRICS_PORT: String(metricsPort) });
     const signup = await fetch(`http://127.0.0.1:${troupe.port}/v1/auth/signup`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -231,6 +246,16 @@ async function orchestrate(): Promise<void> {
       const s = fixed[t.name]!;
       console.log(`  added by ${t.name.padEnd(32)} p50 ${fmt(s.p50 - direct.p50, 3)} ms  p99 ${fmt(s.p99 - direct.p99, 3)} ms`);
     }
+
+    // Scraped right after the load: what the metrics-on Troupe recorded.
+    const scraped = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const sumOf = (pattern: RegExp) => scraped.split("\n").filter((l) => pattern.test(l)).reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+    const nonZero = [...new Set(scraped.split("\n").filter((l) => /^troupe_/.test(l) && Number(l.split(" ").pop()) > 0).map((l) => l.replace(/[{ ].*/, "").replace(/_(bucket|sum|count)$/, "")))];
+    console.log(
+      `  /metrics after the load: ${sumOf(/^troupe_http_request_duration_seconds_count\{.*route="\/v1\/chat\/completions".*status="200"/)} chat 200s, ` +
+        `${sumOf(/^troupe_provider_calls_total\{.*outcome="success"/)} successful provider calls, ${sumOf(/^troupe_ledger_records_total/)} ledger records; ` +
+        `non-zero troupe_ families: ${nonZero.join(", ")}`,
+    );
 
     console.log(`\nsaturation: wrk, ${connections} keep-alive connections, ${seconds} s`);
     const sat: Record<string, number> = {};
