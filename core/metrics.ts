@@ -20,6 +20,13 @@ export type ProviderCallOutcome = "success" | "error" | "timeout" | "rejected" |
 /** The refusals the gateway counts as it renders them (troupe_*_refusals_total). */
 export type RefusalKind = "rate_limit" | "budget";
 
+/** Which refusal an error code is, if any (HTTP routes and WebSocket upgrades count alike). */
+export function refusalOf(code: string): RefusalKind | undefined {
+  if (code === "rate_limited") return "rate_limit";
+  if (code === "budget_exceeded") return "budget";
+  return undefined;
+}
+
 /** A job's states (DESIGN.md §4 Jobs): what the jobs branch reports on each transition. */
 export type JobState = "queued" | "processing" | "completed" | "failed";
 

@@ -230,7 +230,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     tracing,
     pages,
   });
-  await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations });
+  await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations, metrics });
   attachFiles(gateway.app, files, log);
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;

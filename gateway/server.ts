@@ -7,7 +7,7 @@ import * as uWS from "uWebSockets.js";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import { noMetrics, type Metrics, type RouteMetrics } from "../core/metrics.ts";
+import { noMetrics, refusalOf, type Metrics, type RouteMetrics } from "../core/metrics.ts";
 import { noTracing, type Tracing } from "../core/tracing.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Admission } from "./admission.ts";
@@ -265,8 +265,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     app.head(path, handler(true));
   };
   const countRefusal = (error: TroupeError, path: string): void => {
-    if (error.code === "rate_limited") metrics.refusal("rate_limit", path);
-    else if (error.code === "budget_exceeded") metrics.refusal("budget", path);
+    const refusal = refusalOf(error.code);
+    if (refusal) metrics.refusal(refusal, path);
   };
 
   for (const page of options.pages ?? []) {

@@ -4,6 +4,7 @@
 // rate-limit refusals, ledger totals, Node's runtime), and the families the
 // parallel branches will feed (jobs, webhooks, budgets) are defined and
 // record what they are given. With METRICS_PORT unset nothing is served.
+import { request as httpRequest } from "node:http";
 import t from "tap";
 import { loadConfig } from "../../core/config.ts";
 import { createRouter } from "../../providers/index.ts";
@@ -24,6 +25,28 @@ t.teardown(async () => {
 async function scrape(): Promise<{ text: string; contentType: string }> {
   const res = await fetch(`http://127.0.0.1:${troupe.metricsPort}/metrics`);
   return { text: await res.text(), contentType: res.headers.get("content-type") ?? "" };
+}
+
+/** Status of a WebSocket upgrade request (raw HTTP: a refusal is a plain response). */
+function refusedUpgrade(path: string, key: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      host: "127.0.0.1",
+      port: troupe.port,
+      path,
+      headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", authorization: `Bearer ${key}` },
+    });
+    req.on("response", (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("upgrade", (_res, socket) => {
+      socket.destroy();
+      resolve(101);
+    });
+    req.on("error", reject);
+    req.end();
+  });
 }
 
 const chat = (key: string, model: string) =>
@@ -47,6 +70,8 @@ t.test("a load of real requests shows up in every family that exists today", asy
   let refused = 0;
   for (let i = 0; i < 3; i++) if ((await chat(key, "simulated-chat")).status === 429) refused++;
   t.ok(refused >= 1, `rate-limited ${refused} times`);
+  const upgrade = await refusedUpgrade(`/v1/agents/conversations/${str(conversation.body, "id")}/events`, key);
+  t.equal(upgrade, 429, "a WebSocket upgrade over the limit is refused too");
 
   const { text, contentType } = await scrape();
   t.match(contentType, /^text\/plain; version=0\.0\.4/, "Prometheus text format");
@@ -63,6 +88,7 @@ t.test("a load of real requests shows up in every family that exists today", asy
   t.equal(sampleValue(samples, "troupe_provider_breaker_state", { provider: "simulated" }), 0, "simulated's is closed");
   t.ok(sampleValue(samples, "troupe_actors_active", { type: "ConversationActor" }) >= 1, "active actors by type");
   t.equal(sampleValue(samples, "troupe_rate_limit_refusals_total", { route: "/v1/chat/completions" }), refused);
+  t.equal(sampleValue(samples, "troupe_rate_limit_refusals_total", { route: "/v1/agents/conversations/:id/events" }), 1, "the refused upgrade, by its route");
   t.ok(sampleValue(samples, "troupe_ledger_cost_usd_total", { category: "chat", mode: "test" }) > 0, "ledger cost by category");
   t.equal(sampleValue(samples, "troupe_ledger_records_total", { category: "chat", mode: "test" }), 8 + (3 - refused), "one record per answered chat");
   for (const runtime of ["nodejs_eventloop_lag_p99_seconds", "nodejs_heap_size_used_bytes", "process_cpu_seconds_total"]) {
