@@ -73,6 +73,12 @@ t.test("a load of real requests shows up in every family that exists today", asy
   const upgrade = await refusedUpgrade(`/v1/agents/conversations/${str(conversation.body, "id")}/events`, key);
   t.equal(upgrade, 429, "a WebSocket upgrade over the limit is refused too");
 
+  // Garbage enough for young-generation collections, so the GC histogram has
+  // observations (GC entries reach the observer asynchronously: wait a little).
+  let kept = 0;
+  for (let i = 0; i < 200_000; i++) kept += new Array(64).fill(i).length;
+  t.ok(kept > 0);
+  await new Promise((r) => setTimeout(r, 200));
   const { text, contentType } = await scrape();
   t.match(contentType, /^text\/plain; version=0\.0\.4/, "Prometheus text format");
   const samples = parsePrometheus(text);
