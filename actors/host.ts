@@ -27,6 +27,12 @@ export interface ActorHost {
   call(type: string, id: string, method: string, input?: unknown, options?: CallOptions): Promise<unknown>;
   /** Actors active in this process, per registered type (zero counts included). */
   activeActors(): ActiveActorCount[];
+  /**
+   * What the actor runtime reports as active on this replica, per registered
+   * type: Dapr: this replica's daprd (`GET /v1.0/metadata`, what operators'
+   * tools read); embedded: activeActors().
+   */
+  runtimeActiveActors(): Promise<ActiveActorCount[]>;
   /** True once the host can run turns (Dapr: daprd healthy, actor runtime running). */
   ready(): Promise<boolean>;
   /** Graceful: refuses new calls, drains running and queued turns (each turn persists as it commits), releases resources. */

@@ -9,6 +9,9 @@
 //   2. at saturation (wrk, 64 keep-alive connections): req/s of each and
 //      Troupe as a share of the pass-through;
 //   3. streaming (stream: true): time to first byte, direct vs Troupe.
+// Troupe runs twice, metrics off (the default) and on (METRICS_PORT set:
+// one histogram observation per request, provider counters, ledger totals),
+// taking turns with the others, so the cost of recording shows side by side.
 // Targets (issue 7): added p50 ≤ 0.25 ms, p99 ≤ 1 ms at 1,000 req/s;
 // Troupe ≥ 50 % of the pass-through at saturation.
 //
@@ -114,6 +117,7 @@ if (role === "upstream") {
     TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-bench-chat-")),
     OPENAI_API_KEY: "sk-bench",
     OPENAI_BASE_URL: `${process.env["BENCH_UPSTREAM"] ?? ""}/v1`,
+    ...(process.env["BENCH_METRICS_PORT"] ? { METRICS_PORT: process.env["BENCH_METRICS_PORT"], METRICS_HOST: "127.0.0.1" } : {}),
   });
   const log = createLogger("warn");
   // Use the app's own chat route (and its usage sink) when it is wired;
@@ -133,6 +137,20 @@ if (role === "upstream") {
   process.stdout.write(`PORT=${troupe.port}\n`);
 } else {
   await orchestrate();
+}
+
+/** A loopback port free right now (for the metrics listener of the metrics-on Troupe). */
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 async function orchestrate(): Promise<void> {
@@ -164,6 +182,8 @@ async function orchestrate(): Promise<void> {
     const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
     const passthrough = await start({ BENCH_CHAT_ROLE: "passthrough", BENCH_UPSTREAM: upstreamUrl });
     const troupe = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0" });
+    const metricsPort = await freePort();
+    const troupeMetrics = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0", BENCH_METRICS_PORT: String(metricsPort) });
     const signup = await fetch(`http://127.0.0.1:${troupe.port}/v1/auth/signup`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -171,19 +191,28 @@ async function orchestrate(): Promise<void> {
     });
     const key = ((await signup.json()) as { environments: { test_key?: { key: string } }[] }).environments[1]?.test_key?.key;
     if (!key) throw new Error("signup returned no test key");
+    // The metrics-on Troupe has its own data dir: its own signup, the same request otherwise.
+    const signupMetrics = await fetch(`http://127.0.0.1:${troupeMetrics.port}/v1/auth/signup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: `bench-chat-metrics-${Date.now()}@example.test`, password: "benchmark-password" }),
+    });
+    const metricsKey = ((await signupMetrics.json()) as { environments: { test_key?: { key: string } }[] }).environments[1]?.test_key?.key;
+    if (!metricsKey) throw new Error("signup (metrics on) returned no test key");
 
     const chatBody = (stream: boolean) =>
       JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", stream, messages: [{ role: "user", content: "Hello there, how are you today?" }] });
-    const spec = (stream: boolean, auth: boolean): RequestSpec => ({
+    const spec = (stream: boolean, auth: boolean, bearer = key): RequestSpec => ({
       method: "POST",
       path: chatPath,
-      headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${key}` } : {}) },
+      headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${bearer}` } : {}) },
       body: chatBody(stream),
     });
     const targets = [
       { name: "direct (fake upstream)", port: upstream.port, spec: spec(false, false) },
       { name: "bare uWS + undici pass-through", port: passthrough.port, spec: spec(false, false) },
       { name: "Troupe", port: troupe.port, spec: spec(false, true) },
+      { name: "Troupe + metrics", port: troupeMetrics.port, spec: spec(false, true, metricsKey) },
     ];
     // Sanity: Troupe really answers through the upstream.
     const check = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST", headers: targets[2]!.spec.headers, body: targets[2]!.spec.body! });
@@ -218,6 +247,16 @@ async function orchestrate(): Promise<void> {
       console.log(`  added by ${t.name.padEnd(32)} p50 ${fmt(s.p50 - direct.p50, 3)} ms  p99 ${fmt(s.p99 - direct.p99, 3)} ms`);
     }
 
+    // Scraped right after the load: what the metrics-on Troupe recorded.
+    const scraped = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const sumOf = (pattern: RegExp) => scraped.split("\n").filter((l) => pattern.test(l)).reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+    const nonZero = [...new Set(scraped.split("\n").filter((l) => /^troupe_/.test(l) && Number(l.split(" ").pop()) > 0).map((l) => l.replace(/[{ ].*/, "").replace(/_(bucket|sum|count)$/, "")))];
+    console.log(
+      `  /metrics after the load: ${sumOf(/^troupe_http_request_duration_seconds_count\{.*route="\/v1\/chat\/completions".*status="200"/)} chat 200s, ` +
+        `${sumOf(/^troupe_provider_calls_total\{.*outcome="success"/)} successful provider calls, ${sumOf(/^troupe_ledger_records_total/)} ledger records; ` +
+        `non-zero troupe_ families: ${nonZero.join(", ")}`,
+    );
+
     console.log(`\nsaturation: wrk, ${connections} keep-alive connections, ${seconds} s`);
     const sat: Record<string, number> = {};
     for (const t of targets) {
@@ -227,6 +266,11 @@ async function orchestrate(): Promise<void> {
     }
     const share = sat["Troupe"]! / sat[targets[1]!.name]!;
     console.log(`  Troupe / pass-through: ${fmt(share * 100, 1)} % (target ≥ 50 %)`);
+    const off = fixed["Troupe"]!;
+    const on = fixed["Troupe + metrics"]!;
+    console.log(
+      `\nmetrics on vs off: p50 ${fmt(on.p50 - off.p50, 3)} ms, p99 ${fmt(on.p99 - off.p99, 3)} ms at ${rate} req/s; saturation ${fmt((sat["Troupe + metrics"]! / sat["Troupe"]!) * 100, 1)} % of metrics off`,
+    );
 
     console.log(`\nstreaming: time to first byte, ${Math.min(rate, 200)} req/s for ${seconds} s`);
     const ttfb: Record<string, number[]> = {};
@@ -241,6 +285,9 @@ async function orchestrate(): Promise<void> {
     const d = summarize(ttfb["direct"]!);
     const tr = summarize(ttfb["Troupe"]!);
     console.log(`  added TTFB by Troupe: p50 ${fmt(tr.p50 - d.p50, 3)} ms  p99 ${fmt(tr.p99 - d.p99, 3)} ms`);
+    const { measureRecordingCost } = await import("./lib/metrics-cost.ts");
+    const cost = measureRecordingCost();
+    console.log(`\nmetrics recording per chat request, in process (route histogram + provider counter/histogram + ledger): ${fmt(cost.nsPerRequest, 0)} ns`);
     const troupeFixed = fixed["Troupe"]!;
     console.log(
       `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 50 % of pass-through (${fmt(share * 100, 1)} %)`,

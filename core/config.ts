@@ -144,6 +144,17 @@ const envSchema = z.object({
   WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(100).default(1),
   /** Delivery records (attempts) kept per webhook, newest first; older ones are dropped. */
   WEBHOOK_MAX_DELIVERIES: int(10, 100_000).default(100),
+  /** Set: Prometheus metrics are recorded and served at GET /metrics on this port (0 = any free port); unset: metrics off, nothing recorded. */
+  METRICS_PORT: optionalString.transform((v) => (v === undefined ? undefined : Number(v))).pipe(z.number().int().min(0).max(65535).optional()),
+  /** Interface the metrics listener binds (Prometheus scrapes it; the public gateway port never serves /metrics). */
+  METRICS_HOST: z.string().default("0.0.0.0"),
+  /** Set: OpenTelemetry spans are exported over OTLP/HTTP to <endpoint>/v1/traces; unset: tracing off, nothing loaded. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
+  /** Overrides the traces URL itself (OTel's standard variable); default <OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url().optional()),
+  OTEL_SERVICE_NAME: z.string().default("troupe"),
+  /** How often each replica publishes its snapshot (breakers, actors per type) for the operator's console. */
+  CONSOLE_SNAPSHOT_INTERVAL_MS: int(500, 600_000).default(5_000),
 });
 
 export type RawEnv = Record<string, string | undefined>;
@@ -170,6 +181,12 @@ function s3Settings(e: z.infer<typeof envSchema>) {
     throw new Error("Invalid configuration: S3_ENDPOINT needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY");
   }
   return { endpoint: e.S3_ENDPOINT, bucket: e.S3_BUCKET, region: e.S3_REGION, accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY };
+}
+
+/** OTLP/HTTP traces: on when an endpoint is set (OTel's own variable names). */
+function tracingSettings(e: z.infer<typeof envSchema>) {
+  const traces = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, "")}/v1/traces` : undefined);
+  return traces === undefined ? undefined : { tracesUrl: traces, serviceName: e.OTEL_SERVICE_NAME };
 }
 
 export function loadConfig(env: RawEnv = process.env) {
@@ -239,6 +256,11 @@ export function loadConfig(env: RawEnv = process.env) {
       idleTimeoutMs: e.ACTOR_IDLE_TIMEOUT_MS,
     },
     outboundAllowHosts: e.OUTBOUND_ALLOW_HOSTS,
+    observability: {
+      metrics: e.METRICS_PORT === undefined ? undefined : { port: e.METRICS_PORT, host: e.METRICS_HOST },
+      tracing: tracingSettings(e),
+      consoleSnapshotIntervalMs: e.CONSOLE_SNAPSHOT_INTERVAL_MS,
+    },
     media: {
       s3: s3Settings(e),
       maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
@@ -266,6 +288,7 @@ export type ActorsConfig = Config["actors"];
 export type MediaConfig = Config["media"];
 export type JobsConfig = Config["jobs"];
 export type WebhooksConfig = Config["webhooks"];
+export type ObservabilityConfig = Config["observability"];
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object") {

@@ -64,6 +64,15 @@ import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
 import { WebhookDispatcher } from "../actors/webhooks/dispatcher.ts";
 import { callActor } from "../actors/host.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
+import type { Metrics } from "../core/metrics.ts";
+import type { Tracing } from "../core/tracing.ts";
+import { attemptObserver, createMetrics, createTracing, meteredUsage } from "./observability.ts";
+import { startMetricsServer, type MetricsServer } from "./metrics-server.ts";
+import { docsPages } from "./docs-page.ts";
+import { consolePages } from "./console/console-routes.ts";
+import type { ConsoleSources } from "./console/console-data.ts";
+import { readSnapshots, SnapshotPublisher, takeSnapshot } from "./console/replica-snapshots.ts";
+import { usageTodayFromRecords } from "./console/usage-today.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -88,6 +97,10 @@ export interface TroupeServices {
   /** Where job and budget events go: the organization's subscribed webhooks. */
   publisher: EventPublisher;
   webhook: WebhookActorDefinition;
+  /** Prometheus series (no-op when METRICS_PORT is unset): jobs and webhooks report through it. */
+  metrics: Metrics;
+  /** OpenTelemetry spans (no-op when OTEL_EXPORTER_OTLP_ENDPOINT is unset). */
+  tracing: Tracing;
 }
 
 export interface StartOptions {
@@ -96,6 +109,8 @@ export interface StartOptions {
   router?: Router;
   /** Where usage records go (tests collect them); default: the durable recorder. */
   usage?: UsageSink;
+  /** The console's per-organization sections (jobs, webhooks, budgets; usage defaults to the stored records). */
+  consoleSources?: ConsoleSources;
   /** Extra routes (tests register probes for the auth pipeline this way). */
   extraRoutes?: (services: TroupeServices) => RouteDefinition[];
   /** Where job.completed/job.failed go (the webhooks); default: nowhere. */
@@ -111,6 +126,8 @@ export interface RunningTroupe {
   gateway: Gateway;
   port: number;
   url: string;
+  /** The metrics listener's port, when METRICS_PORT is set. */
+  metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -126,13 +143,17 @@ export async function createDataStore(config: Config, clock: Clock): Promise<Dat
 
 export async function startTroupe(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningTroupe> {
   const clock = options.clock ?? systemClock;
+  const metrics = await createMetrics(config.observability, config.replica);
+  const tracing = await createTracing(config.observability, config.replica, log);
   const store = await createDataStore(config, clock);
   const apiKeys = new ApiKeyService(store, config.tenancy, clock, log);
   await apiKeys.start();
   const accounts = new AccountService(store, config.tenancy, clock, apiKeys);
   const router = options.router ?? createRouter(config.providers);
+  const observer = attemptObserver(metrics, tracing);
+  if (observer) router.observeAttempts(observer);
   const recorder = options.usage ? undefined : new UsageRecorder(store, log);
-  const usage: UsageSink = options.usage ?? (recorder as UsageRecorder);
+  const usage: UsageSink = meteredUsage(options.usage ?? (recorder as UsageRecorder), metrics);
 
   const indexModel = router.catalogue.get(config.vectors.indexModel);
   const dimensions = indexModel?.capabilities.dimensions;
@@ -200,18 +221,20 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log });
   const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, config: config.webhooks });
 
-  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
+  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log, tracing });
   actors.register([eraseDefinition(conversation), eraseDefinition(job), eraseDefinition(webhook)]);
   const webhookPublisher = new WebhookPublisher({ actors, actor: webhook, directory: webhookDirectory });
   // Tests may collect events instead of delivering them.
   const publisher: EventPublisher = options.publisher ?? webhookPublisher;
   await actors.start();
+  metrics.addSources({ breakers: () => router.breakerStates(), activeActors: () => actors.runtimeActiveActors() });
   dispatcher.attach((id, results) => callActor(actors, webhook, id, "settle", { results }));
 
   const services: TroupeServices = {
     ...{ config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media },
     ...{ job, jobDirectory, jobEvents },
     ...{ publisher, webhook },
+    ...{ metrics, tracing },
   };
   const ai = { router, usage: meter };
   const builtIn: RouteDefinition[] = [
@@ -235,7 +258,35 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const overridden = new Set(extra.map((r) => `${r.method} ${r.path}`));
   const routes = [...builtIn.filter((r) => !overridden.has(`${r.method} ${r.path}`)), ...extra];
 
-  const admission = createAdmission(createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix), apiKeys);
+  const authenticator = createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix);
+  const admission = createAdmission(authenticator, apiKeys);
+  // The console: each replica publishes what only it sees (its daprd's actors, its breakers).
+  const snapshotSources = {
+    replica: config.replica,
+    mode: config.mode,
+    activeActors: () => actors.runtimeActiveActors(),
+    breakers: () => router.breakerStates(),
+  };
+  const snapshots = new SnapshotPublisher(store, snapshotSources, clock, config.observability.consoleSnapshotIntervalMs, log);
+  snapshots.start();
+  const consoleSources: ConsoleSources = {
+    usageToday: (orgId, projects) => usageTodayFromRecords(store, orgId, projects, clock.now()),
+    ...options.consoleSources,
+  };
+  const pages = [
+    ...docsPages(),
+    ...consolePages(authenticator, {
+      accounts,
+      sources: consoleSources,
+      replica: config.replica,
+      now: () => clock.now(),
+      // The serving replica's own row is taken now; the others come from the store.
+      snapshots: async () => {
+        const [own, all] = await Promise.all([takeSnapshot(snapshotSources, clock), readSnapshots(store)]);
+        return [...all.filter((s) => s.replica !== own.replica), own].sort((a, b) => a.replica.localeCompare(b.replica, "en", { numeric: true }));
+      },
+    }),
+  ];
   const eventsRoute = conversationEventsRoute({ actors, conversation });
   const jobEventsWs = jobEventsRoute({ directory: jobDirectory });
   const gateway = createGateway({
@@ -251,15 +302,21 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     },
     openApiInfo: { title: "Troupe", version: "1.0.0" },
     rawPaths: [filesRawPath],
+    metrics,
+    tracing,
+    pages,
   });
-  await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations });
-  await attachJobEvents(gateway.app, { route: jobEventsWs, admission, events: jobEvents, log, revocations: services.apiKeys.revocations });
+  await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations, metrics });
+  await attachJobEvents(gateway.app, { route: jobEventsWs, admission, events: jobEvents, log, revocations: services.apiKeys.revocations, metrics });
   attachFiles(gateway.app, files, log);
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
   publicBase = url.replace(/\/$/, "");
   listening();
+  const metricsServer: MetricsServer | undefined = config.observability.metrics
+    ? await startMetricsServer(metrics, config.observability.metrics.host, config.observability.metrics.port, log)
+    : undefined;
 
   let stopped: Promise<void> | undefined;
   return {
@@ -268,12 +325,15 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     gateway,
     port,
     url,
+    metricsPort: metricsServer?.port,
     stop: () =>
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
         await webhookPublisher.idle();
         await dispatcher.idle();
         fetcher.close();
+        metricsServer?.close();
+        await snapshots.stop();
         await actors.stop();
         await directory.flush();
         await recorder?.close();
@@ -282,6 +342,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         apiKeys.stop();
         await files.close();
         await store.close();
+        await tracing.shutdown();
       })()),
   };
 }

@@ -56,6 +56,8 @@ export function bodyFraming(req: HttpRequest): string | undefined {
 export class ResponseState {
   aborted = false;
   done = false;
+  /** The status written (0 until then): what the request metrics and spans record. */
+  status = 0;
   private controller: AbortController | undefined;
   private listeners: (() => void)[] | undefined;
 
@@ -130,6 +132,7 @@ function tooLarge(maxBytes: number): TroupeError {
 export function writeJson(res: HttpResponse, state: ResponseState, status: number, requestId: string, body: string): void {
   if (state.aborted || state.done) return;
   state.done = true;
+  state.status = status;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     res.writeHeader("x-request-id", requestId);
@@ -142,6 +145,7 @@ export function writeJson(res: HttpResponse, state: ResponseState, status: numbe
 export function writeHead(res: HttpResponse, state: ResponseState, status: number, headers: [string, string][], contentLength: number): void {
   if (state.aborted || state.done) return;
   state.done = true;
+  state.status = status;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [name, value] of headers) res.writeHeader(name, value);
@@ -160,6 +164,7 @@ export function writeResponse(
 ): void {
   if (state.aborted || state.done) return;
   state.done = true;
+  state.status = status;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [name, value] of headers) res.writeHeader(name, value);

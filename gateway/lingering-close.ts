@@ -42,6 +42,7 @@ export function answerThenDiscard(
 ): Discard {
   if (state.aborted || state.done) return () => undefined;
   state.done = true;
+  state.status = status;
   const full = Buffer.from(body + "\n");
   res.cork(() => {
     res.writeStatus(statusLine(status));

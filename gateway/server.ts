@@ -7,6 +7,8 @@ import * as uWS from "uWebSockets.js";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
+import { noMetrics, refusalOf, type Metrics, type RouteMetrics } from "../core/metrics.ts";
+import { noTracing, type Tracing } from "../core/tracing.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Admission } from "./admission.ts";
 import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
@@ -33,6 +35,32 @@ export interface GatewayOptions {
   wsRoutes?: readonly WsRouteDefinition[];
   /** Paths whose handlers are attached to the app directly (files): for the document and the 405 answers. */
   rawPaths?: readonly RawPath[];
+  /** Plain (non-/v1, undocumented) GET pages served like /healthz: the console, /docs. */
+  pages?: readonly PlainPage[];
+  /** Request metrics (one observation per request); default off. */
+  metrics?: Metrics;
+  /** A server span per request, continuing the caller's `traceparent`; default off. */
+  tracing?: Tracing;
+}
+
+/** What a plain page sees of its request (copied before any await). */
+export interface PageRequest {
+  url: string;
+  query: string;
+  headers: Readonly<Record<string, string>>;
+}
+
+export interface PageAnswer {
+  status: number;
+  contentType: string;
+  body: string | Buffer;
+  headers?: readonly [string, string][];
+}
+
+/** A GET (and HEAD) path outside the API: served as /healthz is, absent from the OpenAPI document. */
+export interface PlainPage {
+  path: string;
+  respond(req: PageRequest): Promise<PageAnswer>;
 }
 
 export interface Gateway {
@@ -52,6 +80,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   let listenSocket: us_listen_socket | undefined;
   const drainWaiters: (() => void)[] = [];
   const accessLog = log.enabled("info");
+  const metrics = options.metrics ?? noMetrics;
+  const tracing = options.tracing ?? noTracing;
   // Built on first request, then cached: generating it (zod → JSON Schema for
   // every route) costs tens of milliseconds the start-up need not pay.
   let openApi: string | undefined;
@@ -109,6 +139,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   for (const route of options.routes) {
     const paramNames = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "");
     const hasBody = bodyMethods.has(route.method);
+    const recorder = metrics.enabled ? metrics.route(route.method, route.path) : undefined;
+    const spanName = `${route.method.toUpperCase()} ${route.path}`;
     register(app, route.method, route.path, (res, req) => {
       const state = new ResponseState();
       res.onAborted(() => state.markAborted());
@@ -133,7 +165,14 @@ export function createGateway(options: GatewayOptions): Gateway {
         const declared = captured.headers["content-length"];
         const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes, requestId) : undefined;
         body?.catch(() => undefined); // handled where awaited; this only marks it observed
-        serve(route, paramNames, captured, res, state, requestId, body).catch((error: unknown) => guard(res, state, requestId, error));
+        const served = tracing.enabled
+          ? tracing.inSpan(spanName, { kind: "server", carrier: captured.headers, attributes: { "http.request.method": captured.method.toUpperCase(), "http.route": route.path } }, async (span) => {
+              await serve(route, paramNames, captured, res, state, requestId, body, recorder);
+              span.setAttribute("http.response.status_code", state.status);
+              if (state.status >= 500) span.fail(new Error(`answered ${state.status}`));
+            })
+          : serve(route, paramNames, captured, res, state, requestId, body, recorder);
+        served.catch((error: unknown) => guard(res, state, requestId, error));
       } catch (error) {
         guard(res, state, requestId || pickRequestId(undefined), error);
       }
@@ -149,8 +188,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     state: ResponseState,
     requestId: string,
     bodyPromise: Promise<Buffer> | undefined,
+    recorder: RouteMetrics | undefined,
   ): Promise<void> => {
-    const started = accessLog ? performance.now() : 0;
+    const started = accessLog || recorder ? performance.now() : 0;
     try {
       // Awaits only when something is not already in memory (cold key, Redis).
       const admitted = options.admission.admit(route, req.method, req.headers);
@@ -182,9 +222,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (result.headers) for (const [k, v] of Object.entries(result.headers)) headers.push([k, v]);
       writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
     } catch (error) {
+      if (recorder && isTroupeError(error)) countRefusal(error, route.path);
       sendError(res, state, requestId, error, req);
     } finally {
       finished();
+      recorder?.observe(state.status, (performance.now() - started) / 1000);
       if (accessLog) {
         log.info("request", { request_id: requestId, method: req.method, path: req.url, duration_ms: Math.round((performance.now() - started) * 100) / 100, aborted: state.aborted });
       }
@@ -222,7 +264,36 @@ export function createGateway(options: GatewayOptions): Gateway {
     app.get(path, handler(false));
     app.head(path, handler(true));
   };
-  const plainPaths = ["/healthz", "/readyz", "/v1/openapi.json"];
+  const countRefusal = (error: TroupeError, path: string): void => {
+    const refusal = refusalOf(error.code);
+    if (refusal) metrics.refusal(refusal, path);
+  };
+
+  for (const page of options.pages ?? []) {
+    const handler = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
+      const requestId = pickRequestId(req.getHeader("x-request-id"));
+      const state = new ResponseState();
+      res.onAborted(() => state.markAborted());
+      if (!admitted(res, req, state, requestId)) return;
+      const headers: Record<string, string> = {};
+      req.forEach((name, value) => {
+        headers[name] = value;
+      });
+      const pageRequest: PageRequest = { url: req.getUrl(), query: req.getQuery() ?? "", headers };
+      page
+        .respond(pageRequest)
+        .then((answer) => {
+          const out: [string, string][] = [["content-type", answer.contentType], ["x-request-id", requestId], ...(answer.headers ?? [])];
+          if (head) writeHead(res, state, answer.status, out, Buffer.byteLength(answer.body));
+          else writeResponse(res, state, answer.status, out, answer.body);
+        })
+        .catch((error: unknown) => sendError(res, state, requestId, error))
+        .catch((error: unknown) => guard(res, state, requestId, error));
+    };
+    app.get(page.path, handler(false));
+    app.head(page.path, handler(true));
+  }
+  const plainPaths = ["/healthz", "/readyz", "/v1/openapi.json", ...(options.pages ?? []).map((p) => p.path)];
   plain("/healthz", async () => ({ status: 200, body: '{"status":"ok"}' }));
   plain("/readyz", async () => {
     const ok = !draining && (await options.ready().catch(() => false));

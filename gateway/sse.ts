@@ -25,6 +25,7 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
 
   const start = (): void => {
     started = true;
+    state.status = 200;
     res.writeStatus("200 OK");
     res.writeHeader("content-type", "text/event-stream; charset=utf-8");
     res.writeHeader("cache-control", "no-cache");

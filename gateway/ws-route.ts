@@ -7,6 +7,7 @@
 import type { TemplatedApp, WebSocketBehavior } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
+import { refusalOf, type Metrics } from "../core/metrics.ts";
 import { statusLine } from "../core/http-status.ts";
 import type { Admission } from "./admission.ts";
 import { decodePathParam } from "./request-guards.ts";
@@ -19,6 +20,8 @@ export type WsBehaviour<Data> = Omit<WebSocketBehavior<Data>, "upgrade">;
 export interface WsRouteDeps {
   admission: Admission;
   log: Logger;
+  /** Counts refused upgrades (rate limit, budget) like refused HTTP requests. */
+  metrics?: Metrics;
 }
 
 const bearerProtocol = "bearer.";
@@ -61,6 +64,8 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
         if (aborted.signal.aborted) return;
         const troupe = isTroupeError(error) ? error : new TroupeError("internal_error");
         if (!isTroupeError(error)) deps.log.error("websocket upgrade failed", { path: route.path, error });
+        const refusal = refusalOf(troupe.code);
+        if (refusal) deps.metrics?.refusal(refusal, route.path);
         res.cork(() => {
           res.writeStatus(statusLine(troupe.status));
           res.writeHeader("content-type", "application/json");

@@ -38,6 +38,18 @@ export interface RouterOptions {
   now?: () => number;
 }
 
+/** How an attempt ended, for whoever observes attempts (metrics, traces). */
+export type AttemptOutcome = "success" | "error" | "timeout" | "rejected" | "aborted" | "breaker_open";
+
+/**
+ * Told about every provider attempt (the gateway wires metrics and traces
+ * here). `attempt` is called as the attempt starts, inside the caller's
+ * async context; the function it returns is called once when it ends.
+ */
+export interface AttemptObserver {
+  attempt(provider: string, model: string): (outcome: AttemptOutcome, error?: unknown) => void;
+}
+
 export interface RoutedEmbedRequest {
   model?: string | null | undefined;
   routing_strategy?: RoutingStrategy | undefined;
@@ -69,6 +81,7 @@ export class Router {
   private readonly maxDelayMs: number;
   private readonly random: () => number;
   private readonly now: () => number;
+  private observer: AttemptObserver | undefined;
 
   constructor(opts: RouterOptions) {
     this.catalogue = opts.catalogue;
@@ -86,6 +99,16 @@ export class Router {
     this.maxDelayMs = opts.backoff?.maxDelayMs ?? 5_000;
     this.random = opts.random ?? Math.random;
     this.now = opts.now ?? Date.now;
+  }
+
+  /** Sets who is told about each attempt (one observer; the composition root combines metrics and traces). */
+  observeAttempts(observer: AttemptObserver): void {
+    this.observer = observer;
+  }
+
+  /** Configured providers and their breaker states on this replica (metrics, the operator's console). */
+  breakerStates(): { provider: string; state: "closed" | "open" | "half_open" }[] {
+    return [...this.adapters.keys()].map((provider) => ({ provider, state: this.healthOf(provider).state }));
   }
 
   healthOf(provider: string): ProviderHealth {
@@ -388,13 +411,16 @@ export class Router {
         attempts++;
         const attempt = deadline.attempt(Math.min(this.attemptTimeoutMs, deadline.remainingMs()), entry.provider);
         const startedMs = performance.now();
+        const observed = this.observer?.attempt(entry.provider, entry.id);
         try {
           const value = await health.breaker.execute(() => run(entry, adapter, attempt.signal));
           attempt.succeeded();
           this.latency.record(entry.id, performance.now() - startedMs);
+          observed?.("success");
           return { value, entry };
         } catch (e) {
           attempt.failed();
+          observed?.(attemptOutcome(e, deadline.clientAborted), e);
           if (deadline.clientAborted) throw e;
           if (e instanceof BrokenCircuitError) {
             // A half-open probe is already in flight on this provider: not an attempt.
@@ -429,6 +455,16 @@ export class Router {
     }
     return new TroupeError("provider_error", failure.message, { details, cause: failure });
   }
+}
+
+function attemptOutcome(e: unknown, clientAborted: boolean): AttemptOutcome {
+  if (clientAborted) return "aborted";
+  if (e instanceof BrokenCircuitError) return "breaker_open";
+  if (!isProviderCallError(e)) return "error";
+  if (e.kind === "timeout") return "timeout";
+  // The request itself was refused (400/413/422): not the provider's fault.
+  if (e.kind === "http" && !e.fallbackable) return "rejected";
+  return "error";
 }
 
 function asProviderFailure(e: unknown, provider: string): ProviderCallError | undefined {

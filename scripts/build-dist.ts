@@ -61,7 +61,7 @@ if (force || builtAt() < newestInput()) {
     // Native addons and the clients only some configurations load stay
     // packages; the rest (zod, cockatiel) is bundled, saving Node the
     // resolution and compilation of ~100 small module files per start.
-    external: ["uWebSockets.js", "lmdb", "usearch", "ioredis", "@elastic/elasticsearch", "@aws-sdk/*", "undici"],
+    external: ["uWebSockets.js", "lmdb", "usearch", "ioredis", "@elastic/elasticsearch", "@aws-sdk/*", "undici", "prom-client", "@opentelemetry/*"],
     sourcemap: "linked",
     logLevel: "warning",
   });

@@ -5,6 +5,7 @@
 import type { Clock } from "../../core/clock.ts";
 import type { ActorsConfig } from "../../core/config.ts";
 import type { Logger } from "../../core/log.ts";
+import type { Tracing } from "../../core/tracing.ts";
 import type { IdSource } from "../actor.ts";
 import type { ActorHost } from "../host.ts";
 import { EmbeddedActorHost } from "./embedded/embedded-host.ts";
@@ -16,12 +17,13 @@ export interface CreateActorHostOptions {
   clock: Clock;
   ids?: IdSource;
   log: Logger;
+  tracing?: Tracing;
 }
 
 export async function createActorHost(options: CreateActorHostOptions): Promise<ActorHost> {
   if (options.mode === "dapr") {
     const { DaprActorHost } = await import("./dapr/dapr-host.ts");
-    return new DaprActorHost({ ...options.actors, clock: options.clock, ids: options.ids, log: options.log });
+    return new DaprActorHost({ ...options.actors, clock: options.clock, ids: options.ids, log: options.log, tracing: options.tracing });
   }
-  return new EmbeddedActorHost({ dataDir: options.dataDir, idleTimeoutMs: options.actors.idleTimeoutMs, clock: options.clock, ids: options.ids, log: options.log });
+  return new EmbeddedActorHost({ dataDir: options.dataDir, idleTimeoutMs: options.actors.idleTimeoutMs, clock: options.clock, ids: options.ids, log: options.log, tracing: options.tracing });
 }

@@ -14,7 +14,8 @@ import { statusLine } from "../../../core/http-status.ts";
 
 export interface CallbackHandlers {
   config(): unknown;
-  invoke(type: string, id: string, method: string, bodyText: string): Promise<string>;
+  /** `trace`: the W3C trace context daprd forwarded (traceparent, tracestate), when present. */
+  invoke(type: string, id: string, method: string, bodyText: string, trace: Record<string, string>): Promise<string>;
   timer(type: string, id: string, name: string, bodyText: string): Promise<void>;
   reminder(type: string, id: string, name: string, bodyText: string): Promise<void>;
   deactivate(type: string, id: string): Promise<void>;
@@ -51,7 +52,8 @@ export class CallbackServer {
     });
     app.put("/actors/:type/:id/method/:method", (res, req) => {
       const [type, id, method] = params(req, 3);
-      this.handle(res, (body) => handlers.invoke(type, id, method, body));
+      const trace = traceHeaders(req);
+      this.handle(res, (body) => handlers.invoke(type, id, method, body, trace));
     });
     app.del("/actors/:type/:id", (res, req) => {
       const [type, id] = params(req, 2);
@@ -124,6 +126,16 @@ export class CallbackServer {
       });
     });
   }
+}
+
+/** Copied before the body is read (req is invalid after the handler returns). */
+function traceHeaders(req: uWS.HttpRequest): Record<string, string> {
+  const trace: Record<string, string> = {};
+  const parent = req.getHeader("traceparent");
+  if (parent !== "") trace["traceparent"] = parent;
+  const state = req.getHeader("tracestate");
+  if (state !== "") trace["tracestate"] = state;
+  return trace;
 }
 
 function params(req: uWS.HttpRequest, count: 2): [string, string];

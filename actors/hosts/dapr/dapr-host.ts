@@ -11,6 +11,8 @@
 import type { Clock } from "../../../core/clock.ts";
 import { TroupeError } from "../../../core/errors.ts";
 import type { Logger } from "../../../core/log.ts";
+import { noTracing, type Tracing } from "../../../core/tracing.ts";
+import { actorSpanAttributes } from "../../actor-spans.ts";
 import type { AnyActorDefinition, IdSource } from "../../actor.ts";
 import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
 import { Activation, randomIds, type ActorServices } from "../activation.ts";
@@ -37,6 +39,8 @@ export interface DaprHostOptions {
    * in-memory copies are re-read after one.
    */
   stallThresholdMs?: number;
+  /** Spans for calls (this side) and turns (the hosting replica's side), linked through daprd (default: off). */
+  tracing?: Tracing;
 }
 
 const stallTickMs = 100;
@@ -60,6 +64,7 @@ export class DaprActorHost implements ActorHost {
   private readonly server: CallbackServer;
   private readonly services: ActorServices;
   private readonly log: Logger;
+  private readonly tracing: Tracing;
   private phase: Phase = "new";
   /** The callback port actually listened on (differs from options when 0). */
   callbackPort = 0;
@@ -67,6 +72,7 @@ export class DaprActorHost implements ActorHost {
   constructor(options: DaprHostOptions) {
     this.options = options;
     this.log = options.log.child({ component: "actors", host: "dapr" });
+    this.tracing = options.tracing ?? noTracing;
     this.daprd = new DaprdClient({ daprHost: options.daprHost, daprHttpPort: options.daprHttpPort });
     this.services = {
       clock: options.clock,
@@ -80,10 +86,15 @@ export class DaprActorHost implements ActorHost {
     };
     this.server = new CallbackServer({
       config: () => this.daprConfig(),
-      invoke: async (type, id, method, body) => {
-        const activation = await this.activate(type, id);
-        const output = await activation.invoke(method, body === "" ? undefined : (JSON.parse(body) as unknown));
-        return output === undefined ? "" : JSON.stringify(output);
+      invoke: (type, id, method, body, trace) => {
+        const turn = async (): Promise<string> => {
+          const activation = await this.activate(type, id);
+          const output = await activation.invoke(method, body === "" ? undefined : (JSON.parse(body) as unknown));
+          return output === undefined ? "" : JSON.stringify(output);
+        };
+        if (!this.tracing.enabled) return turn();
+        // The turn's span continues the caller's trace, whichever replica called.
+        return this.tracing.inSpan(`actor ${type}.${method}`, { kind: "server", carrier: trace, attributes: actorSpanAttributes(type, id, method) }, turn);
       },
       timer: (type, id, name, body) => this.fireScheduled("timer", type, id, name, body),
       reminder: (type, id, name, body) => this.fireScheduled("reminder", type, id, name, body),
@@ -125,6 +136,13 @@ export class DaprActorHost implements ActorHost {
   async call(type: string, id: string, method: string, input?: unknown, options: CallOptions = {}): Promise<unknown> {
     if (this.phase !== "running") throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
     return this.invokeThroughDapr(type, id, method, input, options.signal);
+  }
+
+  /** daprd's own count (it omits types with none active): zero for every registered type daprd does not list. */
+  async runtimeActiveActors(): Promise<ActiveActorCount[]> {
+    const meta = await this.daprd.metadata();
+    const reported = new Map((meta.actorRuntime?.activeActors ?? []).map((a) => [a.type, a.count]));
+    return this.registry.names().map((type) => ({ type, count: reported.get(type) ?? 0 }));
   }
 
   activeActors(): ActiveActorCount[] {
@@ -170,7 +188,13 @@ export class DaprActorHost implements ActorHost {
   }
 
   private async invokeThroughDapr(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
-    const text = await this.daprd.invoke(type, id, method, input, signal);
+    const text = this.tracing.enabled
+      ? await this.tracing.inSpan(`actor call ${type}.${method}`, { kind: "client", attributes: actorSpanAttributes(type, id, method) }, () => {
+          const headers: Record<string, string> = {};
+          this.tracing.inject(headers);
+          return this.daprd.invoke(type, id, method, input, signal, headers);
+        })
+      : await this.daprd.invoke(type, id, method, input, signal);
     return text === "" ? undefined : (JSON.parse(text) as unknown);
   }
 

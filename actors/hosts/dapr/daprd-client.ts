@@ -36,11 +36,11 @@ export class DaprdClient {
     });
   }
 
-  private async send(method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: string, signal?: AbortSignal): Promise<Reply> {
+  private async send(method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: string, signal?: AbortSignal, headers?: Record<string, string>): Promise<Reply> {
     const response = await this.pool.request({
       method,
       path,
-      ...(body === undefined ? {} : { body, headers: jsonHeaders }),
+      ...(body === undefined ? {} : { body, headers: headers ? { ...jsonHeaders, ...headers } : jsonHeaders }),
       ...(signal ? { signal } : {}),
     });
     return { status: response.statusCode, text: await response.body.text() };
@@ -52,10 +52,14 @@ export class DaprdClient {
     return reply;
   }
 
-  /** Invokes an actor method; the returned text is the method's JSON output (empty for undefined). */
-  async invoke(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<string> {
+  /**
+   * Invokes an actor method; the returned text is the method's JSON output
+   * (empty for undefined). `headers` carry the W3C trace context, which
+   * daprd forwards to the replica hosting the actor.
+   */
+  async invoke(type: string, id: string, method: string, input: unknown, signal?: AbortSignal, headers?: Record<string, string>): Promise<string> {
     const body = input === undefined ? "" : JSON.stringify(input);
-    const reply = await this.send("PUT", `${actorPath(type, id)}/method/${encodeURIComponent(method)}`, body, signal);
+    const reply = await this.send("PUT", `${actorPath(type, id)}/method/${encodeURIComponent(method)}`, body, signal, headers);
     if (reply.status >= 300) throw errorFromResponse(reply.status, reply.text, `call ${type}.${method}`);
     return reply.text;
   }

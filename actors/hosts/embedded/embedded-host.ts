@@ -7,6 +7,8 @@
 import type { Clock } from "../../../core/clock.ts";
 import { TroupeError } from "../../../core/errors.ts";
 import type { Logger } from "../../../core/log.ts";
+import type { Tracing } from "../../../core/tracing.ts";
+import { actorSpanAttributes } from "../../actor-spans.ts";
 import type { AnyActorDefinition, IdSource } from "../../actor.ts";
 import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
 import { Activation, randomIds, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
@@ -20,6 +22,8 @@ export interface EmbeddedHostOptions {
   /** Ids the actors mint (default: random UUIDs). */
   ids?: IdSource;
   log: Logger;
+  /** A span per turn, child of the caller's (default: off). */
+  tracing?: Tracing;
 }
 
 // setTimeout's ceiling (~24.8 days); longer delays re-arm in steps.
@@ -98,7 +102,15 @@ export class EmbeddedActorHost implements ActorHost {
       throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
     }
     const activation = this.activate(type, id);
-    return jsonCopy(await activation.invoke(method, jsonCopy(input), signal));
+    const tracing = this.options.tracing;
+    if (!tracing?.enabled) return jsonCopy(await activation.invoke(method, jsonCopy(input), signal));
+    return tracing.inSpan(`actor ${type}.${method}`, { kind: "internal", attributes: actorSpanAttributes(type, id, method) }, async () =>
+      jsonCopy(await activation.invoke(method, jsonCopy(input), signal)),
+    );
+  }
+
+  async runtimeActiveActors(): Promise<ActiveActorCount[]> {
+    return this.activeActors();
   }
 
   activeActors(): ActiveActorCount[] {

@@ -1,0 +1,97 @@
+// What Troupe records for Prometheus (issue 15 part 2), as an interface with
+// a do-nothing default. The prom-client implementation
+// (core/prometheus-metrics.ts) is imported only when METRICS_PORT is set, so
+// with metrics off nothing is loaded and every recording call is a no-op on
+// a frozen object.
+//
+// Hot-path rule: a request records exactly one histogram observation through
+// a RouteMetrics bound when the route is registered (labels pre-bound); the
+// rest is recorded off the request path or read at scrape time (sources).
+
+/** A route's recorder, bound once at registration. */
+export interface RouteMetrics {
+  /** One request finished: its status (0 = the client went away first) and its duration. */
+  observe(status: number, seconds: number): void;
+}
+
+/** How a provider attempt ended (troupe_provider_calls_total{outcome}). */
+export type ProviderCallOutcome = "success" | "error" | "timeout" | "rejected" | "aborted" | "breaker_open";
+
+/** The refusals the gateway counts as it renders them (troupe_*_refusals_total). */
+export type RefusalKind = "rate_limit" | "budget";
+
+/** Which refusal an error code is, if any (HTTP routes and WebSocket upgrades count alike). */
+export function refusalOf(code: string): RefusalKind | undefined {
+  if (code === "rate_limited") return "rate_limit";
+  if (code === "budget_exceeded") return "budget";
+  return undefined;
+}
+
+/** A job's states (DESIGN.md §4 Jobs): what the jobs branch reports on each transition. */
+export type JobState = "queued" | "processing" | "completed" | "failed";
+
+/** A webhook delivery attempt's outcome (the delivery record's status, plus the webhook being disabled). */
+export type WebhookDeliveryOutcome = "succeeded" | "failed" | "disabled";
+
+/** A usage record's figures, as the ledger totals read them. */
+export interface LedgerEntry {
+  category: string;
+  live: boolean;
+  cost_usd: number;
+}
+
+/** Breaker state per provider, read at scrape time from this replica's router. */
+export interface BreakerReading {
+  provider: string;
+  state: "closed" | "open" | "half_open";
+}
+
+/** Active actors per type on this replica, read at scrape time. */
+export interface ActorCountReading {
+  type: string;
+  count: number;
+}
+
+/**
+ * Values read when Prometheus scrapes (gauges that describe a state rather
+ * than count events). Each is optional: a source not wired yet is simply
+ * not reported.
+ */
+export interface MetricSources {
+  breakers?: () => readonly BreakerReading[];
+  activeActors?: () => readonly ActorCountReading[] | Promise<readonly ActorCountReading[]>;
+  /** Jobs not yet completed or failed, per state (the jobs branch wires it). */
+  jobsInFlight?: () => Promise<readonly { state: JobState; count: number }[]>;
+}
+
+export interface Metrics {
+  readonly enabled: boolean;
+  route(method: string, path: string): RouteMetrics;
+  providerCall(provider: string, model: string, outcome: ProviderCallOutcome, seconds: number): void;
+  refusal(kind: RefusalKind, route: string): void;
+  /** Every billed (or test) usage record, as the ledger books it. */
+  ledger(entry: LedgerEntry): void;
+  /** A job entered `state` (the jobs branch calls this on each transition). */
+  jobTransition(state: JobState): void;
+  /** One delivery attempt ended; lagSeconds = event created_at → this attempt's end. */
+  webhookDelivery(outcome: WebhookDeliveryOutcome, lagSeconds: number): void;
+  /** Adds scrape-time sources (later calls add to or replace earlier ones). */
+  addSources(sources: MetricSources): void;
+  /** The Prometheus text exposition. */
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+const noRoute: RouteMetrics = Object.freeze({ observe: () => undefined });
+
+/** Metrics off: every call does nothing. */
+export const noMetrics: Metrics = Object.freeze({
+  enabled: false,
+  route: () => noRoute,
+  providerCall: () => undefined,
+  refusal: () => undefined,
+  ledger: () => undefined,
+  jobTransition: () => undefined,
+  webhookDelivery: () => undefined,
+  addSources: () => undefined,
+  render: async () => ({ contentType: "text/plain; version=0.0.4; charset=utf-8", body: "" }),
+});
