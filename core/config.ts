@@ -123,6 +123,9 @@ const envSchema = z.object({
 
 export type RawEnv = Record<string, string | undefined>;
 
+/** Every environment variable Troupe reads (the Helm chart's check keeps its values in step). */
+export const settingNames: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
 function parseCompatible(raw: string): z.infer<typeof compatibleEndpoint>[] {
   let parsed: unknown;
   try {
