@@ -129,6 +129,8 @@ interface FaultRow {
   failed: number;
   recoveryMs: number | undefined;
   firstFailure?: string;
+  /** The most common failure reasons (workload, status, error code) with counts. */
+  reasons?: string;
   /** No failure limit: the warm-up row must have none at all. */
   baseline?: boolean;
 }
@@ -210,6 +212,12 @@ async function run(): Promise<number> {
     const failures = window.filter((r) => !r.ok);
     row.failed = failures.length;
     row.firstFailure = failures[0] ? `${failures[0].workload}: ${failures[0].detail}` : undefined;
+    const counts = new Map<string, number>();
+    for (const f of failures) {
+      const reason = `${f.workload} ${(f.detail ?? "").replace(/"request_id":"[^"]*"/, "").match(/^\S+( \{"error":\{"code":"[a-z_]+")?/)?.[0] ?? ""}`.replace(/\{"error":\{"code":/, "");
+      counts.set(reason, (counts.get(reason) ?? 0) + 1);
+    }
+    row.reasons = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([r, n]) => `${n}× ${r}`).join("; ") || undefined;
   });
   const violations: string[] = [];
   for (const [workload] of workloads) violations.push(...(await workload.verify(client)));
@@ -229,7 +237,8 @@ function report(rows: FaultRow[], violations: string[], rerouted: number, total:
     failedChecks.push(...problems.map((p) => `${row.fault}: ${p}`));
     const recovery = row.baseline ? "—" : row.recoveryMs === undefined ? "> 30 s" : `${(row.recoveryMs / 1000).toFixed(2)} s`;
     console.log(`${row.fault.padEnd(40)} ${String(row.baseline ? "—" : row.inFlight).padStart(9)} ${String(row.ok).padStart(6)} ${String(row.failed).padStart(6)} ${recovery.padStart(9)}  ${problems.length ? "FAIL" : "ok"}`);
-    if (row.firstFailure) console.log(`${"".padEnd(42)}first failure: ${row.firstFailure}`);
+    if (row.reasons) console.log(`${"".padEnd(42)}failures: ${row.reasons}`);
+    if (row.firstFailure) console.log(`${"".padEnd(42)}first: ${row.firstFailure}`);
   }
   failedChecks.push(...violations);
   console.log("");
