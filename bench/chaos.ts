@@ -54,6 +54,10 @@ const runStarted = Date.now();
 const say = (line: string) => process.stdout.write(`chaos: ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// The replicas inherit this environment: they use only what this run starts
+// (CI exports its shared Redis, Elasticsearch and MinIO for npm test).
+for (const name of ["REDIS_URL", "ELASTICSEARCH_URL", "S3_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "S3_BUCKET"]) delete process.env[name];
+
 // --- Redis the script controls, behind a cuttable proxy -------------------
 // redis-server on PATH (the script runs its own); the Dapr binaries are built or linked by the cluster.
 requireDaprPrerequisites({ build: true });
