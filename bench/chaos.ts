@@ -33,7 +33,7 @@ import { startOpenAIFake } from "../test/fakes/openai-fake.ts";
 import { freePort, waitFor } from "../test/support/net.ts";
 import { Balancer } from "./chaos/balancer.ts";
 import { SteadyLoad } from "./chaos/steady-load.ts";
-import { CuttableProxy } from "./chaos/tcp-proxy.ts";
+import { CuttableProxy } from "../test/support/cuttable-proxy.ts";
 import { agentWorkload, chatWorkload, type Workload } from "./chaos/workloads.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));

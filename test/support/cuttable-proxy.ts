@@ -1,4 +1,4 @@
-// A TCP proxy the chaos run can cut: everything that talks to Redis (the
+// A TCP proxy a test or the chaos run can cut: everything that talks to Redis (the
 // replicas' tenancy store, every daprd's state store and pub/sub) goes
 // through it, so "Redis is unreachable" is one call — every open connection
 // is reset and new ones are refused — while Redis itself keeps its data, as
