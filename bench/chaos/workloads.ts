@@ -128,10 +128,12 @@ export function agentWorkload(model: string, conversations: number): Workload {
         const users = (body.messages ?? []).filter((m) => m.role === "user").map((m) => m.content);
         const count = (c: string) => users.filter((u) => u === c).length;
         const ledger = ledgers.get(id)!;
-        const lost = ledger.succeeded.filter((c) => count(c) !== 1);
+        const lost = ledger.succeeded.filter((c) => count(c) === 0);
+        const repeated = ledger.succeeded.filter((c) => count(c) > 1);
         const doubled = ledger.failed.filter((c) => count(c) > 1);
         const unknown = users.filter((u) => !ledger.succeeded.includes(u) && !ledger.failed.includes(u));
-        if (lost.length) problems.push(`conversation ${id}: answered turns missing or repeated in its history: ${lost.join(", ")}`);
+        if (lost.length) problems.push(`conversation ${id}: answered turns missing from its history: ${lost.join(", ")}`);
+        if (repeated.length) problems.push(`conversation ${id}: answered turns in its history more than once: ${repeated.join(", ")}`);
         if (doubled.length) problems.push(`conversation ${id}: failed turns recorded twice: ${doubled.join(", ")}`);
         if (unknown.length) problems.push(`conversation ${id}: turns nobody sent: ${unknown.join(", ")}`);
         if (body.status !== "idle") problems.push(`conversation ${id}: status ${body.status} after the run (a turn left it stuck)`);

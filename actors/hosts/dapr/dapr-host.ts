@@ -159,7 +159,14 @@ export class DaprActorHost implements ActorHost {
       actorIdleTimeout: goDuration(this.options.idleTimeoutMs),
       // Older daprd scan for idle actors at this interval; newer ones ignore it.
       actorScanInterval: goDuration(Math.min(30_000, Math.max(1_000, this.options.idleTimeoutMs / 4))),
-      drainOngoingCallTimeout: goDuration(this.options.drainOngoingCallTimeoutMs ?? 10_000),
+      // Well below placement's dissemination timeout (8 s in Dapr 1.18):
+      // while daprd drains in-flight calls of rebalanced actors it cannot
+      // acknowledge the new table, and placement drops a daprd that is late —
+      // which did not reconnect, so its actors stopped answering (found by
+      // `npm run chaos` with 10 s: a replica rejoining under load). Waiting
+      // longer gains nothing: a turn's state write needs daprd's placement
+      // lock, which the rebalance holds, so a turn cannot finish meanwhile.
+      drainOngoingCallTimeout: goDuration(this.options.drainOngoingCallTimeoutMs ?? 3_000),
       drainRebalancedActors: true,
       reentrancy: { enabled: false },
     };
@@ -216,10 +223,14 @@ export class DaprActorHost implements ActorHost {
 
   private async deactivate(type: string, id: string): Promise<void> {
     const key = `${type}\u0000${id}`;
-    const entry = this.activations.get(key);
-    if (!entry) return;
-    await entry.activation.whenIdle();
-    if (this.activations.get(key) === entry) this.activations.delete(key);
+    // Forgotten at once, even mid-turn. daprd deactivates while it moves the
+    // actor away and acknowledges placement's new table only once we answer;
+    // a turn still running here is blocked on its state write (daprd's
+    // placement lock) and, once the table changed, is refused it (the actor
+    // is no longer hosted here: 400), so it never commits. Waiting for it
+    // deadlocked the rebalance until placement gave up (npm run chaos).
+    // The next call activates afresh from the stored state.
+    if (this.activations.has(key)) this.activations.delete(key);
   }
 
   private async fireScheduled(kind: "timer" | "reminder", type: string, id: string, name: string, body: string): Promise<void> {
