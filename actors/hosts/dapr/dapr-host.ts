@@ -46,7 +46,8 @@ type Phase = "new" | "running" | "stopping" | "stopped";
 export class DaprActorHost implements ActorHost {
   private readonly options: DaprHostOptions;
   private readonly registry = new ActorRegistry();
-  private readonly activations = new Map<string, { activation: Activation; epoch: number }>();
+  /** `evicted` aborts the copy's state write in flight: once forgotten, it must never commit. */
+  private readonly activations = new Map<string, { activation: Activation; epoch: number; evicted: AbortController }>();
   private readonly activating = new Map<string, Promise<Activation>>();
   /**
    * In-memory copies from an older epoch may be stale: daprd may have moved
@@ -209,8 +210,9 @@ export class DaprActorHost implements ActorHost {
     const epoch = this.epoch;
     const promise = (async () => {
       const stateJson = initialStateJson(definition, await this.daprd.readState(type, id), id);
-      const activation = new Activation(definition, id, stateJson, this.services, (json) => this.daprd.writeState(type, id, json));
-      this.activations.set(key, { activation, epoch });
+      const evicted = new AbortController();
+      const activation = new Activation(definition, id, stateJson, this.services, (json) => this.daprd.writeState(type, id, json, evicted.signal));
+      this.activations.set(key, { activation, epoch, evicted });
       return activation;
     })();
     this.activating.set(key, promise);
@@ -229,8 +231,14 @@ export class DaprActorHost implements ActorHost {
     // placement lock) and, once the table changed, is refused it (the actor
     // is no longer hosted here: 400), so it never commits. Waiting for it
     // deadlocked the rebalance until placement gave up (npm run chaos).
-    // The next call activates afresh from the stored state.
-    if (this.activations.has(key)) this.activations.delete(key);
+    // Its write, if already sent, is aborted: daprd may have retried the
+    // same call elsewhere meanwhile, and a late commit here would repeat the
+    // turn or overwrite a newer one (both seen by npm run chaos). The next
+    // call activates afresh from the stored state.
+    const entry = this.activations.get(key);
+    if (!entry) return;
+    entry.evicted.abort(new TroupeError("service_unavailable", "The actor moved to another replica.", { retryAfterSeconds: 1 }));
+    this.activations.delete(key);
   }
 
   private async fireScheduled(kind: "timer" | "reminder", type: string, id: string, name: string, body: string): Promise<void> {

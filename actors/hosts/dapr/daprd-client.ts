@@ -59,10 +59,11 @@ export class DaprdClient {
   }
 
   /** expectOk, retried with backoff (100 ms doubling to 1 s) on 5xx within stateRetryWindowMs. */
-  private async expectOkRetrying(what: string, method: "GET" | "POST", path: string, body?: string): Promise<Reply> {
+  private async expectOkRetrying(what: string, method: "GET" | "POST", path: string, body?: string, signal?: AbortSignal): Promise<Reply> {
     const deadline = Date.now() + stateRetryWindowMs;
     for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1_000)) {
-      const reply = await this.send(method, path, body);
+      signal?.throwIfAborted();
+      const reply = await this.send(method, path, body, signal);
       if (reply.status < 300) return reply;
       // 4xx: the request itself is wrong, retrying cannot help.
       if (reply.status < 500 || Date.now() + delayMs > deadline) throw errorFromResponse(reply.status, reply.text, what);
@@ -86,9 +87,9 @@ export class DaprdClient {
   }
 
   /** One transactional upsert of the whole state (already JSON). */
-  async writeState(type: string, id: string, stateJson: string): Promise<void> {
+  async writeState(type: string, id: string, stateJson: string, signal?: AbortSignal): Promise<void> {
     const body = `[{"operation":"upsert","request":{"key":"${stateKey}","value":${stateJson}}}]`;
-    await this.expectOkRetrying(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body);
+    await this.expectOkRetrying(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body, signal);
   }
 
   async setTimer(type: string, id: string, name: string, dueMs: number, periodMs: number | undefined, call: ScheduledCall): Promise<void> {

@@ -59,3 +59,15 @@ t.test("an outage longer than the window fails the write", async (t) => {
   t.ok(elapsed >= 8_000 && elapsed <= 11_000, `gave up after ${elapsed} ms (window 10 s)`);
   t.ok(seen.length >= 5 && seen.length <= 20, `${seen.length} attempts, backoff capped at 1 s`);
 });
+
+t.test("an aborted write (the actor was forgotten mid-turn) stops retrying and rejects", async (t) => {
+  const { client, seen } = await scriptedDaprd(Array.from({ length: 100 }, () => storeDown));
+  const evicted = new AbortController();
+  setTimeout(() => evicted.abort(new Error("moved")), 250);
+  const started = Date.now();
+  await t.rejects(client.writeState("ConversationActor", "c5", '{"n":5}', evicted.signal));
+  t.ok(Date.now() - started < 1_500, "rejected soon after the abort, not at the end of the window");
+  const attempts = seen.length;
+  await new Promise((r) => setTimeout(r, 600));
+  t.equal(seen.length, attempts, "no attempt after the abort");
+});
