@@ -1,6 +1,8 @@
 // Configuration: parsed once at start from the environment with zod, frozen,
 // and passed down. Nothing else reads process.env. Defaults live here, with
 // their units in the names. The README's configuration table mirrors this.
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { z } from "zod";
 
 const bool = z
@@ -108,6 +110,16 @@ const envSchema = z.object({
   BFL_BASE_URL: z.url().default("https://api.bfl.ai"),
   /** Black Forest Labs is submit-then-poll: how often its result is asked for. */
   BFL_POLL_INTERVAL_MS: int(10, 60_000).default(500),
+  RUNWAY_API_KEY: optionalString,
+  RUNWAY_BASE_URL: z.url().default("https://api.dev.runwayml.com"),
+  LUMA_API_KEY: optionalString,
+  LUMA_BASE_URL: z.url().default("https://api.lumalabs.ai"),
+  /** Video tasks (Runway, Luma): how long after a submit or an unfinished poll the next poll is due. */
+  VIDEO_POLL_INTERVAL_MS: int(10, 600_000).default(5_000),
+  /** The simulated video provider's clip is ready this long after submission. */
+  SIMULATED_VIDEO_DELAY_MS: int(0, 600_000).default(2_000),
+  /** Where the simulated video provider caches rendered clips; default: <os temp dir>/troupe-simulated-video. */
+  SIMULATED_VIDEO_DIR: optionalString,
 
   /** Set: files live in this S3-compatible bucket (distributed mode); unset: under TROUPE_DATA_DIR/files. */
   S3_ENDPOINT: optionalString.pipe(z.url().optional()),
@@ -119,12 +131,28 @@ const envSchema = z.object({
   MEDIA_MAX_DOWNLOAD_BYTES: int(1024, 2 * 1024 * 1024 * 1024).default(25 * 1024 * 1024),
   /** Deadline of one such download, connection to last byte. */
   MEDIA_DOWNLOAD_TIMEOUT_MS: int(100, 600_000).default(30_000),
+
+  /** Speech model of video narration; unset: routed (auto) among the speech models having the voice. */
+  VIDEO_NARRATION_MODEL: optionalString,
+  /** Voice of video narration; unset: the first voice of the first speech model routing picks. */
+  VIDEO_NARRATION_VOICE: optionalString,
+  /** A job's safety-net step: re-runs a job whose step was cut short by a crash after at most this long. */
+  JOB_WATCHDOG_MS: int(200, 3_600_000).default(10_000),
+  /** Deadline of one webhook delivery attempt (connect to answer); no 2xx within it is a failed attempt. */
+  WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(10_000),
+  /** Multiplies every delay of the retry schedule (5 s … 24 h, ~3 days in all): tests and benchmarks shorten it, e.g. 0.0001. */
+  WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(100).default(1),
+  /** Delivery records (attempts) kept per webhook, newest first; older ones are dropped. */
+  WEBHOOK_MAX_DELIVERIES: int(10, 100_000).default(100),
 });
 
 export type RawEnv = Record<string, string | undefined>;
 
 /** Every environment variable Troupe reads (the Helm chart's check keeps its values in step). */
 export const settingNames: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
+/** Shared by the replicas of one machine, so a clip one rendered is not rendered again. */
+export const defaultSimulatedVideoDir = join(tmpdir(), "troupe-simulated-video");
 
 function parseCompatible(raw: string): z.infer<typeof compatibleEndpoint>[] {
   let parsed: unknown;
@@ -185,10 +213,16 @@ export function loadConfig(env: RawEnv = process.env) {
       openaiCompatible: parseCompatible(e.OPENAI_COMPATIBLE_ENDPOINTS),
       timeoutMs: e.PROVIDER_TIMEOUT_MS,
       maxAttempts: e.PROVIDER_MAX_ATTEMPTS,
-      simulated: { latencyMs: e.SIMULATED_LATENCY_MS, tokensPerSecond: e.SIMULATED_TOKENS_PER_SECOND },
+      simulated: {
+        latencyMs: e.SIMULATED_LATENCY_MS,
+        tokensPerSecond: e.SIMULATED_TOKENS_PER_SECOND,
+        video: { delayMs: e.SIMULATED_VIDEO_DELAY_MS, cacheDir: e.SIMULATED_VIDEO_DIR ?? defaultSimulatedVideoDir },
+      },
       elevenlabs: { apiKey: e.ELEVENLABS_API_KEY, baseUrl: e.ELEVENLABS_BASE_URL },
       stability: { apiKey: e.STABILITY_API_KEY, baseUrl: e.STABILITY_BASE_URL },
       bfl: { apiKey: e.BFL_API_KEY, baseUrl: e.BFL_BASE_URL, pollIntervalMs: e.BFL_POLL_INTERVAL_MS },
+      runway: { apiKey: e.RUNWAY_API_KEY, baseUrl: e.RUNWAY_BASE_URL, pollIntervalMs: e.VIDEO_POLL_INTERVAL_MS },
+      luma: { apiKey: e.LUMA_API_KEY, baseUrl: e.LUMA_BASE_URL, pollIntervalMs: e.VIDEO_POLL_INTERVAL_MS },
     },
     vectors: {
       elasticsearchUrl: e.ELASTICSEARCH_URL,
@@ -213,6 +247,16 @@ export function loadConfig(env: RawEnv = process.env) {
       maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
       downloadTimeoutMs: e.MEDIA_DOWNLOAD_TIMEOUT_MS,
     },
+    jobs: {
+      narrationModel: e.VIDEO_NARRATION_MODEL,
+      narrationVoice: e.VIDEO_NARRATION_VOICE,
+      watchdogMs: e.JOB_WATCHDOG_MS,
+    },
+    webhooks: {
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      retryScale: e.WEBHOOK_RETRY_SCALE,
+      maxDeliveries: e.WEBHOOK_MAX_DELIVERIES,
+    },
   };
   return deepFreeze(config);
 }
@@ -223,6 +267,8 @@ export type ProvidersConfig = Config["providers"];
 export type VectorsConfig = Config["vectors"];
 export type ActorsConfig = Config["actors"];
 export type MediaConfig = Config["media"];
+export type JobsConfig = Config["jobs"];
+export type WebhooksConfig = Config["webhooks"];
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object") {

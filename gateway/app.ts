@@ -45,6 +45,25 @@ import { OutboundFetcher } from "../media/outbound-fetch.ts";
 import type { MediaDeps } from "../media/rehost.ts";
 import { audioRoutes } from "./routes/audio.ts";
 import { imageRoutes } from "./routes/images.ts";
+import { createJobActor, type JobActorDefinition } from "../actors/job/job-actor.ts";
+import { JobDirectory } from "../actors/job/directory.ts";
+import { storeJobEventBus, type JobEventBus } from "../actors/job/events.ts";
+import { narrator } from "../actors/job/narration.ts";
+import { storeBilling } from "../actors/job/store-billing.ts";
+import { createLimiter } from "../actors/job/compose-limit.ts";
+import { concatClips, extractLastFrame, muxVoiceover } from "../media/video-compose.ts";
+import { videoNeed } from "../providers/video-routing.ts";
+import type { EventPublisher } from "../core/organization-events.ts";
+import type { UsageRecord } from "../providers/usage.ts";
+import { jobRoutes } from "./routes/jobs.ts";
+import { attachJobEvents, jobEventsRoute } from "./job-events-ws.ts";
+// Webhooks: the WebhookActor, its directory and the EventPublisher emitters use.
+import { createWebhookActor, type WebhookActorDefinition } from "../actors/webhooks/webhook-actor.ts";
+import { WebhookDirectory } from "../actors/webhooks/directory.ts";
+import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
+import { WebhookDispatcher } from "../actors/webhooks/dispatcher.ts";
+import { callActor } from "../actors/host.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -63,6 +82,12 @@ export interface TroupeServices {
   events: ConversationEventBus;
   files: FileStore;
   media: MediaDeps;
+  job: JobActorDefinition;
+  jobDirectory: JobDirectory;
+  jobEvents: JobEventBus;
+  /** Where job and budget events go: the organization's subscribed webhooks. */
+  publisher: EventPublisher;
+  webhook: WebhookActorDefinition;
 }
 
 export interface StartOptions {
@@ -73,6 +98,10 @@ export interface StartOptions {
   usage?: UsageSink;
   /** Extra routes (tests register probes for the auth pipeline this way). */
   extraRoutes?: (services: TroupeServices) => RouteDefinition[];
+  /** Where job.completed/job.failed go (the webhooks); default: nowhere. */
+  publisher?: EventPublisher;
+  /** How a job segment is billed (awaited, idempotent on request_id); default: the usage sink. */
+  bill?: (record: UsageRecord) => Promise<void>;
 }
 
 export interface RunningTroupe {
@@ -131,16 +160,59 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     directory,
     events,
   });
-  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
-  actors.register([eraseDefinition(conversation)]);
-  await actors.start();
-
   const files = await createFileStore(config.media, config.dataDir);
   const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
   // File URLs use PUBLIC_URL, else the listen address (known once listening; no request runs before that).
   let publicBase = config.publicUrl?.replace(/\/$/, "") ?? "";
   const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicBase}/v1/files/${id}` };
-  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media };
+
+  // Steps re-armed at start wait until the gateway listens (result URLs need the listen address).
+  let listening!: () => void;
+  const listeningPromise = new Promise<void>((resolve) => (listening = resolve));
+  // Video jobs: JobActors billed per segment through `bill`, announcing their end through `publisher`.
+  const jobDirectory = new JobDirectory(store);
+  const jobEvents = storeJobEventBus(store, (error) => log.warn("job event failed", { error }));
+  const job = createJobActor({
+    video: router,
+    plan: (model, strategy, withImage) => {
+      const [first] = router.plan(model, strategy, videoNeed(withImage));
+      return { model: first!.id, provider: first!.provider };
+    },
+    narrate: narrator(router, config.jobs),
+    compose: { concatClips, muxVoiceover, extractLastFrame },
+    composeSlots: createLimiter(),
+    media,
+    catalogue: router.catalogue,
+    // A test's usage collector sees job records too; otherwise they are written durably and idempotently.
+    bill: options.bill ?? (options.usage ? async (record) => usage.record(record) : storeBilling(store, () => clock.now())),
+    log,
+    now: () => clock.now(),
+    directory: jobDirectory,
+    events: jobEvents,
+    // The webhook publisher needs the actor host, which needs this definition: resolved once both exist.
+    publisher: { publish: (event) => publisher.publish(event) },
+    watchdogMs: config.jobs.watchdogMs,
+    whenReady: () => listeningPromise,
+  });
+
+  // Webhooks: a WebhookActor per webhook; attempts leave outside the actor turn (the dispatcher) and are settled back.
+  const webhookDirectory = new WebhookDirectory(store);
+  const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log });
+  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, config: config.webhooks });
+
+  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log });
+  actors.register([eraseDefinition(conversation), eraseDefinition(job), eraseDefinition(webhook)]);
+  const webhookPublisher = new WebhookPublisher({ actors, actor: webhook, directory: webhookDirectory });
+  // Tests may collect events instead of delivering them.
+  const publisher: EventPublisher = options.publisher ?? webhookPublisher;
+  await actors.start();
+  dispatcher.attach((id, results) => callActor(actors, webhook, id, "settle", { results }));
+
+  const services: TroupeServices = {
+    ...{ config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media },
+    ...{ job, jobDirectory, jobEvents },
+    ...{ publisher, webhook },
+  };
   const ai = { router, usage: meter };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
@@ -155,6 +227,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router }),
+    ...jobRoutes({ actors, job, directory: jobDirectory, router, media }),
+    ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];
@@ -163,9 +237,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
 
   const admission = createAdmission(createAuthenticator(accounts, apiKeys, config.tenancy.apiKeyPrefix), apiKeys);
   const eventsRoute = conversationEventsRoute({ actors, conversation });
+  const jobEventsWs = jobEventsRoute({ directory: jobDirectory });
   const gateway = createGateway({
     routes,
-    wsRoutes: [eventsRoute],
+    wsRoutes: [eventsRoute, jobEventsWs],
     admission,
     log,
     maxBodyBytes: config.maxBodyBytes,
@@ -178,11 +253,13 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     rawPaths: [filesRawPath],
   });
   await attachConversationEvents(gateway.app, { route: eventsRoute, admission, events, log, revocations: services.apiKeys.revocations });
+  await attachJobEvents(gateway.app, { route: jobEventsWs, admission, events: jobEvents, log, revocations: services.apiKeys.revocations });
   attachFiles(gateway.app, files, log);
   const port = await gateway.listen(config.host, config.port);
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
   publicBase = url.replace(/\/$/, "");
+  listening();
 
   let stopped: Promise<void> | undefined;
   return {
@@ -194,6 +271,9 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     stop: () =>
       (stopped ??= (async () => {
         await gateway.shutdown(config.shutdownGraceMs);
+        await webhookPublisher.idle();
+        await dispatcher.idle();
+        fetcher.close();
         await actors.stop();
         await directory.flush();
         await recorder?.close();

@@ -58,6 +58,13 @@ export interface FetchOptions {
   headers?: Record<string, string>;
 }
 
+/** What a receiver answered to a POST. */
+export interface PostAnswer {
+  status: number;
+  /** The raw Retry-After header, when sent. */
+  retryAfter: string | undefined;
+}
+
 export interface FetchedBody {
   body: Buffer;
   contentType: string;
@@ -115,6 +122,54 @@ export class OutboundFetcher {
     }
   }
 
+  /**
+   * Checks a URL against the policy now (webhook creation): the same checks a
+   * fetch makes before connecting, so a URL accepted here is refused later
+   * only if its DNS answer changed.
+   */
+  async checkUrl(url: string, timeoutMs = this.opts.timeoutMs): Promise<void> {
+    await this.check(url, AbortSignal.timeout(timeoutMs), timeoutMs);
+  }
+
+  /**
+   * POSTs `body` once (webhook deliveries): the policy checked and the address
+   * pinned as for fetch, no redirect followed (a 3xx is the answer), the
+   * answer's body read up to 64 KiB and dropped. Resolves with any status;
+   * rejects with an OutboundFetchError when no answer came (refused,
+   * unreachable, timeout).
+   */
+  async post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    const target = await this.check(url, signal, timeoutMs);
+    const res = await this.send(target, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...headers }, signal, timeoutMs, {
+      method: "POST",
+      body,
+    });
+    try {
+      await readCapped(res, 64 * 1024, signal, timeoutMs);
+    } catch (e) {
+      // The status is what counts; an oversized or cut answer body does not change it.
+      if (!(e instanceof OutboundFetchError) || e.reason === "timeout") throw e;
+    }
+    const retryAfter = res.headers["retry-after"];
+    return { status: res.statusCode ?? 0, retryAfter: typeof retryAfter === "string" ? retryAfter : undefined };
+  }
+
+  private agents: { http?: import("node:http").Agent; https?: import("node:https").Agent } = {};
+
+  private async keepAliveAgent(https: boolean): Promise<import("node:http").Agent> {
+    const options = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 30_000 };
+    if (https) return (this.agents.https ??= new (await import("node:https")).Agent({ ...options, ...(this.opts.ca ? { ca: this.opts.ca } : {}) }));
+    return (this.agents.http ??= new (await import("node:http")).Agent(options));
+  }
+
+  /** Closes kept connections (shutdown). */
+  close(): void {
+    this.agents.http?.destroy();
+    this.agents.https?.destroy();
+    this.agents = {};
+  }
+
   /** Parses and checks one hop; resolves the host once and returns the address to connect to. */
   private async check(raw: string, signal: AbortSignal, timeoutMs: number): Promise<{ url: URL; address: string; family: 4 | 6 }> {
     let url: URL;
@@ -151,28 +206,39 @@ export class OutboundFetcher {
     return { url, address: chosen.address, family: chosen.family };
   }
 
-  private async send(target: { url: URL; address: string; family: 4 | 6 }, headers: Record<string, string>, signal: AbortSignal, timeoutMs: number): Promise<IncomingMessage> {
+  private async send(
+    target: { url: URL; address: string; family: 4 | 6 },
+    headers: Record<string, string>,
+    signal: AbortSignal,
+    timeoutMs: number,
+    payload: { method: "POST"; body: string } | undefined = undefined,
+  ): Promise<IncomingMessage> {
     // The socket connects to the address checked above, never to a fresh DNS answer.
     const pinned: LookupFunction = (_host, options, callback) => {
       if (options.all) callback(null, [{ address: target.address, family: target.family }]);
       else callback(null, target.address, target.family);
     };
-    const { request } = target.url.protocol === "https:" ? await import("node:https") : await import("node:http");
+    const https = target.url.protocol === "https:";
+    const { request } = https ? await import("node:https") : await import("node:http");
+    // Webhook POSTs reuse connections (one receiver gets many deliveries); a
+    // kept socket is connected to an address checked when it was opened, and
+    // new ones connect through the pinned lookup below.
+    const agent = payload ? await this.keepAliveAgent(https) : false;
     return new Promise((resolve, reject) => {
       const req = request(
         target.url,
         {
-          method: "GET",
-          headers: { "user-agent": "troupe-media-fetch", accept: "*/*", ...headers },
+          method: payload?.method ?? "GET",
+          headers: { "user-agent": payload ? "troupe-webhooks" : "troupe-media-fetch", accept: "*/*", ...headers },
           lookup: pinned,
           signal,
-          agent: false,
+          agent,
           ...(this.opts.ca ? { ca: this.opts.ca } : {}),
         },
         resolve,
       );
       req.on("error", (e) => reject(transportError(e, signal, timeoutMs)));
-      req.end();
+      req.end(payload?.body);
     });
   }
 }

@@ -19,7 +19,10 @@ export const capabilitiesSchema = z
     sizes: z.array(z.string()).optional(),
     n_max: z.number().int().positive().optional(),
     voices: z.array(z.string()).optional(),
-    durations: z.array(z.number()).optional(),
+    /** Clip lengths in seconds a video model makes (a request gets the nearest). */
+    durations: z.array(z.number().positive()).optional(),
+    /** Video: whether a clip can start from an image (image_to_video), must, or cannot. */
+    image_input: z.enum(["none", "optional", "required"]).optional(),
     /** An audio model that transcribes (speech models list voices instead). */
     transcription: z.boolean().optional(),
     /** Images one upstream call makes; a request for more is split into parallel calls. */

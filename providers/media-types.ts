@@ -3,6 +3,7 @@
 // them; re-hosting into the file store happens above the router
 // (media/rehost.ts), so no provider URL ever reaches a caller.
 import type { CallOptions } from "./types.ts";
+import type { VideoAdapter } from "./video.ts";
 
 export interface SpeechRequest {
   /** The upstream model name. */
@@ -46,6 +47,8 @@ export interface MediaAdapterMethods {
   speech?(req: SpeechRequest, opts: CallOptions): Promise<AudioBytes>;
   transcribe?(req: TranscriptionRequest, opts: CallOptions): Promise<TranscriptionResult>;
   generateImages?(req: ImageGenerationRequest, opts: CallOptions): Promise<ProviderImage[]>;
+  /** Asynchronous video tasks (providers/video.ts); the router's submitVideo/pollVideo/cancelVideo drive it. */
+  video?: VideoAdapter;
 }
 
 /** Which catalogue categories an adapter can serve (the router asks before planning). */
@@ -56,5 +59,6 @@ export function adapterServesCategory(
   if (category === "embedding") return a.embed !== undefined;
   if (category === "audio") return a.speech !== undefined || a.transcribe !== undefined;
   if (category === "image") return a.generateImages !== undefined;
+  if (category === "video") return a.video !== undefined;
   return a.chat !== undefined;
 }

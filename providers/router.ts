@@ -16,6 +16,8 @@ import type { ChatResult, EmbedResult, ProviderAdapter, RoutingStrategy, StreamE
 import { isFinish } from "./types.ts";
 import { validateConversation } from "./validate-chat.ts";
 import { adapterServesCategory } from "./media-types.ts";
+import type { VideoSegmentRequest, VideoTask, VideoTaskStatus } from "./video.ts";
+import { nearestDuration, videoNeed } from "./video-routing.ts";
 
 export interface RouterOptions {
   catalogue: Catalogue;
@@ -270,6 +272,66 @@ export class Router {
         return adapter.embed!({ model: entry.upstream_model ?? entry.id, input: req.input, dimensions, input_type: req.input_type }, { signal });
       });
       return { ...value, model: entry.id, provider: entry.provider };
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /**
+   * Submits one video segment (DESIGN.md §3 Video): routing, equivalent-model
+   * fallback and breakers apply here, per segment. The task names the
+   * catalogue model and provider that accepted it and the clip length that
+   * model makes (the offered duration nearest the request).
+   */
+  async submitVideo(request: VideoSegmentRequest & { routing_strategy: RoutingStrategy }, ctx: CallContext = {}): Promise<VideoTask> {
+    if (!(request.duration_seconds > 0)) throw invalidRequest([{ path: "duration_seconds", message: "must be a positive number of seconds" }]);
+    const { routing_strategy, ...segment } = request;
+    const candidates = this.plan(segment.model, routing_strategy, videoNeed(segment.image !== undefined));
+    const deadline = this.startDeadline(ctx.signal);
+    try {
+      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) => {
+        const duration = nearestDuration(entry, segment.duration_seconds);
+        const task = await adapter.video!.submit({ ...segment, model: entry.upstream_model ?? entry.id, duration_seconds: duration }, signal);
+        return { ...task, duration_seconds: duration };
+      });
+      return { ...value, provider: entry.provider, model: entry.id };
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /**
+   * Asks the task's provider how the task is doing. No fallback (the task
+   * lives there) and no breaker (an open breaker must not strand paid
+   * tasks); a failure is thrown as provider_error/provider_timeout, and the
+   * caller polls again later.
+   */
+  async pollVideo(task: VideoTask, ctx: CallContext = {}): Promise<VideoTaskStatus> {
+    return this.onTaskProvider(task, ctx, (adapter, signal) => adapter.poll(task, signal));
+  }
+
+  /** Cancels the task at its provider (a no-op where the provider cannot). */
+  async cancelVideo(task: VideoTask, ctx: CallContext = {}): Promise<void> {
+    await this.onTaskProvider(task, ctx, (adapter, signal) => adapter.cancel(task, signal));
+  }
+
+  private async onTaskProvider<T>(
+    task: VideoTask,
+    ctx: CallContext,
+    run: (adapter: NonNullable<ProviderAdapter["video"]>, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    const adapter = this.adapters.get(task.provider)?.video;
+    if (!adapter) throw new TroupeError("no_provider_available", `provider ${task.provider} of video task ${task.task_id} is not configured`);
+    const deadline = this.startDeadline(ctx.signal);
+    const attempt = deadline.attempt(Math.min(this.attemptTimeoutMs, deadline.remainingMs()), task.provider);
+    try {
+      const value = await run(adapter, attempt.signal);
+      attempt.succeeded();
+      return value;
+    } catch (e) {
+      attempt.failed();
+      if (deadline.clientAborted) throw e;
+      throw this.toTroupeError(asProviderFailure(e, task.provider) ?? e, deadline.signal, 1);
     } finally {
       deadline.dispose();
     }

@@ -17,7 +17,7 @@ export function createUpstreamClient(maxConnectionsPerOrigin = 256): UpstreamCli
 }
 
 export interface SendOptions {
-  method?: "GET" | "POST";
+  method?: "GET" | "POST" | "DELETE";
   headers: Record<string, string>;
   body?: unknown;
   signal: AbortSignal;

@@ -40,7 +40,7 @@ trap cleanup EXIT
 env -u REDIS_URL -u ELASTICSEARCH_URL -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u GEMINI_API_KEY -u COHERE_API_KEY \
   -u OPENAI_COMPATIBLE_ENDPOINTS \
   PORT="$port" HOST=127.0.0.1 TROUPE_DATA_DIR="$run_dir/data" TROUPE_MODE=embedded LOG_LEVEL=warn \
-  OUTBOUND_ALLOW_HOSTS=127.0.0.1,localhost \
+  OUTBOUND_ALLOW_HOSTS=127.0.0.1,localhost SIMULATED_VIDEO_DELAY_MS=600000 \
   node gateway/main.ts >"$run_dir/troupe.log" 2>&1 &
 TROUPE_PID=$!
 # HTTP through node (always here), so the script needs no curl.
@@ -76,6 +76,11 @@ get "$base/v1/models" "$api_key" >"$run_dir/models.json"
 export FUZZ_MODELS_FILE="$run_dir/models.json"
 FUZZ_AUDIO_URL=$(post "$base/v1/audio/speech" "$api_key" '{"model":"simulated-speech","voice":"alto","text":"Audio for the fuzzer to transcribe."}' | field 'd["audio"]')
 export FUZZ_AUDIO_URL
+# An image a video job can animate (image_url), stored by this Troupe. The
+# simulated clips are never ready during the run (SIMULATED_VIDEO_DELAY_MS
+# above): the fuzzer checks the routes, not ffmpeg.
+FUZZ_IMAGE_URL=$(post "$base/v1/images/generations" "$api_key" '{"model":"simulated-image","prompt":"an image for the fuzzer","size":"256x256","n":1}' | field 'd["images"][0]')
+export FUZZ_IMAGE_URL
 
 failed=0
 for pass in api-key session; do

@@ -10,6 +10,8 @@ another and is refused by the server with a 400 that names the field:
 - `tool_choice` other than auto/none needs tools, and names a declared one;
 - an embedding model without custom dimensions takes only its own dimension;
 - a speech model has its own voices, an image model its own sizes and n;
+- a video job's `image_url` must be downloadable too (FUZZ_IMAGE_URL), and a
+  video model that only animates images needs one;
 - a transcription's `audio_url` must be downloadable (the schema says it is
   a URL; whether something answers there it cannot): it is pointed at an
   audio file the fuzzed Troupe stored (scripts/fuzz.sh, FUZZ_AUDIO_URL).
@@ -134,6 +136,14 @@ def _transcription(body):
         body["audio_url"] = os.environ["FUZZ_AUDIO_URL"]
 
 
+def _video(body):
+    # An image_url must be downloadable, and a model that only animates images needs one.
+    caps = MODELS.get(body.get("model"), {}) if isinstance(body.get("model"), str) else {}
+    wants_image = body.get("image_url") is not None or caps.get("image_input") == "required"
+    if wants_image and os.environ.get("FUZZ_IMAGE_URL"):
+        body["image_url"] = os.environ["FUZZ_IMAGE_URL"]
+
+
 def _agent(body):
     _unique_tool_names(body.get("tools"), RESERVED_TOOL_NAMES)
 
@@ -145,6 +155,7 @@ FIXES = {
     ("POST", "/v1/audio/speech"): _speech,
     ("POST", "/v1/audio/transcriptions"): _transcription,
     ("POST", "/v1/images/generations"): _images,
+    ("POST", "/v1/video/generate"): _video,
 }
 
 

@@ -8,6 +8,7 @@ import { isTroupeError } from "../../core/errors.ts";
 import type { ToolDefinition } from "../../providers/types.ts";
 import type { OrgIndex } from "../../vectors/org-index.ts";
 import { MAX_TOP_K } from "../../vectors/vector-index.ts";
+import { generateVideoTool } from "../job/video-request.ts";
 
 export const DEFAULT_MEMORY_TOP_K = 5;
 
@@ -36,9 +37,14 @@ export const builtinTools: ToolDefinition[] = [
   },
 ];
 
+/** Run inside the turn. */
 export const builtinToolNames = new Set(builtinTools.map((t) => t.name));
-/** Reserved for the jobs work; refused as a custom tool name already. */
-export const reservedToolNames = new Set([...builtinToolNames, "generate_video"]);
+/** Not run inside the turn: starts a JobActor and parks the conversation in generating_media. */
+export const GENERATE_VIDEO = generateVideoTool.name;
+/** Every tool the model is offered without declaring it. */
+export const offeredBuiltinTools: ToolDefinition[] = [...builtinTools, generateVideoTool];
+/** Refused as custom tool names. */
+export const reservedToolNames = new Set([...builtinToolNames, GENERATE_VIDEO]);
 
 const searchArgs = z.object({ query: z.string().min(1), top_k: z.number().int().min(1).max(MAX_TOP_K).optional() });
 const rememberArgs = z.object({ content: z.string().min(1) });

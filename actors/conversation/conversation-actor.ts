@@ -21,6 +21,8 @@ import {
   type ConversationState,
 } from "./types.ts";
 import { routingStrategySchema, type ChatResult } from "../../providers/types.ts";
+import { JOB_ACTOR, type CreateJobInput } from "../job/job-actor.ts";
+import { generateVideoArgs } from "../job/video-request.ts";
 
 export const CONVERSATION_ACTOR = "ConversationActor";
 
@@ -67,6 +69,49 @@ function callFingerprint(requestId: string, input: unknown): string | undefined 
 
 /** What the helpers below use of a turn's context (any method's ctx fits). */
 type Ctx = Pick<ActorContext<ConversationState>, "state" | "clock" | "ids">;
+type TurnCtx = Ctx & Pick<ActorContext<ConversationState>, "call">;
+
+const videoFinishedInput = z.object({
+  job_id: z.string(),
+  tool_call_id: z.string(),
+  result_url: z.string().nullable(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+});
+
+/**
+ * generate_video: starts a JobActor that calls this conversation back
+ * (videoFinished) when it ends. The job's create turn never calls back into
+ * this conversation, so waiting for it here cannot deadlock (actors/actor.ts).
+ */
+async function startVideo(
+  ctx: TurnCtx,
+  data: ConversationData,
+  payer: TurnPayer | undefined,
+  args: Record<string, unknown>,
+  toolCallId: string,
+): Promise<{ job_id: string } | { error: string }> {
+  if (!payer) return { error: "video generation needs a calling API key" };
+  const parsed = generateVideoArgs.safeParse(args);
+  if (!parsed.success) return { error: `invalid arguments: ${z.prettifyError(parsed.error)}` };
+  const jobId = ctx.ids.uuid();
+  const input: CreateJobInput = {
+    owner: data.owner,
+    payer,
+    ...parsed.data,
+    model: null,
+    routing_strategy: "auto",
+    image: null,
+    callback: { conversation_id: data.id, tool_call_id: toolCallId },
+  };
+  try {
+    await ctx.call(JOB_ACTOR, jobId, "create", input);
+  } catch (error) {
+    // No video model available, for instance: the model reads why and answers.
+    if (isTroupeError(error) && (error.status < 500 || error.code === "no_provider_available")) return { error: error.message };
+    throw error;
+  }
+  return { job_id: jobId };
+}
 
 function owned(ctx: Ctx, organizationId: string): ConversationData {
   const data = ctx.state.conversation;
@@ -78,9 +123,8 @@ export function createConversationActor(deps: ConversationActorDeps) {
   const now = (ctx: Ctx) => isoTime(ctx.clock.now());
 
   /** Runs the loop, publishing as it goes; the directory learns the outcome. */
-  const continueTurn = async (ctx: Ctx, data: ConversationData, payer: TurnPayer | undefined, requestId: string): Promise<Conversation> => {
+  const continueTurn = async (ctx: TurnCtx, data: ConversationData, payer: TurnPayer | undefined, requestId: string, before = data.status): Promise<Conversation> => {
     const publishMessage = (message: AgentMessage) => deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
-    const before = data.status;
     try {
       await runTurn(data, {
         chat: async (request, signal) => {
@@ -92,8 +136,10 @@ export function createConversationActor(deps: ConversationActorDeps) {
         newId: () => ctx.ids.uuid(),
         now: () => now(ctx),
         onMessage: publishMessage,
+        startVideo: (args, toolCallId) => startVideo(ctx, data, payer, args, toolCallId),
         ...(deps.maxSteps !== undefined ? { maxSteps: deps.maxSteps } : {}),
       });
+      if (data.pending_video) data.pending_video = { ...data.pending_video, payer: payer ?? null, request_id: requestId };
     } catch (error) {
       const code = isTroupeError(error) ? error.code : "internal_error";
       const message = error instanceof Error ? error.message : "turn failed";
@@ -125,6 +171,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
             status: "idle",
             messages: [],
             pending_tool_call_ids: [],
+            pending_video: null,
             created_at: at,
             updated_at: at,
           };
@@ -189,6 +236,40 @@ export function createConversationActor(deps: ConversationActorDeps) {
           const result = await continueTurn(ctx, data, input.payer, input.request_id);
           remember(ctx, fingerprint);
           return result;
+        },
+      },
+
+      /**
+       * The video job a generate_video call started has ended: its result (or
+       * error) answers the call and the model's turn goes on. Idempotent: a
+       * job calling back again (after a crash) finds nothing pending.
+       */
+      videoFinished: {
+        input: videoFinishedInput,
+        run: async (ctx, input): Promise<Conversation | null> => {
+          const data = ctx.state.conversation;
+          const pending = data?.pending_video;
+          if (!data || data.status !== "generating_media" || !pending || pending.job_id !== input.job_id) return null;
+          const output = input.error
+            ? { job_id: input.job_id, status: "failed", error: input.error }
+            : { job_id: input.job_id, status: "completed", result_url: input.result_url };
+          const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: JSON.stringify(output), tool_calls: null, tool_call_id: pending.tool_call_id };
+          data.messages.push(message);
+          deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+          data.pending_video = null;
+          data.pending_tool_call_ids = [];
+          data.updated_at = now(ctx);
+          try {
+            return await continueTurn(ctx, data, pending.payer ?? undefined, pending.request_id, "generating_media");
+          } catch (error) {
+            // The model failed to answer: the result stays in the history and
+            // the conversation is idle again, never stuck in generating_media.
+            if (data.status === "generating_media" && !data.pending_video) data.status = "idle";
+            deps.events.publish({ type: "status.changed", conversation_id: data.id, status: data.status });
+            deps.directory.updated(toSummary(data));
+            ctx.log.warn("conversation turn after a video failed", { conversation_id: data.id, error });
+            return toPublic(data);
+          }
         },
       },
     },

@@ -7,7 +7,7 @@
 import type { ChatMessage, ChatRequest } from "../../providers/chat-request.ts";
 import type { ChatResult } from "../../providers/types.ts";
 import type { OrgIndex } from "../../vectors/org-index.ts";
-import { builtinToolNames, builtinTools, runBuiltinTool } from "./builtin-tools.ts";
+import { builtinToolNames, GENERATE_VIDEO, offeredBuiltinTools, runBuiltinTool } from "./builtin-tools.ts";
 import type { AgentMessage, ConversationData } from "./types.ts";
 
 export const MAX_MODEL_STEPS_PER_TURN = 8;
@@ -21,6 +21,11 @@ export interface TurnDeps {
   onMessage?(message: AgentMessage): void;
   maxSteps?: number;
   signal?: AbortSignal;
+  /**
+   * Starts a video job for a `generate_video` call: its job id, or an error
+   * the model reads. Absent: the tool answers that video is unavailable.
+   */
+  startVideo?(args: Record<string, unknown>, toolCallId: string): Promise<{ job_id: string } | { error: string }>;
 }
 
 function toModelMessages(data: ConversationData): ChatMessage[] {
@@ -28,7 +33,11 @@ function toModelMessages(data: ConversationData): ChatMessage[] {
   return data.system_prompt ? [{ role: "system", content: data.system_prompt }, ...history] : history;
 }
 
-/** Runs the loop on `data` (mutated in place) from a state where the model should speak next. */
+/**
+ * Runs the loop on `data` (mutated in place) from a state where the model
+ * should speak next. Ends idle, requires_action, or generating_media with
+ * `pending_video` set (its payer filled in by the caller).
+ */
 export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<void> {
   const append = (message: AgentMessage): void => {
     data.messages.push(message);
@@ -36,7 +45,7 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
     deps.onMessage?.(message);
   };
   const customNames = new Set(data.tools.map((t) => t.name));
-  const tools = [...builtinTools, ...data.tools];
+  const tools = [...offeredBuiltinTools, ...data.tools];
   const maxSteps = deps.maxSteps ?? MAX_MODEL_STEPS_PER_TURN;
   for (let step = 0; step < maxSteps; step++) {
     const result = await deps.chat({ model: data.model, routing_strategy: data.routing_strategy, messages: toModelMessages(data), tools }, deps.signal);
@@ -48,8 +57,14 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
       return;
     }
     const pending: string[] = [];
+    let video: { job_id: string; tool_call_id: string } | undefined;
     for (const call of calls) {
-      if (builtinToolNames.has(call.name)) {
+      if (call.name === GENERATE_VIDEO) {
+        // One job per step: the conversation waits for it in generating_media, and its result answers this call.
+        const started = video ? { error: "one video at a time: call generate_video again once this one is ready" } : deps.startVideo ? await deps.startVideo(call.arguments, call.id) : { error: "video generation is not available" };
+        if ("job_id" in started) video = { job_id: started.job_id, tool_call_id: call.id };
+        else append({ id: deps.newId(), role: "tool", content: JSON.stringify(started), tool_calls: null, tool_call_id: call.id });
+      } else if (builtinToolNames.has(call.name)) {
         const output = await runBuiltinTool(call.name, call.arguments, {
           memory: deps.memory,
           organizationId: data.owner.organization_id,
@@ -63,6 +78,16 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
         // A tool nobody declared: tell the model instead of stalling the conversation.
         append({ id: deps.newId(), role: "tool", content: JSON.stringify({ error: `no tool named ${call.name} is available` }), tool_calls: null, tool_call_id: call.id });
       }
+    }
+    if (video) {
+      // Caller tools asked in the same step are answered now: the model may call them again after the video.
+      for (const id of pending) {
+        append({ id: deps.newId(), role: "tool", content: JSON.stringify({ error: "not run: a video is being generated; call this tool again afterwards" }), tool_calls: null, tool_call_id: id });
+      }
+      data.status = "generating_media";
+      data.pending_tool_call_ids = [video.tool_call_id];
+      data.pending_video = { ...video, payer: null, request_id: "" };
+      return;
     }
     if (pending.length > 0) {
       data.status = "requires_action";

@@ -24,6 +24,14 @@ export const customToolSchema = toolDefinitionSchema;
 export const ownerSchema = z.object({ organization_id: z.string(), project_id: z.string(), environment_id: z.string() });
 export type ConversationOwner = z.infer<typeof ownerSchema>;
 
+export const pendingVideoSchema = z.object({
+  job_id: z.string(),
+  tool_call_id: z.string(),
+  payer: z.object({ organization_id: z.string(), project_id: z.string(), environment_id: z.string(), api_key_id: z.string(), live: z.boolean() }).nullable(),
+  request_id: z.string(),
+});
+export type PendingVideo = z.infer<typeof pendingVideoSchema>;
+
 export const conversationDataSchema = z.object({
   id: z.string(),
   owner: ownerSchema,
@@ -35,6 +43,8 @@ export const conversationDataSchema = z.object({
   messages: z.array(agentMessageSchema),
   /** Caller-tool calls the conversation waits for in requires_action. */
   pending_tool_call_ids: z.array(z.string()),
+  /** generating_media: the video job a generate_video call started, and who pays for the turn it resumes. */
+  pending_video: pendingVideoSchema.nullable().default(null),
   created_at: z.string(),
   updated_at: z.string(),
 });

@@ -1,8 +1,7 @@
 // The simulated provider: always available, the default when no provider key
 // is set, and the load testers' upstream. One adapter object grows a method
-// per category (chat and embeddings today; images, audio and video add
-// methods here with the same rules: deterministic, derived from the input,
-// paced by `latencyMs`).
+// per category with the same rules: deterministic, derived from the input,
+// paced by `latencyMs` (video: ready `video.delayMs` after submission).
 import type { ChatRequest } from "../chat-request.ts";
 import type { CallOptions, ChatCallOptions, EmbedRequest, ProviderAdapter } from "../types.ts";
 import { sleep } from "../deadline.ts";
@@ -11,10 +10,13 @@ import { simulatedEmbed } from "./embed.ts";
 import { simulatedImages } from "./images.ts";
 import { simulatedSpeech } from "./speech.ts";
 import { simulatedTranscribe } from "./transcribe.ts";
+import { createSimulatedVideo, type SimulatedVideoOptions } from "./video.ts";
 
 export interface SimulatedOptions {
   latencyMs?: number;
   tokensPerSecond?: number;
+  /** Video clips: ready this long after submission, rendered into this cache directory. Absent: no simulated video. */
+  video?: SimulatedVideoOptions | undefined;
 }
 
 export function createSimulatedAdapter(opts: SimulatedOptions = {}): ProviderAdapter {
@@ -40,5 +42,6 @@ export function createSimulatedAdapter(opts: SimulatedOptions = {}): ProviderAda
       await sleep(timing.latencyMs, o.signal);
       return simulatedImages(req);
     },
+    ...(opts.video ? { video: createSimulatedVideo(opts.video) } : {}),
   };
 }

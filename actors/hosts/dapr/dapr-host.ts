@@ -161,9 +161,10 @@ export class DaprActorHost implements ActorHost {
       // Older daprd scan for idle actors at this interval; newer ones ignore it.
       actorScanInterval: goDuration(Math.min(30_000, Math.max(1_000, this.options.idleTimeoutMs / 4))),
       // Well below placement's dissemination timeout (8 s in Dapr 1.18):
-      // while daprd drains in-flight calls of rebalanced actors it cannot
-      // acknowledge the new table, and placement drops a daprd that is late —
-      // which did not reconnect, so its actors stopped answering (found by
+      // while daprd drains in-flight calls of rebalanced actors (or calls
+      // still held toward a replica just killed) it cannot acknowledge the new
+      // table; placement then closes daprd's stream and daprd 1.18.3 never
+      // reconnects (dapr/dapr#10423): its actors stop for good (found by
       // `npm run chaos` with 10 s: a replica rejoining under load). Waiting
       // longer gains nothing: a turn's state write needs daprd's placement
       // lock, which the rebalance holds, so a turn cannot finish meanwhile.

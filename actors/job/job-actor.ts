@@ -1,0 +1,250 @@
+// JobActor: one per video job id. Thin by design (STYLE.md §5): creation,
+// cancellation and the step driver; the work of each step is in
+// job-steps.ts. The job never runs in an in-memory loop: every step is a
+// turn started by a durable reminder, so a killed process resumes the job
+// from its last recorded step. Two reminders drive it:
+// - `next`, one-shot, due when the next step is (the provider's poll hint);
+// - `watchdog`, periodic: a reminder is consumed when it fires, before its
+//   turn runs, so a process killed mid-step would otherwise leave nothing
+//   scheduled. A watchdog firing before `next_step_at` does nothing.
+import { z } from "zod";
+import { isoTime } from "../../core/clock.ts";
+import { isTroupeError, TroupeError } from "../../core/errors.ts";
+import { noEvents, type EventPublisher } from "../../core/organization-events.ts";
+import { routingStrategySchema, type RoutingStrategy } from "../../providers/types.ts";
+import { defineActor, type ActorContext } from "../actor.ts";
+import { ownerSchema } from "../conversation/types.ts";
+import type { JobDirectory } from "./directory.ts";
+import type { JobEventBus } from "./events.ts";
+import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
+import { isFinal, jobCallbackSchema, jobStateSchema, payerSchema, toPublicJob, type Job, type JobData, type JobState } from "./types.ts";
+import { segmentPrompts } from "./video-request.ts";
+
+export const JOB_ACTOR = "JobActor";
+/** The conversation method a finished job calls back (actors/conversation). */
+export const VIDEO_FINISHED_METHOD = "videoFinished";
+
+export interface JobActorDeps extends StepDeps {
+  /** The model and provider a job will start on; throws 400/503 when none can serve it. */
+  plan(model: string | null, strategy: RoutingStrategy, withImage: boolean): { model: string; provider: string };
+  directory: JobDirectory;
+  events: JobEventBus;
+  publisher?: EventPublisher;
+  /** Period of the watchdog reminder (ms). */
+  watchdogMs: number;
+  /** First wait after a failed step on our side; doubles per failure (default 1 s). */
+  retryBaseMs?: number;
+  /** Resolves once file URLs are known (the gateway listens): reminders re-armed at start wait for it. */
+  whenReady?: () => Promise<void>;
+}
+
+/** Failed steps on our side (file store, ffmpeg) in a row before the job fails. */
+export const MAX_STEP_FAILURES = 5;
+const stepRetryMs = (failures: number, baseMs: number) => Math.min(60_000, baseMs * 2 ** (failures - 1));
+
+export const createJobInput = z.object({
+  owner: ownerSchema,
+  payer: payerSchema,
+  prompt: z.string(),
+  duration_seconds: z.number().int(),
+  narration_text: z.string().nullable(),
+  scenes: z.array(z.string()).nullable(),
+  model: z.string().nullable(),
+  routing_strategy: routingStrategySchema,
+  image: z.object({ file_id: z.string(), content_type: z.string() }).nullable(),
+  callback: jobCallbackSchema.nullable(),
+});
+export type CreateJobInput = z.infer<typeof createJobInput>;
+const orgInput = z.object({ organization_id: z.string() });
+
+type Ctx = ActorContext<JobState>;
+
+/** When to poll a segment first: the previous segment's provider hint (usually the same provider), else 1 s. */
+function firstPollMs(job: JobData, index: number): number {
+  return job.segments[index - 1]?.task?.poll_after_ms ?? job.segments[index]?.task?.poll_after_ms ?? 1_000;
+}
+
+export function createJobActor(deps: JobActorDeps) {
+  const publisher = deps.publisher ?? noEvents;
+
+  /** Writes the snapshot and pushes an event when what callers see changed. */
+  const save = async (ctx: Ctx, job: JobData, before: string): Promise<void> => {
+    if (visibleOf(job) === before && !job.snapshot_dirty) return;
+    job.updated_at = isoTime(ctx.clock.now());
+    const snapshot = toPublicJob(job);
+    job.snapshot_dirty = true;
+    await deps.directory.updated(job.owner.organization_id, snapshot);
+    job.snapshot_dirty = false;
+    deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot });
+  };
+  const visibleOf = (job: JobData): string => {
+    const { updated_at: _u, ...visible } = toPublicJob(job);
+    return JSON.stringify(visible);
+  };
+
+  const schedule = async (ctx: Ctx, job: JobData, afterMs: number): Promise<void> => {
+    job.next_step_at = ctx.clock.now() + afterMs;
+    await ctx.setReminder("next", Math.max(0, afterMs), undefined, "step", {});
+  };
+
+  /** What a final job still owes: its webhook event, then the conversation's callback. */
+  const finish = async (ctx: Ctx, job: JobData): Promise<void> => {
+    const snapshot = toPublicJob(job);
+    if (!job.event_published) {
+      const type = job.status === "completed" ? "job.completed" : "job.failed";
+      await publisher.publish({ id: jobEventId(job.id, type), type, organization_id: job.owner.organization_id, created_at: job.updated_at, data: { job: snapshot } });
+      job.event_published = true;
+    }
+    if (job.callback && !job.callback_done) {
+      await ctx.call("ConversationActor", job.callback.conversation_id, "videoFinished", {
+        job_id: job.id,
+        tool_call_id: job.callback.tool_call_id,
+        result_url: job.result_url,
+        error: job.error,
+      });
+      job.callback_done = true;
+    }
+    await ctx.clearReminder("watchdog");
+  };
+
+  return defineActor({
+    type: JOB_ACTOR,
+    state: jobStateSchema,
+    initialState: (): JobState => ({ job: null }),
+    methods: {
+      create: {
+        input: createJobInput,
+        run: async (ctx, input): Promise<Job> => {
+          if (ctx.state.job) throw new TroupeError("conflict", "job already exists");
+          const planned = deps.plan(input.model, input.routing_strategy, input.image !== null);
+          const at = isoTime(ctx.clock.now());
+          const job: JobData = {
+            id: ctx.id,
+            owner: input.owner,
+            payer: input.payer,
+            type: input.image ? "image_to_video" : "text_to_video",
+            status: "queued",
+            requested_model: input.model,
+            routing_strategy: input.routing_strategy,
+            model: planned.model,
+            provider: planned.provider,
+            prompt: input.prompt,
+            duration_seconds: input.duration_seconds,
+            narration_text: input.narration_text,
+            image: input.image,
+            segments: segmentPrompts(input).map((prompt, index) => ({
+              index,
+              prompt,
+              status: "pending",
+              progress: 0,
+              task: null,
+              submissions: 0,
+              file_id: null,
+              billed: false,
+              poll_failures: 0,
+            })),
+            narration_file_id: null,
+            result_file_id: null,
+            result_url: null,
+            error: null,
+            callback: input.callback,
+            event_published: false,
+            callback_done: false,
+            next_step_at: 0,
+            step_failures: 0,
+            snapshot_dirty: false,
+            created_at: at,
+            updated_at: at,
+          };
+          ctx.state.job = job;
+          await deps.directory.created(input.owner.organization_id, toPublicJob(job));
+          await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
+          await schedule(ctx, job, 0);
+          return toPublicJob(job);
+        },
+      },
+
+      get: {
+        input: orgInput,
+        run: async (ctx, input): Promise<Job> => {
+          const job = ctx.state.job;
+          if (!job || job.owner.organization_id !== input.organization_id) throw new TroupeError("not_found", "job not found");
+          return toPublicJob(job);
+        },
+      },
+
+      cancel: {
+        input: orgInput,
+        run: async (ctx, input): Promise<Job> => {
+          const job = ctx.state.job;
+          if (!job || job.owner.organization_id !== input.organization_id) throw new TroupeError("not_found", "job not found");
+          if (isFinal(job.status)) throw new TroupeError("conflict", `the job is already ${job.status}`, { details: { status: job.status } });
+          const before = visibleOf(job);
+          for (const segment of job.segments) {
+            if (segment.status !== "processing" || !segment.task) continue;
+            // Best effort: a provider that cannot cancel finishes the clip, which is then neither stored nor billed.
+            await deps.video.cancelVideo(segment.task, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
+              ctx.log.warn("provider cancel failed", { job_id: job.id, segment: segment.index, error });
+            });
+            segment.status = "cancelled";
+          }
+          for (const segment of job.segments) if (segment.status === "pending") segment.status = "cancelled";
+          failJob(job, "cancelled", "the job was cancelled");
+          await save(ctx, job, before);
+          await schedule(ctx, job, 0);
+          return toPublicJob(job);
+        },
+      },
+
+      step: {
+        input: z.object({}),
+        run: async (ctx): Promise<void> => {
+          const job = ctx.state.job;
+          if (!job) {
+            await ctx.clearReminder("watchdog");
+            return;
+          }
+          if (ctx.clock.now() < job.next_step_at) return;
+          await deps.whenReady?.();
+          const before = visibleOf(job);
+          // A watchdog run a long time from now until this step records its own next run.
+          job.next_step_at = ctx.clock.now() + deps.watchdogMs;
+          try {
+            if (isFinal(job.status)) {
+              await finish(ctx, job);
+              job.step_failures = 0;
+            } else {
+              const submitting = segmentToSubmit(job);
+              // A submission is the one call that must not be repeated: its
+              // next step is scheduled before the provider call, so once the
+              // task is accepted only the commit remains (no other write
+              // widens the window in which a crash would submit it again).
+              if (submitting) await ctx.setReminder("next", firstPollMs(job, submitting.index), undefined, "step", {});
+              const outcome = await advance(job, deps);
+              job.step_failures = 0;
+              if (submitting?.status === "processing") {
+                job.next_step_at = 0;
+                job.snapshot_dirty = true;
+                return;
+              }
+              await save(ctx, job, before);
+              await schedule(ctx, job, isFinal(job.status) ? 0 : outcome.afterMs);
+            }
+          } catch (error) {
+            job.step_failures += 1;
+            ctx.log.warn("job step failed", { job_id: job.id, failures: job.step_failures, error });
+            if (!isFinal(job.status) && job.step_failures >= MAX_STEP_FAILURES) {
+              failJob(job, isTroupeError(error) ? error.code : "internal_error", error instanceof Error ? error.message : "the job failed");
+              await save(ctx, job, before);
+              await schedule(ctx, job, 0);
+            } else {
+              await schedule(ctx, job, stepRetryMs(job.step_failures, deps.retryBaseMs ?? 1_000));
+            }
+          }
+        },
+      },
+    },
+  });
+}
+
+export type JobActorDefinition = ReturnType<typeof createJobActor>;

@@ -1,0 +1,70 @@
+// Sends a WebhookActor's attempts outside its turn and reports the results
+// back to it (the actor's `settle` method). Turns stay short — an HTTP
+// exchange of up to WEBHOOK_TIMEOUT_MS never holds the actor, so accepts
+// are not delayed by a slow receiver and Dapr can rebalance actors without
+// waiting for deliveries. Runs in whichever process hosts the actor; if that
+// process dies mid-attempt, the actor's lease on the attempt expires and its
+// reminder sends the event again (same id).
+import type { Logger } from "../../core/log.ts";
+import type { PostAnswer } from "../../media/outbound-fetch.ts";
+import { signedHeaders } from "./signing.ts";
+import type { AttemptResult, DispatchedAttempt } from "./types.ts";
+
+export type Post = (url: string, body: string, headers: Record<string, string>, timeoutMs: number) => Promise<PostAnswer>;
+export type Settle = (webhookId: string, results: AttemptResult[]) => Promise<unknown>;
+
+export class WebhookDispatcher {
+  private readonly post: Post;
+  private readonly timeoutMs: number;
+  private readonly log: Logger;
+  private settle: Settle | undefined;
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(deps: { post: Post; timeoutMs: number; log: Logger }) {
+    this.post = deps.post;
+    this.timeoutMs = deps.timeoutMs;
+    this.log = deps.log;
+  }
+
+  /** Where results go; set once the actor host exists (it needs the actor definition, which needs this). */
+  attach(settle: Settle): void {
+    this.settle = settle;
+  }
+
+  /** Starts the attempts now and returns at once; the results reach the actor in one settle call. */
+  dispatch(webhookId: string, attempts: DispatchedAttempt[]): void {
+    const run = (async () => {
+      const results = await Promise.all(attempts.map((a) => this.send(a)));
+      if (!this.settle) throw new Error("the webhook dispatcher is not attached to an actor host");
+      await this.settle(webhookId, results);
+    })().catch((error: unknown) => this.log.warn("webhook results not recorded; the attempts' leases will expire and they go again", { webhook_id: webhookId, error }));
+    this.running.add(run);
+    void run.finally(() => this.running.delete(run));
+  }
+
+  /** Resolves once every started attempt has been reported (graceful shutdown, tests). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  private async send(attempt: DispatchedAttempt): Promise<AttemptResult> {
+    const body = JSON.stringify(attempt.event);
+    const headers = signedHeaders(attempt.secret, attempt.event.id, body, Date.now());
+    const started = performance.now();
+    const duration = () => Math.round(performance.now() - started);
+    try {
+      const answer = await this.post(attempt.url, body, headers, this.timeoutMs);
+      const ok = answer.status >= 200 && answer.status < 300;
+      return {
+        delivery_id: attempt.delivery_id,
+        status: answer.status,
+        error: ok ? null : `the receiver answered HTTP ${answer.status}`,
+        retry_after: answer.retryAfter ?? null,
+        duration_ms: duration(),
+      };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { delivery_id: attempt.delivery_id, status: null, error: message, retry_after: null, duration_ms: duration() };
+    }
+  }
+}

@@ -1,0 +1,95 @@
+// The webhook resources (DESIGN.md §4 Webhooks): the webhook as returned, the
+// delivery record (one per attempt), the event payload receivers get, and the
+// WebhookActor's state. Zod schemas, so the actor's state is checked at
+// every commit and the routes' OpenAPI is generated from the same shapes.
+import { z } from "zod";
+
+/** Kinds a webhook may subscribe to; `webhook.test` is sent only by the test route. */
+export const subscribableEvents = ["job.completed", "job.failed", "budget.alert"] as const;
+export const webhookEventTypes = [...subscribableEvents, "webhook.test"] as const;
+
+export const webhookStatusSchema = z.enum(["active", "inactive", "disabled"]);
+export type WebhookStatus = z.infer<typeof webhookStatusSchema>;
+
+export const webhookSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.enum(subscribableEvents)),
+  status: webhookStatusSchema,
+  /** Why the webhook was disabled (410 Gone, or the retry schedule exhausted); null otherwise. */
+  disabled_reason: z.string().nullable(),
+  created_at: z.string(),
+});
+export type Webhook = z.infer<typeof webhookSchema>;
+
+export const deliverySchema = z.object({
+  id: z.string(),
+  event_id: z.string(),
+  event_type: z.enum(webhookEventTypes),
+  /** 1 for the first attempt; every retry of the event adds one. */
+  attempt: z.number().int().min(1),
+  status: z.enum(["pending", "succeeded", "failed"]),
+  /** The receiver's HTTP status; null when no answer came (refused, unreachable, timeout) or not yet attempted. */
+  response_status: z.number().int().nullable(),
+  error: z.string().nullable(),
+  duration_ms: z.number().int().nullable(),
+  created_at: z.string(),
+  /** Pending: when this attempt is due. Failed: when the next attempt is due, null when none follows. */
+  next_attempt_at: z.string().nullable(),
+});
+export type Delivery = z.infer<typeof deliverySchema>;
+
+/** What receivers get: `{id, type, created_at, data}`. */
+export const eventPayloadSchema = z.object({
+  id: z.string().min(1).max(200),
+  type: z.enum(webhookEventTypes),
+  created_at: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type EventPayload = z.infer<typeof eventPayloadSchema>;
+
+const storedWebhookSchema = webhookSchema.extend({ organization_id: z.string(), secret: z.string() });
+export type StoredWebhook = z.infer<typeof storedWebhookSchema>;
+
+/** An event still to deliver: its payload, attempts made so far, and the pending delivery record's id. */
+const outboxEntrySchema = z.object({
+  event: eventPayloadSchema,
+  attempts: z.number().int().min(0),
+  next_attempt_ms: z.number(),
+  delivery_id: z.string(),
+  /** Set while an attempt is out (sent outside the turn): its result is expected by then, else it counts as failed. */
+  in_flight_until: z.number().nullable(),
+});
+export type OutboxEntry = z.infer<typeof outboxEntrySchema>;
+
+export const webhookStateSchema = z.object({
+  webhook: storedWebhookSchema.nullable(),
+  outbox: z.array(outboxEntrySchema),
+  /** Newest first, at most WEBHOOK_MAX_DELIVERIES. */
+  deliveries: z.array(deliverySchema),
+  /** Payloads of recently finished events (newest first, bounded): retries by delivery id and idempotent accepts. */
+  recent: z.array(z.object({ event: eventPayloadSchema, attempts: z.number().int() })),
+  /** When the durable "deliver" reminder is armed to fire next (null: none armed). */
+  reminder_due_ms: z.number().nullable(),
+});
+export type WebhookState = z.infer<typeof webhookStateSchema>;
+
+/** One attempt handed to the dispatcher: everything needed to sign and send it. */
+export const dispatchedAttemptSchema = z.object({ delivery_id: z.string(), url: z.string(), secret: z.string(), event: eventPayloadSchema });
+export type DispatchedAttempt = z.infer<typeof dispatchedAttemptSchema>;
+
+/** What the dispatcher reports back to the actor per attempt. */
+export const attemptResultSchema = z.object({
+  delivery_id: z.string(),
+  /** The receiver's HTTP status; null when no answer came. */
+  status: z.number().int().nullable(),
+  error: z.string().nullable(),
+  retry_after: z.string().nullable(),
+  duration_ms: z.number().int().min(0),
+});
+export type AttemptResult = z.infer<typeof attemptResultSchema>;
+
+export function toPublicWebhook(stored: StoredWebhook): Webhook {
+  const { id, url, events, status, disabled_reason, created_at } = stored;
+  return { id, url, events, status, disabled_reason, created_at };
+}

@@ -1,0 +1,133 @@
+// Video jobs (spec §4.5; DESIGN.md §3 Video, §4 Jobs): POST /v1/video/generate
+// checks the request, re-hosts the caller's image (fetched through the
+// outbound guard, so a refused or failing URL is a 400 naming image_url) and
+// creates the JobActor, which runs the job on durable reminders; 202 at once.
+// Reads come from the job directory (any replica, never queued behind a
+// running step); cancellation goes to the actor. Another organization's job
+// is a 404.
+import { z } from "zod";
+import { TroupeError } from "../../core/errors.ts";
+import { uuid } from "../../core/ids.ts";
+import { callActor, type ActorHost } from "../../actors/host.ts";
+import type { JobActorDefinition } from "../../actors/job/job-actor.ts";
+import type { JobDirectory } from "../../actors/job/directory.ts";
+import { jobSchema } from "../../actors/job/types.ts";
+import { videoGenerateBody } from "../../actors/job/video-request.ts";
+import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
+import type { MediaDeps } from "../../media/rehost.ts";
+import { withModel } from "../../providers/catalogue.ts";
+import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../providers/video-routing.ts";
+import type { Router } from "../../providers/router.ts";
+import { defineRoute, json } from "../route.ts";
+import { listOf, pageQuery } from "../schemas.ts";
+import { payerOf } from "../usage-context.ts";
+
+export interface JobRouteDeps {
+  actors: ActorHost;
+  job: JobActorDefinition;
+  directory: JobDirectory;
+  router: Router;
+  media: MediaDeps;
+}
+
+const acceptedSchema = z.object({ job_id: z.string(), status: z.literal("queued") });
+const imageTypes = ["image/png", "image/jpeg", "image/webp"] as const;
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A job id that is not a UUID cannot exist: 404 without touching the store. */
+export function jobIdParam(id: string): string {
+  if (!uuidPattern.test(id)) throw new TroupeError("not_found", "job not found");
+  return id.toLowerCase();
+}
+
+export function jobRoutes(deps: JobRouteDeps) {
+  const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null));
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/video/generate",
+      summary: "Start a video job (one provider clip per scene, narration as a voiceover); poll GET /v1/jobs/{id} or listen to its events",
+      tag: "video",
+      auth: "api_key",
+      scope: "video",
+      body,
+      responses: { 202: acceptedSchema },
+      errors: ["no_provider_available"],
+      handler: async (ctx) => {
+        const { key } = ctx.auth;
+        // Refuse a model no provider can serve before fetching or storing anything.
+        const withImage = ctx.body.image_url !== null;
+        if (ctx.body.model) assertVideoModelFits(deps.router.catalogue, ctx.body.model, withImage);
+        deps.router.plan(ctx.body.model, ctx.body.routing_strategy, videoNeed(withImage));
+        let image: { file_id: string; content_type: string } | null = null;
+        if (ctx.body.image_url) {
+          let fetched;
+          try {
+            fetched = await deps.media.fetcher.fetch(ctx.body.image_url, { accept: imageTypes, signal: ctx.signal });
+          } catch (e) {
+            if (!isOutboundFetchError(e)) throw e;
+            throw new TroupeError("invalid_request", `image_url cannot be used: ${e.message}`, { details: [{ path: "image_url", message: e.message, reason: e.reason }] });
+          }
+          const stored = await deps.media.files.put({ body: fetched.body, contentType: fetched.contentType, organizationId: key.organization_id });
+          image = { file_id: stored.id, content_type: fetched.contentType };
+        }
+        const id = uuid();
+        await callActor(deps.actors, deps.job, id, "create", {
+          owner: { organization_id: key.organization_id, project_id: key.project_id, environment_id: key.environment_id },
+          payer: payerOf(key),
+          prompt: ctx.body.prompt,
+          duration_seconds: ctx.body.duration_seconds,
+          narration_text: ctx.body.narration_text,
+          scenes: ctx.body.scenes,
+          model: ctx.body.model,
+          routing_strategy: ctx.body.routing_strategy,
+          image,
+          callback: null,
+        });
+        return json(202, { job_id: id, status: "queued" });
+      },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/jobs",
+      summary: "Jobs of the key's organization, newest first",
+      tag: "video",
+      auth: "api_key",
+      scope: "video",
+      query: pageQuery,
+      responses: { 200: listOf(jobSchema) },
+      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.organization_id, ctx.query.limit, ctx.query.cursor)),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/jobs/:id",
+      summary: "A job: status, progress, per-scene segments, result_url once completed, error once failed",
+      tag: "video",
+      auth: "api_key",
+      scope: "video",
+      responses: { 200: jobSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => {
+        const found = await deps.directory.get(ctx.auth.key.organization_id, jobIdParam(ctx.params.id));
+        if (!found) throw new TroupeError("not_found", "job not found");
+        return json(200, found);
+      },
+    }),
+    defineRoute({
+      method: "delete",
+      path: "/v1/jobs/:id",
+      summary: "Cancel an unfinished job: it ends failed with error.code cancelled; unfinished scenes are not billed",
+      tag: "video",
+      auth: "api_key",
+      scope: "video",
+      responses: { 200: jobSchema },
+      errors: ["not_found", "conflict"],
+      handler: async (ctx) => {
+        const id = jobIdParam(ctx.params.id);
+        // The directory answers 404 for unknown ids without activating an actor.
+        if (!(await deps.directory.get(ctx.auth.key.organization_id, id))) throw new TroupeError("not_found", "job not found");
+        return json(200, await callActor(deps.actors, deps.job, id, "cancel", { organization_id: ctx.auth.key.organization_id }));
+      },
+    }),
+  ];
+}

@@ -1,0 +1,218 @@
+// Webhooks (spec §4.9, §6; DESIGN.md §4 Webhooks): each webhook is a
+// WebhookActor; the organization's list lives in the WebhookDirectory.
+// Managed with an API key of any scope or a session. A session belongs to
+// users who may be in several organizations: it names the organization with
+// `?organization_id=` (optional when the user has exactly one). Another
+// organization's webhook or delivery answers 404.
+import { z } from "zod";
+import { invalidRequest, TroupeError } from "../../core/errors.ts";
+import { prefixedId } from "../../core/ids.ts";
+import { callActor, type ActorHost } from "../../actors/host.ts";
+import { deliverySchema, subscribableEvents, webhookSchema, type EventPayload } from "../../actors/webhooks/types.ts";
+import type { WebhookActorDefinition } from "../../actors/webhooks/webhook-actor.ts";
+import type { WebhookDirectory } from "../../actors/webhooks/directory.ts";
+import { newWebhookSecret } from "../../actors/webhooks/signing.ts";
+import type { Clock } from "../../core/clock.ts";
+import { isoTime } from "../../core/clock.ts";
+import { decodeCursor, encodeCursor } from "../../tenancy/data-store.ts";
+import type { AccountService } from "../../tenancy/accounts.ts";
+import { isOutboundFetchError, type OutboundFetcher } from "../../media/outbound-fetch.ts";
+import type { ApiKeyAuth, SessionAuth } from "../auth-context.ts";
+import { defineRoute, json } from "../route.ts";
+import { listOf, pageQuery } from "../schemas.ts";
+
+export interface WebhookRouteDeps {
+  actors: ActorHost;
+  webhook: WebhookActorDefinition;
+  directory: WebhookDirectory;
+  accounts: AccountService;
+  fetcher: OutboundFetcher;
+  clock: Clock;
+  /** WEBHOOK_TIMEOUT_MS: how long the test and retry routes wait for their attempt's outcome. */
+  timeoutMs: number;
+}
+
+const ulidBody = "[0-9A-HJKMNP-TV-Z]{26}";
+const webhookIdPattern = new RegExp(`^whk_${ulidBody}$`);
+const deliveryIdPattern = new RegExp(`^dlv_${ulidBody}$`);
+const orgIdField = z
+  .string()
+  .regex(new RegExp(`^org_${ulidBody}$`), "an organization id (org_…)")
+  .optional()
+  .describe("With a session: the organization whose webhooks these are (needed when you belong to several). With an API key: optional, must be the key's.");
+const orgQuery = z.object({ organization_id: orgIdField }).strict();
+const listQuery = pageQuery.extend({ organization_id: orgIdField }).strict();
+
+const createBody = z
+  .object({
+    url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).max(2048),
+    events: z
+      .array(z.enum(subscribableEvents, { error: `must be one of ${subscribableEvents.join(", ")}` }))
+      .min(1, "subscribe to at least one event kind")
+      .max(subscribableEvents.length)
+      .refine((events) => new Set(events).size === events.length, "each event kind at most once"),
+  })
+  .strict();
+
+const createdSchema = z.object({ webhook: webhookSchema, secret: z.string().describe("whsec_…: shown only now; signs every delivery") });
+
+function webhookId(id: string): string {
+  if (!webhookIdPattern.test(id)) throw new TroupeError("not_found", "webhook not found");
+  return id;
+}
+
+function deliveryId(id: string): string {
+  if (!deliveryIdPattern.test(id)) throw new TroupeError("not_found", "delivery not found");
+  return id;
+}
+
+export function webhookRoutes(deps: WebhookRouteDeps) {
+  const { actors, webhook } = deps;
+
+  /** The organization the call acts for: the key's, or the session user's (named or only) one. */
+  const organizationOf = async (auth: SessionAuth | ApiKeyAuth, named: string | undefined): Promise<string> => {
+    if (auth.kind === "api_key") {
+      if (named !== undefined && named !== auth.key.organization_id) throw new TroupeError("not_found", "organization not found");
+      return auth.key.organization_id;
+    }
+    const { memberships } = await deps.accounts.account(auth.userId);
+    if (named !== undefined) {
+      if (!memberships.some((m) => m.organization.id === named)) throw new TroupeError("not_found", "organization not found");
+      return named;
+    }
+    const only = memberships.length === 1 ? memberships[0] : undefined;
+    if (!only) throw invalidRequest([{ path: "query.organization_id", message: "required: your account belongs to several organizations" }]);
+    return only.organization.id;
+  };
+
+  /** The actor sent it already; answers once the attempt settled (or its deadline passed), so the answer shows its outcome. */
+  const sendNow = async (id: string, organizationId: string, queued: { id: string }) => {
+    const deadline = Date.now() + deps.timeoutMs + 1000;
+    for (;;) {
+      const record = await callActor(actors, webhook, id, "delivery", { organization_id: organizationId, delivery_id: queued.id });
+      if (record.status !== "pending" || Date.now() > deadline) return record;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+
+  const common = { tag: "webhooks", auth: "any" as const };
+  return [
+    defineRoute({
+      ...common,
+      method: "post",
+      path: "/v1/webhooks",
+      summary: "Register a URL to receive the organization's events (the secret is shown only now)",
+      query: orgQuery,
+      body: createBody,
+      responses: { 201: createdSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => {
+        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        try {
+          await deps.fetcher.checkUrl(ctx.body.url);
+        } catch (error) {
+          if (isOutboundFetchError(error)) throw invalidRequest([{ path: "body.url", message: error.message }]);
+          throw error;
+        }
+        const secret = newWebhookSecret();
+        const created = await callActor(actors, webhook, prefixedId("whk", deps.clock.now()), "create", {
+          organization_id: organizationId,
+          url: ctx.body.url,
+          events: ctx.body.events,
+          secret,
+        });
+        return json(201, { webhook: created, secret });
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: "get",
+      path: "/v1/webhooks",
+      summary: "The organization's webhooks, newest first",
+      query: listQuery,
+      responses: { 200: listOf(webhookSchema) },
+      errors: ["not_found"],
+      handler: async (ctx) => {
+        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        return json(200, await deps.directory.list(organizationId, ctx.query.limit, ctx.query.cursor));
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: "get",
+      path: "/v1/webhooks/:webhook_id",
+      summary: "One webhook, with the reason when it was disabled",
+      query: orgQuery,
+      responses: { 200: webhookSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => {
+        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        return json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), "get", { organization_id: organizationId }));
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: "delete",
+      path: "/v1/webhooks/:webhook_id",
+      summary: "Deactivate a webhook: status inactive, pending retries cancelled, no further deliveries",
+      query: orgQuery,
+      responses: { 200: webhookSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => {
+        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        return json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), "deactivate", { organization_id: organizationId }));
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: "get",
+      path: "/v1/webhooks/:webhook_id/deliveries",
+      summary: "Delivery history: one record per attempt, newest first",
+      query: listQuery,
+      responses: { 200: listOf(deliverySchema) },
+      errors: ["not_found"],
+      handler: async (ctx) => {
+        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        const after = ctx.query.cursor ? (decodeCursor(ctx.query.cursor)?.member ?? null) : null;
+        const page = await callActor(actors, webhook, webhookId(ctx.params.webhook_id), "deliveries", {
+          organization_id: organizationId,
+          limit: ctx.query.limit,
+          cursor: after,
+        });
+        return json(200, { data: page.data, next_cursor: page.next_cursor === null ? null : encodeCursor(0, page.next_cursor) });
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: "post",
+      path: "/v1/webhooks/:webhook_id/test",
+      summary: "Send a signed webhook.test event now; answers with the attempt's delivery record",
+      query: orgQuery,
+      responses: { 200: deliverySchema },
+      errors: ["not_found", "conflict"],
+      handler: async (ctx) => {
+        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        const id = webhookId(ctx.params.webhook_id);
+        const now = deps.clock.now();
+        const event: EventPayload = { id: prefixedId("evt", now), type: "webhook.test", created_at: isoTime(now), data: { webhook_id: id } };
+        const queued = await callActor(actors, webhook, id, "test", { organization_id: organizationId, event });
+        return json(200, await sendNow(id, organizationId, queued));
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: "post",
+      path: "/v1/webhooks/:webhook_id/deliveries/:delivery_id/retry",
+      summary: "Send that delivery's event again now (same event id); answers with the new attempt's record",
+      query: orgQuery,
+      responses: { 200: deliverySchema },
+      errors: ["not_found", "conflict"],
+      handler: async (ctx) => {
+        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        const id = webhookId(ctx.params.webhook_id);
+        const queued = await callActor(actors, webhook, id, "retry", { organization_id: organizationId, delivery_id: deliveryId(ctx.params.delivery_id) });
+        return json(200, await sendNow(id, organizationId, queued));
+      },
+    }),
+  ];
+}

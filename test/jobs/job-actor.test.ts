@@ -1,0 +1,185 @@
+// The JobActor's own decisions, on the embedded host in process, with a
+// VideoRouting test double (the end-to-end files use the real providers and
+// fakes): a router failure at submit fails the job with its code; a failed
+// narration fails it after the clips were billed; failures on our side are
+// retried, then fail the job; the webhook event is published once with a
+// deterministic id even when the first publish fails; a finished job's
+// conversation callback goes to the ConversationActor.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import t from "tap";
+import { z } from "zod";
+import { systemClock } from "../../core/clock.ts";
+import { loadConfig } from "../../core/config.ts";
+import { TroupeError } from "../../core/errors.ts";
+import { createLogger } from "../../core/log.ts";
+import type { OrganizationEvent } from "../../core/organization-events.ts";
+import { defineActor, eraseDefinition } from "../../actors/actor.ts";
+import { callActor } from "../../actors/host.ts";
+import { createActorHost } from "../../actors/hosts/create-host.ts";
+import { JobDirectory } from "../../actors/job/directory.ts";
+import { storeJobEventBus } from "../../actors/job/events.ts";
+import { createJobActor, type CreateJobInput, type JobActorDeps } from "../../actors/job/job-actor.ts";
+import { jobEventId } from "../../actors/job/job-steps.ts";
+import { concatClips, extractLastFrame, muxVoiceover } from "../../media/video-compose.ts";
+import { createFileStore } from "../../media/create-file-store.ts";
+import { OutboundFetcher } from "../../media/outbound-fetch.ts";
+import { Catalogue } from "../../providers/catalogue.ts";
+import type { UsageRecord } from "../../providers/usage.ts";
+import type { VideoTask, VideoTaskStatus } from "../../providers/video.ts";
+import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
+import { fakeMp4 } from "../fakes/video-fakes.ts";
+import { waitFor } from "../support/net.ts";
+import { writeFileSync } from "node:fs";
+
+const dataDir = mkdtempSync(join(tmpdir(), "troupe-job-actor-"));
+const config = loadConfig({ TROUPE_DATA_DIR: dataDir, LOG_LEVEL: "silent" });
+const log = createLogger("silent");
+const store = new EmbeddedDataStore(dataDir, systemClock);
+const files = await createFileStore(config.media, dataDir);
+const directory = new JobDirectory(store);
+const clip = join(dataDir, "clip.mp4");
+writeFileSync(clip, fakeMp4());
+
+/** What the double is told to do per prompt. */
+const behaviour = new Map<string, "submit-fails">();
+const billed: UsageRecord[] = [];
+const published: OrganizationEvent[] = [];
+let publishFailures = 0;
+let narrationFails = false;
+let composeFailures = 0;
+const callbacks: unknown[] = [];
+
+const deps: JobActorDeps = {
+  video: {
+    submitVideo: async (req) => {
+      if (behaviour.get(req.prompt) === "submit-fails") throw new TroupeError("no_provider_available", "every video provider is down");
+      return { provider: "double", model: "double-video", task_id: req.prompt, poll_after_ms: 10, duration_seconds: 2 };
+    },
+    pollVideo: async (_task: VideoTask): Promise<VideoTaskStatus> => ({ state: "succeeded", clip: { kind: "file", path: clip } }),
+    cancelVideo: async () => undefined,
+  },
+  plan: () => ({ model: "double-video", provider: "double" }),
+  narrate: async () => {
+    if (narrationFails) throw new TroupeError("provider_error", "the speech provider failed");
+    throw new Error("not used");
+  },
+  compose: {
+    concatClips: async (inputs, out) => {
+      if (composeFailures > 0) {
+        composeFailures -= 1;
+        throw new Error("ffmpeg exploded");
+      }
+      await concatClips(inputs, out);
+    },
+    muxVoiceover,
+    extractLastFrame,
+  },
+  media: { files, fetcher: new OutboundFetcher({ allowHosts: [], maxBytes: 1 << 20, timeoutMs: 1000 }), fileUrl: (id) => `http://troupe.test/v1/files/${id}` },
+  catalogue: Catalogue.load([]),
+  bill: async (record) => void billed.push(record),
+  log,
+  now: () => Date.now(),
+  directory,
+  events: storeJobEventBus(store, () => undefined),
+  publisher: {
+    publish: async (event) => {
+      if (publishFailures > 0) {
+        publishFailures -= 1;
+        throw new Error("webhooks unavailable");
+      }
+      published.push(event);
+    },
+  },
+  watchdogMs: 300,
+  retryBaseMs: 20,
+};
+const job = createJobActor(deps);
+// Stands in for the ConversationActor: records the callback.
+const conversation = defineActor({
+  type: "ConversationActor",
+  state: z.object({}),
+  initialState: () => ({}),
+  methods: { videoFinished: { input: z.record(z.string(), z.unknown()), run: async (_ctx, input) => void callbacks.push(input) } },
+});
+const host = await createActorHost({ mode: "embedded", dataDir, actors: config.actors, clock: systemClock, log });
+host.register([eraseDefinition(job), eraseDefinition(conversation)]);
+await host.start();
+t.teardown(async () => {
+  await host.stop();
+  await files.close();
+  await store.close();
+});
+
+const owner = { organization_id: "org_1", project_id: "prj_1", environment_id: "env_1" };
+const payer = { ...owner, api_key_id: "key_1", live: true };
+const input = (over: Partial<CreateJobInput>): CreateJobInput => ({
+  owner, payer, prompt: "p", duration_seconds: 2, narration_text: null, scenes: null, model: null, routing_strategy: "auto", image: null, callback: null, ...over,
+});
+let n = 0;
+const newId = () => `00000000-0000-4000-8000-${String(++n).padStart(12, "0")}`;
+const final = async (id: string) => {
+  await waitFor(async () => ["completed", "failed"].includes((await directory.get("org_1", id))?.status ?? ""), 20_000, `job ${id} to finish`);
+  return (await directory.get("org_1", id))!;
+};
+
+t.test("a router failure at submit fails the job with the router's code; job.failed is published once, with a deterministic id, after a failed publish", async (t) => {
+  behaviour.set("down scene", "submit-fails");
+  publishFailures = 2;
+  const id = newId();
+  await callActor(host, job, id, "create", input({ scenes: ["ok scene", "down scene"] }));
+  const done = await final(id);
+  t.equal(done.error?.code, "no_provider_available");
+  t.same(done.segments.map((s) => s.status), ["completed", "cancelled"]);
+  await waitFor(async () => published.some((e) => e.data["job"] && (e.data["job"] as { id: string }).id === id), 10_000, "the event");
+  const events = published.filter((e) => (e.data["job"] as { id: string }).id === id);
+  t.equal(events.length, 1, "published once despite the retries");
+  t.match(events[0], { id: jobEventId(id, "job.failed"), type: "job.failed", organization_id: "org_1" });
+  t.equal(jobEventId(id, "job.failed"), jobEventId(id, "job.failed"), "deterministic");
+  t.not(jobEventId(id, "job.failed"), jobEventId(id, "job.completed"));
+  t.match(jobEventId(id, "job.failed"), /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, "UUID-shaped");
+  t.same(billed.filter((b) => b.request_id.startsWith(`job:${id}:`)).map((b) => [b.request_id, b.category, b.units, b.live]), [[`job:${id}:segment:0`, "video", 2, true]]);
+});
+
+t.test("a failed narration fails the job after its clips were billed", async (t) => {
+  narrationFails = true;
+  const id = newId();
+  await callActor(host, job, id, "create", input({ narration_text: "spoken" }));
+  const done = await final(id);
+  narrationFails = false;
+  t.equal(done.error?.code, "provider_error");
+  t.match(done.error?.message, /^narration: /);
+  t.same(billed.filter((b) => b.request_id.startsWith(`job:${id}:`)).map((b) => b.request_id), [`job:${id}:segment:0`]);
+});
+
+t.test("failures on our side are retried: a passing one completes the job, five in a row fail it", async (t) => {
+  composeFailures = 2;
+  const recovered = newId();
+  await callActor(host, job, recovered, "create", input({ callback: { conversation_id: "conv-1", tool_call_id: "call-1" } }));
+  const ok = await final(recovered);
+  t.equal(ok.status, "completed");
+  t.match(ok.result_url, /^http:\/\/troupe\.test\/v1\/files\/file_/);
+  await waitFor(async () => callbacks.length > 0, 10_000, "the conversation callback");
+  t.same(callbacks, [{ job_id: recovered, tool_call_id: "call-1", result_url: ok.result_url, error: null }], "the conversation is called back once");
+
+  composeFailures = 5;
+  const broken = newId();
+  await callActor(host, job, broken, "create", input({}));
+  const failed = await final(broken);
+  t.equal(failed.error?.code, "internal_error");
+  t.match(failed.error?.message, /ffmpeg exploded/);
+  t.equal(composeFailures, 0, "tried five times");
+});
+
+t.test("owner checks: another organization's get and cancel are 404; a finished job's cancel is 409; create twice is 409", async (t) => {
+  const id = newId();
+  await callActor(host, job, id, "create", input({}));
+  await t.rejects(callActor(host, job, id, "get", { organization_id: "org_2" }), { code: "not_found" });
+  await t.rejects(callActor(host, job, id, "cancel", { organization_id: "org_2" }), { code: "not_found" });
+  await t.rejects(callActor(host, job, id, "create", input({})), { code: "conflict" });
+  await final(id);
+  t.match(await callActor(host, job, id, "get", { organization_id: "org_1" }), { id, status: "completed" });
+  await t.rejects(callActor(host, job, id, "cancel", { organization_id: "org_1" }), { code: "conflict" });
+  t.equal(await directory.get("org_2", id), undefined);
+});

@@ -1,0 +1,85 @@
+// kill -9 mid-job on the embedded host: after a restart on the same data
+// directory every job continues from its last recorded step and completes;
+// no segment is submitted twice to the provider (counted in the Luma fake,
+// which lives in this test process and outlives the killed gateway) and
+// each scene is billed exactly once (read back from the store afterwards).
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import t from "tap";
+import { systemClock } from "../../core/clock.ts";
+import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
+import { startLumaFake } from "../fakes/video-fakes.ts";
+import { freePort, waitFor } from "../support/net.ts";
+import { request, signup } from "../support/troupe.ts";
+import { startJob, watchJob, type JobView } from "./job-suite.ts";
+import { projectUsage } from "./usage-reader.ts";
+
+t.setTimeout(180_000);
+const luma = await startLumaFake("luma-key");
+luma.pollsBeforeDone = 3;
+const dataDir = mkdtempSync(join(tmpdir(), "troupe-kill-jobs-"));
+const port = await freePort();
+const base = `http://127.0.0.1:${port}`;
+const env = {
+  ...process.env,
+  PORT: String(port),
+  HOST: "127.0.0.1",
+  TROUPE_DATA_DIR: dataDir,
+  LOG_LEVEL: "error",
+  LUMA_API_KEY: "luma-key",
+  LUMA_BASE_URL: luma.url,
+  VIDEO_POLL_INTERVAL_MS: "150",
+  OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
+  JOB_WATCHDOG_MS: "1000",
+};
+const main = join(import.meta.dirname, "../../gateway/main.ts");
+const start = async (): Promise<ChildProcess> => {
+  const child = spawn(process.execPath, [main], { env, stdio: ["ignore", "ignore", "inherit"] });
+  await waitFor(async () => (await fetch(`${base}/readyz`)).ok, 30_000, "troupe to start");
+  return child;
+};
+let child = await start();
+t.teardown(async () => {
+  child.kill("SIGKILL");
+  await luma.close();
+});
+
+t.test("jobs killed mid-way complete after a restart: no segment submitted twice, each scene billed once", async (t) => {
+  const r = (m: string, p: string, o?: Parameters<typeof request>[3]) => request(base, m, p, o);
+  const user = await signup({ request: r }, "kill-jobs");
+  const jobs: { id: string; scenes: string[] }[] = [];
+  for (let j = 0; j < 3; j++) {
+    const scenes = [0, 1, 2].map((s) => `job ${j} scene ${s}`);
+    jobs.push({ id: await startJob(r, user.testKey, { prompt: `job ${j}`, scenes, narration_text: `narration of job ${j}` }), scenes });
+  }
+  // Mid-job: the first scene of some job is done, the others are not.
+  await watchJob(r, user.testKey, jobs[0]!.id, 60_000, (job) => job.segments[0]?.status === "completed");
+  const before = await Promise.all(jobs.map(async (j) => (await r("GET", `/v1/jobs/${j.id}`, { token: user.testKey })).body as JobView));
+  t.ok(before.every((j) => j.status !== "completed"), `killed mid-job: ${before.map((j) => j.segments.map((s) => s.status[0]).join("")).join(" ")}`);
+  child.kill("SIGKILL");
+  await new Promise((resolve) => child.once("exit", resolve));
+
+  child = await start();
+  for (const j of jobs) {
+    const { job } = await watchJob(r, user.testKey, j.id, 90_000);
+    t.equal(job.status, "completed", `job ${j.id}: ${JSON.stringify(job.error)}`);
+    t.ok(job.result_url, "a result");
+    for (const scene of j.scenes) t.equal(luma.submissions(scene), 1, `"${scene}" submitted once`);
+  }
+  child.kill("SIGTERM");
+  await new Promise((resolve) => child.once("exit", resolve));
+
+  const store = new EmbeddedDataStore(dataDir, systemClock);
+  try {
+    const usage = await projectUsage(store, user.projectId);
+    for (const j of jobs) {
+      const ids = usage.filter((u) => u.request_id.startsWith(`job:${j.id}:segment:`)).map((u) => u.request_id).sort();
+      t.same(ids, [0, 1, 2].map((s) => `job:${j.id}:segment:${s}`), "each scene billed exactly once");
+      t.equal(usage.filter((u) => u.request_id === `job:${j.id}:narration`).length, 1, "the narration billed once");
+    }
+  } finally {
+    await store.close();
+  }
+});
