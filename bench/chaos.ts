@@ -4,8 +4,9 @@
 // the real gateway, each with its own daprd), on a Redis this script starts
 // and reaches through a TCP proxy it can cut, with the OpenAI and Anthropic
 // fakes (test/fakes, their real wire formats) as providers. Steady load: agent
-// turns and chat completions (bench/chaos/workloads.ts, where the video-job,
-// webhook and ledger checks plug in). Faults, in sequence:
+// turns, chat completions and video jobs on the simulated video provider
+// (bench/chaos/workloads.ts, where the webhook and ledger checks plug in).
+// Faults, in sequence:
 //   1. kill -9 of one replica and its daprd; then its restart;
 //   2. the OpenAI fake fails 20 % of calls (500) and hangs on 5 % (the
 //      attempt deadline fires); Anthropic stays healthy;
@@ -21,7 +22,7 @@
 //
 // Flags: --replicas=3 --workers=12 (half agents, half chat) --conversations=48
 //        --think-ms=20 --provider-fault-s=12 --redis-cut-s=5 --settle-s=6
-//        --faults=kill,provider,redis (which faults, in this order)
+//        --faults=kill,provider,redis (which faults, in this order) --no-jobs
 //        --keep (leave the cluster's data dir for inspection)
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -34,7 +35,7 @@ import { freePort, waitFor } from "../test/support/net.ts";
 import { Balancer } from "./chaos/balancer.ts";
 import { SteadyLoad } from "./chaos/steady-load.ts";
 import { CuttableProxy } from "../test/support/cuttable-proxy.ts";
-import { agentWorkload, chatWorkload, type Workload } from "./chaos/workloads.ts";
+import { agentWorkload, chatWorkload, videoJobWorkload, type Workload } from "./chaos/workloads.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
 const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
@@ -148,7 +149,8 @@ async function run(): Promise<number> {
   const workloads: [Workload, number][] = [
     [agentWorkload(model, conversations), agentWorkers],
     [chatWorkload(model), workers - agentWorkers],
-    // EXTENSION POINT: [videoJobWorkload(...), n] once the jobs branch is merged (see chaos/workloads.ts).
+    // One worker submits a video job every 2 s (ffmpeg renders are the costly part).
+    ...(args.has("no-jobs") ? [] : [[videoJobWorkload({ pauseMs: 2_000, completionTimeoutMs: 90_000 }), 1] as [Workload, number]]),
   ];
   for (const [workload, n] of workloads) await workload.prepare(client, n);
   say(`load: ${agentWorkers} workers on ${conversations} agent conversations, ${workers - agentWorkers} on chat completions (${model}, auto routing); ${thinkMs} ms between a worker's requests`);
@@ -247,8 +249,8 @@ function report(rows: FaultRow[], violations: string[], rerouted: number, total:
   failedChecks.push(...violations);
   console.log("");
   console.log(`requests: ${total} in ${((Date.now() - runStarted) / 1000).toFixed(0)} s of run time; ${rerouted} connects refused by a dead replica and sent to another`);
-  console.log(`checks: failures ≤ requests in flight at each fault; every conversation answers within ${recoveryLimitMs / 1000} s of the fault's end; every answered turn in its conversation exactly once, none stuck`);
-  console.log("not yet covered (extension points in bench/chaos/workloads.ts): video jobs complete, webhook events delivered, nothing billed twice");
+  console.log(`checks: failures ≤ requests in flight at each fault; every conversation and video job answers within ${recoveryLimitMs / 1000} s of the fault's end; every answered turn in its conversation exactly once, none stuck; every video job completed`);
+  console.log("not yet covered (extension points in bench/chaos/workloads.ts): webhook events delivered, nothing billed twice");
   for (const problem of failedChecks) console.log(`FAIL ${problem}`);
   console.log(failedChecks.length ? `chaos: ${failedChecks.length} check(s) failed` : "chaos: all checks passed");
   console.log(JSON.stringify({ bench: "chaos", replicas, workers, conversations, rows: rows.map(({ firstFailure: _, ...r }) => r), rerouted, violations }));

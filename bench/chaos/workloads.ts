@@ -3,10 +3,7 @@
 // reachable again after a fault, and checks its invariants at the end.
 //
 // EXTENSION POINTS (added when the parallel branches merge):
-// - video jobs (wt-jobs): a workload that submits video jobs (POST to the
-//   jobs route against the video provider fakes) in step(), lists the job ids
-//   in reachable() (GET each job: 200), and in verify() waits until every job
-//   is `completed` (none stuck `running`/`lost` after the faults);
+// - video jobs: videoJobWorkload below (submitted, reachable, all completed);
 // - webhooks (wt-webhooks): verify() of the jobs workload also checks that a
 //   webhook receiver (a real HTTP server in this process, registered as the
 //   organization's endpoint) got each job.completed/job.failed event at
@@ -138,6 +135,49 @@ export function agentWorkload(model: string, conversations: number): Workload {
         if (unknown.length) problems.push(`conversation ${id}: turns nobody sent: ${unknown.join(", ")}`);
         if (body.status !== "idle") problems.push(`conversation ${id}: status ${body.status} after the run (a turn left it stuck)`);
       }
+      return problems;
+    },
+  };
+}
+
+/**
+ * Video jobs (JobActor, simulated video provider rendered with ffmpeg): one
+ * job submitted per step; every job must stay readable through the faults
+ * and end `completed` (not failed, not stuck) once the load stops.
+ */
+export function videoJobWorkload(options: { pauseMs: number; completionTimeoutMs: number }): Workload {
+  const jobs: string[] = [];
+  let sent = 0;
+  return {
+    name: "video jobs",
+    prepare: async () => {},
+    step: async (client) => {
+      // Few jobs: each renders clips and composes them with ffmpeg on the replicas' shared cores.
+      await new Promise((r) => setTimeout(r, options.pauseMs));
+      const res = await client.send("POST", "/v1/video/generate", { prompt: `chaos job ${sent++}`, duration_seconds: 2 });
+      const id = (res.body as { job_id?: string }).job_id;
+      if (res.status !== 202 || !id) return failed(res.status, res.body);
+      jobs.push(id);
+      return { ok: true };
+    },
+    unreachable: async (client) => {
+      const answers = await Promise.all(
+        jobs.map((id) => client.send("GET", `/v1/jobs/${id}`).then((r) => (r.status === 200 ? "" : `${r.status} ${JSON.stringify(r.body).slice(0, 200)}`), (e: unknown) => String(e))),
+      );
+      return { total: jobs.length, failing: jobs.filter((_, i) => answers[i] !== ""), firstReason: answers.find((a) => a !== "") };
+    },
+    verify: async (client) => {
+      const deadline = Date.now() + options.completionTimeoutMs;
+      const final = new Map<string, string>();
+      while (final.size < jobs.length && Date.now() < deadline) {
+        for (const id of jobs.filter((j) => !final.has(j))) {
+          const res = await client.send("GET", `/v1/jobs/${id}`).catch(() => undefined);
+          const status = (res?.body as { status?: string } | undefined)?.status;
+          if (status === "completed" || status === "failed") final.set(id, status);
+        }
+        if (final.size < jobs.length) await new Promise((r) => setTimeout(r, 500));
+      }
+      const problems = jobs.filter((id) => final.get(id) !== "completed").map((id) => `video job ${id}: ${final.get(id) ?? "not final"} ${final.has(id) ? "" : `after ${options.completionTimeoutMs / 1000} s`}`.trim());
       return problems;
     },
   };
