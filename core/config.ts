@@ -159,6 +159,9 @@ const envSchema = z.object({
 
 export type RawEnv = Record<string, string | undefined>;
 
+/** Every environment variable Troupe reads (the Helm chart's check keeps its values in step). */
+export const settingNames: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
 /** Shared by the replicas of one machine, so a clip one rendered is not rendered again. */
 export const defaultSimulatedVideoDir = join(tmpdir(), "troupe-simulated-video");
 

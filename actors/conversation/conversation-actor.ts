@@ -1,6 +1,7 @@
 // ConversationActor: one per conversation id. Thin by design (STYLE.md §5):
 // state shape and transitions; the model loop lives in turn-loop.ts. Every
 // method checks the caller's organization, so another tenant's id is 404.
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
@@ -56,6 +57,15 @@ const orgInput = z.object({ organization_id: z.string() });
 const billing = { payer: payerSchema.optional(), request_id: z.string().default("") };
 const messageInput = orgInput.extend({ content: z.string(), ...billing });
 const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })), ...billing });
+
+/** Turns remembered for duplicate detection: far more than a retry can lag behind. */
+const handledCallsKept = 32;
+
+/** The call's fingerprint, or undefined without a request id (nothing to recognise a repeat by). */
+function callFingerprint(requestId: string, input: unknown): string | undefined {
+  if (requestId === "") return undefined;
+  return createHash("sha256").update(requestId).update("\u0000").update(JSON.stringify(input)).digest("base64url").slice(0, 22);
+}
 
 /** What the helpers below use of a turn's context (any method's ctx fits). */
 type Ctx = Pick<ActorContext<ConversationState>, "state" | "clock" | "ids">;
@@ -177,6 +187,8 @@ export function createConversationActor(deps: ConversationActorDeps) {
         input: messageInput,
         run: async (ctx, input): Promise<Conversation> => {
           const data = owned(ctx, input.organization_id);
+          const fingerprint = callFingerprint(input.request_id, { postMessage: input.content });
+          if (fingerprint && ctx.state.handled_calls?.includes(fingerprint)) return toPublic(data);
           if (data.status !== "idle") {
             throw new TroupeError("conflict", `the conversation is ${data.status}; messages are accepted only when it is idle`, {
               details: { status: data.status, pending_tool_call_ids: data.pending_tool_call_ids },
@@ -186,7 +198,9 @@ export function createConversationActor(deps: ConversationActorDeps) {
           data.messages.push(message);
           data.updated_at = now(ctx);
           deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
-          return continueTurn(ctx, data, input.payer, input.request_id);
+          const result = await continueTurn(ctx, data, input.payer, input.request_id);
+          remember(ctx, fingerprint);
+          return result;
         },
       },
 
@@ -194,6 +208,8 @@ export function createConversationActor(deps: ConversationActorDeps) {
         input: toolOutputsInput,
         run: async (ctx, input): Promise<Conversation> => {
           const data = owned(ctx, input.organization_id);
+          const fingerprint = callFingerprint(input.request_id, { submitToolOutputs: input.outputs });
+          if (fingerprint && ctx.state.handled_calls?.includes(fingerprint)) return toPublic(data);
           if (data.status !== "requires_action") {
             throw new TroupeError("conflict", `the conversation is ${data.status}; tool outputs are accepted only in requires_action`);
           }
@@ -217,7 +233,9 @@ export function createConversationActor(deps: ConversationActorDeps) {
           }
           data.pending_tool_call_ids = [];
           data.updated_at = now(ctx);
-          return continueTurn(ctx, data, input.payer, input.request_id);
+          const result = await continueTurn(ctx, data, input.payer, input.request_id);
+          remember(ctx, fingerprint);
+          return result;
         },
       },
 
@@ -256,6 +274,12 @@ export function createConversationActor(deps: ConversationActorDeps) {
       },
     },
   });
+}
+
+/** Records a committed call's fingerprint (kept with the turn's state, in the same commit). */
+function remember(ctx: Ctx, fingerprint: string | undefined): void {
+  if (!fingerprint) return;
+  ctx.state.handled_calls = [...(ctx.state.handled_calls ?? []), fingerprint].slice(-handledCallsKept);
 }
 
 export type ConversationActorDefinition = ReturnType<typeof createConversationActor>;

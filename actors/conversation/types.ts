@@ -51,7 +51,16 @@ export const conversationDataSchema = z.object({
 export type ConversationData = z.infer<typeof conversationDataSchema>;
 
 /** Actor state: empty until `create` runs (virtual actors exist for every id). */
-export const conversationStateSchema = z.object({ conversation: conversationDataSchema.nullable() });
+export const conversationStateSchema = z.object({
+  conversation: conversationDataSchema.nullable(),
+  /**
+   * Fingerprints of the last turns committed (request id + input): a call
+   * delivered twice — Dapr retries an actor call whose first delivery it
+   * lost track of during a rebalance or a store outage — answers the
+   * committed conversation instead of running the turn again.
+   */
+  handled_calls: z.array(z.string()).optional(),
+});
 export type ConversationState = z.infer<typeof conversationStateSchema>;
 
 /** The public Conversation (spec §2). */

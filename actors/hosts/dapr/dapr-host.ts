@@ -50,7 +50,8 @@ type Phase = "new" | "running" | "stopping" | "stopped";
 export class DaprActorHost implements ActorHost {
   private readonly options: DaprHostOptions;
   private readonly registry = new ActorRegistry();
-  private readonly activations = new Map<string, { activation: Activation; epoch: number }>();
+  /** `evicted` aborts the copy's state write in flight: once forgotten, it must never commit. */
+  private readonly activations = new Map<string, { activation: Activation; epoch: number; evicted: AbortController }>();
   private readonly activating = new Map<string, Promise<Activation>>();
   /**
    * In-memory copies from an older epoch may be stale: daprd may have moved
@@ -177,11 +178,15 @@ export class DaprActorHost implements ActorHost {
       actorIdleTimeout: goDuration(this.options.idleTimeoutMs),
       // Older daprd scan for idle actors at this interval; newer ones ignore it.
       actorScanInterval: goDuration(Math.min(30_000, Math.max(1_000, this.options.idleTimeoutMs / 4))),
-      // Below placement's dissemination timeout (8 s): a longer drain — e.g. calls
-      // still held toward a replica that was just killed — delays daprd's
-      // acknowledgement past it, placement closes daprd's stream, and daprd
-      // 1.18.3 never reconnects (dapr/dapr#10423): its actors stop for good.
-      drainOngoingCallTimeout: goDuration(this.options.drainOngoingCallTimeoutMs ?? 5_000),
+      // Well below placement's dissemination timeout (8 s in Dapr 1.18):
+      // while daprd drains in-flight calls of rebalanced actors (or calls
+      // still held toward a replica just killed) it cannot acknowledge the new
+      // table; placement then closes daprd's stream and daprd 1.18.3 never
+      // reconnects (dapr/dapr#10423): its actors stop for good (found by
+      // `npm run chaos` with 10 s: a replica rejoining under load). Waiting
+      // longer gains nothing: a turn's state write needs daprd's placement
+      // lock, which the rebalance holds, so a turn cannot finish meanwhile.
+      drainOngoingCallTimeout: goDuration(this.options.drainOngoingCallTimeoutMs ?? 3_000),
       drainRebalancedActors: true,
       reentrancy: { enabled: false },
     };
@@ -230,8 +235,9 @@ export class DaprActorHost implements ActorHost {
     const epoch = this.epoch;
     const promise = (async () => {
       const stateJson = initialStateJson(definition, await this.daprd.readState(type, id), id);
-      const activation = new Activation(definition, id, stateJson, this.services, (json) => this.daprd.writeState(type, id, json));
-      this.activations.set(key, { activation, epoch });
+      const evicted = new AbortController();
+      const activation = new Activation(definition, id, stateJson, this.services, (json) => this.daprd.writeState(type, id, json, evicted.signal));
+      this.activations.set(key, { activation, epoch, evicted });
       return activation;
     })();
     this.activating.set(key, promise);
@@ -244,10 +250,20 @@ export class DaprActorHost implements ActorHost {
 
   private async deactivate(type: string, id: string): Promise<void> {
     const key = `${type}\u0000${id}`;
+    // Forgotten at once, even mid-turn. daprd deactivates while it moves the
+    // actor away and acknowledges placement's new table only once we answer;
+    // a turn still running here is blocked on its state write (daprd's
+    // placement lock) and, once the table changed, is refused it (the actor
+    // is no longer hosted here: 400), so it never commits. Waiting for it
+    // deadlocked the rebalance until placement gave up (npm run chaos).
+    // Its write, if already sent, is aborted: daprd may have retried the
+    // same call elsewhere meanwhile, and a late commit here would repeat the
+    // turn or overwrite a newer one (both seen by npm run chaos). The next
+    // call activates afresh from the stored state.
     const entry = this.activations.get(key);
     if (!entry) return;
-    await entry.activation.whenIdle();
-    if (this.activations.get(key) === entry) this.activations.delete(key);
+    entry.evicted.abort(new TroupeError("service_unavailable", "The actor moved to another replica.", { retryAfterSeconds: 1 }));
+    this.activations.delete(key);
   }
 
   private async fireScheduled(kind: "timer" | "reminder", type: string, id: string, name: string, body: string): Promise<void> {

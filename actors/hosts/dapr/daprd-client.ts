@@ -22,6 +22,12 @@ interface Reply {
 }
 
 const jsonHeaders = { "content-type": "application/json" };
+/**
+ * How long a state read or write keeps retrying while daprd answers 5xx (its
+ * state store unreachable): a Redis outage of a few seconds delays a turn
+ * instead of failing it. Safe to repeat: a write upserts the whole state.
+ */
+const stateRetryWindowMs = 10_000;
 
 export class DaprdClient {
   private readonly pool: Pool;
@@ -52,6 +58,19 @@ export class DaprdClient {
     return reply;
   }
 
+  /** expectOk, retried with backoff (100 ms doubling to 1 s) on 5xx within stateRetryWindowMs. */
+  private async expectOkRetrying(what: string, method: "GET" | "POST", path: string, body?: string, signal?: AbortSignal): Promise<Reply> {
+    const deadline = Date.now() + stateRetryWindowMs;
+    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1_000)) {
+      signal?.throwIfAborted();
+      const reply = await this.send(method, path, body, signal);
+      if (reply.status < 300) return reply;
+      // 4xx: the request itself is wrong, retrying cannot help.
+      if (reply.status < 500 || Date.now() + delayMs > deadline) throw errorFromResponse(reply.status, reply.text, what);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+
   /**
    * Invokes an actor method; the returned text is the method's JSON output
    * (empty for undefined). `headers` carry the W3C trace context, which
@@ -66,15 +85,15 @@ export class DaprdClient {
 
   /** The actor's stored state, or undefined when it has none yet. */
   async readState(type: string, id: string): Promise<unknown> {
-    const reply = await this.expectOk(`state read of ${type}/${id}`, "GET", `${actorPath(type, id)}/state/${stateKey}`);
+    const reply = await this.expectOkRetrying(`state read of ${type}/${id}`, "GET", `${actorPath(type, id)}/state/${stateKey}`);
     if (reply.status === 204 || reply.text === "") return undefined;
     return JSON.parse(reply.text) as unknown;
   }
 
   /** One transactional upsert of the whole state (already JSON). */
-  async writeState(type: string, id: string, stateJson: string): Promise<void> {
+  async writeState(type: string, id: string, stateJson: string, signal?: AbortSignal): Promise<void> {
     const body = `[{"operation":"upsert","request":{"key":"${stateKey}","value":${stateJson}}}]`;
-    await this.expectOk(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body);
+    await this.expectOkRetrying(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body, signal);
   }
 
   async setTimer(type: string, id: string, name: string, dueMs: number, periodMs: number | undefined, call: ScheduledCall): Promise<void> {
