@@ -4,13 +4,18 @@
 // which is where it says what went wrong.
 import { execFile } from "node:child_process";
 
+/** missing: the tool is not installed; timeout: killed at the time limit; failed: it exited with an error (bad input, usually). */
+export type FfmpegFailure = "missing" | "timeout" | "failed";
+
 export class FfmpegError extends Error {
   readonly tool: string;
+  readonly kind: FfmpegFailure;
   readonly stderrTail: string;
-  constructor(tool: string, message: string, stderrTail: string, options: { cause?: unknown } = {}) {
+  constructor(tool: string, kind: FfmpegFailure, message: string, stderrTail: string, options: { cause?: unknown } = {}) {
     super(stderrTail ? `${message}: ${stderrTail}` : message, options);
     this.name = "FfmpegError";
     this.tool = tool;
+    this.kind = kind;
     this.stderrTail = stderrTail;
   }
 }
@@ -36,10 +41,10 @@ export function runTool(tool: "ffmpeg" | "ffprobe", args: readonly string[], opt
         if (!error) return resolve(stdout);
         const tail = stderr.trim().slice(-stderrTailChars);
         const err = error as NodeJS.ErrnoException & { killed?: boolean };
-        if (err.code === "ENOENT") return reject(new FfmpegError(tool, `${tool} is not installed (not found on PATH)`, "", { cause: error }));
+        if (err.code === "ENOENT") return reject(new FfmpegError(tool, "missing", `${tool} is not installed (not found on PATH)`, "", { cause: error }));
         if (opts.signal?.aborted) return reject(opts.signal.reason ?? error);
-        if (err.killed) return reject(new FfmpegError(tool, `${tool} did not finish within ${timeoutMs} ms`, tail, { cause: error }));
-        reject(new FfmpegError(tool, `${tool} failed (exit ${String(err.code)})`, tail, { cause: error }));
+        if (err.killed) return reject(new FfmpegError(tool, "timeout", `${tool} did not finish within ${timeoutMs} ms`, tail, { cause: error }));
+        reject(new FfmpegError(tool, "failed", `${tool} failed (exit ${String(err.code)})`, tail, { cause: error }));
       },
     );
   });

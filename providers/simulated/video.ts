@@ -9,7 +9,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { access, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { ffmpeg, hasFilter } from "../../media/ffmpeg.ts";
+import { ffmpeg, FfmpegError, hasFilter } from "../../media/ffmpeg.ts";
 import type { VideoAdapter, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../video.ts";
 
 export interface SimulatedVideoOptions {
@@ -137,9 +137,11 @@ export function createSimulatedVideo(opts: SimulatedVideoOptions): VideoAdapter 
             return;
           } catch (e) {
             if (signal?.aborted) throw e;
-            // drawtext present but no usable font: render without the prompt from now on.
-            drawText = false;
           }
+          await ffmpeg([...(await renderArgs(spec, undefined)), tmp], { timeoutMs: 60_000, signal });
+          // Only the text failed (drawtext present but no usable font): render without it from now on.
+          drawText = false;
+          return;
         }
         await ffmpeg([...(await renderArgs(spec, undefined)), tmp], { timeoutMs: 60_000, signal });
       } finally {
@@ -179,7 +181,13 @@ export function createSimulatedVideo(opts: SimulatedVideoOptions): VideoAdapter 
           rendering = render(spec, path, signal).finally(() => inFlight.delete(path));
           inFlight.set(path, rendering);
         }
-        await rendering;
+        try {
+          await rendering;
+        } catch (e) {
+          // ffmpeg refused this input (an image it cannot decode): the same task would fail again, so it ends here.
+          if (e instanceof FfmpegError && e.kind === "failed") return { state: "failed", code: "render_failed", message: `the simulated clip could not be rendered: ${e.stderrTail.slice(-200)}` };
+          throw e;
+        }
       }
       return { state: "succeeded", clip: { kind: "file", path } };
     },

@@ -77,6 +77,22 @@ t.test("an image segment animates the image; without the cached image the task i
   t.same(await r.pollVideo(other), { state: "lost" });
 });
 
+t.test("an image ffmpeg cannot decode ends the task failed (polling again would fail again)", async (t) => {
+  const r = router(0);
+  const task = await r.submitVideo({
+    model: "simulated-video",
+    prompt: "garbage in",
+    duration_seconds: 1,
+    image: { url: "u", content_type: "image/png", bytes: Buffer.from("not an image at all") },
+    routing_strategy: "manual",
+  });
+  t.match(await r.pollVideo(task), { state: "failed", code: "render_failed", message: /could not be rendered/ });
+  // The text overlay is still on for the next clip: a bad image must not switch it off.
+  const next = await r.pollVideo(await r.submitVideo({ model: "simulated-video", prompt: "still drawn", duration_seconds: 1, routing_strategy: "manual" }));
+  const frame = execFileSync("ffmpeg", ["-v", "error", "-i", clipPath(next), "-vf", "crop=iw:60:0:ih-60,format=gray", "-frames:v", "1", "-f", "rawvideo", "-"]);
+  t.ok(frame.some((px) => px > 240) && frame.some((px) => px < 40), "the caption box (white text on black) is drawn at the bottom");
+});
+
 t.test("stateless: another adapter (a restarted Troupe) finishes a task from its id alone", async (t) => {
   const first = createSimulatedVideo({ delayMs: 1_000, cacheDir, now });
   const task = await first.submit({ model: "simulated-video", prompt: "restart me", duration_seconds: 1 }, new AbortController().signal);

@@ -23,6 +23,10 @@ t.test("lists the catalogue with availability; filters by category", async (t) =
   const image = field((await h.troupe.request("GET", "/v1/models?category=image", { token: h.key })).body, "data") as Listing[];
   t.same(image.map((m) => m.id), ["gpt-image-1", "dall-e-3", "stable-image-core", "flux-pro-1.1", "simulated-image"], "image models with their sizes and n");
   t.same(image.find((m) => m.id === "dall-e-3")?.capabilities, { sizes: ["1024x1024", "1792x1024", "1024x1792"], n_max: 4, images_per_call: 1 });
+  const videoModels = field((await h.troupe.request("GET", "/v1/models?category=video", { token: h.key })).body, "data") as Listing[];
+  t.same(videoModels.map((m) => [m.id, m.provider, m.available]), [["gen4_turbo", "runway", false], ["ray-2", "luma", false], ["simulated-video", "simulated", true]], "video models; no Runway/Luma key here");
+  t.same(videoModels.find((m) => m.id === "ray-2")?.capabilities, { durations: [5, 9], image_input: "optional" });
+  t.same(videoModels.find((m) => m.id === "gen4_turbo")?.pricing, { unit: "second", usd_per_unit: 0.05 });
   const bad = await h.troupe.request("GET", "/v1/models?category=smell", { token: h.key });
   t.equal(bad.status, 400);
 });
