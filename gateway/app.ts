@@ -201,7 +201,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     },
     narrate: narrator(router, config.jobs),
     compose: { concatClips, muxVoiceover, extractLastFrame },
-    composeSlots: createLimiter(),
+    // Embedded only: under Dapr a turn queued here delays daprd's rebalancing (it waits for in-flight turns).
+    ...(config.mode === "embedded" ? { composeSlots: createLimiter() } : {}),
     media,
     catalogue: router.catalogue,
     // A test's usage collector sees job records too; otherwise they are written durably and idempotently.

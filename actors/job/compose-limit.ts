@@ -2,7 +2,9 @@
 // jobs finishing together, running every ffmpeg at once makes all of them
 // slow (each gets a sliver of the CPU), so every job completes late; queued
 // FIFO they complete one after the other and the median job is done much
-// sooner. A job waiting here holds only its own actor.
+// sooner. A job waiting here holds only its own actor. Embedded host only:
+// under Dapr, daprd waits for in-flight turns when actors move between
+// replicas, and a turn queued here for long stalled that rebalancing.
 import { availableParallelism } from "node:os";
 
 export type Limiter = <T>(work: () => Promise<T>) => Promise<T>;
