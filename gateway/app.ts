@@ -73,6 +73,7 @@ import { consolePages } from "./console/console-routes.ts";
 import type { ConsoleSources } from "./console/console-data.ts";
 import { readSnapshots, SnapshotPublisher, takeSnapshot } from "./console/replica-snapshots.ts";
 import { usageTodayFromRecords } from "./console/usage-today.ts";
+import { jobsInFlight } from "./console/jobs-in-flight.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -215,6 +216,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     publisher: { publish: (event) => publisher.publish(event) },
     watchdogMs: config.jobs.watchdogMs,
     whenReady: () => listeningPromise,
+    metrics,
   });
 
   // Webhooks: a WebhookActor per webhook; attempts leave outside the actor turn (the dispatcher) and are settled back.
@@ -272,6 +274,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   snapshots.start();
   const consoleSources: ConsoleSources = {
     usageToday: (orgId, projects) => usageTodayFromRecords(store, orgId, projects, clock.now()),
+    jobsInFlight: (orgId) => jobsInFlight(jobDirectory, orgId),
     ...options.consoleSources,
   };
   const pages = [

@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { isTroupeError, TroupeError } from "../../core/errors.ts";
+import type { Metrics } from "../../core/metrics.ts";
 import { noEvents, type EventPublisher } from "../../core/organization-events.ts";
 import { routingStrategySchema, type RoutingStrategy } from "../../providers/types.ts";
 import { defineActor, type ActorContext } from "../actor.ts";
@@ -36,6 +37,8 @@ export interface JobActorDeps extends StepDeps {
   retryBaseMs?: number;
   /** Resolves once file URLs are known (the gateway listens): reminders re-armed at start wait for it. */
   whenReady?: () => Promise<void>;
+  /** Counts status transitions (troupe_job_transitions_total); a turn retried after a crash may count one twice. */
+  metrics?: Pick<Metrics, "jobTransition">;
 }
 
 /** Failed steps on our side (file store, ffmpeg) in a row before the job fails. */
@@ -64,12 +67,16 @@ function firstPollMs(job: JobData, index: number): number {
   return job.segments[index - 1]?.task?.poll_after_ms ?? job.segments[index]?.task?.poll_after_ms ?? 1_000;
 }
 
+/** The status inside a visibleOf() string (save() compares it to see a transition). */
+const statusOf = (visible: string): unknown => (JSON.parse(visible) as { status?: unknown }).status;
+
 export function createJobActor(deps: JobActorDeps) {
   const publisher = deps.publisher ?? noEvents;
 
   /** Writes the snapshot and pushes an event when what callers see changed. */
   const save = async (ctx: Ctx, job: JobData, before: string): Promise<void> => {
     if (visibleOf(job) === before && !job.snapshot_dirty) return;
+    if (statusOf(before) !== job.status) deps.metrics?.jobTransition(job.status);
     job.updated_at = isoTime(ctx.clock.now());
     const snapshot = toPublicJob(job);
     job.snapshot_dirty = true;
@@ -158,6 +165,7 @@ export function createJobActor(deps: JobActorDeps) {
           };
           ctx.state.job = job;
           await deps.directory.created(input.owner.organization_id, toPublicJob(job));
+          deps.metrics?.jobTransition("queued");
           await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
           await schedule(ctx, job, 0);
           return toPublicJob(job);
@@ -223,6 +231,8 @@ export function createJobActor(deps: JobActorDeps) {
               const outcome = await advance(job, deps);
               job.step_failures = 0;
               if (submitting?.status === "processing") {
+                // Not saved here (see above), so the transition is counted here.
+                if (statusOf(before) !== job.status) deps.metrics?.jobTransition(job.status);
                 job.next_step_at = 0;
                 job.snapshot_dirty = true;
                 return;

@@ -42,7 +42,7 @@ t.test("an owner sees breakers, active actors, usage today and the wired section
   t.same(replica?.breakers.find((b) => b.provider === "simulated"), { provider: "simulated", state: "closed" });
   t.ok((replica?.actors.find((a) => a.type === "ConversationActor")?.count ?? 0) >= 1, "the conversation's actor is counted");
   t.same(d.usage_today, { available: true, rows: [{ category: "chat", live: false, requests: 1, cost_usd: 0 }] }, "today's chat call, from a test key");
-  t.same(d.jobs_in_flight, { available: false, reason: "jobs are not wired into this build yet" });
+  t.same(d.jobs_in_flight, { available: true, rows: [] }, "jobs are wired: none in flight");
   t.equal(d.budgets.available, true, "a wired source is shown");
   t.equal(field(d.budgets, "rows", 0, "project_id"), owner.projectId);
 });

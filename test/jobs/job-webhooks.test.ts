@@ -17,6 +17,8 @@ const troupe = await startTestTroupe({
   SIMULATED_VIDEO_DELAY_MS: "300",
   SIMULATED_VIDEO_DIR: mkdtempSync(join(tmpdir(), "troupe-simvid-")),
   OUTBOUND_ALLOW_HOSTS: "127.0.0.1,localhost",
+  METRICS_PORT: "0",
+  METRICS_HOST: "127.0.0.1",
   WEBHOOK_RETRY_SCALE: "0.0002",
 });
 t.teardown(() => troupe.stop());
@@ -42,6 +44,10 @@ t.test("job.completed and job.failed reach the organization's webhooks, signed, 
 
   // A cancelled job ends failed/cancelled and announces it.
   const cancelled = await startJob(troupe.request, a.testKey, { prompt: "a long pan", scenes: ["one", "two", "three"], duration_seconds: 1, model: "simulated-video", routing_strategy: "manual" });
+  // While it runs, the operator's console lists it among the jobs in flight.
+  const console = await troupe.request("GET", "/console/data.json", { token: a.token });
+  t.equal(console.status, 200);
+  t.ok((field(console.body, "jobs_in_flight", "rows") as Array<{ id: string }>).some((j) => j.id === cancelled), "the console shows the running job");
   const del = await troupe.request("DELETE", `/v1/jobs/${cancelled}`, { token: a.testKey });
   t.equal(del.status, 200, `cancel answered ${del.text}`);
   await waitFor(async () => receiver.received.some((d) => d.type === "job.failed"), 20_000, "job.failed");
@@ -61,4 +67,13 @@ t.test("job.completed and job.failed reach the organization's webhooks, signed, 
   t.equal(field(failed[0]?.body, "data", "job", "id"), cancelled);
   t.equal(field(failed[0]?.body, "data", "job", "status"), "failed");
   t.notOk(receiver.received.some((d) => d.path === "/hook/b"), "organization B's webhook received nothing");
+});
+
+t.test("job transitions are counted in /metrics", async (t) => {
+  const res = await fetch(`http://127.0.0.1:${troupe.metricsPort}/metrics`);
+  const text = await res.text();
+  for (const state of ["queued", "processing", "completed", "failed"]) {
+    const line = new RegExp(`^troupe_job_transitions_total\\{[^}]*state="${state}"[^}]*\\} ([0-9.]+)$`, "m").exec(text);
+    t.ok(line && Number(line[1]) >= 1, `jobs entered ${state}: ${line?.[0] ?? "no series"}`);
+  }
 });
