@@ -45,6 +45,12 @@ import { OutboundFetcher } from "../media/outbound-fetch.ts";
 import type { MediaDeps } from "../media/rehost.ts";
 import { audioRoutes } from "./routes/audio.ts";
 import { imageRoutes } from "./routes/images.ts";
+// Billing (issue 14): ledger, budgets, usage API.
+import type { EventPublisher } from "../core/organization-events.ts";
+import { Billing } from "../tenancy/billing.ts";
+import { createLedgerStore } from "../tenancy/create-ledger-store.ts";
+import { UsageReports } from "../tenancy/usage-report.ts";
+import { billingRoutes } from "./routes/billing.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -63,6 +69,7 @@ export interface TroupeServices {
   events: ConversationEventBus;
   files: FileStore;
   media: MediaDeps;
+  billing: Billing;
 }
 
 export interface StartOptions {
@@ -71,6 +78,8 @@ export interface StartOptions {
   router?: Router;
   /** Where usage records go (tests collect them); default: the durable recorder. */
   usage?: UsageSink;
+  /** Where budget.alert events go (the webhooks' publisher); default: nowhere. */
+  events?: EventPublisher;
   /** Extra routes (tests register probes for the auth pipeline this way). */
   extraRoutes?: (services: TroupeServices) => RouteDefinition[];
 }
@@ -102,7 +111,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   await apiKeys.start();
   const accounts = new AccountService(store, config.tenancy, clock, apiKeys);
   const router = options.router ?? createRouter(config.providers);
-  const recorder = options.usage ? undefined : new UsageRecorder(store, log);
+  const ledger = await createLedgerStore(config);
+  const billing = new Billing({ ledger, store, clock, log, ...(options.events ? { events: options.events } : {}) });
+  await billing.start();
+  const recorder = options.usage ? undefined : new UsageRecorder(billing.write, log);
   const usage: UsageSink = options.usage ?? (recorder as UsageRecorder);
 
   const indexModel = router.catalogue.get(config.vectors.indexModel);
@@ -126,7 +138,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const meter = new UsageMeter(router.catalogue, usage, () => clock.now());
   const conversation = createConversationActor({
     chat: (request, signal) => router.chat(request, { signal }),
-    recordUsage: (payer, requestId, result) => meter.record({ ...payer, request_id: requestId }, "agents", result),
+    recordUsage: (payer, requestId, result, call) => meter.record({ ...payer, request_id: requestId, call }, "agents", result),
     memory: orgIndex,
     directory,
     events,
@@ -140,8 +152,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   // File URLs use PUBLIC_URL, else the listen address (known once listening; no request runs before that).
   let publicBase = config.publicUrl?.replace(/\/$/, "") ?? "";
   const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicBase}/v1/files/${id}` };
-  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media };
-  const ai = { router, usage: meter };
+  const services: TroupeServices = { config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media, billing };
+  const ai = { router, usage: meter, billing };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
     ...accountRoutes(accounts),
@@ -155,6 +167,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router }),
+    ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];
@@ -197,6 +210,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         await actors.stop();
         await directory.flush();
         await recorder?.close();
+        billing.stop();
+        await ledger.close();
         await router.close();
         await vectors.close();
         apiKeys.stop();

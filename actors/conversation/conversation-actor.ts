@@ -36,7 +36,8 @@ export type TurnPayer = z.infer<typeof payerSchema>;
 export interface ConversationActorDeps {
   chat: TurnDeps["chat"];
   /** Called once per model call of a turn; must not throw or block. */
-  recordUsage?(payer: TurnPayer, requestId: string, result: ChatResult): void;
+  /** `call` numbers the turn's model calls from 0, so each gets its own ledger key under the one request id. */
+  recordUsage?(payer: TurnPayer, requestId: string, result: ChatResult, call: number): void;
   memory: TurnDeps["memory"];
   directory: ConversationDirectory;
   events: ConversationEventBus;
@@ -71,11 +72,12 @@ export function createConversationActor(deps: ConversationActorDeps) {
   const continueTurn = async (ctx: Ctx, data: ConversationData, payer: TurnPayer | undefined, requestId: string): Promise<Conversation> => {
     const publishMessage = (message: AgentMessage) => deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
     const before = data.status;
+    let call = 0;
     try {
       await runTurn(data, {
         chat: async (request, signal) => {
           const result = await deps.chat(request, signal);
-          if (payer) deps.recordUsage?.(payer, requestId, result);
+          if (payer) deps.recordUsage?.(payer, requestId, result, call++);
           return result;
         },
         memory: deps.memory,
