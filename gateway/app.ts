@@ -115,7 +115,9 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const billing = new Billing({ ledger, store, clock, log, ...(options.events ? { events: options.events } : {}) });
   await billing.start();
   const recorder = options.usage ? undefined : new UsageRecorder(billing.write, log);
-  const usage: UsageSink = options.usage ?? (recorder as UsageRecorder);
+  const recorded: UsageSink = options.usage ?? (recorder as UsageRecorder);
+  // Every record also counts into its key's tokens-per-minute window.
+  const usage: UsageSink = { record: (u) => (recorded.record(u), apiKeys.limits.record(u)) };
 
   const indexModel = router.catalogue.get(config.vectors.indexModel);
   const dimensions = indexModel?.capabilities.dimensions;

@@ -62,7 +62,10 @@ function reserved(billing: CallBilling, meter: UsageMeter, context: UsageContext
   return {
     bill: async (category, figures) => {
       done = true;
-      await billing.settle(reservation, meter.build(context, category, figures));
+      const record = meter.build(context, category, figures);
+      await billing.settle(reservation, record);
+      // Also to the usual sinks (token limits); the ledger already has it and ignores the repeat.
+      meter.emit(record);
     },
     abandon: async () => {
       if (done) return;

@@ -116,6 +116,15 @@ export class UsageMeter {
     return usageRecord(this.catalogue, context, category, call, this.now());
   }
 
+  /** Hands an already built record to the sink (a settled call: the ledger ignores the repeat, other sinks count it). Never throws. */
+  emit(record: UsageRecord): void {
+    try {
+      this.sink.record(record);
+    } catch {
+      // As in record(): the sink logs its own errors.
+    }
+  }
+
   /** Records one call; a call without a context (a session, not an API key) is not billed. Never throws. */
   record(context: UsageContext | undefined, category: UsageCategory, call: UsageFigures): void {
     if (!context) return;

@@ -10,6 +10,7 @@ const createKeyBody = z
     scopes: scopeList.default([]),
     live: z.boolean().default(false),
     rate_limit_per_minute: z.number().int().min(1).max(10_000_000).optional(),
+    token_limit_per_minute: z.number().int().min(1).max(1_000_000_000).optional().describe("input + output tokens per minute; default: no token limit"),
   })
   .strict();
 
