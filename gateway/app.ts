@@ -126,11 +126,12 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   }
   const vectors = await createVectorIndex(config.vectors, { dataDir: config.dataDir, dimensions, logger: log });
   await vectors.open();
-  const embed: Embedder = async (texts, purpose, signal) => {
+  const embed: Embedder = async (texts, purpose, signal, onUsage) => {
     const result = await router.embed(
       { model: config.vectors.indexModel, routing_strategy: "manual", input: texts, input_type: purpose === "query" ? "search_query" : "search_document" },
       { signal },
     );
+    onUsage?.(result);
     return result.embeddings;
   };
   const orgIndex = new OrgIndex(vectors, embed, clock);
@@ -140,7 +141,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const meter = new UsageMeter(router.catalogue, usage, () => clock.now());
   const conversation = createConversationActor({
     chat: (request, signal) => router.chat(request, { signal }),
-    recordUsage: (payer, requestId, result, call) => meter.record({ ...payer, request_id: requestId, call }, "agents", result),
+    recordUsage: (payer, requestId, category, figures, call) => meter.record({ ...payer, request_id: requestId, call }, category, figures),
     memory: orgIndex,
     directory,
     events,
@@ -163,7 +164,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...modelRoutes(ai),
     ...chatRoutes(ai),
     ...embeddingRoutes(ai),
-    ...vectorIndexRoutes({ index: orgIndex }),
+    ...vectorIndexRoutes({ index: orgIndex, usage: meter }),
     ...visionRoutes(ai),
     ...translationRoutes(ai),
     ...audioRoutes({ ...ai, media }),

@@ -1,6 +1,8 @@
 // ConversationActor: one per conversation id. Thin by design (STYLE.md §5):
 // state shape and transitions; the model loop lives in turn-loop.ts. Every
 // method checks the caller's organization, so another tenant's id is 404.
+import type { UsageFigures } from "../../providers/usage.ts";
+import type { EmbeddingUsage } from "../../vectors/org-index.ts";
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
@@ -36,8 +38,12 @@ export type TurnPayer = z.infer<typeof payerSchema>;
 export interface ConversationActorDeps {
   chat: TurnDeps["chat"];
   /** Called once per model call of a turn; must not throw or block. */
-  /** `call` numbers the turn's model calls from 0, so each gets its own ledger key under the one request id. */
-  recordUsage?(payer: TurnPayer, requestId: string, result: ChatResult, call: number): void;
+  /**
+   * Called once per billed call of a turn (model calls, and the memory tools'
+   * embedding calls); `call` numbers them from 0, so each gets its own ledger
+   * key under the one request id. Must not throw or block.
+   */
+  recordUsage?(payer: TurnPayer, requestId: string, category: "agents" | "embeddings", figures: UsageFigures, call: number): void;
   memory: TurnDeps["memory"];
   directory: ConversationDirectory;
   events: ConversationEventBus;
@@ -77,10 +83,11 @@ export function createConversationActor(deps: ConversationActorDeps) {
       await runTurn(data, {
         chat: async (request, signal) => {
           const result = await deps.chat(request, signal);
-          if (payer) deps.recordUsage?.(payer, requestId, result, call++);
+          if (payer) deps.recordUsage?.(payer, requestId, "agents", result, call++);
           return result;
         },
         memory: deps.memory,
+        ...(payer ? { onEmbedded: (usage: EmbeddingUsage) => deps.recordUsage?.(payer, requestId, "embeddings", usage, call++) } : {}),
         newId: () => ctx.ids.uuid(),
         now: () => now(ctx),
         onMessage: publishMessage,
