@@ -169,7 +169,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...translationRoutes(ai),
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
-    ...agentRoutes({ actors, conversation, directory, router }),
+    ...agentRoutes({ actors, conversation, directory, router, billing }),
     ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
   ];
   // A test's extra route replaces a built-in with the same method and path.

@@ -74,3 +74,28 @@ function reserved(billing: CallBilling, meter: UsageMeter, context: UsageContext
     },
   };
 }
+
+/**
+ * Runs one billed call of a route: admitted against the budget first (402
+ * before any provider call), billed with `figures` of its result, its
+ * reservation released if it fails.
+ */
+export async function runBilled<T>(
+  deps: { usage: UsageMeter; billing?: CallBilling | undefined },
+  context: UsageContext | undefined,
+  category: UsageCategory,
+  estimate: () => number,
+  run: () => Promise<T>,
+  figures: (result: T) => UsageFigures,
+): Promise<T> {
+  const call = await admitCall(deps.billing, deps.usage, context, estimate);
+  let result: T;
+  try {
+    result = await run();
+  } catch (error) {
+    await call.abandon();
+    throw error;
+  }
+  await call.bill(category, figures(result));
+  return result;
+}

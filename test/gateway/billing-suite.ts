@@ -85,6 +85,12 @@ export function billingSuite(t: Test, target: BillingTarget): void {
     t.match(refused.body, { error: { code: "budget_exceeded", details: { limit_usd: Math.round(limitUsd * 1e6) / 1e6 } } });
     const budget = await next().request("GET", `/v1/projects/${p.projectId}/budget`, { token: user.token });
     t.equal(num(field(budget.body, "spent_usd")), Math.round((11 * callNanos) / 1000) / 1e6);
+    const embed = await next().request("POST", "/v1/embeddings", { token: p.liveKey, body: { model: "text-embedding-3-small", routing_strategy: "manual", input: "hi" } });
+    t.equal(field(embed.body, "error", "code"), "budget_exceeded", "every category is stopped");
+    const conversation = await next().request("POST", "/v1/agents/conversations", { token: p.liveKey, body: {} });
+    const turn = await next().request("POST", `/v1/agents/conversations/${String(field(conversation.body, "id"))}/messages`, { token: p.liveKey, body: { content: "hi" } });
+    t.equal(turn.status, 402, "an agent turn too");
+    t.equal(fake.requests.length - providerCallsBefore, 11, "still no provider call");
     t.equal((await chat(p.testKey)).status, 200, "test keys are never stopped");
 
     const alerts = events.events.filter((e) => e.type === "budget.alert" && field(e.data, "project_id") === p.projectId);
