@@ -159,8 +159,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const ai = { router, usage: meter, billing };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
-    ...accountRoutes(accounts),
-    ...apiKeyRoutes(apiKeys),
+    ...accountRoutes(accounts, (ids) => ledger.usageToDate(ids)),
+    ...apiKeyRoutes(apiKeys, (ids) => ledger.usageToDate(ids)),
     ...modelRoutes(ai),
     ...chatRoutes(ai),
     ...embeddingRoutes(ai),

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import type { ApiKeyService } from "../../tenancy/api-keys.ts";
 import { defineRoute, json } from "../route.ts";
+import { usageToDateSchema, withUsageToDate, type ReadUsageToDate } from "../usage-to-date.ts";
 import { apiKeyRecordSchema, listOf, name, newApiKeySchema, pageQuery, scopeList } from "../schemas.ts";
 
 const createKeyBody = z
@@ -14,7 +15,8 @@ const createKeyBody = z
   })
   .strict();
 
-export function apiKeyRoutes(apiKeys: ApiKeyService) {
+/** `usageToDate` adds each key's usage to date to the list (absent: zeros). */
+export function apiKeyRoutes(apiKeys: ApiKeyService, usageToDate?: ReadUsageToDate) {
   return [
     defineRoute({
       method: "post",
@@ -34,9 +36,9 @@ export function apiKeyRoutes(apiKeys: ApiKeyService) {
       tag: "api-keys",
       auth: "session",
       query: pageQuery,
-      responses: { 200: listOf(apiKeyRecordSchema) },
+      responses: { 200: listOf(apiKeyRecordSchema.extend({ usage: usageToDateSchema })) },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await apiKeys.list(ctx.auth.userId, ctx.params.environment_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await withUsageToDate(await apiKeys.list(ctx.auth.userId, ctx.params.environment_id, ctx.query.limit, ctx.query.cursor), usageToDate)),
     }),
     defineRoute({
       method: "delete",

@@ -56,6 +56,11 @@ export function billingSuite(t: Test, target: BillingTarget): void {
       const groups = field(grouped.body, "groups") as { live: { cost_nanos: number } }[];
       t.equal(groups.reduce((s, g) => s + g.live.cost_nanos, 0), 20 * callNanos, `by ${by}: the groups add up to the total`);
     }
+    const environments = await next().request("GET", `/v1/projects/${p.projectId}/environments`, { token: user.token });
+    const production = (field(environments.body, "data") as { id: string; last_used_at: string | null; usage: { calls: number; cost_nanos: number } }[]).find((e) => e.id === p.productionEnvId);
+    t.match(production, { usage: { calls: 20, cost_nanos: 20 * callNanos }, last_used_at: String }, "environments show usage to date and last use");
+    const keys = await next().request("GET", `/v1/environments/${p.productionEnvId}/api-keys`, { token: user.token });
+    t.match(field(keys.body, "data", 0), { id: p.liveKeyId, usage: { calls: 20, cost_nanos: 20 * callNanos, cost_usd: Math.round((20 * callNanos) / 1000) / 1e6 }, last_used_at: String });
     const past = await usage(user.token, p.projectId, "?from=2020-01-01&to=2020-01-31");
     t.match(past.body, { live: { calls: 0 }, test: { calls: 0 } }, "another range: nothing");
     t.equal((await usage(user.token, p.projectId, "?from=2020-01-01&to=2022-01-31")).status, 400, "a range over 366 days is refused");
