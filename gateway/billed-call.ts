@@ -63,8 +63,13 @@ function reserved(billing: CallBilling, meter: UsageMeter, context: UsageContext
     bill: async (category, figures) => {
       done = true;
       const record = meter.build(context, category, figures);
-      await billing.settle(reservation, record);
-      // Also to the usual sinks (token limits); the ledger already has it and ignores the repeat.
+      try {
+        await billing.settle(reservation, record);
+      } catch {
+        // The ledger is unreachable: the answered call is not failed for it. The
+        // recorder below retries the record; the reservation expires on its own.
+      }
+      // Also to the usual sinks (the recorder, token limits); a ledger that already has it ignores the repeat.
       meter.emit(record);
     },
     abandon: async () => {
