@@ -1,8 +1,12 @@
 // The ledger embedded: lmdb under the data directory, for the single-process
-// mode. Each append is one synchronous lmdb transaction (so the idempotency
+// mode. Each append is one lmdb write transaction (so the idempotency
 // check, the counters and the alert claims change together, and survive a
 // crash once committed); reservations of calls in flight live in memory, as
 // the calls themselves do. The rules are those of the Redis scripts.
+// Appends use lmdb's batched write transactions: concurrent calls' appends
+// share one commit (one fsync) instead of one each, and each resolves once
+// that commit is durable. A settled reservation is dropped only then, so
+// spent + reserved never reads low in between.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
@@ -57,7 +61,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
 
   private add(key: string, by: number): number {
     const value = (this.counters.get(key) ?? 0) + by;
-    this.counters.putSync(key, value);
+    this.counters.put(key, value);
     return value;
   }
 
@@ -65,18 +69,18 @@ export class EmbeddedLedgerStore implements LedgerStore {
     this.add(`use\t${id}\tc`, record.cost_nanos);
     this.add(`use\t${id}\tn`, 1);
     const last = this.texts.get(`use\t${id}`);
-    if (last === undefined || last < record.created_at) this.texts.putSync(`use\t${id}`, record.created_at);
+    if (last === undefined || last < record.created_at) this.texts.put(`use\t${id}`, record.created_at);
   }
 
   async append(records: UsageRecord[], settle?: Reservation): Promise<BudgetAlert[]> {
     const alerts: BudgetAlert[] = [];
-    this.root.transactionSync(() => {
+    await this.root.transaction(() => {
       for (const r of records) {
         const id = `${r.project_id}\n${r.usage_key}`;
         if (this.ids.get(id)) continue;
-        this.ids.putSync(id, true);
+        this.ids.put(id, true);
         const period = periodOf(r.created_at);
-        this.entries.putSync([r.project_id, period, this.add("seq", 1)], r);
+        this.entries.put([r.project_id, period, this.add("seq", 1)], r);
         const field = `agg\t${r.project_id}\t${period}\t${rowKey(r)}`;
         this.add(`${field}\tc`, r.cost_nanos);
         this.add(`${field}\ti`, r.input_tokens);
@@ -100,9 +104,9 @@ export class EmbeddedLedgerStore implements LedgerStore {
     for (const threshold of budget.alert_thresholds) {
       const claim = `alert\t${r.project_id}\t${period}\t${threshold}`;
       if (spent < thresholdMark(budget, threshold) || this.texts.get(claim) !== undefined) continue;
-      this.texts.putSync(claim, String(spent));
+      this.texts.put(claim, String(spent));
       const alert: BudgetAlert = { organization_id: r.organization_id, project_id: r.project_id, period, threshold, limit_nanos: limitNanos(budget), spent_nanos: spent };
-      this.pending.putSync(`${r.project_id}:${period}:${threshold}`, alert);
+      this.pending.put(`${r.project_id}:${period}:${threshold}`, alert);
       alerts.push(alert);
     }
     return alerts;
