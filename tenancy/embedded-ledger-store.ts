@@ -160,21 +160,20 @@ export class EmbeddedLedgerStore implements LedgerStore {
     return this.counters.get(`spent\t${projectId}\t${period}`) ?? 0;
   }
 
-  async usageRows(projectId: string, periods: string[]): Promise<UsageRow[]> {
+  async usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]> {
     const rows = new Map<string, UsageRow>();
-    for (const period of periods) {
-      const prefix = `agg\t${projectId}\t${period}\t`;
-      for (const { key, value } of this.counters.getRange({ start: prefix, end: `${prefix}\uffff` })) {
-        const field = key.slice(prefix.length);
-        const cut = field.lastIndexOf("\t");
-        const rowId = field.slice(0, cut);
-        let row = rows.get(rowId);
-        if (!row) {
-          row = { ...parseRowKey(rowId), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units: 0, calls: 0 };
-          rows.set(rowId, row);
-        }
-        addCounter(row, field.slice(cut + 1), value);
+    // Periods sort as strings: one range scan over the months that have usage.
+    const prefix = `agg\t${projectId}\t`;
+    for (const { key, value } of this.counters.getRange({ start: `${prefix}${fromPeriod}\t`, end: `${prefix}${toPeriod}\t\uffff` })) {
+      const field = key.slice(prefix.length + "YYYY-MM\t".length);
+      const cut = field.lastIndexOf("\t");
+      const rowId = field.slice(0, cut);
+      let row = rows.get(rowId);
+      if (!row) {
+        row = { ...parseRowKey(rowId), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units: 0, calls: 0 };
+        rows.set(rowId, row);
       }
+      addCounter(row, field.slice(cut + 1), value);
     }
     return [...rows.values()];
   }

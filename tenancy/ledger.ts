@@ -80,8 +80,8 @@ export interface LedgerStore {
   getBudget(projectId: string): Promise<StoredBudget | undefined>;
   /** Live nano-dollars spent in a period. */
   spent(projectId: string, period: string): Promise<number>;
-  /** Aggregate rows of the months `periods`; the caller filters days. */
-  usageRows(projectId: string, periods: string[]): Promise<UsageRow[]>;
+  /** Aggregate rows of the months from `fromPeriod` to `toPeriod` (`YYYY-MM`, inclusive) that have usage; the caller filters days. */
+  usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]>;
   /** Usage to date per key or environment id (`key_…`/`env_…`). */
   usageToDate(ids: string[]): Promise<Map<string, UsageToDate>>;
   /** Alerts claimed but not yet acknowledged as published (a crash between the two). */

@@ -21,10 +21,10 @@ import {
   type UsageToDate,
 } from "./ledger.ts";
 
-const keysPerRecord = 7;
+const keysPerRecord = 8;
 
 // Per record: KEYS = ids, ledger list, aggregates, period counters, budget,
-// key usage, environment usage. After them: pending alerts, then the settled
+// key usage, environment usage, the project's set of periods with usage. After them: pending alerts, then the settled
 // reservation's period counters and expiry set (when ARGV[2] is not "").
 const appendScript = `
 local records = cjson.decode(ARGV[1])
@@ -49,6 +49,7 @@ for i, r in ipairs(records) do
     redis.call("HINCRBY", agg, r.f .. "\\tn", 1)
     bump(KEYS[b + 6], r)
     bump(KEYS[b + 7], r)
+    redis.call("SADD", KEYS[b + 8], r.period)
     if r.live == "1" then
       local bud = KEYS[b + 4]
       local spent = redis.call("HINCRBY", bud, "spent", r.c)
@@ -147,6 +148,9 @@ export class RedisLedgerStore implements LedgerStore {
   private use(id: string): string {
     return `${this.p}use:${id}`;
   }
+  private periods(projectId: string): string {
+    return `${this.p}periods:${projectId}`;
+  }
   private get pending(): string {
     return `${this.p}alerts-pending`;
   }
@@ -164,6 +168,7 @@ export class RedisLedgerStore implements LedgerStore {
         this.cfg(r.project_id),
         this.use(r.api_key_id),
         this.use(r.environment_id),
+        this.periods(r.project_id),
       );
       return {
         k: r.usage_key,
@@ -229,8 +234,10 @@ export class RedisLedgerStore implements LedgerStore {
     return Number((await this.redis.hget(this.bud(projectId, period), "spent")) ?? "0");
   }
 
-  async usageRows(projectId: string, periods: string[]): Promise<UsageRow[]> {
+  async usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]> {
     const rows = new Map<string, UsageRow>();
+    // Only the months that have usage: any range costs what the project used, not its length.
+    const periods = (await this.redis.smembers(this.periods(projectId))).filter((p) => p >= fromPeriod && p <= toPeriod);
     for (const period of periods) {
       const all = await this.redis.hgetall(this.agg(projectId, period));
       for (const [field, value] of Object.entries(all)) {

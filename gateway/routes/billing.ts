@@ -17,7 +17,7 @@ const totalsSchema = z.object({
 const usageQuery = z
   .object({
     from: z.iso.date().optional().describe("first day (UTC), inclusive; default: the first day of this month"),
-    to: z.iso.date().optional().describe("last day (UTC), inclusive; default: today; at most 366 days after from"),
+    to: z.iso.date().optional().describe("last day (UTC), inclusive; default: today (a to before from is an empty range)"),
     group_by: z.enum(groupByValues).optional(),
   })
   .strict();

@@ -59,7 +59,7 @@ export function ledgerSuite(t: Test, target: LedgerTarget): void {
     const reopened = await target.reopen(ledger);
     await reopened.append([once]);
     t.equal(await reopened.spent("prj_idem", "2026-03"), 3000, "a replay after a restart is still a no-op");
-    const rows = await reopened.usageRows("prj_idem", ["2026-03"]);
+    const rows = await reopened.usageRows("prj_idem", "2026-03", "2026-03");
     t.same(
       rows.map((r) => ({ day: r.day, calls: r.calls, cost: r.cost_nanos, live: r.live })),
       [{ day: "2026-03-15", calls: 3, cost: 3000, live: true }],
@@ -81,7 +81,7 @@ export function ledgerSuite(t: Test, target: LedgerTarget): void {
     for (let i = 0; i < records.length; i += 500) await ledger.append(records.slice(i, i + 500));
     const liveExact = records.filter((r) => r.live).reduce((s, r) => s + r.cost_nanos, 0);
     t.equal(await ledger.spent("prj_sum", "2026-03"), liveExact, "live spend to the nano-dollar");
-    const rows = await ledger.usageRows("prj_sum", ["2026-03"]);
+    const rows = await ledger.usageRows("prj_sum", "2026-03", "2026-03");
     t.equal(
       rows.reduce((s, r) => s + r.cost_nanos, 0),
       exact,
@@ -100,8 +100,12 @@ export function ledgerSuite(t: Test, target: LedgerTarget): void {
     const ledger = await target.create();
     await ledger.append([usage({ project_id: "prj_test", live: false, cost_nanos: 0 }), usage({ project_id: "prj_test", cost_nanos: 7 })]);
     t.equal(await ledger.spent("prj_test", "2026-03"), 7);
-    const rows = await ledger.usageRows("prj_test", ["2026-03"]);
+    const rows = await ledger.usageRows("prj_test", "2026-03", "2026-03");
     t.same(rows.map((r) => [r.live, r.calls]).sort(), [[false, 1], [true, 1]]);
+    await ledger.append([usage({ project_id: "prj_test", created_at: "2026-05-02T00:00:00.000Z" })]);
+    t.equal((await ledger.usageRows("prj_test", "2026-04", "2026-05")).length, 1, "a range reads its months only");
+    t.equal((await ledger.usageRows("prj_test", "0001-01", "9999-12")).length, 3, "any range");
+    t.same(await ledger.usageRows("prj_test", "2026-06", "2026-01"), [], "an empty range");
     await ledger.close();
   });
 

@@ -85,7 +85,7 @@ t.test("records land in the ledger durably, aggregated per project", async (t) =
   await ledger.close();
 
   const reopened = new EmbeddedLedgerStore(dir);
-  const calls = async (project: string) => (await reopened.usageRows(project, ["2026-01"])).reduce((n, r) => n + r.calls, 0);
+  const calls = async (project: string) => (await reopened.usageRows(project, "2026-01", "2026-01")).reduce((n, r) => n + r.calls, 0);
   t.equal(await calls("prj_a"), 334);
   t.equal(await calls("prj_b"), 666);
   let liveNanos = 0;
