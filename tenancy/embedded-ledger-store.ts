@@ -18,6 +18,7 @@ import {
   periodOf,
   rowKey,
   thresholdMark,
+  unitsMicro,
   type BudgetAlert,
   type LedgerStore,
   type Reservation,
@@ -85,7 +86,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
         this.add(`${field}\tc`, r.cost_nanos);
         this.add(`${field}\ti`, r.input_tokens);
         this.add(`${field}\to`, r.output_tokens);
-        this.add(`${field}\tu`, r.units);
+        this.add(`${field}\tu`, unitsMicro(r));
         this.add(`${field}\tn`, 1);
         this.touch(r.api_key_id, r);
         this.touch(r.environment_id, r);
@@ -170,7 +171,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
       const rowId = field.slice(0, cut);
       let row = rows.get(rowId);
       if (!row) {
-        row = { ...parseRowKey(rowId), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units: 0, calls: 0 };
+        row = { ...parseRowKey(rowId), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units_micro: 0, calls: 0 };
         rows.set(rowId, row);
       }
       addCounter(row, field.slice(cut + 1), value);

@@ -44,7 +44,8 @@ export interface UsageRow {
   cost_nanos: number;
   input_tokens: number;
   output_tokens: number;
-  units: number;
+  /** Per-unit usage (megapixels, seconds, characters) in millionths: fractional units summed as integers. */
+  units_micro: number;
   calls: number;
 }
 
@@ -114,12 +115,17 @@ export function parseRowKey(key: string): Pick<UsageRow, "day" | "live" | "categ
   return { day, live: live === "1", category, model, environment_id, api_key_id };
 }
 
-/** Adds one counter (c cost, i/o tokens, u units, n calls) of an aggregate field to its row. */
+/** A record's units in millionths, the integer the counters add. */
+export function unitsMicro(record: UsageRecord): number {
+  return Math.round(record.units * 1_000_000);
+}
+
+/** Adds one counter (c cost, i/o tokens, u units in millionths, n calls) of an aggregate field to its row. */
 export function addCounter(row: UsageRow, counter: string, value: number): void {
   if (counter === "c") row.cost_nanos += value;
   else if (counter === "i") row.input_tokens += value;
   else if (counter === "o") row.output_tokens += value;
-  else if (counter === "u") row.units += value;
+  else if (counter === "u") row.units_micro += value;
   else if (counter === "n") row.calls += value;
 }
 

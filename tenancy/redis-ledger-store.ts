@@ -12,6 +12,7 @@ import {
   periodOf,
   rowKey,
   thresholdMark,
+  unitsMicro,
   type BudgetAlert,
   type LedgerStore,
   type Reservation,
@@ -177,7 +178,7 @@ export class RedisLedgerStore implements LedgerStore {
         c: String(r.cost_nanos),
         i: String(r.input_tokens),
         o: String(r.output_tokens),
-        u: String(r.units),
+        u: String(unitsMicro(r)),
         live: r.live ? "1" : "0",
         t: r.created_at,
         org: r.organization_id,
@@ -245,7 +246,7 @@ export class RedisLedgerStore implements LedgerStore {
         const key = field.slice(0, cut);
         let row = rows.get(key);
         if (!row) {
-          row = { ...parseRowKey(key), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units: 0, calls: 0 };
+          row = { ...parseRowKey(key), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units_micro: 0, calls: 0 };
           rows.set(key, row);
         }
         addCounter(row, field.slice(cut + 1), Number(value));

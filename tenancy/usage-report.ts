@@ -39,12 +39,12 @@ function add(sum: Sum, row: UsageRow): void {
   sum.calls += BigInt(row.calls);
   sum.input += BigInt(row.input_tokens);
   sum.output += BigInt(row.output_tokens);
-  sum.units += BigInt(row.units);
+  sum.units += BigInt(row.units_micro);
 }
 
 function totals(sum: Sum): UsageTotals {
   const nanos = Number(sum.cost);
-  return { cost_usd: usd(nanos), cost_nanos: nanos, calls: Number(sum.calls), input_tokens: Number(sum.input), output_tokens: Number(sum.output), units: Number(sum.units) };
+  return { cost_usd: usd(nanos), cost_nanos: nanos, calls: Number(sum.calls), input_tokens: Number(sum.input), output_tokens: Number(sum.output), units: Number(sum.units) / 1_000_000 };
 }
 
 function groupKey(row: UsageRow, by: GroupBy): string {

@@ -109,6 +109,14 @@ export function ledgerSuite(t: Test, target: LedgerTarget): void {
     await ledger.close();
   });
 
+  t.test(`${target.name}: fractional units (megapixels, seconds) are summed as integer millionths`, async (t) => {
+    const ledger = await target.create();
+    await ledger.append([usage({ project_id: "prj_units", category: "images", units: 1.048576 }), usage({ project_id: "prj_units", category: "images", units: 2.5 })]);
+    const rows = await ledger.usageRows("prj_units", "2026-03", "2026-03");
+    t.same(rows.map((r) => [r.calls, r.units_micro]), [[2, 3_548_576]]);
+    await ledger.close();
+  });
+
   t.test(`${target.name}: admits while spent + reserved < limit; settling swaps the reservation for the real cost`, async (t) => {
     const ledger = await target.create();
     const project = `prj_res_${target.name}_${Date.now()}`;
