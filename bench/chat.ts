@@ -14,8 +14,13 @@
 // taking turns with the others, so the cost of recording shows side by side.
 // Targets (issue 7): added p50 ≤ 0.25 ms, p99 ≤ 1 ms at 1,000 req/s;
 // Troupe ≥ 50 % of the pass-through at saturation.
+// Budgets (issue 14): "Troupe" calls with a live key of a project without a
+// budget; two more targets call the same Troupe with live keys of a project
+// with a budget (alerts only) and of one with a hard limit (never reached),
+// so the three overheads print side by side. --redis=URL runs Troupe on
+// Redis (the hard limit then costs two script round trips per call).
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--redis=URL]
 // (--seconds: per round at the fixed rate, and per target at saturation.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
@@ -114,6 +119,7 @@ if (role === "upstream") {
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
     DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000",
+    ...(process.env["BENCH_REDIS_URL"] ? { REDIS_URL: process.env["BENCH_REDIS_URL"] } : {}),
     TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-bench-chat-")),
     OPENAI_API_KEY: "sk-bench",
     OPENAI_BASE_URL: `${process.env["BENCH_UPSTREAM"] ?? ""}/v1`,
@@ -181,24 +187,23 @@ async function orchestrate(): Promise<void> {
     const upstream = await start({ BENCH_CHAT_ROLE: "upstream" }, "world");
     const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
     const passthrough = await start({ BENCH_CHAT_ROLE: "passthrough", BENCH_UPSTREAM: upstreamUrl });
-    const troupe = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0" });
+    const troupeEnv = {
+      BENCH_CHAT_ROLE: "troupe",
+      BENCH_UPSTREAM: upstreamUrl,
+      BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0",
+      BENCH_REDIS_URL: args.get("redis") ?? "",
+    };
+    const troupe = await start(troupeEnv);
     const metricsPort = await freePort();
-    const troupeMetrics = await start({ BENCH_CHAT_ROLE: "troupe", BENCH_UPSTREAM: upstreamUrl, BENCH_NO_USAGE: args.has("no-usage") ? "1" : "0", BENCH_METRICS_PORT: String(metricsPort) });
-    const signup = await fetch(`http://127.0.0.1:${troupe.port}/v1/auth/signup`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: `bench-chat-${Date.now()}@example.test`, password: "benchmark-password" }),
-    });
-    const key = ((await signup.json()) as { environments: { test_key?: { key: string } }[] }).environments[1]?.test_key?.key;
-    if (!key) throw new Error("signup returned no test key");
-    // The metrics-on Troupe has its own data dir: its own signup, the same request otherwise.
-    const signupMetrics = await fetch(`http://127.0.0.1:${troupeMetrics.port}/v1/auth/signup`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: `bench-chat-metrics-${Date.now()}@example.test`, password: "benchmark-password" }),
-    });
-    const metricsKey = ((await signupMetrics.json()) as { environments: { test_key?: { key: string } }[] }).environments[1]?.test_key?.key;
-    if (!metricsKey) throw new Error("signup (metrics on) returned no test key");
+    const troupeMetrics = await start({ ...troupeEnv, BENCH_METRICS_PORT: String(metricsPort) });
+    const { liveKeyFor } = await import("./lib/bench-account.ts");
+    const account = await liveKeyFor(`http://127.0.0.1:${troupe.port}`);
+    const key = await account.project(undefined);
+    // A budget far above what the run spends: the cost measured is the check, never a 402.
+    const budgetKey = await account.project({ monthly_limit_usd: 1_000_000, hard_limit: false });
+    const hardKey = await account.project({ monthly_limit_usd: 1_000_000, hard_limit: true });
+    // The metrics-on Troupe has its own data dir: its own account, the same request otherwise.
+    const metricsKey = await (await liveKeyFor(`http://127.0.0.1:${troupeMetrics.port}`)).project(undefined);
 
     const chatBody = (stream: boolean) =>
       JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", stream, messages: [{ role: "user", content: "Hello there, how are you today?" }] });
@@ -213,6 +218,8 @@ async function orchestrate(): Promise<void> {
       { name: "bare uWS + undici pass-through", port: passthrough.port, spec: spec(false, false) },
       { name: "Troupe", port: troupe.port, spec: spec(false, true) },
       { name: "Troupe + metrics", port: troupeMetrics.port, spec: spec(false, true, metricsKey) },
+      { name: "Troupe, budget (alerts only)", port: troupe.port, spec: spec(false, true, budgetKey) },
+      { name: "Troupe, hard limit", port: troupe.port, spec: spec(false, true, hardKey) },
     ];
     // Sanity: Troupe really answers through the upstream.
     const check = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST", headers: targets[2]!.spec.headers, body: targets[2]!.spec.body! });

@@ -42,6 +42,8 @@ export interface TroupeErrorOptions {
   details?: unknown;
   /** Seconds, rendered as the Retry-After header (429, 503). */
   retryAfterSeconds?: number;
+  /** Further response headers (a 429's X-RateLimit-*). */
+  headers?: [string, string][];
   cause?: unknown;
 }
 
@@ -50,6 +52,7 @@ export class TroupeError extends Error {
   readonly status: number;
   readonly details: unknown;
   readonly retryAfterSeconds: number | undefined;
+  readonly headers: [string, string][] | undefined;
 
   constructor(code: ErrorCode, message?: string, options: TroupeErrorOptions = {}) {
     super(message ?? errorCatalog[code].message, { cause: options.cause });
@@ -58,6 +61,7 @@ export class TroupeError extends Error {
     this.status = errorCatalog[code].status;
     this.details = options.details;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.headers = options.headers;
   }
 }
 

@@ -1,13 +1,17 @@
 // The one step that admits a request (STYLE.md §12), shared by the HTTP
 // routes (server.ts) and the WebSocket upgrades (ws-route.ts): the
 // credential the route's auth mode takes, then for API keys the route's
-// scope and the key's rate limit. A later check (project budgets) is one
-// more entry in `keyChecks`, so both transports get it at once.
+// scope and the key's rate limits, whose window the answer carries (the
+// X-RateLimit-* headers). Project budgets need the request body (a call's
+// reservation is its estimated cost), so they are checked by the AI routes
+// once the body is parsed (gateway/billed-call.ts), still before any
+// provider call.
 //
 // The answer is typed by the auth mode (`AuthFor`): a session route gets a
 // SessionAuth, an api_key route an ApiKeyAuth. This is the only place the
 // credential kind is checked against the declaration; handlers rely on it.
 import { TroupeError } from "../core/errors.ts";
+import type { RateLimitWindow } from "../tenancy/key-rate-limit.ts";
 import type { ApiKeyRecord } from "../tenancy/types.ts";
 import type { ApiKeyAuth, AuthContext, SessionAuth } from "./auth-context.ts";
 import type { Authenticator } from "./authenticate.ts";
@@ -31,9 +35,9 @@ export interface AdmissionPolicy<A extends AuthMode = AuthMode> {
   scope?: Scope;
 }
 
-/** Per-key request limit; synchronous when the count is in process (the hot path). */
+/** Per-key limits; synchronous when the count is in process (the hot path). Returns the window for the headers. */
 export interface RateLimiter {
-  checkRateLimit(key: ApiKeyRecord): void | Promise<void>;
+  checkRateLimit(key: ApiKeyRecord): RateLimitWindow | void | Promise<RateLimitWindow | void>;
 }
 
 export interface Admission {
@@ -45,18 +49,15 @@ export interface Admission {
   admit<A extends AuthMode>(policy: AdmissionPolicy<A>, method: string, headers: Record<string, string>): AuthFor<A> | Promise<AuthFor<A>>;
 }
 
-/** A check on an admitted API key; throws to refuse. */
-type KeyCheck = (policy: AdmissionPolicy, key: ApiKeyRecord) => void | Promise<void>;
-
 export function createAdmission(authenticator: Authenticator, rateLimiter: RateLimiter): Admission {
-  // In order: scope first, so a key without the scope does not spend its rate limit.
-  const keyChecks: readonly KeyCheck[] = [checkScope, (_policy, key) => rateLimiter.checkRateLimit(key)];
-
   const afterCredential = (policy: AdmissionPolicy, auth: AuthContext): AuthContext | Promise<AuthContext> => {
     if (!takes(policy.auth, auth)) throw new TroupeError("forbidden", `this endpoint does not take a ${auth.kind} credential`);
     if (auth.kind !== "api_key") return auth;
-    const pending = runChecks(keyChecks, policy, auth.key);
-    return pending ? pending.then(() => auth) : auth;
+    // In order: scope first, so a key without the scope does not spend its rate limit.
+    checkScope(policy, auth.key);
+    const window = rateLimiter.checkRateLimit(auth.key);
+    if (window instanceof Promise) return window.then((w) => withWindow(auth, w));
+    return withWindow(auth, window);
   };
 
   return {
@@ -69,12 +70,9 @@ export function createAdmission(authenticator: Authenticator, rateLimiter: RateL
   };
 }
 
-/** Runs the checks in order, synchronously until one needs I/O; the rest then wait for it. */
-function runChecks(checks: readonly KeyCheck[], policy: AdmissionPolicy, key: ApiKeyRecord): void | Promise<void> {
-  for (const [i, check] of checks.entries()) {
-    const pending = check(policy, key);
-    if (pending) return pending.then(() => runChecks(checks.slice(i + 1), policy, key));
-  }
+/** A new auth object per request: the authenticator's may be shared. */
+function withWindow(auth: ApiKeyAuth, window: RateLimitWindow | void): ApiKeyAuth {
+  return window ? { kind: "api_key", key: auth.key, rateLimit: window } : auth;
 }
 
 function takes(mode: AuthMode, auth: AuthContext): boolean {

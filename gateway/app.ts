@@ -49,11 +49,10 @@ import { createJobActor, type JobActorDefinition } from "../actors/job/job-actor
 import { JobDirectory } from "../actors/job/directory.ts";
 import { storeJobEventBus, type JobEventBus } from "../actors/job/events.ts";
 import { narrator } from "../actors/job/narration.ts";
-import { storeBilling } from "../actors/job/store-billing.ts";
 import { createLimiter } from "../actors/job/compose-limit.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../media/video-compose.ts";
 import { videoNeed } from "../providers/video-routing.ts";
-import type { EventPublisher } from "../core/organization-events.ts";
+import { DeferredPublisher, type EventPublisher } from "../core/organization-events.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { attachJobEvents, jobEventsRoute } from "./job-events-ws.ts";
@@ -74,6 +73,11 @@ import type { ConsoleSources } from "./console/console-data.ts";
 import { readSnapshots, SnapshotPublisher, takeSnapshot } from "./console/replica-snapshots.ts";
 import { usageTodayFromRecords } from "./console/usage-today.ts";
 import { jobsInFlight } from "./console/jobs-in-flight.ts";
+// Billing (issue 14): ledger, budgets, usage API.
+import { Billing } from "../tenancy/billing.ts";
+import { createLedgerStore } from "../tenancy/create-ledger-store.ts";
+import { UsageReports } from "../tenancy/usage-report.ts";
+import { billingRoutes } from "./routes/billing.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -102,6 +106,7 @@ export interface TroupeServices {
   metrics: Metrics;
   /** OpenTelemetry spans (no-op when OTEL_EXPORTER_OTLP_ENDPOINT is unset). */
   tracing: Tracing;
+  billing: Billing;
 }
 
 export interface StartOptions {
@@ -112,6 +117,8 @@ export interface StartOptions {
   usage?: UsageSink;
   /** The console's per-organization sections (jobs, webhooks, budgets; usage defaults to the stored records). */
   consoleSources?: ConsoleSources;
+  /** Where budget.alert events go (the webhooks' publisher); default: nowhere. */
+  events?: EventPublisher;
   /** Extra routes (tests register probes for the auth pipeline this way). */
   extraRoutes?: (services: TroupeServices) => RouteDefinition[];
   /** Where job.completed/job.failed go (the webhooks); default: nowhere. */
@@ -153,8 +160,16 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const router = options.router ?? createRouter(config.providers);
   const observer = attemptObserver(metrics, tracing);
   if (observer) router.observeAttempts(observer);
-  const recorder = options.usage ? undefined : new UsageRecorder(store, log);
-  const usage: UsageSink = meteredUsage(options.usage ?? (recorder as UsageRecorder), metrics);
+  const ledger = await createLedgerStore(config);
+  // Emitters (budgets, jobs) are built before the webhook publisher, which needs the actor host they
+  // register on: they publish through this, connected to the publisher once it exists.
+  const deferredPublisher = new DeferredPublisher();
+  const billing = new Billing({ ledger, store, clock, log, events: options.events ?? deferredPublisher });
+  await billing.start();
+  const recorder = options.usage ? undefined : new UsageRecorder(billing.write, log);
+  const recorded: UsageSink = options.usage ?? (recorder as UsageRecorder);
+  // Every record also counts into its key's tokens-per-minute window.
+  const usage: UsageSink = meteredUsage({ record: (u) => (recorded.record(u), apiKeys.limits.record(u)) }, metrics);
 
   const indexModel = router.catalogue.get(config.vectors.indexModel);
   const dimensions = indexModel?.capabilities.dimensions;
@@ -163,11 +178,12 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   }
   const vectors = await createVectorIndex(config.vectors, { dataDir: config.dataDir, dimensions, logger: log });
   await vectors.open();
-  const embed: Embedder = async (texts, purpose, signal) => {
+  const embed: Embedder = async (texts, purpose, signal, onUsage) => {
     const result = await router.embed(
       { model: config.vectors.indexModel, routing_strategy: "manual", input: texts, input_type: purpose === "query" ? "search_query" : "search_document" },
       { signal },
     );
+    onUsage?.(result);
     return result.embeddings;
   };
   const orgIndex = new OrgIndex(vectors, embed, clock);
@@ -177,7 +193,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const meter = new UsageMeter(router.catalogue, usage, () => clock.now());
   const conversation = createConversationActor({
     chat: (request, signal) => router.chat(request, { signal }),
-    recordUsage: (payer, requestId, result) => meter.record({ ...payer, request_id: requestId }, "agents", result),
+    recordUsage: (payer, requestId, category, figures, call) => meter.record({ ...payer, request_id: requestId, call }, category, figures),
     memory: orgIndex,
     directory,
     events,
@@ -207,13 +223,12 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     media,
     catalogue: router.catalogue,
     // A test's usage collector sees job records too; otherwise they are written durably and idempotently.
-    bill: options.bill ?? (options.usage ? async (record) => usage.record(record) : storeBilling(store, () => clock.now())),
+    bill: options.bill ?? (options.usage ? async (record) => usage.record(record) : (record) => billing.bill(record)),
     log,
     now: () => clock.now(),
     directory: jobDirectory,
     events: jobEvents,
-    // The webhook publisher needs the actor host, which needs this definition: resolved once both exist.
-    publisher: { publish: (event) => publisher.publish(event) },
+    publisher: options.publisher ?? deferredPublisher,
     watchdogMs: config.jobs.watchdogMs,
     whenReady: () => listeningPromise,
     metrics,
@@ -229,6 +244,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const webhookPublisher = new WebhookPublisher({ actors, actor: webhook, directory: webhookDirectory });
   // Tests may collect events instead of delivering them.
   const publisher: EventPublisher = options.publisher ?? webhookPublisher;
+  deferredPublisher.connect(webhookPublisher);
   await actors.start();
   metrics.addSources({ breakers: () => router.breakerStates(), activeActors: () => actors.runtimeActiveActors() });
   dispatcher.attach((id, results) => callActor(actors, webhook, id, "settle", { results }));
@@ -238,23 +254,25 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...{ job, jobDirectory, jobEvents },
     ...{ publisher, webhook },
     ...{ metrics, tracing },
+    billing,
   };
-  const ai = { router, usage: meter };
+  const ai = { router, usage: meter, billing };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
-    ...accountRoutes(accounts),
-    ...apiKeyRoutes(apiKeys),
+    ...accountRoutes(accounts, (ids) => ledger.usageToDate(ids)),
+    ...apiKeyRoutes(apiKeys, (ids) => ledger.usageToDate(ids)),
     ...modelRoutes(ai),
     ...chatRoutes(ai),
     ...embeddingRoutes(ai),
-    ...vectorIndexRoutes({ index: orgIndex }),
+    ...vectorIndexRoutes({ index: orgIndex, usage: meter }),
     ...visionRoutes(ai),
     ...translationRoutes(ai),
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
-    ...agentRoutes({ actors, conversation, directory, router }),
+    ...agentRoutes({ actors, conversation, directory, router, billing }),
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media }),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
+    ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];
@@ -341,6 +359,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
         await actors.stop();
         await directory.flush();
         await recorder?.close();
+        billing.stop();
+        await ledger.close();
         await router.close();
         await vectors.close();
         apiKeys.stop();

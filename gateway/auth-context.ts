@@ -1,4 +1,5 @@
 // Who is calling: the credential the gateway resolved for a request.
+import type { RateLimitWindow } from "../tenancy/key-rate-limit.ts";
 import type { ApiKeyRecord } from "../tenancy/types.ts";
 
 export interface SessionAuth {
@@ -15,6 +16,8 @@ export interface SessionAuth {
 export interface ApiKeyAuth {
   kind: "api_key";
   key: ApiKeyRecord;
+  /** The key's rate-limit window after admitting this request (X-RateLimit-* headers). */
+  rateLimit?: RateLimitWindow;
 }
 
 export type AuthContext = SessionAuth | ApiKeyAuth | { kind: "none" };

@@ -58,6 +58,8 @@ export class ResponseState {
   done = false;
   /** The status written (0 until then): what the request metrics and spans record. */
   status = 0;
+  /** Headers every answer to this request carries, whatever it is (an API key's X-RateLimit-*). */
+  headers: [string, string][] | undefined;
   private controller: AbortController | undefined;
   private listeners: (() => void)[] | undefined;
 
@@ -137,6 +139,7 @@ export function writeJson(res: HttpResponse, state: ResponseState, status: numbe
     res.writeStatus(statusLine(status));
     res.writeHeader("x-request-id", requestId);
     res.writeHeader("content-type", "application/json");
+    if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
     res.end(body);
   });
 }
@@ -168,6 +171,7 @@ export function writeResponse(
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [name, value] of headers) res.writeHeader(name, value);
+    if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
     if (status === 204) res.endWithoutBody(0, closeConnection);
     else res.end(body, closeConnection);
   });

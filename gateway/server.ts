@@ -18,6 +18,7 @@ import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
+import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
 import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
 
 export interface GatewayOptions {
@@ -107,6 +108,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       ["x-request-id", requestId],
     ];
     if (troupe.retryAfterSeconds !== undefined) headers.push(["retry-after", String(troupe.retryAfterSeconds)]);
+    // Refused at admission (429): the error carries the window; later, the state does.
+    if (troupe.headers && !state.headers) headers.push(...troupe.headers);
     writeResponse(res, state, troupe.status, headers, JSON.stringify(errorBody(troupe, requestId)), closeConnection);
   };
 
@@ -195,6 +198,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Awaits only when something is not already in memory (cold key, Redis).
       const admitted = options.admission.admit(route, req.method, req.headers);
       const auth: AuthContext = admitted instanceof Promise ? await admitted : admitted;
+      if (auth.kind === "api_key" && auth.rateLimit) state.headers = rateLimitHeaders(auth.rateLimit);
       let body: unknown;
       if (bodyPromise) {
         const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);

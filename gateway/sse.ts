@@ -31,6 +31,7 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
     res.writeHeader("cache-control", "no-cache");
     res.writeHeader("x-request-id", requestId);
     res.writeHeader("x-accel-buffering", "no");
+    if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
   };
   state.onAbort(() => wake?.());
 

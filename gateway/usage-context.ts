@@ -6,10 +6,13 @@ import type { Router } from "../providers/router.ts";
 import type { Payer, UsageContext, UsageMeter } from "../providers/usage.ts";
 import type { ApiKeyRecord } from "../tenancy/types.ts";
 import type { AuthContext } from "./auth-context.ts";
+import type { CallBilling } from "./billed-call.ts";
 
 export interface AiRouteDeps {
   router: Router;
   usage: UsageMeter;
+  /** Budgets and reservations (absent: every call is only recorded). */
+  billing?: CallBilling | undefined;
 }
 
 /** Who pays for a call: the calling key's organization, project and environment. */

@@ -21,7 +21,15 @@ export interface UsageRecord {
   /** Per-unit categories (images, seconds); 0 for token-priced calls. */
   units: number;
   cost_usd: number;
+  /** The same cost in integer nano-dollars: what the ledger sums (floats drift over millions of records). */
+  cost_nanos: number;
   request_id: string;
+  /**
+   * The ledger's idempotency key: the request id, plus the call's number when
+   * one request makes several billed calls (an agent turn's model calls), so
+   * a retried or replayed record is billed once and distinct calls never merge.
+   */
+  usage_key: string;
   created_at: string;
 }
 
@@ -48,6 +56,8 @@ export interface Payer {
  */
 export interface UsageContext extends Payer {
   request_id: string;
+  /** Numbers the billed calls of one request (an agent turn's model calls); absent for one-call requests. */
+  call?: number | undefined;
 }
 
 /** What the call itself reports; chat, embedding, vision and translation results all fit as they are. */
@@ -62,6 +72,8 @@ export interface UsageFigures {
 export function usageRecord(catalogue: Catalogue, context: UsageContext, category: UsageCategory, call: UsageFigures, nowMs: number): UsageRecord {
   const output = call.output_tokens ?? 0;
   const units = call.units ?? 0;
+  // Test keys reach the same providers but are recorded unbilled (spec §5).
+  const costUsd = context.live ? catalogue.priceOf(call.model, { input_tokens: call.input_tokens, output_tokens: output, units }) : 0;
   return {
     organization_id: context.organization_id,
     project_id: context.project_id,
@@ -74,8 +86,11 @@ export function usageRecord(catalogue: Catalogue, context: UsageContext, categor
     input_tokens: call.input_tokens,
     output_tokens: output,
     units,
-    cost_usd: catalogue.priceOf(call.model, { input_tokens: call.input_tokens, output_tokens: output, units }),
+    cost_usd: costUsd,
+    // priceOf rounds to the nano-dollar, so this recovers its integer exactly.
+    cost_nanos: Math.round(costUsd * 1e9),
     request_id: context.request_id,
+    usage_key: context.call === undefined ? context.request_id : `${context.request_id}#${context.call}`,
     created_at: new Date(nowMs).toISOString(),
   };
 }
@@ -94,6 +109,20 @@ export class UsageMeter {
     this.catalogue = catalogue;
     this.sink = sink;
     this.now = now;
+  }
+
+  /** The priced record of a call, for callers that bill it themselves (a reserved call settles its reservation with it). */
+  build(context: UsageContext, category: UsageCategory, call: UsageFigures): UsageRecord {
+    return usageRecord(this.catalogue, context, category, call, this.now());
+  }
+
+  /** Hands an already built record to the sink (a settled call: the ledger ignores the repeat, other sinks count it). Never throws. */
+  emit(record: UsageRecord): void {
+    try {
+      this.sink.record(record);
+    } catch {
+      // As in record(): the sink logs its own errors.
+    }
   }
 
   /** Records one call; a call without a context (a session, not an API key) is not billed. Never throws. */

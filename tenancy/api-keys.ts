@@ -14,7 +14,7 @@ import type { Logger } from "../core/log.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import { displayPrefix, newApiKey, sha256 } from "./key-format.ts";
 import { KeyCache, toRecord } from "./key-cache.ts";
-import { checkKeyRateLimit } from "./key-rate-limit.ts";
+import { KeyLimits, type RateLimitWindow } from "./key-rate-limit.ts";
 import { KeyRevocations, revocationMessageSchema, type RevocationMessage } from "./key-revocations.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
 import type { StoreOp, DataStore } from "./data-store.ts";
@@ -33,6 +33,8 @@ export class ApiKeyService {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly cache: KeyCache;
+  /** Requests and tokens per minute; also the UsageSink that counts billed tokens. */
+  readonly limits: KeyLimits;
   private sweeper: NodeJS.Timeout | undefined;
   /** Connections opened with a key, closed when it is revoked. */
   readonly revocations = new KeyRevocations();
@@ -44,6 +46,7 @@ export class ApiKeyService {
     this.clock = clock;
     this.log = log;
     this.cache = new KeyCache(store, config, clock, log);
+    this.limits = new KeyLimits(store);
   }
 
   /** Subscribes to revocations broadcast by every replica (this one included). */
@@ -83,7 +86,7 @@ export class ApiKeyService {
     this.revocations.revoked(message.key_id);
   }
 
-  private build(input: { name: string; scopes: string[]; live: boolean; rateLimitPerMinute?: number | undefined }, env: Environment, now: number) {
+  private build(input: { name: string; scopes: string[]; live: boolean; rateLimitPerMinute?: number | undefined; tokenLimitPerMinute?: number | undefined }, env: Environment, now: number) {
     const key = newApiKey(this.config.apiKeyPrefix, input.live);
     const stored: StoredApiKey = {
       id: prefixedId("key", now),
@@ -95,6 +98,7 @@ export class ApiKeyService {
       project_id: env.project_id,
       organization_id: env.organization_id,
       rate_limit_per_minute: input.rateLimitPerMinute ?? this.config.defaultRateLimitPerMinute,
+      token_limit_per_minute: input.tokenLimitPerMinute ?? null,
       created_at: isoTime(now),
       last_used_at: null,
       revoked_at: null,
@@ -120,10 +124,14 @@ export class ApiKeyService {
     return { env, membership };
   }
 
-  async create(userId: string, environmentId: string, input: { name: string; scopes: string[]; live: boolean; rate_limit_per_minute?: number | undefined }) {
+  async create(
+    userId: string,
+    environmentId: string,
+    input: { name: string; scopes: string[]; live: boolean; rate_limit_per_minute?: number | undefined; token_limit_per_minute?: number | undefined },
+  ) {
     const { env, membership } = await this.environmentFor(userId, environmentId);
     requireRole(membership, "admin", "creating API keys");
-    const built = this.build({ ...input, rateLimitPerMinute: input.rate_limit_per_minute }, env, this.clock.now());
+    const built = this.build({ ...input, rateLimitPerMinute: input.rate_limit_per_minute, tokenLimitPerMinute: input.token_limit_per_minute }, env, this.clock.now());
     await this.store.apply(built.ops);
     return built.created;
   }
@@ -162,9 +170,9 @@ export class ApiKeyService {
     return this.cache.authenticate(presented);
   }
 
-  /** Per-key requests-per-minute limit (see key-rate-limit.ts). */
-  checkRateLimit(record: ApiKeyRecord): void | Promise<void> {
-    return checkKeyRateLimit(this.store, record);
+  /** Per-key requests- and tokens-per-minute limits (see key-rate-limit.ts). */
+  checkRateLimit(record: ApiKeyRecord): RateLimitWindow | Promise<RateLimitWindow> {
+    return this.limits.check(record);
   }
 }
 

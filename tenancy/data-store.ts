@@ -69,10 +69,10 @@ export interface DataStore {
   apply(ops: StoreOp[]): Promise<void>;
   /** Newest first (highest score first). */
   page(indexKey: string, limit: number, cursor?: string | null): Promise<IndexPage>;
-  /** Increments a fixed-window counter; returns the count in this window and ms until it resets. */
-  hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }>;
+  /** Adds `by` (default 1; 0 reads) to a fixed-window counter; returns the count in this window and ms until it resets. */
+  hit(counterKey: string, windowMs: number, by?: number): Promise<{ count: number; resetInMs: number }>;
   /** The same, synchronously, for stores that count in process (the embedded one). */
-  hitLocal?(counterKey: string, windowMs: number): { count: number; resetInMs: number };
+  hitLocal?(counterKey: string, windowMs: number, by?: number): { count: number; resetInMs: number };
   /**
    * Atomically: refuses while the key still owes its wait (backoffWaitMs after
    * its last admitted attempt), otherwise counts one attempt. Counting at

@@ -137,11 +137,11 @@ export class EmbeddedDataStore implements DataStore {
     };
   }
 
-  async hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }> {
-    return this.hitLocal(counterKey, windowMs);
+  async hit(counterKey: string, windowMs: number, by = 1): Promise<{ count: number; resetInMs: number }> {
+    return this.hitLocal(counterKey, windowMs, by);
   }
 
-  hitLocal(counterKey: string, windowMs: number): { count: number; resetInMs: number } {
+  hitLocal(counterKey: string, windowMs: number, by = 1): { count: number; resetInMs: number } {
     const now = this.clock.now();
     let counter = this.counters.get(counterKey);
     if (!counter || counter.resetAt <= now) {
@@ -149,7 +149,7 @@ export class EmbeddedDataStore implements DataStore {
       this.counters.set(counterKey, counter);
       if (this.counters.size > 100_000) this.sweepCounters(now);
     }
-    counter.count += 1;
+    counter.count += by;
     return { count: counter.count, resetInMs: counter.resetAt - now };
   }
 

@@ -44,8 +44,7 @@ return false
 `;
 
 const hitScript = `
-local count = redis.call("INCR", KEYS[1])
-if count == 1 then redis.call("PEXPIRE", KEYS[1], ARGV[1]) end
+local count = redis.call("INCRBY", KEYS[1], ARGV[2])
 local ttl = redis.call("PTTL", KEYS[1])
 if ttl < 0 then
   redis.call("PEXPIRE", KEYS[1], ARGV[1])
@@ -81,7 +80,7 @@ type RedisWithScripts = Redis & {
   troupeApply(...keysThenArgs: string[]): Promise<string | null>;
   troupeBackoff(key: string, now: number, free: number, baseMs: number, capMs: number, forgetMs: number): Promise<[number, number, number]>;
   troupeRefund(key: string): Promise<number>;
-  troupeHit(key: string, windowMs: number): Promise<[number, number]>;
+  troupeHit(key: string, windowMs: number, by: number): Promise<[number, number]>;
 };
 
 export class RedisDataStore implements DataStore {
@@ -175,8 +174,8 @@ export class RedisDataStore implements DataStore {
     return { members: items.map((m) => m.member), nextCursor: hasMore && last ? encodeCursor(last.score, last.member) : null };
   }
 
-  async hit(counterKey: string, windowMs: number): Promise<{ count: number; resetInMs: number }> {
-    const [count, ttl] = await this.redis.troupeHit(`${this.prefix}rl:${counterKey}`, windowMs);
+  async hit(counterKey: string, windowMs: number, by = 1): Promise<{ count: number; resetInMs: number }> {
+    const [count, ttl] = await this.redis.troupeHit(`${this.prefix}rl:${counterKey}`, windowMs, by);
     return { count, resetInMs: ttl };
   }
 

@@ -58,6 +58,8 @@ export const apiKeyRecordSchema = z.object({
   project_id: z.string(),
   organization_id: z.string(),
   rate_limit_per_minute: z.number().int(),
+  /** Input + output tokens per minute; null: no token limit. Keys stored before this field have none. */
+  token_limit_per_minute: z.number().int().nullable().default(null),
   created_at: z.string(),
   last_used_at: z.string().nullable(),
   revoked_at: z.string().nullable(),

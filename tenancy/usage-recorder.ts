@@ -1,16 +1,12 @@
 // The production UsageSink: every AI call's usage record is buffered in
-// memory and written to the tenancy store off the request path (never
-// delaying a response). Each flush is one document holding its records
-// (`usage-batch:<id>`), indexed under every project it contains
-// (`project-usage:<project>`), so billing reads a project's records back by
-// batch. One write per flush keeps the cost per call to a few microseconds at
-// thousands of calls per second. A failed flush is retried with the next one.
-// The clock and the flush timer are injected so tests control time.
-import { systemClock, type Clock } from "../core/clock.ts";
+// memory and appended to the usage ledger off the request path (never
+// delaying a response). One ledger append per flush keeps the cost per call
+// to a few microseconds at thousands of calls per second. A failed flush is
+// retried with the next one; the ledger is idempotent on each record's
+// usage_key, so a flush retried after a partial failure never bills twice.
+// The flush timer is injected so tests control time.
 import type { Logger } from "../core/log.ts";
-import { prefixedId } from "../core/ids.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
-import type { StoreOp, DataStore } from "./data-store.ts";
 
 export const flushEveryMs = 200;
 /** After a failed flush: back off so a failing store is not hammered. */
@@ -26,25 +22,25 @@ const timerSchedule: ScheduleFlush = (run, ms) => {
 };
 
 export interface UsageRecorderOptions {
-  clock?: Clock;
   schedule?: ScheduleFlush;
 }
 
+/** Where a flushed batch goes: the ledger's append (billing-service.ts adds the budget alerts). */
+export type WriteUsage = (batch: UsageRecord[]) => Promise<void>;
+
 export class UsageRecorder implements UsageSink {
-  private readonly store: DataStore;
+  private readonly write: WriteUsage;
   private readonly log: Logger;
   private buffer: UsageRecord[] = [];
-  private readonly clock: Clock;
   private readonly schedule: ScheduleFlush;
   /** Cancels the pending flush; undefined when none is scheduled. */
   private cancelFlush: (() => void) | undefined;
   private flushing: Promise<void> | undefined;
   dropped = 0;
 
-  constructor(store: DataStore, log: Logger, options: UsageRecorderOptions = {}) {
-    this.store = store;
+  constructor(write: WriteUsage, log: Logger, options: UsageRecorderOptions = {}) {
+    this.write = write;
     this.log = log;
-    this.clock = options.clock ?? systemClock;
     this.schedule = options.schedule ?? timerSchedule;
   }
 
@@ -65,11 +61,7 @@ export class UsageRecorder implements UsageSink {
     const batch = this.buffer;
     if (batch.length === 0) return;
     this.buffer = [];
-    const id = prefixedId("usb");
-    const score = this.clock.now();
-    const ops: StoreOp[] = [{ op: "put", key: `usage-batch:${id}`, value: batch }];
-    for (const project of new Set(batch.map((u) => u.project_id))) ops.push({ op: "index", key: `project-usage:${project}`, member: id, score });
-    this.flushing = this.store.apply(ops).catch((error: unknown) => {
+    this.flushing = this.write(batch).catch((error: unknown) => {
       this.log.warn("usage flush failed; will retry", { records: batch.length, error });
       this.buffer = batch.concat(this.buffer);
       this.cancelFlush ??= this.schedule(() => void this.flush(), retryFlushAfterMs);

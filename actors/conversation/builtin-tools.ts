@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { isTroupeError } from "../../core/errors.ts";
 import type { ToolDefinition } from "../../providers/types.ts";
-import type { OrgIndex } from "../../vectors/org-index.ts";
+import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
 import { MAX_TOP_K } from "../../vectors/vector-index.ts";
 import { generateVideoTool } from "../job/video-request.ts";
 
@@ -54,6 +54,8 @@ export interface BuiltinToolContext {
   organizationId: string;
   conversationId: string;
   signal?: AbortSignal | undefined;
+  /** Bills the memory tools' embedding calls to the turn's payer. */
+  onEmbedded?: OnEmbedded | undefined;
 }
 
 /** Runs one built-in tool call; returns the tool message content (JSON text). */
@@ -62,13 +64,13 @@ export async function runBuiltinTool(name: string, args: Record<string, unknown>
     if (name === "search_memory") {
       const parsed = searchArgs.safeParse(args);
       if (!parsed.success) return JSON.stringify({ error: `invalid arguments: ${z.prettifyError(parsed.error)}` });
-      const results = await ctx.memory.search(ctx.organizationId, parsed.data.query, parsed.data.top_k ?? DEFAULT_MEMORY_TOP_K, undefined, ctx.signal);
+      const results = await ctx.memory.search(ctx.organizationId, parsed.data.query, parsed.data.top_k ?? DEFAULT_MEMORY_TOP_K, undefined, ctx.signal, ctx.onEmbedded);
       return JSON.stringify({ results: results.map((r) => ({ id: r.id, content: r.content, metadata: r.metadata, distance: r.distance })) });
     }
     if (name === "remember") {
       const parsed = rememberArgs.safeParse(args);
       if (!parsed.success) return JSON.stringify({ error: `invalid arguments: ${z.prettifyError(parsed.error)}` });
-      const { id } = await ctx.memory.add(ctx.organizationId, parsed.data.content, { kind: "memory", conversation_id: ctx.conversationId }, ctx.signal);
+      const { id } = await ctx.memory.add(ctx.organizationId, parsed.data.content, { kind: "memory", conversation_id: ctx.conversationId }, ctx.signal, ctx.onEmbedded);
       return JSON.stringify({ stored: true, id });
     }
     return JSON.stringify({ error: `unknown built-in tool ${name}` });

@@ -2,6 +2,8 @@
 // state shape and transitions; the model loop lives in turn-loop.ts. Every
 // method checks the caller's organization, so another tenant's id is 404.
 import { createHash } from "node:crypto";
+import type { UsageFigures } from "../../providers/usage.ts";
+import type { EmbeddingUsage } from "../../vectors/org-index.ts";
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
@@ -39,7 +41,12 @@ export type TurnPayer = z.infer<typeof payerSchema>;
 export interface ConversationActorDeps {
   chat: TurnDeps["chat"];
   /** Called once per model call of a turn; must not throw or block. */
-  recordUsage?(payer: TurnPayer, requestId: string, result: ChatResult): void;
+  /**
+   * Called once per billed call of a turn (model calls, and the memory tools'
+   * embedding calls); `call` numbers them from 0, so each gets its own ledger
+   * key under the one request id. Must not throw or block.
+   */
+  recordUsage?(payer: TurnPayer, requestId: string, category: "agents" | "embeddings", figures: UsageFigures, call: number): void;
   memory: TurnDeps["memory"];
   directory: ConversationDirectory;
   events: ConversationEventBus;
@@ -125,14 +132,16 @@ export function createConversationActor(deps: ConversationActorDeps) {
   /** Runs the loop, publishing as it goes; the directory learns the outcome. */
   const continueTurn = async (ctx: TurnCtx, data: ConversationData, payer: TurnPayer | undefined, requestId: string, before = data.status): Promise<Conversation> => {
     const publishMessage = (message: AgentMessage) => deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+    let call = 0;
     try {
       await runTurn(data, {
         chat: async (request, signal) => {
           const result = await deps.chat(request, signal);
-          if (payer) deps.recordUsage?.(payer, requestId, result);
+          if (payer) deps.recordUsage?.(payer, requestId, "agents", result, call++);
           return result;
         },
         memory: deps.memory,
+        ...(payer ? { onEmbedded: (usage: EmbeddingUsage) => deps.recordUsage?.(payer, requestId, "embeddings", usage, call++) } : {}),
         newId: () => ctx.ids.uuid(),
         now: () => now(ctx),
         onMessage: publishMessage,
@@ -260,7 +269,8 @@ export function createConversationActor(deps: ConversationActorDeps) {
           data.pending_tool_call_ids = [];
           data.updated_at = now(ctx);
           try {
-            return await continueTurn(ctx, data, pending.payer ?? undefined, pending.request_id, "generating_media");
+            // The rest of the turn bills under its own key: the calls before the video were numbered from 0 under the request id.
+            return await continueTurn(ctx, data, pending.payer ?? undefined, `${pending.request_id}:after-video`, "generating_media");
           } catch (error) {
             // The model failed to answer: the result stays in the history and
             // the conversation is idle again, never stuck in generating_media.

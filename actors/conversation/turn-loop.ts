@@ -6,7 +6,7 @@
 // assistant message saying so, never a stuck status.
 import type { ChatMessage, ChatRequest } from "../../providers/chat-request.ts";
 import type { ChatResult } from "../../providers/types.ts";
-import type { OrgIndex } from "../../vectors/org-index.ts";
+import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
 import { builtinToolNames, GENERATE_VIDEO, offeredBuiltinTools, runBuiltinTool } from "./builtin-tools.ts";
 import type { AgentMessage, ConversationData } from "./types.ts";
 
@@ -15,6 +15,8 @@ export const MAX_MODEL_STEPS_PER_TURN = 8;
 export interface TurnDeps {
   chat(request: ChatRequest, signal?: AbortSignal): Promise<ChatResult>;
   memory: OrgIndex;
+  /** Bills the memory tools' embedding calls. */
+  onEmbedded?: OnEmbedded;
   newId(): string;
   now(): string;
   /** Called as each message is appended and when the status changes. */
@@ -70,6 +72,7 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
           organizationId: data.owner.organization_id,
           conversationId: data.id,
           signal: deps.signal,
+          onEmbedded: deps.onEmbedded,
         });
         append({ id: deps.newId(), role: "tool", content: output, tool_calls: null, tool_call_id: call.id });
       } else if (customNames.has(call.name)) {

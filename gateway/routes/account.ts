@@ -3,6 +3,7 @@
 import { z } from "zod";
 import type { AccountService } from "../../tenancy/accounts.ts";
 import { defineRoute, json } from "../route.ts";
+import { usageToDateSchema, withUsageToDate, type ReadUsageToDate } from "../usage-to-date.ts";
 import { text } from "../../core/text-schema.ts";
 import {
   email,
@@ -21,7 +22,8 @@ import {
 
 const named = z.object({ name }).strict();
 
-export function accountRoutes(accounts: AccountService) {
+/** `usageToDate` adds each environment's usage to date and last use to its list (absent: zeros). */
+export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageToDate) {
   return [
     defineRoute({
       method: "get",
@@ -91,10 +93,10 @@ export function accountRoutes(accounts: AccountService) {
       tag: "environments",
       auth: "session",
       query: pageQuery,
-      responses: { 200: listOf(environmentSchema) },
+      responses: { 200: listOf(environmentSchema.extend({ last_used_at: z.string().nullable(), usage: usageToDateSchema })) },
       errors: ["not_found"],
       handler: async (ctx) =>
-        json(200, await accounts.orgs.listEnvironments(ctx.auth.userId, ctx.params.project_id, ctx.query.limit, ctx.query.cursor)),
+        json(200, await withUsageToDate(await accounts.orgs.listEnvironments(ctx.auth.userId, ctx.params.project_id, ctx.query.limit, ctx.query.cursor), usageToDate)),
     }),
     defineRoute({
       method: "post",

@@ -14,6 +14,8 @@ import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import type { Router } from "../../providers/router.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
+import type { ApiKeyRecord } from "../../tenancy/types.ts";
+import type { CallBilling } from "../billed-call.ts";
 import { payerOf } from "../usage-context.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
@@ -22,6 +24,20 @@ export interface AgentRouteDeps {
   conversation: ConversationActorDefinition;
   directory: ConversationDirectory;
   router: Router;
+  /** Budgets: a hard-limited project's turn starts only while it is under its limit. */
+  billing?: CallBilling | undefined;
+}
+
+/**
+ * A turn makes several model calls whose number is not known up front, each
+ * billed as it ends: a hard-limited project's turn is admitted on what is
+ * spent and reserved (nothing reserved for itself), so 402 comes before the
+ * first provider call.
+ */
+async function admitTurn(deps: AgentRouteDeps, key: ApiKeyRecord): Promise<void> {
+  const pending = deps.billing?.admit(payerOf(key), () => 0);
+  const reservation = pending ? await pending : undefined;
+  if (reservation && deps.billing) await deps.billing.settle(reservation, undefined);
 }
 
 /** Longest user message accepted (characters); the body cap still applies. */
@@ -120,17 +136,20 @@ export function agentRoutes(deps: AgentRouteDeps) {
       scope: "agents",
       body: messageBody,
       responses: { 200: conversationSchema },
-      errors: ["not_found", "conflict", "provider_error", "provider_timeout", "no_provider_available"],
-      handler: async (ctx) =>
-        json(
+      errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"],
+      handler: async (ctx) => {
+        const id = conversationId(ctx.params.id);
+        await admitTurn(deps, ctx.auth.key);
+        return json(
           200,
-          await callActor(actors, conversation, conversationId(ctx.params.id), "postMessage", {
+          await callActor(actors, conversation, id, "postMessage", {
             organization_id: ctx.auth.key.organization_id,
             content: ctx.body.content,
             payer: payerOf(ctx.auth.key),
             request_id: ctx.requestId,
           }),
-        ),
+        );
+      },
     }),
     defineRoute({
       method: "post",
@@ -141,17 +160,20 @@ export function agentRoutes(deps: AgentRouteDeps) {
       scope: "agents",
       body: toolOutputsBody,
       responses: { 200: conversationSchema },
-      errors: ["not_found", "conflict", "provider_error", "provider_timeout", "no_provider_available"],
-      handler: async (ctx) =>
-        json(
+      errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"],
+      handler: async (ctx) => {
+        const id = conversationId(ctx.params.id);
+        await admitTurn(deps, ctx.auth.key);
+        return json(
           200,
-          await callActor(actors, conversation, conversationId(ctx.params.id), "submitToolOutputs", {
+          await callActor(actors, conversation, id, "submitToolOutputs", {
             organization_id: ctx.auth.key.organization_id,
             outputs: ctx.body.outputs,
             payer: payerOf(ctx.auth.key),
             request_id: ctx.requestId,
           }),
-        ),
+        );
+      },
     }),
   ];
 }

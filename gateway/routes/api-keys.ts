@@ -2,6 +2,7 @@
 import { z } from "zod";
 import type { ApiKeyService } from "../../tenancy/api-keys.ts";
 import { defineRoute, json } from "../route.ts";
+import { usageToDateSchema, withUsageToDate, type ReadUsageToDate } from "../usage-to-date.ts";
 import { apiKeyRecordSchema, listOf, name, newApiKeySchema, pageQuery, scopeList } from "../schemas.ts";
 
 const createKeyBody = z
@@ -10,10 +11,12 @@ const createKeyBody = z
     scopes: scopeList.default([]),
     live: z.boolean().default(false),
     rate_limit_per_minute: z.number().int().min(1).max(10_000_000).optional(),
+    token_limit_per_minute: z.number().int().min(1).max(1_000_000_000).optional().describe("input + output tokens per minute; default: no token limit"),
   })
   .strict();
 
-export function apiKeyRoutes(apiKeys: ApiKeyService) {
+/** `usageToDate` adds each key's usage to date to the list (absent: zeros). */
+export function apiKeyRoutes(apiKeys: ApiKeyService, usageToDate?: ReadUsageToDate) {
   return [
     defineRoute({
       method: "post",
@@ -33,9 +36,9 @@ export function apiKeyRoutes(apiKeys: ApiKeyService) {
       tag: "api-keys",
       auth: "session",
       query: pageQuery,
-      responses: { 200: listOf(apiKeyRecordSchema) },
+      responses: { 200: listOf(apiKeyRecordSchema.extend({ usage: usageToDateSchema })) },
       errors: ["not_found"],
-      handler: async (ctx) => json(200, await apiKeys.list(ctx.auth.userId, ctx.params.environment_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await withUsageToDate(await apiKeys.list(ctx.auth.userId, ctx.params.environment_id, ctx.query.limit, ctx.query.cursor), usageToDate)),
     }),
     defineRoute({
       method: "delete",

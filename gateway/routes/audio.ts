@@ -12,6 +12,7 @@ import { speaks, speechRequestSchema, synthesizeSpeech, voiceSchema } from "../.
 import { transcribeAudio, transcribes, transcriptionRequestSchema } from "../../providers/transcription.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { defineRoute, json } from "../route.ts";
+import { estimateNanos, runBilled } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export type MediaRouteDeps = AiRouteDeps & { media: MediaDeps };
@@ -40,17 +41,21 @@ export function audioRoutes(deps: MediaRouteDeps) {
       scope: "audio",
       body: speechBody,
       responses: { 200: speechResponseSchema },
-      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
         const organizationId = ctx.auth.key.organization_id;
-        const r = await synthesizeSpeech(deps.router, ctx.body, { signal: ctx.signal });
-        const [file] = await rehostAll(deps.media, [{ kind: "bytes", ...r.audio }], {
-          organizationId,
-          provider: r.provider,
-          accept: ["audio/"],
-          check: (bytes) => (bytes.length < 16 ? "the audio is empty" : undefined),
-        });
-        deps.usage.record(usageContextOf(ctx), "audio", { model: r.model, provider: r.provider, input_tokens: 0, units: r.characters });
+        const estimate = () => estimateNanos(deps.router.catalogue, "audio", ctx.body.model, { input_tokens: 0, units: ctx.body.text.length });
+        const synthesize = async () => {
+          const r = await synthesizeSpeech(deps.router, ctx.body, { signal: ctx.signal });
+          const [file] = await rehostAll(deps.media, [{ kind: "bytes", ...r.audio }], {
+            organizationId,
+            provider: r.provider,
+            accept: ["audio/"],
+            check: (bytes) => (bytes.length < 16 ? "the audio is empty" : undefined),
+          });
+          return { r, file };
+        };
+        const { r, file } = await runBilled(deps, usageContextOf(ctx), "audio", estimate, synthesize, ({ r }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters }));
         return json(200, { audio: deps.media.fileUrl(file!.id), model: r.model, provider: r.provider });
       },
     }),
@@ -63,7 +68,7 @@ export function audioRoutes(deps: MediaRouteDeps) {
       scope: "audio",
       body: transcriptionBody,
       responses: { 200: transcriptionResponseSchema },
-      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
         // Plan first: an unknown or unfit model is refused before anything is downloaded.
         deps.router.plan(ctx.body.model, ctx.body.routing_strategy, { category: "audio", media: transcribes });
@@ -75,9 +80,13 @@ export function audioRoutes(deps: MediaRouteDeps) {
           throw new TroupeError("invalid_request", `audio_url cannot be used: ${e.message}`, { details: [{ path: "audio_url", message: e.message, reason: e.reason }] });
         }
         const bytes = { bytes: audio.body, contentType: audio.contentType };
-        const r = await transcribeAudio(deps.router, ctx.body, bytes, { signal: ctx.signal });
-        const seconds = r.durationSeconds ?? (await audioDurationSeconds(audio.body)) ?? 0;
-        deps.usage.record(usageContextOf(ctx), "audio", { model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });
+        // The duration is known only after the download: admitted on what is spent (nothing reserved).
+        const transcribe = async () => {
+          const r = await transcribeAudio(deps.router, ctx.body, bytes, { signal: ctx.signal });
+          return { r, seconds: r.durationSeconds ?? (await audioDurationSeconds(audio.body)) ?? 0 };
+        };
+        const figures = ({ r, seconds }: Awaited<ReturnType<typeof transcribe>>) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });
+        const { r } = await runBilled(deps, usageContextOf(ctx), "audio", () => 0, transcribe, figures);
         return json(200, { text: r.text, model: r.model, provider: r.provider });
       },
     }),

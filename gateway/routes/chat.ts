@@ -8,6 +8,8 @@ import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { chatRequestSchema } from "../../providers/chat-request.ts";
 import { chatResultSchema, isFinish, type StreamEvent } from "../../providers/types.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
+import { countChatInputTokens } from "../../providers/tokens.ts";
+import { admitCall, estimateNanos, type BilledCall } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 /**
@@ -18,7 +20,13 @@ import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 const chatCompletionBodySchema = chatRequestSchema.extend({ stream: z.boolean().default(false) });
 type ChatCompletionBody = z.infer<typeof chatCompletionBodySchema>;
 
-async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBody, undefined>): Promise<typeof streamed> {
+/** The most this request may cost: its input plus max_tokens of output (DESIGN.md §4 Budgets). */
+function chatEstimate(deps: AiRouteDeps, body: ChatCompletionBody): number {
+  const input = countChatInputTokens(body.messages, body.tools);
+  return estimateNanos(deps.router.catalogue, "text", body.model, { input_tokens: input, output_tokens: body.max_tokens ?? 0 });
+}
+
+async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBody, undefined>, call: BilledCall): Promise<typeof streamed> {
   const events = deps.router.chatStream(ctx.body, { signal: ctx.signal });
   // Planning and the first upstream event happen before the response starts,
   // so invalid requests and unavailable providers still get their HTTP status.
@@ -27,11 +35,13 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBod
   let event: StreamEvent | undefined = first.done ? undefined : first.value;
   try {
     while (event !== undefined) {
-      await sse.send(event);
       if (isFinish(event)) {
-        deps.usage.record(usageContextOf(ctx), "chat", event);
+        // Billed before the client learns the call ended, so its next call sees it spent.
+        await call.bill("chat", event);
+        await sse.send(event);
         break;
       }
+      await sse.send(event);
       if (sse.closed) break;
       const next = await events.next();
       event = next.done ? undefined : next.value;
@@ -43,6 +53,7 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBod
   } finally {
     // Stops the upstream when the client left or we stopped early.
     await events.return(undefined).catch(() => undefined);
+    await call.abandon();
   }
   sse.done();
   return streamed;
@@ -62,11 +73,25 @@ export function chatRoutes(deps: AiRouteDeps) {
       body,
       responses: { 200: chatResultSchema },
       streams: true,
-      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
-        if (ctx.body.stream) return streamChat(deps, ctx);
-        const result = await deps.router.chat(ctx.body, { signal: ctx.signal });
-        deps.usage.record(usageContextOf(ctx), "chat", result);
+        const call = await admitCall(deps.billing, deps.usage, usageContextOf(ctx), () => chatEstimate(deps, ctx.body));
+        if (ctx.body.stream) {
+          try {
+            return await streamChat(deps, ctx, call);
+          } catch (error) {
+            await call.abandon();
+            throw error;
+          }
+        }
+        let result;
+        try {
+          result = await deps.router.chat(ctx.body, { signal: ctx.signal });
+        } catch (error) {
+          await call.abandon();
+          throw error;
+        }
+        await call.bill("chat", result);
         return json(200, result);
       },
     }),

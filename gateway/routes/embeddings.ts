@@ -4,6 +4,8 @@ import { z } from "zod";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { embeddingRequestSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
+import { countTokens } from "../../providers/tokens.ts";
+import { estimateNanos, runBilled } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export const embeddingResponseSchema = z.object({
@@ -25,14 +27,18 @@ export function embeddingRoutes(deps: AiRouteDeps) {
       scope: "embeddings",
       body,
       responses: { 200: embeddingResponseSchema },
-      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
         const input = typeof ctx.body.input === "string" ? [ctx.body.input] : ctx.body.input;
-        const r = await deps.router.embed(
-          { model: ctx.body.model, routing_strategy: ctx.body.routing_strategy, input, dimensions: ctx.body.dimensions },
-          { signal: ctx.signal },
+        const estimate = () => estimateNanos(deps.router.catalogue, "embedding", ctx.body.model, { input_tokens: input.reduce((n, text) => n + countTokens(text), 0) });
+        const r = await runBilled(
+          deps,
+          usageContextOf(ctx),
+          "embeddings",
+          estimate,
+          () => deps.router.embed({ model: ctx.body.model, routing_strategy: ctx.body.routing_strategy, input, dimensions: ctx.body.dimensions }, { signal: ctx.signal }),
+          (result) => result,
         );
-        deps.usage.record(usageContextOf(ctx), "embeddings", r);
         return json(200, { embeddings: r.embeddings, dimensions: r.dimensions, model: r.model, provider: r.provider });
       },
     }),

@@ -4,6 +4,8 @@ import { z } from "zod";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { translate, translationRequestSchema } from "../../providers/translation.ts";
 import { defineRoute, json } from "../route.ts";
+import { countTokens } from "../../providers/tokens.ts";
+import { estimateNanos, runBilled } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export const translationResponseSchema = z.object({
@@ -26,10 +28,12 @@ export function translationRoutes(deps: AiRouteDeps) {
       scope: "translation",
       body,
       responses: { 200: translationResponseSchema },
-      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
-        const r = await translate(deps.router, ctx.body, { signal: ctx.signal });
-        deps.usage.record(usageContextOf(ctx), "translation", r);
+        // A translation's output is about as long as its input.
+        const tokens = countTokens(ctx.body.text);
+        const estimate = () => estimateNanos(deps.router.catalogue, "translation", ctx.body.model, { input_tokens: tokens, output_tokens: tokens });
+        const r = await runBilled(deps, usageContextOf(ctx), "translation", estimate, () => translate(deps.router, ctx.body, { signal: ctx.signal }), (result) => result);
         return json(200, { text: r.text, source_language: r.source_language, target_language: r.target_language, model: r.model, provider: r.provider });
       },
     }),

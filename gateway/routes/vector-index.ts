@@ -2,7 +2,10 @@
 // organization-scoped index, always embedded with the one configured index
 // model (routing manual), so every vector in it has one dimension.
 import { z } from "zod";
-import type { OrgIndex } from "../../vectors/org-index.ts";
+import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
+import type { UsageMeter } from "../../providers/usage.ts";
+import type { AuthContext } from "../auth-context.ts";
+import { usageContextOf } from "../usage-context.ts";
 import { MAX_CONTENT_CHARS } from "../../vectors/org-index.ts";
 import { text } from "../../core/text-schema.ts";
 import { MAX_TOP_K } from "../../vectors/vector-index.ts";
@@ -30,7 +33,13 @@ const recordSchema = z.object({
   distance: z.number(),
 });
 
-export function vectorIndexRoutes(deps: { index: OrgIndex }) {
+/** `usage` bills the embedding call of each add and search to the calling key (absent: not billed). */
+export function vectorIndexRoutes(deps: { index: OrgIndex; usage?: UsageMeter }) {
+  const billTo = (ctx: { auth: AuthContext; requestId: string }): OnEmbedded | undefined => {
+    const meter = deps.usage;
+    if (!meter) return undefined;
+    return (usage) => meter.record(usageContextOf(ctx), "embeddings", usage);
+  };
   return [
     defineRoute({
       method: "post",
@@ -43,7 +52,7 @@ export function vectorIndexRoutes(deps: { index: OrgIndex }) {
       responses: { 200: z.object({ id: z.string() }) },
       // Size and depth caps (400 naming content or metadata) and the organization's quota (403): vectors/vector-index.ts.
       errors: ["quota_exceeded", "service_unavailable", "provider_error"],
-      handler: async (ctx) => json(200, await deps.index.add(ctx.auth.key.organization_id, ctx.body.content, ctx.body.metadata, ctx.signal)),
+      handler: async (ctx) => json(200, await deps.index.add(ctx.auth.key.organization_id, ctx.body.content, ctx.body.metadata, ctx.signal, billTo(ctx))),
     }),
     defineRoute({
       method: "post",
@@ -55,7 +64,7 @@ export function vectorIndexRoutes(deps: { index: OrgIndex }) {
       body: searchBody,
       responses: { 200: z.object({ results: z.array(recordSchema) }) },
       errors: ["service_unavailable", "provider_error"],
-      handler: async (ctx) => json(200, { results: await deps.index.search(ctx.auth.key.organization_id, ctx.body.query, ctx.body.top_k, undefined, ctx.signal) }),
+      handler: async (ctx) => json(200, { results: await deps.index.search(ctx.auth.key.organization_id, ctx.body.query, ctx.body.top_k, undefined, ctx.signal, billTo(ctx)) }),
     }),
   ];
 }

@@ -4,6 +4,8 @@ import { z } from "zod";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { analyzeImage, visionRequestSchema } from "../../providers/vision.ts";
 import { defineRoute, json } from "../route.ts";
+import { countTokens } from "../../providers/tokens.ts";
+import { estimateNanos, runBilled } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export const visionResponseSchema = z.object({
@@ -26,10 +28,11 @@ export function visionRoutes(deps: AiRouteDeps) {
       scope: "vision",
       body,
       responses: { 200: visionResponseSchema },
-      errors: ["provider_error", "no_provider_available", "provider_timeout"],
+      errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
-        const r = await analyzeImage(deps.router, ctx.body, { signal: ctx.signal });
-        deps.usage.record(usageContextOf(ctx), "vision", r);
+        // The prompt plus one image (85 tokens, as counted for chat); the output is unknown before the call.
+        const estimate = () => estimateNanos(deps.router.catalogue, "vision", ctx.body.model, { input_tokens: countTokens(ctx.body.prompt) + 85 });
+        const r = await runBilled(deps, usageContextOf(ctx), "vision", estimate, () => analyzeImage(deps.router, ctx.body, { signal: ctx.signal }), (result) => result);
         return json(200, r);
       },
     }),

@@ -31,8 +31,11 @@ t.test("every model call of a turn is a usage record of the calling key", async 
   const before = usage.length;
   const res = await troupe.request("POST", `/v1/agents/conversations/${id}/messages`, { token: a.testKey, body: { content: "remember: usage is tracked; then answer" } });
   t.equal(res.status, 200);
-  const records = usage.slice(before);
+  const all = usage.slice(before);
+  t.equal(all.filter((r) => r.category === "embeddings").length, 1, "the remember tool's embedding is billed too");
+  const records = all.filter((r) => r.category === "agents");
   t.equal(records.length, 2, "two model steps, two records");
+  t.equal(new Set(all.map((r) => r.usage_key)).size, 3, "each billed call has its own ledger key");
   t.ok(records.every((r) => r.category === "agents" && r.organization_id === a.orgId && r.live === false && r.provider === "simulated"), JSON.stringify(records[0]));
   t.ok(records.every((r) => r.request_id === res.headers.get("x-request-id")), "records carry the request id");
   t.ok(records.every((r) => r.input_tokens > 0 && r.output_tokens >= 0));

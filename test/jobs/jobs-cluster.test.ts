@@ -8,7 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { RedisDataStore } from "../../tenancy/redis-data-store.ts";
+import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
 import { startLumaFake } from "../fakes/video-fakes.ts";
 import { LocalCluster, repoDir, requireDaprPrerequisites } from "../support/dapr-cluster.ts";
 import { testS3 } from "../support/minio.ts";
@@ -43,7 +43,7 @@ const cluster = new LocalCluster({
   },
   redisUrl: redis.url,
 });
-const store = new RedisDataStore(redis.url);
+const store = new RedisLedgerStore(redis.url);
 t.teardown(async () => {
   await cluster.stop();
   await store.close();

@@ -2,14 +2,14 @@
 // directory every job continues from its last recorded step and completes;
 // no segment is submitted twice to the provider (counted in the Luma fake,
 // which lives in this test process and outlives the killed gateway) and
-// each scene is billed exactly once (read back from the store afterwards).
+// each scene is billed exactly once (read back from the ledger afterwards).
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { systemClock } from "../../core/clock.ts";
-import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
+import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import { startLumaFake } from "../fakes/video-fakes.ts";
 import { freePort, waitFor } from "../support/net.ts";
 import { request, signup } from "../support/troupe.ts";
@@ -71,7 +71,7 @@ t.test("jobs killed mid-way complete after a restart: no segment submitted twice
   child.kill("SIGTERM");
   await new Promise((resolve) => child.once("exit", resolve));
 
-  const store = new EmbeddedDataStore(dataDir, systemClock);
+  const store = new EmbeddedLedgerStore(dataDir);
   try {
     const usage = await projectUsage(store, user.projectId);
     for (const j of jobs) {

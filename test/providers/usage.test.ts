@@ -35,8 +35,10 @@ t.test("a call's context and figures become one priced record", async (t) => {
       input_tokens: 1_000_000,
       output_tokens: 500_000,
       units: 0,
-      cost_usd: catalogue.priceOf("gpt-4.1-mini", { input_tokens: 1_000_000, output_tokens: 500_000, units: 0 }),
+      cost_usd: 1.2,
+      cost_nanos: 1_200_000_000,
       request_id: "req_42",
+      usage_key: "req_42",
       created_at: "2026-01-02T03:04:05.000Z",
     },
   ]);
@@ -44,6 +46,18 @@ t.test("a call's context and figures become one priced record", async (t) => {
 
   meter.record(context, "embeddings", { model: "text-embedding-3-small", provider: "openai", input_tokens: 7 });
   t.match(records[1], { category: "embeddings", input_tokens: 7, output_tokens: 0, units: 0, request_id: "req_42" });
+
+  // An agent turn numbers its model calls: one request id, distinct ledger keys.
+  meter.record({ ...context, call: 0 }, "agents", result);
+  meter.record({ ...context, call: 1 }, "agents", result);
+  t.same(records.slice(2).map((r) => r.usage_key), ["req_42#0", "req_42#1"]);
+});
+
+t.test("a test key's call is recorded with cost 0", async (t) => {
+  const records: UsageRecord[] = [];
+  const meter = new UsageMeter(catalogue, { record: (u) => void records.push(u) });
+  meter.record({ ...context, live: false }, "chat", { model: "gpt-4.1-mini", provider: "openai", input_tokens: 1000, output_tokens: 10 });
+  t.match(records, [{ live: false, cost_usd: 0, cost_nanos: 0, input_tokens: 1000 }]);
 });
 
 t.test("no context (a session call): nothing recorded", async (t) => {

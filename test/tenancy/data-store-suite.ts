@@ -93,6 +93,9 @@ export function storeSuite(t: Test, factory: StoreFactory): void {
     t.equal(short.count, 1);
     await new Promise((r) => setTimeout(r, 200));
     t.equal((await store.hit("short", 100)).count, 1, "window reset");
+    t.equal((await store.hit("tokens", 60_000, 250)).count, 250, "adds `by` (tokens)");
+    t.equal((await store.hit("tokens", 60_000, 0)).count, 250, "0 reads");
+    t.equal((await store.hit("tokens", 60_000, 50)).count, 300);
     await store.close();
   });
 

@@ -1,0 +1,106 @@
+// How an AI route runs a billed call against its project's budget (DESIGN.md
+// §4 Budgets): admit (a hard-limited live project reserves the call's
+// estimated cost, or the call is 402 before any provider call), run, then
+// bill. A reserved call is billed by settling its reservation at the real
+// cost before the response is sent, so the next call (on any replica) sees
+// it spent; every other call is recorded off the request path as before.
+import { priceOf, type Catalogue, type Category, type ModelEntry } from "../providers/catalogue.ts";
+import type { Payer, UsageCategory, UsageContext, UsageFigures, UsageMeter, UsageRecord } from "../providers/usage.ts";
+import type { Reservation } from "../tenancy/ledger.ts";
+
+/** What a route needs of billing (tenancy/billing.ts implements it). */
+export interface CallBilling {
+  admit(payer: Payer, estimateNanos: () => number): undefined | Promise<Reservation | undefined>;
+  settle(reservation: Reservation, record: UsageRecord | undefined): Promise<void>;
+}
+
+/**
+ * A call's reservation: the most it may cost before it ran — its input at
+ * the model's price plus `max_tokens` of output. Without a model (auto
+ * routing) the dearest model of the category is assumed, so a burst can
+ * never overshoot by more than one call.
+ */
+export function estimateNanos(catalogue: Catalogue, category: Category, model: string | null | undefined, usage: { input_tokens: number; output_tokens?: number; units?: number }): number {
+  const entry = model ? catalogue.get(model) : undefined;
+  const candidates: ModelEntry[] = entry ? [entry] : catalogue.ofCategory(category);
+  let most = 0;
+  for (const m of candidates) most = Math.max(most, priceOf(m, usage));
+  return Math.ceil(most * 1e9);
+}
+
+export interface BilledCall {
+  /** Bills the call's figures: settles the reservation (awaited) or records off the path. */
+  bill(category: UsageCategory, figures: UsageFigures): void | Promise<void>;
+  /** Releases the reservation of a call that failed (nothing billed). */
+  abandon(): Promise<void>;
+}
+
+const unreserved = (meter: UsageMeter, context: UsageContext | undefined): BilledCall => ({
+  bill: (category, figures) => meter.record(context, category, figures),
+  abandon: async () => undefined,
+});
+
+/**
+ * Admits the call; synchronous (no reservation) for session calls, test keys
+ * and projects without a hard limit. `estimate` runs only when a reservation
+ * is needed, so counting tokens stays off the common path.
+ */
+export function admitCall(
+  billing: CallBilling | undefined,
+  meter: UsageMeter,
+  context: UsageContext | undefined,
+  estimate: () => number,
+): BilledCall | Promise<BilledCall> {
+  if (!billing || !context) return unreserved(meter, context);
+  const pending = billing.admit(context, estimate);
+  if (!pending) return unreserved(meter, context);
+  return pending.then((reservation) => (reservation ? reserved(billing, meter, context, reservation) : unreserved(meter, context)));
+}
+
+function reserved(billing: CallBilling, meter: UsageMeter, context: UsageContext, reservation: Reservation): BilledCall {
+  let done = false;
+  return {
+    bill: async (category, figures) => {
+      done = true;
+      const record = meter.build(context, category, figures);
+      try {
+        await billing.settle(reservation, record);
+      } catch {
+        // The ledger is unreachable: the answered call is not failed for it. The
+        // recorder below retries the record; the reservation expires on its own.
+      }
+      // Also to the usual sinks (the recorder, token limits); a ledger that already has it ignores the repeat.
+      meter.emit(record);
+    },
+    abandon: async () => {
+      if (done) return;
+      done = true;
+      await billing.settle(reservation, undefined);
+    },
+  };
+}
+
+/**
+ * Runs one billed call of a route: admitted against the budget first (402
+ * before any provider call), billed with `figures` of its result, its
+ * reservation released if it fails.
+ */
+export async function runBilled<T>(
+  deps: { usage: UsageMeter; billing?: CallBilling | undefined },
+  context: UsageContext | undefined,
+  category: UsageCategory,
+  estimate: () => number,
+  run: () => Promise<T>,
+  figures: (result: T) => UsageFigures,
+): Promise<T> {
+  const call = await admitCall(deps.billing, deps.usage, context, estimate);
+  let result: T;
+  try {
+    result = await run();
+  } catch (error) {
+    await call.abandon();
+    throw error;
+  }
+  await call.bill(category, figures(result));
+  return result;
+}

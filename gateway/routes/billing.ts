@@ -1,0 +1,90 @@
+// Project budgets and usage (DESIGN.md §4 Budgets, issue 14): session only,
+// owners and admins; another organization's project is 404.
+import { z } from "zod";
+import { groupByValues, type UsageReports } from "../../tenancy/usage-report.ts";
+import { defineRoute, json } from "../route.ts";
+
+const usd = z.number().min(0);
+const totalsSchema = z.object({
+  cost_usd: usd.describe("rounded to the micro-dollar"),
+  cost_nanos: z.number().int().min(0).describe("exact, in nano-dollars"),
+  calls: z.number().int().min(0),
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+  units: z.number().min(0).describe("per-unit categories: images, seconds, characters"),
+});
+
+const usageQuery = z
+  .object({
+    from: z.iso.date().optional().describe("first day (UTC), inclusive; default: the first day of this month"),
+    to: z.iso.date().optional().describe("last day (UTC), inclusive; default: today (a to before from is an empty range)"),
+    group_by: z.enum(groupByValues).optional(),
+  })
+  .strict();
+
+const usageSchema = z.object({
+  project_id: z.string(),
+  from: z.string(),
+  to: z.string(),
+  currency: z.literal("USD"),
+  live: totalsSchema.describe("billed: live keys"),
+  test: totalsSchema.describe("unbilled: test keys (cost 0)"),
+  group_by: z.enum(groupByValues).nullable(),
+  groups: z.array(z.object({ key: z.string(), live: totalsSchema, test: totalsSchema })),
+});
+
+const budgetBody = z
+  .object({
+    // ≤ 1,000,000 USD: nano-dollar counters stay exact in Lua's doubles (2^53).
+    monthly_limit_usd: z.number().min(0.000001).max(1_000_000),
+    alert_thresholds: z.array(z.number().gt(0).max(10)).max(20).optional().describe("fractions of the limit; default [0.5, 0.8, 1.0]"),
+    hard_limit: z.boolean().optional().describe("refuse live calls with 402 once the limit is reached; default false"),
+  })
+  .strict();
+
+const budgetSchema = z.object({
+  project_id: z.string(),
+  monthly_limit_usd: z.number().nullable(),
+  alert_thresholds: z.array(z.number()),
+  hard_limit: z.boolean(),
+  updated_at: z.string().nullable(),
+  period: z.string().describe("the current calendar month (UTC), YYYY-MM"),
+  spent_usd: usd.describe("live spend this period"),
+});
+
+export function billingRoutes(reports: UsageReports) {
+  return [
+    defineRoute({
+      method: "get",
+      path: "/v1/projects/:project_id/usage",
+      summary: "A project's usage: totals and breakdowns, live and test apart (owners and admins)",
+      tag: "billing",
+      auth: "session",
+      query: usageQuery,
+      responses: { 200: usageSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await reports.usage(ctx.auth.userId, ctx.params.project_id, ctx.query)),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/projects/:project_id/budget",
+      summary: "A project's monthly budget and this month's spend (owners and admins)",
+      tag: "billing",
+      auth: "session",
+      responses: { 200: budgetSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await reports.getBudget(ctx.auth.userId, ctx.params.project_id)),
+    }),
+    defineRoute({
+      method: "put",
+      path: "/v1/projects/:project_id/budget",
+      summary: "Set a project's monthly budget: limit, alert thresholds, hard limit (owners and admins)",
+      tag: "billing",
+      auth: "session",
+      body: budgetBody,
+      responses: { 200: budgetSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await reports.putBudget(ctx.auth.userId, ctx.params.project_id, ctx.body)),
+    }),
+  ];
+}

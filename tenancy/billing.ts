@@ -1,0 +1,158 @@
+// Billing on top of the ledger (issue 14; DESIGN.md §4 Budgets): writes the
+// usage batches, admits hard-limited live calls against their project's
+// budget (reserve → settle), and publishes `budget.alert` once per threshold.
+//
+// The hot path: a call from a test key, or from a project without a hard
+// limit, costs one Map lookup (the replica's budget cache). Only projects
+// with a hard limit pay one atomic ledger step before the provider call and
+// one when it ends. The cache learns of budget changes over the store's
+// broadcast channel within milliseconds, and re-reads every `cacheTtlMs`
+// anyway in case a broadcast was missed.
+import type { Clock } from "../core/clock.ts";
+import { isoTime } from "../core/clock.ts";
+import { TroupeError } from "../core/errors.ts";
+import type { Logger } from "../core/log.ts";
+import { noEvents, type EventPublisher } from "../core/organization-events.ts";
+import { prefixedId } from "../core/ids.ts";
+import type { Payer, UsageRecord } from "../providers/usage.ts";
+import type { DataStore } from "./data-store.ts";
+import { alertEventId, periodOf, type BudgetAlert, type LedgerStore, type Reservation, type StoredBudget } from "./ledger.ts";
+
+const budgetChannel = "budget-changed";
+const cacheTtlMs = 10_000; // 10 s: a missed broadcast heals this fast
+/** A reservation outlives its call only if the replica died: the longest call (a long stream) is well under this. */
+const reservationTtlMs = 15 * 60_000;
+/** Records per ledger step: keeps one Redis script short (it blocks the server while it runs). */
+const appendChunk = 500;
+const republishEveryMs = 30_000;
+
+interface CachedBudget {
+  hard: boolean;
+  readAt: number;
+}
+
+export interface BillingDeps {
+  ledger: LedgerStore;
+  store: DataStore;
+  clock: Clock;
+  log: Logger;
+  events?: EventPublisher;
+}
+
+export class Billing {
+  readonly ledger: LedgerStore;
+  private readonly store: DataStore;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly events: EventPublisher;
+  private readonly budgets = new Map<string, CachedBudget>();
+  private republishTimer: NodeJS.Timeout | undefined;
+
+  constructor(deps: BillingDeps) {
+    this.ledger = deps.ledger;
+    this.store = deps.store;
+    this.clock = deps.clock;
+    this.log = deps.log;
+    this.events = deps.events ?? noEvents;
+  }
+
+  async start(): Promise<void> {
+    await this.store.subscribe(budgetChannel, (projectId) => this.budgets.delete(projectId));
+    // Alerts claimed before a crash and never published go out now and then periodically.
+    void this.republishPending();
+    this.republishTimer = setInterval(() => void this.republishPending(), republishEveryMs);
+    this.republishTimer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.republishTimer);
+  }
+
+  /** The usage recorder's flush: appends the batch to the ledger and publishes the alerts it crossed. */
+  readonly write = async (batch: UsageRecord[]): Promise<void> => {
+    for (let i = 0; i < batch.length; i += appendChunk) {
+      await this.publishAlerts(await this.ledger.append(batch.slice(i, i + appendChunk)));
+    }
+  };
+
+  /**
+   * Admits a call before any provider call. Undefined (synchronously) when
+   * nothing needs reserving: a test key, or a project known to have no hard
+   * limit. Otherwise reserves `estimateNanos()` or throws 402 budget_exceeded.
+   */
+  admit(payer: Payer, estimateNanos: () => number): undefined | Promise<Reservation | undefined> {
+    if (!payer.live) return undefined;
+    const cached = this.budgets.get(payer.project_id);
+    const now = this.clock.now();
+    if (cached && !cached.hard && now - cached.readAt < cacheTtlMs) return undefined;
+    return this.admitSlow(payer, estimateNanos, cached, now);
+  }
+
+  private async admitSlow(payer: Payer, estimateNanos: () => number, cached: CachedBudget | undefined, now: number): Promise<Reservation | undefined> {
+    if (!cached || now - cached.readAt >= cacheTtlMs) {
+      const budget = await this.ledger.getBudget(payer.project_id);
+      cached = { hard: budget?.hard_limit ?? false, readAt: now };
+      this.budgets.set(payer.project_id, cached);
+    }
+    if (!cached.hard) return undefined;
+    const reservation: Reservation = { project_id: payer.project_id, period: periodOf(isoTime(now)), id: prefixedId("rsv", now) };
+    const outcome = await this.ledger.reserve(reservation, Math.max(0, Math.ceil(estimateNanos())), now + reservationTtlMs, now);
+    if (outcome.admitted) return reservation;
+    throw new TroupeError("budget_exceeded", `the project's monthly budget of ${usd(outcome.limit_nanos)} USD is used up (${usd(outcome.spent_nanos)} USD spent)`, {
+      details: { limit_usd: usd(outcome.limit_nanos), spent_usd: usd(outcome.spent_nanos), reserved_usd: usd(outcome.reserved_nanos), period: reservation.period },
+    });
+  }
+
+  /** Bills a reserved call at its real cost and releases its reservation, in one atomic ledger step. */
+  async settle(reservation: Reservation, record: UsageRecord | undefined): Promise<void> {
+    await this.publishAlerts(await this.ledger.append(record ? [record] : [], reservation));
+  }
+
+  /**
+   * Bills one record now, durably and idempotently on its usage_key (the
+   * video JobActor's `bill`: `request_id = "job:<job>:segment:<i>"`).
+   * Resolves once the record is in the ledger; billing it again is a no-op.
+   */
+  readonly bill = async (record: UsageRecord): Promise<void> => {
+    await this.publishAlerts(await this.ledger.append([record]));
+  };
+
+  async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
+    await this.ledger.putBudget(projectId, budget);
+    this.budgets.delete(projectId);
+    await this.store.publish(budgetChannel, projectId);
+  }
+
+  private async publishAlerts(alerts: BudgetAlert[]): Promise<void> {
+    for (const alert of alerts) {
+      try {
+        await this.events.publish({
+          id: alertEventId(alert),
+          type: "budget.alert",
+          organization_id: alert.organization_id,
+          created_at: isoTime(this.clock.now()),
+          data: { project_id: alert.project_id, period: alert.period, threshold: alert.threshold, limit_usd: usd(alert.limit_nanos), spent_usd: usd(alert.spent_nanos) },
+        });
+        await this.ledger.ackAlert(alert);
+      } catch (error) {
+        // Stays pending in the ledger: the periodic sweep publishes it again (same event id).
+        this.log.warn("budget.alert not published yet; will retry", { project_id: alert.project_id, threshold: alert.threshold, error });
+      }
+    }
+  }
+
+  private async republishPending(): Promise<void> {
+    try {
+      await this.publishAlerts(await this.ledger.pendingAlerts());
+    } catch (error) {
+      this.log.warn("pending budget alerts could not be read", { error });
+    }
+  }
+}
+
+/** Nano-dollars as USD rounded to the micro-dollar (what the API shows). */
+export function usd(nanos: number): number {
+  return Math.round(nanos / 1000) / 1_000_000;
+}
+
+

@@ -1,0 +1,14 @@
+// The ledger follows the data store: Redis when REDIS_URL is set (every
+// replica shares it), lmdb under the data directory otherwise. ioredis is
+// imported only when needed, as for the data store.
+import type { Config } from "../core/config.ts";
+import { EmbeddedLedgerStore } from "./embedded-ledger-store.ts";
+import type { LedgerStore } from "./ledger.ts";
+
+export async function createLedgerStore(config: Config): Promise<LedgerStore> {
+  if (config.redisUrl) {
+    const { RedisLedgerStore } = await import("./redis-ledger-store.ts");
+    return new RedisLedgerStore(config.redisUrl);
+  }
+  return new EmbeddedLedgerStore(config.dataDir);
+}

@@ -1,0 +1,137 @@
+// The usage ledger and the budget counters (issue 14; DESIGN.md §4 Budgets),
+// one interface with an embedded (lmdb, one process) and a Redis (Lua
+// scripts, any number of replicas) implementation run by one shared suite.
+//
+// Why one store holds both: the rule "admit while spent + reservations in
+// flight < limit" is only exact if appending a billed record (spent grows),
+// releasing its reservation and checking a new one are each one atomic step
+// on the same counters. On Redis every step is one script; embedded, one
+// synchronous lmdb transaction in the only process.
+//
+// Money is integer nano-dollars everywhere (`cost_nanos`): sums never drift.
+// Lua's numbers are doubles, exact to 2^53 nano-dollars (≈ 9 million USD per
+// project and month), far beyond any budget here.
+import type { UsageRecord } from "../providers/usage.ts";
+
+export const nanosPerUsd = 1_000_000_000;
+
+/** A project's budget as stored: the limit in nano-dollars and each threshold's mark. */
+export interface StoredBudget {
+  monthly_limit_usd: number;
+  alert_thresholds: number[];
+  hard_limit: boolean;
+  updated_at: string;
+}
+
+/** A threshold crossed by an append: emitted once per project, period and threshold. */
+export interface BudgetAlert {
+  organization_id: string;
+  project_id: string;
+  period: string;
+  threshold: number;
+  limit_nanos: number;
+  spent_nanos: number;
+}
+
+/** One aggregate row of a project's usage (one day × live × category × model × environment × key). */
+export interface UsageRow {
+  day: string;
+  live: boolean;
+  category: string;
+  model: string;
+  environment_id: string;
+  api_key_id: string;
+  cost_nanos: number;
+  input_tokens: number;
+  output_tokens: number;
+  /** Per-unit usage (megapixels, seconds, characters) in millionths: fractional units summed as integers. */
+  units_micro: number;
+  calls: number;
+}
+
+/** Usage to date of one key or environment (dashboards). */
+export interface UsageToDate {
+  cost_nanos: number;
+  calls: number;
+  last_used_at: string | null;
+}
+
+export interface Reservation {
+  project_id: string;
+  period: string;
+  id: string;
+}
+
+export type ReserveOutcome = { admitted: true } | { admitted: false; spent_nanos: number; reserved_nanos: number; limit_nanos: number };
+
+export interface LedgerStore {
+  readonly kind: "embedded" | "redis";
+  /**
+   * Appends the records not already in the ledger (idempotent on
+   * `usage_key` per project), counts live costs into their project's period,
+   * and releases `settle` (the reservation the record replaces) in the same
+   * atomic step. Returns the budget thresholds this append crossed first.
+   */
+  append(records: UsageRecord[], settle?: Reservation): Promise<BudgetAlert[]>;
+  /** Admits a call while spent + reserved < the project's hard limit, reserving `amountNanos` until settled or `expiresAtMs`. */
+  reserve(reservation: Reservation, amountNanos: number, expiresAtMs: number, nowMs: number): Promise<ReserveOutcome>;
+  /** Releases a reservation without billing (the call failed before any usage). */
+  release(reservation: Reservation): Promise<void>;
+  putBudget(projectId: string, budget: StoredBudget): Promise<void>;
+  getBudget(projectId: string): Promise<StoredBudget | undefined>;
+  /** Live nano-dollars spent in a period. */
+  spent(projectId: string, period: string): Promise<number>;
+  /** Aggregate rows of the months from `fromPeriod` to `toPeriod` (`YYYY-MM`, inclusive) that have usage; the caller filters days. */
+  usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]>;
+  /** The records of a project's month (`YYYY-MM`) in append order: what was billed, one per usage_key (audits and tests). */
+  records(projectId: string, period: string): Promise<UsageRecord[]>;
+  /** Usage to date per key or environment id (`key_…`/`env_…`). */
+  usageToDate(ids: string[]): Promise<Map<string, UsageToDate>>;
+  /** Alerts claimed but not yet acknowledged as published (a crash between the two). */
+  pendingAlerts(): Promise<BudgetAlert[]>;
+  ackAlert(alert: BudgetAlert): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The billing period of an ISO time: its UTC calendar month, `YYYY-MM`. */
+export function periodOf(iso: string): string {
+  return iso.slice(0, 7);
+}
+
+/** The nano-dollar mark of each threshold: crossing means spent ≥ mark. */
+export function thresholdMark(budget: StoredBudget, threshold: number): number {
+  return Math.ceil(budget.monthly_limit_usd * threshold * nanosPerUsd);
+}
+
+export function limitNanos(budget: StoredBudget): number {
+  return Math.round(budget.monthly_limit_usd * nanosPerUsd);
+}
+
+/** The aggregate field a record counts under; tab-separated (ids and model names hold no tabs). */
+export function rowKey(record: UsageRecord): string {
+  return [record.created_at.slice(0, 10), record.live ? "1" : "0", record.category, record.model, record.environment_id, record.api_key_id].join("\t");
+}
+
+export function parseRowKey(key: string): Pick<UsageRow, "day" | "live" | "category" | "model" | "environment_id" | "api_key_id"> {
+  const [day = "", live = "0", category = "", model = "", environment_id = "", api_key_id = ""] = key.split("\t");
+  return { day, live: live === "1", category, model, environment_id, api_key_id };
+}
+
+/** A record's units in millionths, the integer the counters add. */
+export function unitsMicro(record: UsageRecord): number {
+  return Math.round(record.units * 1_000_000);
+}
+
+/** Adds one counter (c cost, i/o tokens, u units in millionths, n calls) of an aggregate field to its row. */
+export function addCounter(row: UsageRow, counter: string, value: number): void {
+  if (counter === "c") row.cost_nanos += value;
+  else if (counter === "i") row.input_tokens += value;
+  else if (counter === "o") row.output_tokens += value;
+  else if (counter === "u") row.units_micro += value;
+  else if (counter === "n") row.calls += value;
+}
+
+/** The deterministic event id of an alert, so a re-publish after a crash is the same event. */
+export function alertEventId(alert: Pick<BudgetAlert, "project_id" | "period" | "threshold">): string {
+  return `evt_budget_${alert.project_id}_${alert.period}_${alert.threshold}`;
+}

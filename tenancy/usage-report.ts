@@ -1,0 +1,152 @@
+// What GET /v1/projects/{id}/usage and the budget routes answer (DESIGN.md
+// §4 Budgets): session only, owners and admins; another organization's
+// project is 404. Totals are summed as BigInt nano-dollars and shown in USD
+// rounded to the micro-dollar, live and test apart.
+import type { Clock } from "../core/clock.ts";
+import { isoTime } from "../core/clock.ts";
+import { requireRole } from "./access.ts";
+import type { Billing } from "./billing.ts";
+import { usd } from "./billing.ts";
+import { periodOf, type StoredBudget, type UsageRow } from "./ledger.ts";
+import type { OrganizationService } from "./organizations.ts";
+
+export const groupByValues = ["category", "model", "environment", "key", "day"] as const;
+export type GroupBy = (typeof groupByValues)[number];
+
+export const defaultThresholds = [0.5, 0.8, 1.0];
+
+export interface UsageTotals {
+  cost_usd: number;
+  cost_nanos: number;
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  units: number;
+}
+
+interface Sum {
+  cost: bigint;
+  calls: bigint;
+  input: bigint;
+  output: bigint;
+  units: bigint;
+}
+
+const zero = (): Sum => ({ cost: 0n, calls: 0n, input: 0n, output: 0n, units: 0n });
+
+function add(sum: Sum, row: UsageRow): void {
+  sum.cost += BigInt(row.cost_nanos);
+  sum.calls += BigInt(row.calls);
+  sum.input += BigInt(row.input_tokens);
+  sum.output += BigInt(row.output_tokens);
+  sum.units += BigInt(row.units_micro);
+}
+
+function totals(sum: Sum): UsageTotals {
+  const nanos = Number(sum.cost);
+  return { cost_usd: usd(nanos), cost_nanos: nanos, calls: Number(sum.calls), input_tokens: Number(sum.input), output_tokens: Number(sum.output), units: Number(sum.units) / 1_000_000 };
+}
+
+function groupKey(row: UsageRow, by: GroupBy): string {
+  switch (by) {
+    case "category":
+      return row.category;
+    case "model":
+      return row.model;
+    case "environment":
+      return row.environment_id;
+    case "key":
+      return row.api_key_id;
+    case "day":
+      return row.day;
+  }
+}
+
+export interface UsageQuery {
+  from?: string | undefined;
+  to?: string | undefined;
+  group_by?: GroupBy | undefined;
+}
+
+export class UsageReports {
+  private readonly orgs: OrganizationService;
+  private readonly billing: Billing;
+  private readonly clock: Clock;
+
+  constructor(orgs: OrganizationService, billing: Billing, clock: Clock) {
+    this.orgs = orgs;
+    this.billing = billing;
+    this.clock = clock;
+  }
+
+  private async managed(userId: string, projectId: string, action: string) {
+    const { project, membership } = await this.orgs.projectFor(userId, projectId);
+    requireRole(membership, "admin", action);
+    return project;
+  }
+
+  async usage(userId: string, projectId: string, query: UsageQuery) {
+    await this.managed(userId, projectId, "reading usage");
+    const today = isoTime(this.clock.now()).slice(0, 10);
+    const from = query.from ?? `${today.slice(0, 7)}-01`;
+    const to = query.to ?? today;
+    // Any range: the ledger reads only the months that have usage; from after to is simply empty.
+    const rows = (await this.billing.ledger.usageRows(projectId, from.slice(0, 7), to.slice(0, 7))).filter((r) => r.day >= from && r.day <= to);
+    const live = zero();
+    const test = zero();
+    const groups = new Map<string, { live: Sum; test: Sum }>();
+    for (const row of rows) {
+      add(row.live ? live : test, row);
+      if (!query.group_by) continue;
+      const key = groupKey(row, query.group_by);
+      let group = groups.get(key);
+      if (!group) {
+        group = { live: zero(), test: zero() };
+        groups.set(key, group);
+      }
+      add(row.live ? group.live : group.test, row);
+    }
+    return {
+      project_id: projectId,
+      from,
+      to,
+      currency: "USD" as const,
+      live: totals(live),
+      test: totals(test),
+      group_by: query.group_by ?? null,
+      groups: [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, g]) => ({ key, live: totals(g.live), test: totals(g.test) })),
+    };
+  }
+
+  async getBudget(userId: string, projectId: string) {
+    await this.managed(userId, projectId, "reading the budget");
+    const budget = await this.billing.ledger.getBudget(projectId);
+    return this.present(projectId, budget);
+  }
+
+  async putBudget(userId: string, projectId: string, input: { monthly_limit_usd: number; alert_thresholds?: number[] | undefined; hard_limit?: boolean | undefined }) {
+    await this.managed(userId, projectId, "setting the budget");
+    const budget: StoredBudget = {
+      monthly_limit_usd: input.monthly_limit_usd,
+      alert_thresholds: [...new Set(input.alert_thresholds ?? defaultThresholds)].sort((a, b) => a - b),
+      hard_limit: input.hard_limit ?? false,
+      updated_at: isoTime(this.clock.now()),
+    };
+    await this.billing.putBudget(projectId, budget);
+    return this.present(projectId, budget);
+  }
+
+  private async present(projectId: string, budget: StoredBudget | undefined) {
+    const period = periodOf(isoTime(this.clock.now()));
+    const spent = await this.billing.ledger.spent(projectId, period);
+    return {
+      project_id: projectId,
+      monthly_limit_usd: budget?.monthly_limit_usd ?? null,
+      alert_thresholds: budget?.alert_thresholds ?? defaultThresholds,
+      hard_limit: budget?.hard_limit ?? false,
+      updated_at: budget?.updated_at ?? null,
+      period,
+      spent_usd: usd(spent),
+    };
+  }
+}
