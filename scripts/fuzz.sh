@@ -40,7 +40,7 @@ trap cleanup EXIT
 env -u REDIS_URL -u ELASTICSEARCH_URL -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u GEMINI_API_KEY -u COHERE_API_KEY \
   -u OPENAI_COMPATIBLE_ENDPOINTS \
   PORT="$port" HOST=127.0.0.1 TROUPE_DATA_DIR="$run_dir/data" TROUPE_MODE=embedded LOG_LEVEL=warn \
-  OUTBOUND_ALLOW_HOSTS=127.0.0.1,localhost SIMULATED_VIDEO_DELAY_MS=600000 \
+  OUTBOUND_ALLOW_HOSTS=127.0.0.1,localhost SIMULATED_VIDEO_DELAY_MS=600000 WEBHOOK_TIMEOUT_MS=1000 \
   node gateway/main.ts >"$run_dir/troupe.log" 2>&1 &
 TROUPE_PID=$!
 # HTTP through node (always here), so the script needs no curl.

@@ -14,7 +14,9 @@ another and is refused by the server with a 400 that names the field:
   video model that only animates images needs one;
 - a transcription's `audio_url` must be downloadable (the schema says it is
   a URL; whether something answers there it cannot): it is pointed at an
-  audio file the fuzzed Troupe stored (scripts/fuzz.sh, FUZZ_AUDIO_URL).
+  audio file the fuzzed Troupe stored (scripts/fuzz.sh, FUZZ_AUDIO_URL);
+- a webhook's `url` must resolve to an address the outbound policy allows:
+  it is pointed at the fuzzed Troupe itself (same origin as FUZZ_AUDIO_URL).
 
 Positive (schema-valid) generated bodies are brought within these rules
 before they are sent; negative ones are left alone, so what they break stays
@@ -144,6 +146,14 @@ def _video(body):
         body["image_url"] = os.environ["FUZZ_IMAGE_URL"]
 
 
+def _webhook(body):
+    # A webhook URL must resolve to an address the outbound policy allows (checked
+    # at creation): point it at the fuzzed Troupe itself, which OUTBOUND_ALLOW_HOSTS allows.
+    if os.environ.get("FUZZ_AUDIO_URL"):
+        origin = "/".join(os.environ["FUZZ_AUDIO_URL"].split("/")[:3])
+        body["url"] = origin + "/fuzz-webhook-receiver"
+
+
 def _agent(body):
     _unique_tool_names(body.get("tools"), RESERVED_TOOL_NAMES)
 
@@ -156,6 +166,7 @@ FIXES = {
     ("POST", "/v1/audio/transcriptions"): _transcription,
     ("POST", "/v1/images/generations"): _images,
     ("POST", "/v1/video/generate"): _video,
+    ("POST", "/v1/webhooks"): _webhook,
 }
 
 

@@ -1,8 +1,8 @@
 // Webhooks (spec §4.9, §6; DESIGN.md §4 Webhooks): each webhook is a
 // WebhookActor; the organization's list lives in the WebhookDirectory.
-// Managed with an API key of any scope or a session. A session belongs to
-// users who may be in several organizations: it names the organization with
-// `?organization_id=` (optional when the user has exactly one). Another
+// Managed with an API key of any scope or a session. A session's user may be
+// in several organizations: it names one with `?organization_id=`, else it
+// acts for the first organization the user joined. Another
 // organization's webhook or delivery answers 404.
 import { z } from "zod";
 import { invalidRequest, TroupeError } from "../../core/errors.ts";
@@ -39,7 +39,7 @@ const orgIdField = z
   .string()
   .regex(new RegExp(`^org_${ulidBody}$`), "an organization id (org_…)")
   .optional()
-  .describe("With a session: the organization whose webhooks these are (needed when you belong to several). With an API key: optional, must be the key's.");
+  .describe("With a session: the organization whose webhooks these are (default: the first one you joined). With an API key: optional, must be the key's.");
 const orgQuery = z.object({ organization_id: orgIdField }).strict();
 const listQuery = pageQuery.extend({ organization_id: orgIdField }).strict();
 
@@ -50,7 +50,8 @@ const createBody = z
       .array(z.enum(subscribableEvents, { error: `must be one of ${subscribableEvents.join(", ")}` }))
       .min(1, "subscribe to at least one event kind")
       .max(subscribableEvents.length)
-      .refine((events) => new Set(events).size === events.length, "each event kind at most once"),
+      .refine((events) => new Set(events).size === events.length, "each event kind at most once")
+      .meta({ uniqueItems: true }),
   })
   .strict();
 
@@ -80,9 +81,10 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       if (!memberships.some((m) => m.organization.id === named)) throw new TroupeError("not_found", "organization not found");
       return named;
     }
-    const only = memberships.length === 1 ? memberships[0] : undefined;
-    if (!only) throw invalidRequest([{ path: "query.organization_id", message: "required: your account belongs to several organizations" }]);
-    return only.organization.id;
+    // Unnamed: the first organization the user joined (the one signup made); memberships are listed newest first.
+    const first = memberships.at(-1);
+    if (!first) throw new TroupeError("not_found", "organization not found");
+    return first.organization.id;
   };
 
   /** The actor sent it already; answers once the attempt settled (or its deadline passed), so the answer shows its outcome. */

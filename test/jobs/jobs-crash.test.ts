@@ -8,7 +8,6 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { systemClock } from "../../core/clock.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import { startLumaFake } from "../fakes/video-fakes.ts";
 import { freePort, waitFor } from "../support/net.ts";

@@ -226,6 +226,17 @@ t.test("webhooks", async (t) => {
     t.same(field(theirs.body, "data"), []);
     const named = await troupe.request("GET", `/v1/webhooks?organization_id=${s.orgId}`, { token: other.token });
     t.equal(named.status, 404, "a session naming an organization it is not in");
+    const keyNaming = await troupe.request("GET", `/v1/webhooks?organization_id=${other.orgId}`, { token: s.key });
+    t.equal(keyNaming.status, 404, "a key naming another organization");
+
+    // A session whose user is in two organizations: the first one by default, the other when named.
+    const second = await troupe.request("POST", "/v1/orgs", { token: s.session, body: { name: "second" } });
+    t.equal(second.status, 201, second.text);
+    const secondId = str(second.body, "id");
+    const byDefault = await troupe.request("GET", "/v1/webhooks?limit=100", { token: s.session });
+    t.ok((field(byDefault.body, "data") as unknown[]).some((w) => field(w, "id") === id), "default: the signup organization");
+    const inSecond = await troupe.request("GET", `/v1/webhooks?organization_id=${secondId}`, { token: s.session });
+    t.same(field(inSecond.body, "data"), [], "named: the second organization's (none)");
     await publish(event(other.orgId));
     await new Promise((r) => setTimeout(r, 200));
     t.equal(receiver.received.length, 0, "another organization's events are not delivered");
