@@ -71,7 +71,7 @@ import { docsPages } from "./docs-page.ts";
 import { consolePages } from "./console/console-routes.ts";
 import type { ConsoleSources } from "./console/console-data.ts";
 import { readSnapshots, SnapshotPublisher, takeSnapshot } from "./console/replica-snapshots.ts";
-import { usageTodayFromRecords } from "./console/usage-today.ts";
+import { budgetsFromLedger, usageTodayFromLedger } from "./console/usage-today.ts";
 import { jobsInFlight } from "./console/jobs-in-flight.ts";
 // Billing (issue 14): ledger, budgets, usage API.
 import { Billing } from "../tenancy/billing.ts";
@@ -291,7 +291,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const snapshots = new SnapshotPublisher(store, snapshotSources, clock, config.observability.consoleSnapshotIntervalMs, log);
   snapshots.start();
   const consoleSources: ConsoleSources = {
-    usageToday: (orgId, projects) => usageTodayFromRecords(store, orgId, projects, clock.now()),
+    usageToday: (_orgId, projects) => usageTodayFromLedger(ledger, projects, clock.now()),
+    budgets: (_orgId, projects) => budgetsFromLedger(ledger, projects, clock.now()),
     jobsInFlight: (orgId) => jobsInFlight(jobDirectory, orgId),
     ...options.consoleSources,
   };

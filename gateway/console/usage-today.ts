@@ -1,41 +1,44 @@
-// The console's "usage today" until the billing ledger lands: the usage
-// records tenancy/usage-recorder.ts stored since 00:00 UTC for the
-// organization's projects, summed per category and key mode. Batches are
-// indexed per project by their flush time, newest first, so reading stops
-// at the first batch older than the day.
-import type { DataStore } from "../../tenancy/data-store.ts";
-import type { UsageRecord } from "../../providers/usage.ts";
-import type { ConsoleProject, ConsoleUsageRow } from "./console-data.ts";
+// The console's "usage today" and "budgets", read from the billing ledger
+// (tenancy/ledger.ts): today's rows of each of the organization's projects,
+// summed per category and key mode, and each project's monthly budget with
+// what its live keys spent this month. Money stays integer nano-dollars
+// until it is shown.
+import { usd } from "../../tenancy/billing.ts";
+import { periodOf, type LedgerStore } from "../../tenancy/ledger.ts";
+import type { ConsoleBudget, ConsoleProject, ConsoleUsageRow } from "./console-data.ts";
 
-/** Pages of batches read per project at most (100 each): the console is a glance, not a report. */
-const maxPages = 20;
-
-export async function usageTodayFromRecords(store: DataStore, organizationId: string, projects: readonly ConsoleProject[], nowMs: number): Promise<ConsoleUsageRow[]> {
-  const dayStart = Math.floor(nowMs / 86_400_000) * 86_400_000;
-  const batchIds = new Set<string>();
+export async function usageTodayFromLedger(ledger: LedgerStore, projects: readonly ConsoleProject[], nowMs: number): Promise<ConsoleUsageRow[]> {
+  const today = new Date(nowMs).toISOString().slice(0, 10);
+  const period = periodOf(today);
+  const totals = new Map<string, { category: string; live: boolean; requests: number; nanos: number }>();
   for (const project of projects) {
-    let cursor: string | null = null;
-    for (let page = 0; page < maxPages; page++) {
-      const result = await store.page(`project-usage:${project.id}`, 100, cursor);
-      // Members are batch ids; the cursor carries the score of the last one.
-      for (const id of result.members) batchIds.add(id);
-      const lastScore = result.nextCursor ? Number(result.nextCursor.split(".")[0]) : 0;
-      if (!result.nextCursor || lastScore < dayStart) break;
-      cursor = result.nextCursor;
+    for (const row of await ledger.usageRows(project.id, period, period)) {
+      if (row.day !== today) continue;
+      const key = `${row.category}:${row.live}`;
+      const total = totals.get(key) ?? { category: row.category, live: row.live, requests: 0, nanos: 0 };
+      total.requests += row.calls;
+      total.nanos += row.cost_nanos;
+      totals.set(key, total);
     }
   }
-  const batches = await store.getMany([...batchIds].map((id) => `usage-batch:${id}`));
-  const totals = new Map<string, ConsoleUsageRow>();
-  for (const batch of batches) {
-    if (!Array.isArray(batch)) continue;
-    for (const record of batch as UsageRecord[]) {
-      if (record.organization_id !== organizationId || Date.parse(record.created_at) < dayStart) continue;
-      const key = `${record.category}:${record.live}`;
-      const row = totals.get(key) ?? { category: record.category, live: record.live, requests: 0, cost_usd: 0 };
-      row.requests += 1;
-      row.cost_usd = Math.round((row.cost_usd + record.cost_usd) * 1e6) / 1e6;
-      totals.set(key, row);
-    }
+  return [...totals.values()]
+    .map((t) => ({ category: t.category, live: t.live, requests: t.requests, cost_usd: usd(t.nanos) }))
+    .sort((a, b) => a.category.localeCompare(b.category) || Number(b.live) - Number(a.live));
+}
+
+export async function budgetsFromLedger(ledger: LedgerStore, projects: readonly ConsoleProject[], nowMs: number): Promise<ConsoleBudget[]> {
+  const period = periodOf(new Date(nowMs).toISOString());
+  const budgets: ConsoleBudget[] = [];
+  for (const project of projects) {
+    const budget = await ledger.getBudget(project.id);
+    if (!budget) continue;
+    budgets.push({
+      project_id: project.id,
+      project_name: project.name,
+      monthly_limit_usd: budget.monthly_limit_usd,
+      spent_usd: usd(await ledger.spent(project.id, period)),
+      hard_limit: budget.hard_limit,
+    });
   }
-  return [...totals.values()].sort((a, b) => a.category.localeCompare(b.category) || Number(b.live) - Number(a.live));
+  return budgets;
 }

@@ -7,9 +7,7 @@ import t from "tap";
 import { field, request, signup, startTestTroupe, str } from "../support/troupe.ts";
 import type { ConsoleData } from "../../gateway/console/console-data.ts";
 
-const troupe = await startTestTroupe({ CONSOLE_SNAPSHOT_INTERVAL_MS: "500" }, {
-  consoleSources: { budgets: async (_org, projects) => projects.map((p) => ({ project_id: p.id, project_name: p.name, monthly_limit_usd: 10, spent_usd: 0.5, hard_limit: true })) },
-});
+const troupe = await startTestTroupe({ CONSOLE_SNAPSHOT_INTERVAL_MS: "500" });
 t.teardown(() => troupe.stop());
 const base = `http://127.0.0.1:${troupe.port}`;
 
@@ -23,6 +21,8 @@ async function data(token: string, query = ""): Promise<{ status: number; body: 
 t.test("an owner sees breakers, active actors, usage today and the wired sections", async (t) => {
   const conversation = await troupe.request("POST", "/v1/agents/conversations", { token: owner.testKey, body: {} });
   t.equal(conversation.status, 201);
+  const budget = await troupe.request("PUT", `/v1/projects/${owner.projectId}/budget`, { token: owner.token, body: { monthly_limit_usd: 10, hard_limit: true } });
+  t.equal(budget.status, 200, budget.text);
   const chat = await troupe.request("POST", "/v1/chat/completions", { token: owner.testKey, body: { messages: [{ role: "user", content: "count me" }] } });
   t.equal(chat.status, 200);
   // Usage records reach the store off the request path (the recorder flushes every 200 ms).
@@ -43,8 +43,7 @@ t.test("an owner sees breakers, active actors, usage today and the wired section
   t.ok((replica?.actors.find((a) => a.type === "ConversationActor")?.count ?? 0) >= 1, "the conversation's actor is counted");
   t.same(d.usage_today, { available: true, rows: [{ category: "chat", live: false, requests: 1, cost_usd: 0 }] }, "today's chat call, from a test key");
   t.same(d.jobs_in_flight, { available: true, rows: [] }, "jobs are wired: none in flight");
-  t.equal(d.budgets.available, true, "a wired source is shown");
-  t.equal(field(d.budgets, "rows", 0, "project_id"), owner.projectId);
+  t.same(d.budgets, { available: true, rows: [{ project_id: owner.projectId, project_name: field(d.budgets, "rows", 0, "project_name"), monthly_limit_usd: 10, spent_usd: 0, hard_limit: true }] }, "the project's budget, from the ledger (test keys spend nothing)");
 });
 
 t.test("the console cookie works like the bearer session; API keys and strangers are refused", async (t) => {
