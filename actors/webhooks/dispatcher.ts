@@ -6,6 +6,7 @@
 // process dies mid-attempt, the actor's lease on the attempt expires and its
 // reminder sends the event again (same id).
 import type { Logger } from "../../core/log.ts";
+import type { Metrics } from "../../core/metrics.ts";
 import type { PostAnswer } from "../../media/outbound-fetch.ts";
 import { signedHeaders } from "./signing.ts";
 import type { AttemptResult, DispatchedAttempt } from "./types.ts";
@@ -18,10 +19,12 @@ export class WebhookDispatcher {
   private readonly timeoutMs: number;
   private readonly log: Logger;
   private settle: Settle | undefined;
+  private readonly metrics: Pick<Metrics, "webhookDelivery"> | undefined;
   private readonly running = new Set<Promise<void>>();
 
-  constructor(deps: { post: Post; timeoutMs: number; log: Logger }) {
+  constructor(deps: { post: Post; timeoutMs: number; log: Logger; metrics?: Pick<Metrics, "webhookDelivery"> }) {
     this.post = deps.post;
+    this.metrics = deps.metrics;
     this.timeoutMs = deps.timeoutMs;
     this.log = deps.log;
   }
@@ -48,6 +51,14 @@ export class WebhookDispatcher {
   }
 
   private async send(attempt: DispatchedAttempt): Promise<AttemptResult> {
+    const result = await this.attempt(attempt);
+    // Lag: from the event's creation to this attempt's end (a retry's lag includes its wait).
+    const lagSeconds = Math.max(0, (Date.now() - Date.parse(attempt.event.created_at)) / 1000);
+    this.metrics?.webhookDelivery(result.status === 410 ? "disabled" : result.error === null ? "succeeded" : "failed", lagSeconds);
+    return result;
+  }
+
+  private async attempt(attempt: DispatchedAttempt): Promise<AttemptResult> {
     const body = JSON.stringify(attempt.event);
     const headers = signedHeaders(attempt.secret, attempt.event.id, body, Date.now());
     const started = performance.now();

@@ -69,11 +69,14 @@ t.test("job.completed and job.failed reach the organization's webhooks, signed, 
   t.notOk(receiver.received.some((d) => d.path === "/hook/b"), "organization B's webhook received nothing");
 });
 
-t.test("job transitions are counted in /metrics", async (t) => {
+t.test("job transitions and webhook deliveries are counted in /metrics", async (t) => {
   const res = await fetch(`http://127.0.0.1:${troupe.metricsPort}/metrics`);
   const text = await res.text();
   for (const state of ["queued", "processing", "completed", "failed"]) {
     const line = new RegExp(`^troupe_job_transitions_total\\{[^}]*state="${state}"[^}]*\\} ([0-9.]+)$`, "m").exec(text);
     t.ok(line && Number(line[1]) >= 1, `jobs entered ${state}: ${line?.[0] ?? "no series"}`);
   }
+  const delivered = /^troupe_webhook_deliveries_total\{[^}]*outcome="succeeded"[^}]*\} ([0-9.]+)$/m.exec(text);
+  t.ok(delivered && Number(delivered[1]) >= 2, `webhook deliveries counted: ${delivered?.[0] ?? "no series"}`);
+  t.match(text, /^troupe_webhook_delivery_lag_seconds_count\{[^}]*\} [1-9]/m, "delivery lag observed");
 });
