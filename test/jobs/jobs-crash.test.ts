@@ -21,8 +21,10 @@ luma.pollsBeforeDone = 3;
 const dataDir = mkdtempSync(join(tmpdir(), "troupe-kill-jobs-"));
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
+// The embedded host on its own data dir: CI's REDIS_URL (and any other shared service) is not inherited.
+const { REDIS_URL: _redis, ELASTICSEARCH_URL: _elasticsearch, TROUPE_MODE: _mode, ...inherited } = process.env;
 const env = {
-  ...process.env,
+  ...inherited,
   PORT: String(port),
   HOST: "127.0.0.1",
   TROUPE_DATA_DIR: dataDir,
