@@ -5,7 +5,8 @@
 // and reaches through a TCP proxy it can cut, with the OpenAI and Anthropic
 // fakes (test/fakes, their real wire formats) as providers. Steady load: agent
 // turns, chat completions and video jobs on the simulated video provider
-// (bench/chaos/workloads.ts, where the webhook and ledger checks plug in).
+// (bench/chaos/workloads.ts), on a LIVE key so every call is billed, with a
+// webhook for job events pointing at a verifying receiver in this process.
 // Faults, in sequence:
 //   1. kill -9 of one replica and its daprd; then its restart;
 //   2. the OpenAI fake fails 20 % of calls (500) and hangs on 5 % (the
@@ -17,12 +18,15 @@
 // provider's recovery, Redis' return). Asserts failures ≤ in flight,
 // recovery ≤ 10 s, no failure before the first fault, and the workloads'
 // invariants (every answered turn in its conversation exactly once, no
-// conversation stuck). Prints a table and one JSON line; exits 1 when an
+// conversation stuck) and, after a drain, the audits (bench/chaos/audits.ts):
+// every ended job's webhook event delivered, nothing billed twice in the
+// project's ledger. Prints a table and one JSON line; exits 1 when an
 // assertion fails.
 //
 // Flags: --replicas=3 --workers=12 (half agents, half chat) --conversations=48
 //        --think-ms=20 --provider-fault-s=12 --redis-cut-s=5 --settle-s=6
 //        --faults=kill,provider,redis (which faults, in this order) --no-jobs
+//        --webhook-retry-scale=0.01 --drain-s=20
 //        --keep (leave the cluster's data dir for inspection)
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -35,6 +39,8 @@ import { freePort, waitFor } from "../test/support/net.ts";
 import { Balancer } from "./chaos/balancer.ts";
 import { SteadyLoad } from "./chaos/steady-load.ts";
 import { CuttableProxy } from "../test/support/cuttable-proxy.ts";
+import { auditLedger, auditWebhooks, subscribeJobEvents, type AuditResult } from "./chaos/audits.ts";
+import { startWebhookReceiver } from "../test/fakes/webhook-receiver.ts";
 import { agentWorkload, chatWorkload, videoJobWorkload, type Workload } from "./chaos/workloads.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
@@ -48,6 +54,8 @@ const redisCutMs = num("redis-cut-s", 5) * 1000;
 const settleMs = num("settle-s", 6) * 1000;
 const faults = new Set((args.get("faults") ?? "kill,provider,redis").split(","));
 const recoveryLimitMs = 10_000;
+const webhookRetryScale = num("webhook-retry-scale", 0.01);
+const drainMs = num("drain-s", 20) * 1000;
 /** An OpenAI model with an Anthropic equivalent of its tier: `auto` routing can fall back. */
 const model = "gpt-4.1-mini";
 
@@ -89,6 +97,10 @@ const cluster = new LocalCluster({
     ANTHROPIC_BASE_URL: anthropicFake.url,
     // Per attempt half of it: a hung OpenAI call gives way to Anthropic after 3 s.
     PROVIDER_TIMEOUT_MS: "6000",
+    // The webhook receiver runs in this process on 127.0.0.1; retries come
+    // 100× sooner than in production (5 s → 50 ms, 5 min → 3 s): within the run.
+    OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
+    WEBHOOK_RETRY_SCALE: String(webhookRetryScale),
   },
   build: true,
   readyTimeoutMs: 120_000,
@@ -142,17 +154,20 @@ interface FaultRow {
 
 async function run(): Promise<number> {
   const urls = cluster.replicas.map((r) => r.gatewayUrl);
-  const key = await apiKey(urls[0]!);
-  const client = new Balancer(urls, { authorization: `Bearer ${key}` });
+  const account = await liveAccount(urls[0]!);
+  const client = new Balancer(urls, { authorization: `Bearer ${account.key}` });
   client.startProbing();
   const agentWorkers = Math.ceil(workers / 2);
-  const workloads: [Workload, number][] = [
-    [agentWorkload(model, conversations), agentWorkers],
-    [chatWorkload(model), workers - agentWorkers],
-    // One worker submits a video job every 2 s (ffmpeg renders are the costly part).
-    ...(args.has("no-jobs") ? [] : [[videoJobWorkload({ pauseMs: 2_000, completionTimeoutMs: 90_000 }), 1] as [Workload, number]]),
-  ];
+  const agents = agentWorkload(model, conversations);
+  const chat = chatWorkload(model);
+  // One worker submits a video job every 2 s (ffmpeg renders are the costly part).
+  const videoJobs = args.has("no-jobs") ? undefined : videoJobWorkload({ pauseMs: 2_000, completionTimeoutMs: 90_000 });
+  const workloads: [Workload, number][] = [[agents, agentWorkers], [chat, workers - agentWorkers], ...(videoJobs ? [[videoJobs, 1] as [Workload, number]] : [])];
   for (const [workload, n] of workloads) await workload.prepare(client, n);
+  // The organization's job events go to a verifying receiver in this process.
+  const receiver = await startWebhookReceiver();
+  cleanups.push(() => receiver.close());
+  await subscribeJobEvents(client, receiver);
   say(`load: ${agentWorkers} workers on ${conversations} agent conversations, ${workers - agentWorkers} on chat completions (${model}, auto routing); ${thinkMs} ms between a worker's requests`);
 
   const load = new SteadyLoad(client, workloads, thinkMs);
@@ -228,10 +243,20 @@ async function run(): Promise<number> {
   const violations: string[] = [];
   for (const [workload] of workloads) violations.push(...(await workload.verify(client)));
   await client.close();
-  return report(rows, violations, client.rerouted, load.records.length);
+  // Drain: events of the last jobs (and retries of refused ones) still on their way.
+  const ended = videoJobs?.final ?? [];
+  const drainStarted = Date.now();
+  while (Date.now() - drainStarted < drainMs && auditWebhooks(receiver, ended).problems.length > 0) await sleep(250);
+  say(`drain: ${Date.now() - drainStarted} ms until every ended job's event was delivered (limit ${drainMs / 1000} s)`);
+  const audits = [
+    auditWebhooks(receiver, ended),
+    await auditLedger(`redis://127.0.0.1:${redisPort}`, account.projectId, runStarted, ended, { chat: chat.succeeded, agentTurns: agents.succeeded }),
+  ];
+  for (const audit of audits) violations.push(...audit.problems);
+  return report(rows, violations, client.rerouted, load.records.length, audits);
 }
 
-function report(rows: FaultRow[], violations: string[], rerouted: number, total: number): number {
+function report(rows: FaultRow[], violations: string[], rerouted: number, total: number, audits: AuditResult[]): number {
   const failedChecks: string[] = [];
   console.log("");
   console.log(`${"fault".padEnd(40)} ${"in flight".padStart(9)} ${"ok".padStart(6)} ${"failed".padStart(6)} ${"recovery".padStart(9)}  verdict`);
@@ -249,11 +274,11 @@ function report(rows: FaultRow[], violations: string[], rerouted: number, total:
   failedChecks.push(...violations);
   console.log("");
   console.log(`requests: ${total} in ${((Date.now() - runStarted) / 1000).toFixed(0)} s of run time; ${rerouted} connects refused by a dead replica and sent to another`);
-  console.log(`checks: failures ≤ requests in flight at each fault; every conversation and video job answers within ${recoveryLimitMs / 1000} s of the fault's end; every answered turn in its conversation exactly once, none stuck; every video job completed`);
-  console.log("not yet covered (extension points in bench/chaos/workloads.ts): webhook events delivered, nothing billed twice");
+  console.log(`checks: failures ≤ requests in flight at each fault; every conversation and video job answers within ${recoveryLimitMs / 1000} s of the fault's end; every answered turn in its conversation exactly once, none stuck; every video job completed; every ended job's webhook event delivered (verified, one event id); nothing billed twice`);
+  for (const audit of audits) console.log(audit.summary);
   for (const problem of failedChecks) console.log(`FAIL ${problem}`);
   console.log(failedChecks.length ? `chaos: ${failedChecks.length} check(s) failed` : "chaos: all checks passed");
-  console.log(JSON.stringify({ bench: "chaos", replicas, workers, conversations, rows: rows.map(({ firstFailure: _, ...r }) => r), rerouted, violations }));
+  console.log(JSON.stringify({ bench: "chaos", replicas, workers, conversations, rows: rows.map(({ firstFailure: _, ...r }) => r), rerouted, webhooks: audits[0]?.figures, ledger: audits[1]?.figures, violations }));
   return failedChecks.length ? 1 : 0;
 }
 
@@ -272,7 +297,8 @@ async function untilReachable(client: Balancer, workloads: Workload[], sinceMs: 
   return undefined;
 }
 
-async function apiKey(url: string): Promise<string> {
+/** A new account's default project and a LIVE key on its production environment: the load is billed into the ledger. */
+async function liveAccount(url: string): Promise<{ key: string; projectId: string }> {
   const post = async (path: string, body: unknown, token?: string) => {
     const res = await fetch(url + path, {
       method: "POST",
@@ -285,11 +311,12 @@ async function apiKey(url: string): Promise<string> {
   };
   const signup = (await post("/v1/auth/signup", { email: `chaos-${Date.now()}@example.test`, password: "chaos-run-password" })) as {
     session_token: string;
+    project: { id: string };
     environments: { environment: { id: string; production: boolean } }[];
   };
-  const env = signup.environments.find((e) => !e.environment.production)?.environment.id;
-  const key = await post(`/v1/environments/${env}/api-keys`, { name: "chaos", rate_limit_per_minute: 10_000_000 }, signup.session_token);
-  return String(key["key"]);
+  const env = signup.environments.find((e) => e.environment.production)?.environment.id;
+  const key = await post(`/v1/environments/${env}/api-keys`, { name: "chaos", live: true, rate_limit_per_minute: 10_000_000 }, signup.session_token);
+  return { key: String(key["key"]), projectId: signup.project.id };
 }
 
 function redisPing(port: number): Promise<string> {

@@ -73,6 +73,7 @@ import type { ConsoleSources } from "./console/console-data.ts";
 import { readSnapshots, SnapshotPublisher, takeSnapshot } from "./console/replica-snapshots.ts";
 import { budgetsFromLedger, usageTodayFromLedger } from "./console/usage-today.ts";
 import { jobsInFlight } from "./console/jobs-in-flight.ts";
+import { webhookFailures } from "./console/webhook-failures.ts";
 // Billing (issue 14): ledger, budgets, usage API.
 import { Billing } from "../tenancy/billing.ts";
 import { createLedgerStore } from "../tenancy/create-ledger-store.ts";
@@ -294,6 +295,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     usageToday: (_orgId, projects) => usageTodayFromLedger(ledger, projects, clock.now()),
     budgets: (_orgId, projects) => budgetsFromLedger(ledger, projects, clock.now()),
     jobsInFlight: (orgId) => jobsInFlight(jobDirectory, orgId),
+    webhookFailures: (orgId) => webhookFailures({ actors, webhook, directory: webhookDirectory }, orgId),
     ...options.consoleSources,
   };
   const pages = [

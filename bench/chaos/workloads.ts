@@ -2,16 +2,9 @@
 // one request per step for a worker, says which of its resources must be
 // reachable again after a fault, and checks its invariants at the end.
 //
-// EXTENSION POINTS (added when the parallel branches merge):
-// - video jobs: videoJobWorkload below (submitted, reachable, all completed);
-// - webhooks (wt-webhooks): verify() of the jobs workload also checks that a
-//   webhook receiver (a real HTTP server in this process, registered as the
-//   organization's endpoint) got each job.completed/job.failed event at
-//   least once, signature valid, deduplicated by event id;
-// - billing ledger (wt-billing): verify() reads the ledger (usage export or
-//   Redis) and asserts one entry per request_id — "job:<id>:segment:<i>" is
-//   billed once however many replicas died mid-segment.
-// Each is a new object implementing Workload, appended in bench/chaos.ts.
+// The webhook and ledger audits (bench/chaos/audits.ts) read what these
+// record: successes per workload (`succeeded`) and the jobs' final state.
+import type { FinalJob } from "./audits.ts";
 import type { Balancer } from "./balancer.ts";
 
 export interface Outcome {
@@ -30,6 +23,8 @@ export interface Workload {
   unreachable(client: Balancer): Promise<{ total: number; failing: string[]; firstReason?: string }>;
   /** Invariants once the load stopped: one line per violation. */
   verify(client: Balancer): Promise<string[]>;
+  /** Steps that succeeded (billed calls the ledger must hold). */
+  readonly succeeded: number;
 }
 
 const failed = (status: number, body: unknown): Outcome => ({ ok: false, detail: `${status} ${JSON.stringify(body).slice(0, 160)}` });
@@ -37,8 +32,12 @@ const failed = (status: number, body: unknown): Outcome => ({ ok: false, detail:
 /** Stateless chat completions on a model whose provider the run makes fail (auto routing may fall back). */
 export function chatWorkload(model: string): Workload {
   let sent = 0;
+  let succeeded = 0;
   return {
     name: "chat",
+    get succeeded() {
+      return succeeded;
+    },
     prepare: async () => {},
     step: async (client) => {
       const n = sent++;
@@ -46,7 +45,9 @@ export function chatWorkload(model: string): Workload {
       const content = (res.body as { content?: string }).content;
       if (res.status !== 200) return failed(res.status, res.body);
       // The fakes echo the last user message: anything else is a wrong answer, not a success.
-      return content === `Echo: say chat ${n}` ? { ok: true } : { ok: false, detail: `200 with ${JSON.stringify(content)}` };
+      if (content !== `Echo: say chat ${n}`) return { ok: false, detail: `200 with ${JSON.stringify(content)}` };
+      succeeded++;
+      return { ok: true };
     },
     unreachable: async () => ({ total: 0, failing: [] }),
     verify: async () => [],
@@ -73,6 +74,9 @@ export function agentWorkload(model: string, conversations: number): Workload {
 
   return {
     name: "agents",
+    get succeeded() {
+      return [...ledgers.values()].reduce((n, l) => n + l.succeeded.length, 0);
+    },
     prepare: async (client, agentWorkers) => {
       workers = Math.max(1, agentWorkers);
       for (let i = 0; i < conversations; i++) {
@@ -145,11 +149,19 @@ export function agentWorkload(model: string, conversations: number): Workload {
  * job submitted per step; every job must stay readable through the faults
  * and end `completed` (not failed, not stuck) once the load stops.
  */
-export function videoJobWorkload(options: { pauseMs: number; completionTimeoutMs: number }): Workload {
+export function videoJobWorkload(options: { pauseMs: number; completionTimeoutMs: number }): Workload & { readonly final: FinalJob[] } {
   const jobs: string[] = [];
+  const final = new Map<string, FinalJob>();
   let sent = 0;
   return {
     name: "video jobs",
+    get succeeded() {
+      return jobs.length;
+    },
+    /** The jobs that ended (completed or failed), as verify() last read them. */
+    get final() {
+      return [...final.values()];
+    },
     prepare: async () => {},
     step: async (client) => {
       // Few jobs: each renders clips and composes them with ffmpeg on the replicas' shared cores.
@@ -168,16 +180,15 @@ export function videoJobWorkload(options: { pauseMs: number; completionTimeoutMs
     },
     verify: async (client) => {
       const deadline = Date.now() + options.completionTimeoutMs;
-      const final = new Map<string, string>();
       while (final.size < jobs.length && Date.now() < deadline) {
         for (const id of jobs.filter((j) => !final.has(j))) {
           const res = await client.send("GET", `/v1/jobs/${id}`).catch(() => undefined);
-          const status = (res?.body as { status?: string } | undefined)?.status;
-          if (status === "completed" || status === "failed") final.set(id, status);
+          const body = res?.body as { status?: string; segments?: { status: string }[] } | undefined;
+          if (body?.status === "completed" || body?.status === "failed") final.set(id, { id, status: body.status, segments: body.segments ?? [] });
         }
         if (final.size < jobs.length) await new Promise((r) => setTimeout(r, 500));
       }
-      const problems = jobs.filter((id) => final.get(id) !== "completed").map((id) => `video job ${id}: ${final.get(id) ?? "not final"} ${final.has(id) ? "" : `after ${options.completionTimeoutMs / 1000} s`}`.trim());
+      const problems = jobs.filter((id) => final.get(id)?.status !== "completed").map((id) => `video job ${id}: ${final.get(id)?.status ?? "not final"} ${final.has(id) ? "" : `after ${options.completionTimeoutMs / 1000} s`}`.trim());
       return problems;
     },
   };

@@ -1,13 +1,16 @@
 // /console/data.json over HTTP on an embedded Troupe: who may read it
 // (owners and admins; a member is 403, no session 401, another
 // organization 404), what it shows (this replica's breakers and active
-// actors, today's usage from the stored records, sections the other branches
-// wire said to be absent), and /docs serving Swagger UI from npm files.
+// actors, today's usage from the stored records, jobs in flight, budgets, the
+// failed deliveries of the organization's webhooks), and /docs serving
+// Swagger UI from npm files.
 import t from "tap";
 import { field, request, signup, startTestTroupe, str } from "../support/troupe.ts";
 import type { ConsoleData } from "../../gateway/console/console-data.ts";
+import { startWebhookReceiver } from "../fakes/webhook-receiver.ts";
 
-const troupe = await startTestTroupe({ CONSOLE_SNAPSHOT_INTERVAL_MS: "500" });
+// The webhook receiver listens on 127.0.0.1, which outbound calls refuse unless allowed.
+const troupe = await startTestTroupe({ CONSOLE_SNAPSHOT_INTERVAL_MS: "500", OUTBOUND_ALLOW_HOSTS: "127.0.0.1" });
 t.teardown(() => troupe.stop());
 const base = `http://127.0.0.1:${troupe.port}`;
 
@@ -44,6 +47,44 @@ t.test("an owner sees breakers, active actors, usage today and the wired section
   t.same(d.usage_today, { available: true, rows: [{ category: "chat", live: false, requests: 1, cost_usd: 0 }] }, "today's chat call, from a test key");
   t.same(d.jobs_in_flight, { available: true, rows: [] }, "jobs are wired: none in flight");
   t.same(d.budgets, { available: true, rows: [{ project_id: owner.projectId, project_name: field(d.budgets, "rows", 0, "project_name"), monthly_limit_usd: 10, spent_usd: 0, hard_limit: true }] }, "the project's budget, from the ledger (test keys spend nothing)");
+});
+
+t.test("a webhook whose receiver answers 500: its failed delivery is listed; other organizations' are not", async (t) => {
+  const receiver = await startWebhookReceiver();
+  t.teardown(() => receiver.close());
+  receiver.fallback = { status: 500 };
+  const created = await troupe.request("POST", "/v1/webhooks", { token: owner.testKey, body: { url: receiver.url, events: ["job.completed"] } });
+  t.equal(created.status, 201, created.text);
+  const webhookId = str(created.body, "webhook", "id");
+  receiver.secret = str(created.body, "secret");
+  const sent = await troupe.request("POST", `/v1/webhooks/${webhookId}/test`, { token: owner.testKey });
+  t.equal(sent.status, 200, sent.text);
+  t.equal(field(sent.body, "status"), "failed", "the receiver's 500 fails the attempt");
+  t.equal(receiver.received.length, 1);
+
+  // Someone else's failing webhook must not show in this organization's console.
+  const stranger = await signup(troupe, "console-stranger");
+  const theirs = await troupe.request("POST", "/v1/webhooks", { token: stranger.testKey, body: { url: receiver.url, events: ["job.failed"] } });
+  t.equal(theirs.status, 201, theirs.text);
+  t.equal((await troupe.request("POST", `/v1/webhooks/${str(theirs.body, "webhook", "id")}/test`, { token: stranger.testKey })).status, 200);
+
+  const res = await data(owner.token);
+  t.equal(res.status, 200);
+  const failures = (res.body as ConsoleData).webhook_failures;
+  t.same(failures, {
+    available: true,
+    rows: [
+      {
+        webhook_id: webhookId,
+        url: receiver.url,
+        event_type: "webhook.test",
+        attempt: 1,
+        response_status: 500,
+        error: field(failures, "rows", 0, "error"),
+        created_at: field(failures, "rows", 0, "created_at"),
+      },
+    ],
+  });
 });
 
 t.test("the console cookie works like the bearer session; API keys and strangers are refused", async (t) => {
