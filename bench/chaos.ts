@@ -171,6 +171,7 @@ async function run(): Promise<number> {
   say(`load: ${agentWorkers} workers on ${conversations} agent conversations, ${workers - agentWorkers} on chat completions (${model}, auto routing); ${thinkMs} ms between a worker's requests`);
 
   const load = new SteadyLoad(client, workloads, thinkMs);
+  const kills: { replica: number; atMs: number }[] = [];
   const rows: FaultRow[] = [];
   const begin = (fault: string, baseline = false): FaultRow => {
     const row: FaultRow = { fault, atMs: Date.now(), endedMs: Date.now(), inFlight: load.inFlightNow(), ok: 0, failed: 0, recoveryMs: undefined, baseline };
@@ -192,6 +193,7 @@ async function run(): Promise<number> {
     const victim = replicas - 1;
     const kill = begin(`kill -9 replica ${victim} + its daprd`);
     client.markDown(victim);
+    kills.push({ replica: victim, atMs: Date.now() });
     await cluster.killReplica(victim);
     kill.endedMs = Date.now();
     await recover(kill);
@@ -250,7 +252,11 @@ async function run(): Promise<number> {
   say(`drain: ${Date.now() - drainStarted} ms until every ended job's event was delivered (limit ${drainMs / 1000} s)`);
   const audits = [
     auditWebhooks(receiver, ended),
-    await auditLedger(`redis://127.0.0.1:${redisPort}`, account.projectId, runStarted, ended, { chat: chat.succeeded, agentTurns: agents.succeeded }),
+    await auditLedger(`redis://127.0.0.1:${redisPort}`, account.projectId, runStarted, ended, {
+      chat: chat.succeeded,
+      agentTurns: agents.succeeded,
+      killedWindow: { chat: answeredBeforeKill(load, kills, chat.name), agentTurns: answeredBeforeKill(load, kills, agents.name) },
+    }),
   ];
   for (const audit of audits) violations.push(...audit.problems);
   return report(rows, violations, client.rerouted, load.records.length, audits);
@@ -280,6 +286,11 @@ function report(rows: FaultRow[], violations: string[], rerouted: number, total:
   console.log(failedChecks.length ? `chaos: ${failedChecks.length} check(s) failed` : "chaos: all checks passed");
   console.log(JSON.stringify({ bench: "chaos", replicas, workers, conversations, rows: rows.map(({ firstFailure: _, ...r }) => r), rerouted, webhooks: audits[0]?.figures, ledger: audits[1]?.figures, violations }));
   return failedChecks.length ? 1 : 0;
+}
+
+/** Successful calls of `workload` a replica answered in the last second before its kill -9 (their usage may not have been flushed). */
+function answeredBeforeKill(load: SteadyLoad, kills: { replica: number; atMs: number }[], workload: string): number {
+  return load.records.filter((r) => r.ok && r.workload === workload && kills.some((k) => r.replica === k.replica && r.endMs <= k.atMs + 100 && r.endMs >= k.atMs - 1000)).length;
 }
 
 /** Polls every workload's resources until all answer; ms from `sinceMs`, or undefined after 30 s. */

@@ -11,6 +11,8 @@ export interface RequestRecord {
   endMs: number;
   ok: boolean;
   detail?: string;
+  /** Which replica answered, when the workload says (billed calls). */
+  replica?: number;
 }
 
 export class SteadyLoad {

@@ -11,6 +11,8 @@ export interface Outcome {
   ok: boolean;
   /** Status and a short reason when not ok. */
   detail?: string;
+  /** The replica that answered a billed call (the ledger audit allows for a killed replica's unflushed usage). */
+  replica?: number;
 }
 
 export interface Workload {
@@ -47,7 +49,7 @@ export function chatWorkload(model: string): Workload {
       // The fakes echo the last user message: anything else is a wrong answer, not a success.
       if (content !== `Echo: say chat ${n}`) return { ok: false, detail: `200 with ${JSON.stringify(content)}` };
       succeeded++;
-      return { ok: true };
+      return { ok: true, replica: res.replica };
     },
     unreachable: async () => ({ total: 0, failing: [] }),
     verify: async () => [],
@@ -102,7 +104,7 @@ export function agentWorkload(model: string, conversations: number): Workload {
         // The fakes' model calls the first declared tool (a built-in here), then answers from its result.
         if (res.status === 200 && messages.some((m) => m.role === "user" && m.content === content) && last?.role === "assistant" && last.content.startsWith("Tool said:")) {
           ledger.succeeded.push(content);
-          return { ok: true };
+          return { ok: true, replica: res.replica };
         }
         ledger.failed.push(content);
         return res.status === 200 ? { ok: false, detail: `200 but last message ${JSON.stringify(last)}` } : failed(res.status, res.body);
@@ -183,12 +185,12 @@ export function videoJobWorkload(options: { pauseMs: number; completionTimeoutMs
       while (final.size < jobs.length && Date.now() < deadline) {
         for (const id of jobs.filter((j) => !final.has(j))) {
           const res = await client.send("GET", `/v1/jobs/${id}`).catch(() => undefined);
-          const body = res?.body as { status?: string; segments?: { status: string }[] } | undefined;
-          if (body?.status === "completed" || body?.status === "failed") final.set(id, { id, status: body.status, segments: body.segments ?? [] });
+          const body = res?.body as { status?: string; segments?: { status: string }[]; error?: unknown } | undefined;
+          if (body?.status === "completed" || body?.status === "failed") final.set(id, { id, status: body.status, segments: body.segments ?? [], error: body.error });
         }
         if (final.size < jobs.length) await new Promise((r) => setTimeout(r, 500));
       }
-      const problems = jobs.filter((id) => final.get(id)?.status !== "completed").map((id) => `video job ${id}: ${final.get(id)?.status ?? "not final"} ${final.has(id) ? "" : `after ${options.completionTimeoutMs / 1000} s`}`.trim());
+      const problems = jobs.filter((id) => final.get(id)?.status !== "completed").map((id) => `video job ${id}: ${final.get(id)?.status ?? "not final"} ${JSON.stringify(final.get(id)?.error ?? null)} ${final.has(id) ? "" : `after ${options.completionTimeoutMs / 1000} s`}`.trim());
       return problems;
     },
   };
