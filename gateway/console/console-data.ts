@@ -3,10 +3,10 @@
 // organization the signed-in user owns or administers, jobs in flight,
 // webhook failures, usage today and budgets.
 //
-// The organization sections come from ConsoleSources. Usage today reads the
-// usage records stored today (tenancy/usage-recorder.ts) until the billing
-// ledger provides its own; jobs, webhook failures and budgets are wired by
-// the branches that own them (a section without a source says so).
+// The organization sections come from ConsoleSources, wired in app.ts:
+// usage today and budgets from the ledger, jobs in flight from the job
+// directory, webhook failures from the webhooks' delivery records (a section
+// without a source says so).
 import { TroupeError } from "../../core/errors.ts";
 import type { AccountService } from "../../tenancy/accounts.ts";
 import type { ReplicaSnapshot } from "./replica-snapshots.ts";
