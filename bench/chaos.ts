@@ -23,6 +23,9 @@
 // project's ledger. Prints a table and one JSON line; exits 1 when an
 // assertion fails.
 //
+// Video clips go to a MinIO of its own (scripts/minio.sh, the cached build
+// .ci/run makes), shared by the replicas as S3 would be in production.
+//
 // Flags: --replicas=3 --workers=12 (half agents, half chat) --conversations=48
 //        --think-ms=20 --provider-fault-s=12 --redis-cut-s=5 --settle-s=6
 //        --faults=kill,provider,redis (which faults, in this order) --no-jobs
@@ -76,6 +79,17 @@ const redis = spawn("redis-server", ["--bind", "127.0.0.1", "--port", String(red
 await waitFor(async () => (await redisPing(redisPort)) === "PONG", 10_000, "redis-server");
 const proxy = await CuttableProxy.start(await freePort(), { host: "127.0.0.1", port: redisPort });
 
+// --- MinIO: the replicas share one file store --------------------------------
+// Video jobs store each clip and compose them later, possibly on another
+// replica after a kill: a replica's local file store would not have them.
+const minioEnv = { ...process.env, MINIO_DATA_DIR: join(dataDir, "minio"), S3_BUCKET: "troupe-chaos" };
+const s3Env = Object.fromEntries(
+  (await runScript("bash", ["scripts/minio.sh", "start"], minioEnv))
+    .split("\n")
+    .map((line) => line.match(/^(S3_[A-Z_]+)=(.*)$/)?.slice(1, 3) as [string, string] | undefined)
+    .filter((pair) => pair !== undefined),
+);
+
 // --- Provider fakes ----------------------------------------------------------
 const openaiFake = await startOpenAIFake({ apiKey: "chaos-openai" });
 const anthropicFake = await startAnthropicFake({ apiKey: "chaos-anthropic" });
@@ -101,6 +115,7 @@ const cluster = new LocalCluster({
     // 100× sooner than in production (5 s → 50 ms, 5 min → 3 s): within the run.
     OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
     WEBHOOK_RETRY_SCALE: String(webhookRetryScale),
+    ...s3Env,
   },
   build: true,
   readyTimeoutMs: 120_000,
@@ -114,6 +129,7 @@ const cleanups: (() => Promise<unknown>)[] = [
   async () => redis.kill("SIGKILL"),
   () => openaiFake.close(),
   () => anthropicFake.close(),
+  () => runScript("bash", ["scripts/minio.sh", "stop"], minioEnv),
 ];
 const cleanup = async () => {
   for (const step of cleanups) await step().catch(() => undefined);
@@ -247,11 +263,12 @@ async function run(): Promise<number> {
   await client.close();
   // Drain: events of the last jobs (and retries of refused ones) still on their way.
   const ended = videoJobs?.final ?? [];
+  const lost = videoJobs?.lostSubmissions ?? 0;
   const drainStarted = Date.now();
-  while (Date.now() - drainStarted < drainMs && auditWebhooks(receiver, ended).problems.length > 0) await sleep(250);
+  while (Date.now() - drainStarted < drainMs && auditWebhooks(receiver, ended, lost).problems.length > 0) await sleep(250);
   say(`drain: ${Date.now() - drainStarted} ms until every ended job's event was delivered (limit ${drainMs / 1000} s)`);
   const audits = [
-    auditWebhooks(receiver, ended),
+    auditWebhooks(receiver, ended, lost),
     await auditLedger(`redis://127.0.0.1:${redisPort}`, account.projectId, runStarted, ended, {
       chat: chat.succeeded,
       agentTurns: agents.succeeded,
@@ -328,6 +345,18 @@ async function liveAccount(url: string): Promise<{ key: string; projectId: strin
   const env = signup.environments.find((e) => e.environment.production)?.environment.id;
   const key = await post(`/v1/environments/${env}/api-keys`, { name: "chaos", live: true, rate_limit_per_minute: 10_000_000 }, signup.session_token);
   return { key: String(key["key"]), projectId: signup.project.id };
+}
+
+/** Runs a script to its end; its stdout, or throws with its stderr. */
+function runScript(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, argv, { cwd: repoDir, env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
+    child.once("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${argv.join(" ")}: exit ${code}: ${err.slice(-500)}`))));
+  });
 }
 
 function redisPing(port: number): Promise<string> {

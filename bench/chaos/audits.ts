@@ -43,7 +43,7 @@ export async function subscribeJobEvents(client: Balancer, receiver: WebhookRece
 }
 
 /** Every final job's event reached the receiver at least once, verified, with one event id and the right type. */
-export function auditWebhooks(receiver: WebhookReceiver, jobs: FinalJob[]): AuditResult {
+export function auditWebhooks(receiver: WebhookReceiver, jobs: FinalJob[], lostSubmissions: number): AuditResult {
   const problems: string[] = [];
   const byJob = new Map<string, { eventId: string; type: string; verified: boolean; answered: number | "hang" }[]>();
   for (const d of receiver.received) {
@@ -65,12 +65,13 @@ export function auditWebhooks(receiver: WebhookReceiver, jobs: FinalJob[]): Audi
   }
   const known = new Set(jobs.map((j) => j.id));
   const strangers = [...byJob.keys()].filter((id) => !known.has(id));
-  if (strangers.length) problems.push(`webhook: events for jobs the run did not see end: ${strangers.join(", ")}`);
+  // A submission whose answer a fault lost may still have made a job, whose event then arrives unannounced: no more of those.
+  if (strangers.length > lostSubmissions) problems.push(`webhook: events for ${strangers.length} jobs the run did not see end (> ${lostSubmissions} lost submissions): ${strangers.join(", ")}`);
   const refused = receiver.received.filter((d) => d.answered !== 200).length;
   return {
     problems,
-    summary: `webhooks: ${delivered}/${jobs.length} ended jobs delivered, ${duplicates} duplicate deliveries (same event id), ${refused} attempts answered 503 on purpose and retried, ${receiver.received.length} attempts in all, all verified: ${receiver.received.every((d) => d.verified)}`,
-    figures: { jobs: jobs.length, delivered, duplicates, refused, attempts: receiver.received.length },
+    summary: `webhooks: ${delivered}/${jobs.length} ended jobs delivered, ${duplicates} duplicate deliveries (same event id), ${refused} attempts answered 503 on purpose and retried, ${receiver.received.length} attempts in all, all verified: ${receiver.received.every((d) => d.verified)}, ${strangers.length} events of jobs whose submission answer was lost`,
+    figures: { jobs: jobs.length, delivered, duplicates, refused, attempts: receiver.received.length, unannounced: strangers.length },
   };
 }
 

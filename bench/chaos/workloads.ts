@@ -151,7 +151,7 @@ export function agentWorkload(model: string, conversations: number): Workload {
  * job submitted per step; every job must stay readable through the faults
  * and end `completed` (not failed, not stuck) once the load stops.
  */
-export function videoJobWorkload(options: { pauseMs: number; completionTimeoutMs: number }): Workload & { readonly final: FinalJob[] } {
+export function videoJobWorkload(options: { pauseMs: number; completionTimeoutMs: number }): Workload & { readonly final: FinalJob[]; readonly lostSubmissions: number } {
   const jobs: string[] = [];
   const final = new Map<string, FinalJob>();
   let sent = 0;
@@ -159,6 +159,10 @@ export function videoJobWorkload(options: { pauseMs: number; completionTimeoutMs
     name: "video jobs",
     get succeeded() {
       return jobs.length;
+    },
+    /** Submissions whose answer was lost (the job may exist and end unseen by the run). */
+    get lostSubmissions() {
+      return sent - jobs.length;
     },
     /** The jobs that ended (completed or failed), as verify() last read them. */
     get final() {
