@@ -10,7 +10,10 @@ import { field, signup, startTestTroupe, str } from "../support/troupe.ts";
 
 t.setTimeout(120_000);
 const { fake, router } = await startFakeOpenAI();
-const troupe = await startTestTroupe({ OUTBOUND_ALLOW_HOSTS: "127.0.0.1,localhost", WEBHOOK_RETRY_SCALE: "0.0002" }, { router: router() });
+const troupe = await startTestTroupe(
+  { OUTBOUND_ALLOW_HOSTS: "127.0.0.1,localhost", WEBHOOK_RETRY_SCALE: "0.0002", METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" },
+  { router: router() },
+);
 const receiver = await startWebhookReceiver();
 t.teardown(async () => {
   await troupe.stop();
@@ -47,4 +50,13 @@ t.test("crossing 50 % and 80 % of a budget delivers one budget.alert each", asyn
     t.ok(alert.verified, "signed both ways");
     t.match(field(alert.body, "data"), { project_id: p.projectId, period: String, limit_usd: Number, spent_usd: Number });
   }
+
+  // A hard limit below what is spent: the next live call is 402, counted as a budget refusal in /metrics.
+  const hard = await troupe.request("PUT", `/v1/projects/${p.projectId}/budget`, { token: user.token, body: { monthly_limit_usd: callUsd * 2, hard_limit: true } });
+  t.equal(hard.status, 200, hard.text);
+  const refused = await troupe.request("POST", "/v1/chat/completions", { token: p.liveKey, body: hello });
+  t.equal(refused.status, 402);
+  t.equal(field(refused.body, "error", "code"), "budget_exceeded");
+  const metrics = await (await fetch(`http://127.0.0.1:${troupe.metricsPort}/metrics`)).text();
+  t.match(metrics, /^troupe_budget_refusals_total\{[^}]*route="\/v1\/chat\/completions"[^}]*\} 1$/m, "the 402 is counted");
 });
