@@ -60,9 +60,11 @@ t.test("kill -9 mid-retry: every event is delivered after the restart, with its 
   await waitFor(async () => seen(500).size === count, 10_000, "every first attempt (answered 500)");
   phase = "hang";
   await waitFor(async () => seen("hang").size > 0, 10_000, "a retry hanging at the receiver");
+  const inFlight = seen("hang").size;
   child.kill("SIGKILL");
-  await new Promise((r) => child.once("exit", r));
-  t.pass(`killed with ${seen("hang").size} retries in flight`);
+  const exitSignal = await new Promise<NodeJS.Signals | null>((r) => child.once("exit", (_code, signal) => r(signal)));
+  t.equal(exitSignal, "SIGKILL", `killed -9 with ${inFlight} retries in flight`);
+  t.ok(inFlight > 0, "retries were in flight at the kill");
 
   phase = "up";
   child = start();
