@@ -271,7 +271,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router, billing }),
-    ...jobRoutes({ actors, job, directory: jobDirectory, router, media }),
+    ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
     ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
   ];

@@ -15,6 +15,18 @@ export interface CallBilling {
 }
 
 /**
+ * Admits work whose cost is not known up front (an agent turn's model calls,
+ * a video job's scenes), each part billed as it ends: a hard-limited
+ * project's work starts only while spent + reserved is under its limit
+ * (nothing reserved for itself), else 402 before any provider call.
+ */
+export async function admitUnderLimit(billing: CallBilling | undefined, payer: Payer): Promise<void> {
+  const pending = billing?.admit(payer, () => 0);
+  const reservation = pending ? await pending : undefined;
+  if (reservation && billing) await billing.settle(reservation, undefined);
+}
+
+/**
  * A call's reservation: the most it may cost before it ran — its input at
  * the model's price plus `max_tokens` of output. Without a model (auto
  * routing) the dearest model of the category is assumed, so a burst can

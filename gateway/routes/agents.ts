@@ -15,7 +15,7 @@ import type { Router } from "../../providers/router.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
-import type { CallBilling } from "../billed-call.ts";
+import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
 import { payerOf } from "../usage-context.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
@@ -26,18 +26,6 @@ export interface AgentRouteDeps {
   router: Router;
   /** Budgets: a hard-limited project's turn starts only while it is under its limit. */
   billing?: CallBilling | undefined;
-}
-
-/**
- * A turn makes several model calls whose number is not known up front, each
- * billed as it ends: a hard-limited project's turn is admitted on what is
- * spent and reserved (nothing reserved for itself), so 402 comes before the
- * first provider call.
- */
-async function admitTurn(deps: AgentRouteDeps, key: ApiKeyRecord): Promise<void> {
-  const pending = deps.billing?.admit(payerOf(key), () => 0);
-  const reservation = pending ? await pending : undefined;
-  if (reservation && deps.billing) await deps.billing.settle(reservation, undefined);
 }
 
 /** Longest user message accepted (characters); the body cap still applies. */
@@ -139,7 +127,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"],
       handler: async (ctx) => {
         const id = conversationId(ctx.params.id);
-        await admitTurn(deps, ctx.auth.key);
+        await admitUnderLimit(deps.billing, payerOf(ctx.auth.key));
         return json(
           200,
           await callActor(actors, conversation, id, "postMessage", {
@@ -163,7 +151,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"],
       handler: async (ctx) => {
         const id = conversationId(ctx.params.id);
-        await admitTurn(deps, ctx.auth.key);
+        await admitUnderLimit(deps.billing, payerOf(ctx.auth.key));
         return json(
           200,
           await callActor(actors, conversation, id, "submitToolOutputs", {

@@ -18,6 +18,7 @@ import type { MediaDeps } from "../../media/rehost.ts";
 import { withModel } from "../../providers/catalogue.ts";
 import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../providers/video-routing.ts";
 import type { Router } from "../../providers/router.ts";
+import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
 import { defineRoute, json } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 import { payerOf } from "../usage-context.ts";
@@ -28,6 +29,8 @@ export interface JobRouteDeps {
   directory: JobDirectory;
   router: Router;
   media: MediaDeps;
+  /** Budgets: a hard-limited project's job starts only while it is under its limit. */
+  billing?: CallBilling | undefined;
 }
 
 const acceptedSchema = z.object({ job_id: z.string(), status: z.literal("queued") });
@@ -52,13 +55,16 @@ export function jobRoutes(deps: JobRouteDeps) {
       scope: "video",
       body,
       responses: { 202: acceptedSchema },
-      errors: ["no_provider_available"],
+      errors: ["budget_exceeded", "no_provider_available"],
       handler: async (ctx) => {
         const { key } = ctx.auth;
-        // Refuse a model no provider can serve before fetching or storing anything.
+        // Refuse a model no provider can serve, or a project over its hard
+        // limit, before fetching or storing anything. Scenes are billed as
+        // they complete; a job admitted under the limit runs to its end.
         const withImage = ctx.body.image_url !== null;
         if (ctx.body.model) assertVideoModelFits(deps.router.catalogue, ctx.body.model, withImage);
         deps.router.plan(ctx.body.model, ctx.body.routing_strategy, videoNeed(withImage));
+        await admitUnderLimit(deps.billing, payerOf(key));
         let image: { file_id: string; content_type: string } | null = null;
         if (ctx.body.image_url) {
           let fetched;

@@ -96,6 +96,8 @@ export function billingSuite(t: Test, target: BillingTarget): void {
     const conversation = await next().request("POST", "/v1/agents/conversations", { token: p.liveKey, body: {} });
     const turn = await next().request("POST", `/v1/agents/conversations/${String(field(conversation.body, "id"))}/messages`, { token: p.liveKey, body: { content: "hi" } });
     t.equal(turn.status, 402, "an agent turn too");
+    const video = await next().request("POST", "/v1/video/generate", { token: p.liveKey, body: { prompt: "a lighthouse at dusk", model: "simulated-video", routing_strategy: "manual" } });
+    t.equal(field(video.body, "error", "code"), "budget_exceeded", "a video job is refused before it is created");
     t.equal(fake.requests.length - providerCallsBefore, 11, "still no provider call");
     t.equal((await chat(p.testKey)).status, 200, "test keys are never stopped");
 
