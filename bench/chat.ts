@@ -295,6 +295,11 @@ async function orchestrate(): Promise<void> {
     const { measureRecordingCost } = await import("./lib/metrics-cost.ts");
     const cost = measureRecordingCost();
     console.log(`\nmetrics recording per chat request, in process (route histogram + provider counter/histogram + ledger): ${fmt(cost.nsPerRequest, 0)} ns`);
+    const { measureLedgerCost } = await import("./lib/ledger-cost.ts");
+    const ledgerCost = await measureLedgerCost();
+    console.log(
+      `ledger flush of 200 chat records (embedded, Billing.write), in process: append steps on the event loop: median ${fmt(ledgerCost.medianStepMs, 3)} ms, longest ${fmt(ledgerCost.longestStepMs, 3)} ms, event loop busy ${fmt(ledgerCost.busyUsPerRecord, 1)} µs per record`,
+    );
     const troupeFixed = fixed["Troupe"]!;
     console.log(
       `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 50 % of pass-through (${fmt(share * 100, 1)} %)`,

@@ -80,3 +80,27 @@ t.test("admission: synchronous for test keys and unlimited projects, reserves un
   await billing.settle(second!, usage({ project_id: payer.project_id, created_at: new Date().toISOString(), cost_nanos: 2500 }));
   await t.rejects(Promise.resolve(billing.admit(payer, estimate)), { code: "budget_exceeded" }, "2,500 spent: refused");
 });
+
+t.test("a flush is appended in steps; a failed step fails the flush and its retry bills each record once", async (t) => {
+  let appends = 0;
+  let failSecond = true;
+  const flaky = new Proxy(ledger, {
+    get(target, property, receiver) {
+      if (property !== "append") return Reflect.get(target, property, receiver);
+      return (...args: Parameters<typeof ledger.append>) => {
+        appends += 1;
+        if (failSecond && appends === 2) return Promise.reject(new Error("disk full"));
+        return target.append(...args);
+      };
+    },
+  });
+  const billing = new Billing({ ledger: flaky, store, clock: systemClock, log });
+  const batch = Array.from({ length: 40 }, () => usage({ project_id: "prj_steps", cost_nanos: 1000 }));
+  await t.rejects(billing.write(batch), /disk full/, "the recorder is told, so it keeps the batch");
+  t.ok(appends > 2, "the flush went in several steps, the ones after the failure too");
+  t.equal(await ledger.spent("prj_steps", "2026-03"), (40 - 16) * 1000, "the steps that succeeded are in the ledger");
+  failSecond = false;
+  await billing.write(batch);
+  t.equal(await ledger.spent("prj_steps", "2026-03"), 40_000, "the retry adds the missing step only");
+  t.equal((await ledger.records("prj_steps", "2026-03")).length, 40);
+});

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import t from "tap";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import type { LedgerStore } from "../../tenancy/ledger.ts";
-import { ledgerSuite } from "./ledger-store-suite.ts";
+import { ledgerSuite, usage } from "./ledger-store-suite.ts";
 
 const dirs = new WeakMap<LedgerStore, string>();
 
@@ -24,4 +24,32 @@ ledgerSuite(t, {
     dirs.set(reopened, dir);
     return reopened;
   },
+});
+
+// The embedded store queues its writes for lmdb's write thread and reads
+// back what it wrote until lmdb commits it. Appends that overlap (the usage
+// flush, a settle, a video scene) must neither double-bill nor lose a sum.
+t.test("embedded: overlapping appends read each other's uncommitted writes", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-"));
+  const ledger = new EmbeddedLedgerStore(dir);
+  await ledger.putBudget("prj_overlap", { monthly_limit_usd: 0.0001, alert_thresholds: [0.5], hard_limit: true, updated_at: "2026-03-01T00:00:00.000Z" });
+  const replay = usage({ project_id: "prj_overlap" });
+  const first = ledger.append([replay]);
+  t.equal(await ledger.spent("prj_overlap", "2026-03"), 1000, "an append's spend reads back before its commit");
+  const again = ledger.append([replay]);
+  const appends: Array<Promise<unknown>> = [first, again];
+  for (let i = 0; i < 99; i++) {
+    appends.push(ledger.append([usage({ project_id: "prj_overlap" })]));
+    // Half of them in later event turns, while earlier commits are still on their way.
+    if (i % 2) await new Promise((resolve) => setImmediate(resolve));
+  }
+  const alerts = (await Promise.all(appends)).flat();
+  t.equal(await ledger.spent("prj_overlap", "2026-03"), 100_000, "100 distinct records, the replay counted once, no sum lost");
+  t.equal(alerts.length, 1, "the 50 % threshold claimed once");
+  t.equal((await ledger.records("prj_overlap", "2026-03")).length, 100, "one ledger record per usage key");
+  const reopened = new EmbeddedLedgerStore(dir);
+  await ledger.close();
+  t.equal(await reopened.spent("prj_overlap", "2026-03"), 100_000, "what was read back is what was committed");
+  t.equal((await reopened.usageToDate(["key_1"])).get("key_1")?.calls, 100);
+  await reopened.close();
 });
