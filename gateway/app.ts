@@ -9,7 +9,7 @@ import type { Config } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
 import { createConversationActor, type ConversationActorDefinition } from "../actors/conversation/conversation-actor.ts";
 import { ConversationDirectory } from "../actors/conversation/directory.ts";
-import { storeEventBus, type ConversationEventBus } from "../actors/conversation/events.ts";
+import { storeConversationEventBus, type ConversationEventBus } from "../actors/conversation/events.ts";
 import { eraseDefinition } from "../actors/actor.ts";
 import type { ActorHost } from "../actors/host.ts";
 import { createActorHost } from "../actors/hosts/create-host.ts";
@@ -190,7 +190,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const orgIndex = new OrgIndex(vectors, embed, clock);
 
   const directory = new ConversationDirectory(store, (error) => log.warn("conversation summary write failed", { error }));
-  const events = storeEventBus(store, (error) => log.warn("conversation event failed", { error }));
+  const events = storeConversationEventBus(store, (error) => log.warn("conversation event failed", { error }));
   const meter = new UsageMeter(router.catalogue, usage, () => clock.now());
   const conversation = createConversationActor({
     chat: (request, signal) => router.chat(request, { signal }),

@@ -3,7 +3,7 @@
 // directory (embedded default) and an S3-compatible bucket (distributed
 // mode). A file id is an unguessable capability (`file_` + 128 random bits):
 // whoever holds the URL may read the file, nobody can enumerate them.
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 
 /** What the store records about a file besides its bytes. */
@@ -69,4 +69,29 @@ export class FileTooLargeError extends Error {
 export async function* chunksOf(body: Buffer | AsyncIterable<Buffer>): AsyncIterable<Buffer> {
   if (Buffer.isBuffer(body)) yield body;
   else yield* body;
+}
+
+/**
+ * Reads a body chunk by chunk into `write`, refusing it once it passes
+ * `maxBytes` and hashing it on the way; answers the record of what was
+ * written (both backends store the same record). `now` is read after the
+ * last chunk.
+ */
+export async function writeBody(id: string, input: PutInput, now: () => number, write: (chunk: Buffer) => unknown): Promise<StoredFile> {
+  const hash = createHash("sha256");
+  let size = 0;
+  for await (const chunk of chunksOf(input.body)) {
+    size += chunk.length;
+    if (input.maxBytes !== undefined && size > input.maxBytes) throw new FileTooLargeError(input.maxBytes);
+    hash.update(chunk);
+    await write(chunk);
+  }
+  return {
+    id,
+    organization_id: input.organizationId,
+    content_type: input.contentType,
+    size,
+    etag: `"${hash.digest("hex")}"`,
+    created_at: new Date(now()).toISOString(),
+  };
 }

@@ -4,13 +4,10 @@
 // renamed into place, the record last: a reader sees a file only once its
 // record exists, so a crash or a failed copy never leaves a half-stored file
 // visible, and leftovers in .tmp are swept at open.
-import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, open, readFile, readdir, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  chunksOf,
-  FileTooLargeError,
   isFileId,
   newFileId,
   storedFileSchema,
@@ -18,6 +15,7 @@ import {
   type FileStore,
   type PutInput,
   type StoredFile,
+  writeBody,
 } from "./file-store.ts";
 
 export class LocalFileStore implements FileStore {
@@ -51,28 +49,14 @@ export class LocalFileStore implements FileStore {
     const tmpData = `${base}.data`;
     const tmpMeta = `${base}.json`;
     try {
-      const hash = createHash("sha256");
-      let size = 0;
       const handle = await open(tmpData, "w");
+      let file: StoredFile;
       try {
-        for await (const chunk of chunksOf(input.body)) {
-          size += chunk.length;
-          if (input.maxBytes !== undefined && size > input.maxBytes) throw new FileTooLargeError(input.maxBytes);
-          hash.update(chunk);
-          await handle.write(chunk);
-        }
+        file = await writeBody(id, input, this.now, (chunk) => handle.write(chunk));
         await handle.sync();
       } finally {
         await handle.close();
       }
-      const file: StoredFile = {
-        id,
-        organization_id: input.organizationId,
-        content_type: input.contentType,
-        size,
-        etag: `"${hash.digest("hex")}"`,
-        created_at: new Date(this.now()).toISOString(),
-      };
       const metaHandle = await open(tmpMeta, "w");
       try {
         await metaHandle.writeFile(JSON.stringify(file));

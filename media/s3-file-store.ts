@@ -7,11 +7,8 @@
 // the embedded mode's cold start must not pay for it. A PUT is atomic in S3,
 // so a failed upload leaves nothing; the body is collected first because a
 // PutObject needs its length (media files are bounded by the caller's cap).
-import { createHash } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
 import {
-  chunksOf,
-  FileTooLargeError,
   isFileId,
   newFileId,
   storedFileSchema,
@@ -19,6 +16,7 @@ import {
   type FileStore,
   type PutInput,
   type StoredFile,
+  writeBody,
 } from "./file-store.ts";
 
 export interface S3Settings {
@@ -75,29 +73,14 @@ export class S3FileStore implements FileStore {
 
   async put(input: PutInput): Promise<StoredFile> {
     const id = newFileId();
-    const hash = createHash("sha256");
     const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of chunksOf(input.body)) {
-      size += chunk.length;
-      if (input.maxBytes !== undefined && size > input.maxBytes) throw new FileTooLargeError(input.maxBytes);
-      hash.update(chunk);
-      chunks.push(chunk);
-    }
-    const file: StoredFile = {
-      id,
-      organization_id: input.organizationId,
-      content_type: input.contentType,
-      size,
-      etag: `"${hash.digest("hex")}"`,
-      created_at: new Date(this.now()).toISOString(),
-    };
+    const file = await writeBody(id, input, this.now, (chunk) => chunks.push(chunk));
     await this.client.send(
       new this.sdk.PutObjectCommand({
         Bucket: this.bucket,
         Key: this.key(id),
-        Body: Buffer.concat(chunks, size),
-        ContentLength: size,
+        Body: Buffer.concat(chunks, file.size),
+        ContentLength: file.size,
         ContentType: file.content_type,
         Metadata: { [meta.organization]: file.organization_id, [meta.sha256]: file.etag.slice(1, -1), [meta.created]: file.created_at },
       }),

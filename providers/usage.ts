@@ -2,6 +2,7 @@
 // place (UsageMeter) from the call's context. The billing work consumes
 // these through a UsageSink; emitting must never delay or fail the response,
 // so sinks are fire-and-forget and errors stay inside them.
+import { z } from "zod";
 import type { Catalogue } from "./catalogue.ts";
 
 export type UsageCategory = "chat" | "embeddings" | "vision" | "translation" | "images" | "audio" | "video" | "agents";
@@ -40,14 +41,15 @@ export interface UsageSink {
 /** Discards records: for tests and for callers that do not bill. */
 export const noUsage: UsageSink = { record: () => undefined };
 
-/** Who pays for a call: the calling API key and where it belongs. */
-export interface Payer {
-  organization_id: string;
-  project_id: string;
-  environment_id: string;
-  api_key_id: string;
-  live: boolean;
-}
+/** Who pays for a call: the calling API key and where it belongs (also part of actor inputs, hence the schema). */
+export const payerSchema = z.object({
+  organization_id: z.string(),
+  project_id: z.string(),
+  environment_id: z.string(),
+  api_key_id: z.string(),
+  live: z.boolean(),
+});
+export type Payer = z.infer<typeof payerSchema>;
 
 /**
  * The context a call's usage is recorded from: its payer and its request id

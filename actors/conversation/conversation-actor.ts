@@ -2,7 +2,7 @@
 // state shape and transitions; the model loop lives in turn-loop.ts. Every
 // method checks the caller's organization, so another tenant's id is 404.
 import { createHash } from "node:crypto";
-import type { UsageFigures } from "../../providers/usage.ts";
+import { payerSchema, type Payer, type UsageFigures } from "../../providers/usage.ts";
 import type { EmbeddingUsage } from "../../vectors/org-index.ts";
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
@@ -28,25 +28,14 @@ import { generateVideoArgs } from "../job/video-request.ts";
 
 export const CONVERSATION_ACTOR = "ConversationActor";
 
-/** Who pays for a turn's model calls: the calling key (usage records, DESIGN.md §3). */
-export const payerSchema = z.object({
-  organization_id: z.string(),
-  project_id: z.string(),
-  environment_id: z.string(),
-  api_key_id: z.string(),
-  live: z.boolean(),
-});
-export type TurnPayer = z.infer<typeof payerSchema>;
-
 export interface ConversationActorDeps {
   chat: TurnDeps["chat"];
-  /** Called once per model call of a turn; must not throw or block. */
   /**
    * Called once per billed call of a turn (model calls, and the memory tools'
    * embedding calls); `call` numbers them from 0, so each gets its own ledger
    * key under the one request id. Must not throw or block.
    */
-  recordUsage?(payer: TurnPayer, requestId: string, category: "agents" | "embeddings", figures: UsageFigures, call: number): void;
+  recordUsage?(payer: Payer, requestId: string, category: "agents" | "embeddings", figures: UsageFigures, call: number): void;
   memory: TurnDeps["memory"];
   directory: ConversationDirectory;
   events: ConversationEventBus;
@@ -93,7 +82,7 @@ const videoFinishedInput = z.object({
 async function startVideo(
   ctx: TurnCtx,
   data: ConversationData,
-  payer: TurnPayer | undefined,
+  payer: Payer | undefined,
   args: Record<string, unknown>,
   toolCallId: string,
 ): Promise<{ job_id: string } | { error: string }> {
@@ -130,7 +119,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
   const now = (ctx: Ctx) => isoTime(ctx.clock.now());
 
   /** Runs the loop, publishing as it goes; the directory learns the outcome. */
-  const continueTurn = async (ctx: TurnCtx, data: ConversationData, payer: TurnPayer | undefined, requestId: string, before = data.status): Promise<Conversation> => {
+  const continueTurn = async (ctx: TurnCtx, data: ConversationData, payer: Payer | undefined, requestId: string, before = data.status): Promise<Conversation> => {
     const publishMessage = (message: AgentMessage) => deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
     let call = 0;
     try {

@@ -1,8 +1,7 @@
 // Live job events (status and progress changes), published on the tenancy
-// store's broadcast channel like the conversation events: in process when
-// embedded, Redis pub/sub in the cluster, so a WebSocket on any replica sees
-// what a JobActor on any other replica does.
+// store's broadcast channel like the conversation events (actors/event-bus.ts).
 import type { DataStore } from "../../tenancy/data-store.ts";
+import { storeEventBus, type EventBus } from "../event-bus.ts";
 import type { Job } from "./types.ts";
 
 export interface JobEvent {
@@ -11,28 +10,9 @@ export interface JobEvent {
   job: Job;
 }
 
-const channel = "job-events";
-
-export interface JobEventBus {
-  publish(event: JobEvent): void;
-  /** One subscription per process; the caller fans out by job id. `wanted` is asked first, so unwatched events are never parsed. */
-  subscribe(onEvent: (event: JobEvent, json: string) => void, wanted?: () => boolean): Promise<void>;
-}
+/** The caller fans out by job id. */
+export type JobEventBus = EventBus<JobEvent>;
 
 export function storeJobEventBus(store: DataStore, onError: (error: unknown) => void): JobEventBus {
-  return {
-    publish(event) {
-      store.publish(channel, JSON.stringify(event)).catch(onError);
-    },
-    async subscribe(onEvent, wanted) {
-      await store.subscribe(channel, (message) => {
-        if (wanted && !wanted()) return;
-        try {
-          onEvent(JSON.parse(message) as JobEvent, message);
-        } catch (error) {
-          onError(error);
-        }
-      });
-    },
-  };
+  return storeEventBus<JobEvent>(store, "job-events", onError);
 }

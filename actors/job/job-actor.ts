@@ -13,12 +13,13 @@ import { isTroupeError, TroupeError } from "../../core/errors.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import { noEvents, type EventPublisher } from "../../core/organization-events.ts";
 import { routingStrategySchema, type RoutingStrategy } from "../../providers/types.ts";
+import { payerSchema } from "../../providers/usage.ts";
 import { defineActor, type ActorContext } from "../actor.ts";
 import { ownerSchema } from "../conversation/types.ts";
 import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
 import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
-import { isFinal, jobCallbackSchema, jobStateSchema, payerSchema, toPublicJob, type Job, type JobData, type JobState } from "./types.ts";
+import { isFinal, jobCallbackSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState } from "./types.ts";
 import { segmentPrompts } from "./video-request.ts";
 
 export const JOB_ACTOR = "JobActor";

@@ -5,6 +5,7 @@
 // the segment was billed, the narration's stored file and the final file.
 import { z } from "zod";
 import { routingStrategySchema } from "../../providers/types.ts";
+import { payerSchema } from "../../providers/usage.ts";
 import { ownerSchema } from "../conversation/types.ts";
 
 export const jobStatusSchema = z.enum(["queued", "processing", "completed", "failed"]);
@@ -40,14 +41,6 @@ export const segmentStateSchema = z.object({
   poll_failures: z.number().int(),
 });
 export type SegmentState = z.infer<typeof segmentStateSchema>;
-
-export const payerSchema = z.object({
-  organization_id: z.string(),
-  project_id: z.string(),
-  environment_id: z.string(),
-  api_key_id: z.string(),
-  live: z.boolean(),
-});
 
 /** Who to tell when the job ends: the conversation whose generate_video started it. */
 export const jobCallbackSchema = z.object({ conversation_id: z.string(), tool_call_id: z.string() });

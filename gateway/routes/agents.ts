@@ -2,7 +2,7 @@
 // ConversationActor; the gateway checks the key and the body, then calls it.
 // The list reads the per-organization directory, so it works on both hosts.
 import { z } from "zod";
-import { TroupeError, invalidRequest } from "../../core/errors.ts";
+import { TroupeError, invalidRequest, type ErrorCode } from "../../core/errors.ts";
 import { callActor, type ActorHost } from "../../actors/host.ts";
 import { reservedToolNames } from "../../actors/conversation/builtin-tools.ts";
 import type { ConversationActorDefinition } from "../../actors/conversation/conversation-actor.ts";
@@ -12,6 +12,7 @@ import { uuid } from "../../core/ids.ts";
 import { text } from "../../core/text-schema.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import type { Router } from "../../providers/router.ts";
+import type { Payer } from "../../providers/usage.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
@@ -27,6 +28,28 @@ export interface AgentRouteDeps {
   /** Budgets: a hard-limited project's turn starts only while it is under its limit. */
   billing?: CallBilling | undefined;
 }
+
+/** What every turn-starting actor call carries: whose conversation, who pays, and the request id usage is keyed by. */
+interface TurnCaller {
+  organization_id: string;
+  payer: Payer;
+  request_id: string;
+}
+
+/** Admits the turn (budgets), then runs `call` with the key's organization, payer and the request id. */
+async function startTurn<T>(deps: AgentRouteDeps, key: ApiKeyRecord, requestId: string, call: (caller: TurnCaller) => Promise<T>): Promise<T> {
+  await admitUnderLimit(deps.billing, payerOf(key));
+  return call({ organization_id: key.organization_id, payer: payerOf(key), request_id: requestId });
+}
+
+/** The message and tool-output routes both start a turn: same answer, same failures. */
+const turnRoute = {
+  tag: "agents",
+  auth: "api_key" as const,
+  scope: "agents" as const,
+  responses: { 200: conversationSchema },
+  errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"] satisfies ErrorCode[],
+};
 
 /** Longest user message accepted (characters); the body cap still applies. */
 export const MAX_MESSAGE_CHARS = 200_000;
@@ -116,51 +139,31 @@ export function agentRoutes(deps: AgentRouteDeps) {
         json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id })),
     }),
     defineRoute({
+      ...turnRoute,
       method: "post",
       path: "/v1/agents/conversations/:id/messages",
       summary: "Send a user message; runs the agent until it answers or needs your tools",
-      tag: "agents",
-      auth: "api_key",
-      scope: "agents",
       body: messageBody,
-      responses: { 200: conversationSchema },
-      errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"],
       handler: async (ctx) => {
         const id = conversationId(ctx.params.id);
-        await admitUnderLimit(deps.billing, payerOf(ctx.auth.key));
-        return json(
-          200,
-          await callActor(actors, conversation, id, "postMessage", {
-            organization_id: ctx.auth.key.organization_id,
-            content: ctx.body.content,
-            payer: payerOf(ctx.auth.key),
-            request_id: ctx.requestId,
-          }),
+        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, (caller) =>
+          callActor(actors, conversation, id, "postMessage", { ...caller, content: ctx.body.content }),
         );
+        return json(200, answer);
       },
     }),
     defineRoute({
+      ...turnRoute,
       method: "post",
       path: "/v1/agents/conversations/:id/tool-outputs",
       summary: "Answer every pending custom tool call; the agent then continues",
-      tag: "agents",
-      auth: "api_key",
-      scope: "agents",
       body: toolOutputsBody,
-      responses: { 200: conversationSchema },
-      errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"],
       handler: async (ctx) => {
         const id = conversationId(ctx.params.id);
-        await admitUnderLimit(deps.billing, payerOf(ctx.auth.key));
-        return json(
-          200,
-          await callActor(actors, conversation, id, "submitToolOutputs", {
-            organization_id: ctx.auth.key.organization_id,
-            outputs: ctx.body.outputs,
-            payer: payerOf(ctx.auth.key),
-            request_id: ctx.requestId,
-          }),
+        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, (caller) =>
+          callActor(actors, conversation, id, "submitToolOutputs", { ...caller, outputs: ctx.body.outputs }),
         );
+        return json(200, answer);
       },
     }),
   ];

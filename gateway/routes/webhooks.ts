@@ -18,7 +18,7 @@ import { decodeCursor, encodeCursor } from "../../tenancy/data-store.ts";
 import type { AccountService } from "../../tenancy/accounts.ts";
 import { isOutboundFetchError, type OutboundFetcher } from "../../media/outbound-fetch.ts";
 import type { ApiKeyAuth, SessionAuth } from "../auth-context.ts";
-import { defineRoute, json } from "../route.ts";
+import { defineRoute, json, type RouteContext } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
 export interface WebhookRouteDeps {
@@ -97,6 +97,12 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
     }
   };
 
+  /** GET and DELETE of one webhook: an actor method that takes only the organization, answered as it returns. */
+  const webhookMethod = (method: "get" | "deactivate") => async (ctx: RouteContext<unknown, z.output<typeof orgQuery>, "/v1/webhooks/:webhook_id", "any">) => {
+    const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+    return json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), method, { organization_id: organizationId }));
+  };
+
   const common = { tag: "webhooks", auth: "any" as const };
   return [
     defineRoute({
@@ -147,10 +153,7 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       query: orgQuery,
       responses: { 200: webhookSchema },
       errors: ["not_found"],
-      handler: async (ctx) => {
-        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
-        return json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), "get", { organization_id: organizationId }));
-      },
+      handler: webhookMethod("get"),
     }),
     defineRoute({
       ...common,
@@ -160,10 +163,7 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       query: orgQuery,
       responses: { 200: webhookSchema },
       errors: ["not_found"],
-      handler: async (ctx) => {
-        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
-        return json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), "deactivate", { organization_id: organizationId }));
-      },
+      handler: webhookMethod("deactivate"),
     }),
     defineRoute({
       ...common,

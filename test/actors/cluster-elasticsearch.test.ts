@@ -6,26 +6,14 @@
 // owned by that user with mode 0700; otherwise it stays where it was asked.
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { repoDir } from "../support/dapr-cluster.ts";
+import { freePort } from "../support/net.ts";
 
 // One Elasticsearch start and stop; ~1 min on a busy machine.
 t.setTimeout(400_000);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function run(command: "start" | "stop", env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

@@ -10,7 +10,7 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback } from "../support/net.ts";
 import { encodePng } from "../../media/png.ts";
 import { encodeWav } from "../../media/wav.ts";
 
@@ -193,12 +193,6 @@ export async function startMediaFake(opts: { openaiKey?: string; elevenlabsKey?:
       sendJson(res, 404, { error: { message: `no fake for ${req.method} ${path}` } });
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  fake.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
+  ({ url: fake.url, close: fake.close } = await listenOnLoopback(server));
   return fake;
 }

@@ -8,7 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback } from "../support/net.ts";
 
 export interface VideoFakeCall {
   method: string;
@@ -132,13 +132,7 @@ async function startVideoFake(dialect: Dialect): Promise<VideoFake> {
       send(res, 404, dialect.error(404, `no fake for ${req.method} ${path}`));
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  fake.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
+  ({ url: fake.url, close: fake.close } = await listenOnLoopback(server));
   return fake;
 }
 

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import t, { type Test } from "tap";
-import { startTestRedis } from "../support/redis.ts";
+import { startReplicas } from "../support/replicas.ts";
 import { field, signup, startTestTroupe, str, type TestTroupe } from "../support/troupe.ts";
 
 interface Grant {
@@ -69,17 +69,12 @@ t.test("embedded: no CSRF or session token in the data directory; CSRF still enf
 });
 
 t.test("redis: no CSRF or session token in any key or value; CSRF enforced across replicas", async (t) => {
-  const redis = await startTestRedis();
-  const a = await startTestTroupe({ REDIS_URL: redis.url });
-  const b = await startTestTroupe({ REDIS_URL: redis.url });
-  t.teardown(async () => {
-    await a.stop();
-    await b.stop();
-    await redis.stop();
-  });
+  const cluster = await startReplicas(2);
+  t.teardown(() => cluster.stop());
+  const [a, b] = cluster.replicas as [TestTroupe, TestTroupe];
   const grants = await makeSessions(a);
   await checkCsrfEnforced(t, b, grants);
-  const client = new Redis(redis.url);
+  const client = new Redis(cluster.redisUrl);
   const dumped: Buffer[] = [];
   for (const k of await client.keys("troupe:*")) {
     dumped.push(Buffer.from(k));

@@ -5,7 +5,7 @@
 // replicas on one Redis share the counts exactly. Before, 200 wrong
 // passwords for one account in 11 s were all 401 with no throttle.
 import t from "tap";
-import { startTestRedis } from "../support/redis.ts";
+import { startReplicas } from "../support/replicas.ts";
 import { field, signup, startTestTroupe, type TestTroupe } from "../support/troupe.ts";
 
 const password = "correct horse battery";
@@ -80,14 +80,9 @@ t.test("embedded, default settings and the socket's address: 5 free failures, th
 });
 
 t.test("two replicas on one Redis share the counts, exactly, even for parallel guesses", async (t) => {
-  const redis = await startTestRedis();
-  const a = await startTestTroupe({ ...throttled, REDIS_URL: redis.url });
-  const b = await startTestTroupe({ ...throttled, REDIS_URL: redis.url });
-  t.teardown(async () => {
-    await a.stop();
-    await b.stop();
-    await redis.stop();
-  });
+  const cluster = await startReplicas(2, throttled);
+  t.teardown(() => cluster.stop());
+  const [a, b] = cluster.replicas as [TestTroupe, TestTroupe];
   const user = await signup(a, "shared");
   const address = newAddress();
   t.equal((await login(a, user.email, "w1", address)).status, 401);

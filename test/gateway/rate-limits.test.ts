@@ -4,7 +4,7 @@
 // where a key's limit is the limit whatever the number of replicas.
 import t from "tap";
 import { hello, startFakeOpenAI } from "../support/billing.ts";
-import { startTestRedis } from "../support/redis.ts";
+import { startReplicas } from "../support/replicas.ts";
 import { field, signup, str, startTestTroupe, type TestTroupe } from "../support/troupe.ts";
 
 t.setTimeout(180_000);
@@ -73,13 +73,9 @@ t.test("embedded: tokens per minute", async (t) => {
 });
 
 t.test("3 replicas on Redis: a 1,000-requests/min key gets exactly 1,000 admissions", async (t) => {
-  const redis = await startTestRedis();
-  const troupes: TestTroupe[] = [];
-  for (let i = 0; i < 3; i++) troupes.push(await startTestTroupe({ REDIS_URL: redis.url }, { router: router() }));
-  t.teardown(async () => {
-    for (const troupe of troupes) await troupe.stop();
-    await redis.stop();
-  });
+  const cluster = await startReplicas(3, {}, () => ({ router: router() }));
+  t.teardown(() => cluster.stop());
+  const troupes = cluster.replicas;
   const key = await keyWith(troupes[0]!, { rate_limit_per_minute: 1000 });
   const statuses: number[] = [];
   // 1,300 requests in waves of 100, spread over the replicas in turn.

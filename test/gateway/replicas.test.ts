@@ -2,18 +2,12 @@
 // by the other within 5 s, and the per-key rate limit is exact across both.
 import t from "tap";
 import { probeRoutes } from "../support/probe-routes.ts";
-import { startTestRedis } from "../support/redis.ts";
-import { field, signup, startTestTroupe, str } from "../support/troupe.ts";
+import { startReplicas } from "../support/replicas.ts";
+import { field, signup, str, type TestTroupe } from "../support/troupe.ts";
 
-const redis = await startTestRedis();
-const prefix = { REDIS_URL: redis.url };
-const r0 = await startTestTroupe(prefix, { extraRoutes: () => probeRoutes() });
-const r1 = await startTestTroupe(prefix, { extraRoutes: () => probeRoutes() });
-t.teardown(async () => {
-  await r0.stop();
-  await r1.stop();
-  await redis.stop();
-});
+const cluster = await startReplicas(2, {}, () => ({ extraRoutes: () => probeRoutes() }));
+t.teardown(() => cluster.stop());
+const [r0, r1] = cluster.replicas as [TestTroupe, TestTroupe];
 
 t.test("revocation on replica 0 reaches replica 1 within 5 s", async (t) => {
   const user = await signup(r0);

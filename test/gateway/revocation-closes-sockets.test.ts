@@ -4,7 +4,7 @@
 // Before this, a socket opened with a key kept receiving message.appended
 // frames (message text included) after the key was revoked.
 import t, { type Test } from "tap";
-import { startTestRedis } from "../support/redis.ts";
+import { startReplicas } from "../support/replicas.ts";
 import { signup, startTestTroupe, str, type TestTroupe } from "../support/troupe.ts";
 
 interface Frame {
@@ -76,14 +76,9 @@ t.test("embedded: revoking a key closes its sockets within 1 s", async (t) => {
 });
 
 t.test("two replicas on one Redis: revoked on A, the socket on B closes within 1 s", async (t) => {
-  const redis = await startTestRedis();
-  const a = await startTestTroupe({ REDIS_URL: redis.url });
-  const b = await startTestTroupe({ REDIS_URL: redis.url });
-  t.teardown(async () => {
-    await a.stop();
-    await b.stop();
-    await redis.stop();
-  });
+  const cluster = await startReplicas(2);
+  t.teardown(() => cluster.stop());
+  const [a, b] = cluster.replicas as [TestTroupe, TestTroupe];
   await checkRevocationCloses(t, b, a);
 });
 

@@ -1,5 +1,6 @@
 // Small network helpers for tests: free loopback ports and polling.
-import { createServer } from "node:net";
+import type { Server } from "node:http";
+import { createServer, type AddressInfo } from "node:net";
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -38,4 +39,16 @@ export async function freePortPair(): Promise<number> {
     const base = 20_000 + Math.floor(Math.random() * 30_000);
     if ((await isPortFree(base)) && (await isPortFree(base + 1))) return base;
   }
+}
+
+/** Starts `server` on a random loopback port: its base URL, and a close that drops kept-alive connections first. */
+export async function listenOnLoopback(server: Server): Promise<{ url: string; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return { url, close };
 }
