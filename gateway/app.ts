@@ -237,6 +237,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
 
   // Webhooks: a WebhookActor per webhook; attempts leave outside the actor turn (the dispatcher) and are settled back.
   const webhookDirectory = new WebhookDirectory(store);
+  await webhookDirectory.start();
   const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log, metrics });
   const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, config: config.webhooks });
 
