@@ -249,7 +249,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   deferredPublisher.connect(webhookPublisher);
   await actors.start();
   metrics.addSources({ breakers: () => router.breakerStates(), activeActors: () => actors.runtimeActiveActors() });
-  dispatcher.attach((id, results) => callActor(actors, webhook, id, "settle", { results }));
+  // Results ride in the webhook's next accept when one is on its way (one turn instead of two), else settle alone.
+  dispatcher.attach((id, results) => webhookPublisher.report(id, results));
 
   const services: TroupeServices = {
     ...{ config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media },

@@ -54,7 +54,8 @@ const createInput = orgInput.extend({
   events: z.array(z.enum(subscribableEvents)).min(1),
   secret: z.string(),
 });
-const acceptInput = orgInput.extend({ events: z.array(eventPayloadSchema).min(1) });
+/** `results`: the dispatcher's reports that waited for this call (recorded first, in the same turn). */
+const acceptInput = orgInput.extend({ events: z.array(eventPayloadSchema).min(1), results: z.array(attemptResultSchema).default([]) });
 const testInput = orgInput.extend({ event: eventPayloadSchema });
 const deliveryInput = orgInput.extend({ delivery_id: z.string() });
 const pageInput = orgInput.extend({ limit: z.number().int().min(1).max(100), cursor: z.string().nullable() });
@@ -262,6 +263,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       accept: {
         input: acceptInput,
         run: async (ctx, input): Promise<{ accepted: string[] }> => {
+          await settleAll(ctx, input.results);
           const webhook = ctx.state.webhook;
           if (!webhook || webhook.organization_id !== input.organization_id || webhook.status !== "active") return { accepted: [] };
           const accepted: string[] = [];
