@@ -103,6 +103,11 @@ export class WebhookPublisher implements EventPublisher {
         for (const w of batch) w.resolve();
       } catch (error) {
         for (const w of batch) w.reject(error);
+        // The accept failed (an overloaded or moving actor): its carried results still count, so
+        // they are recorded on their own — else every one of those attempts would be sent again once its lease ran out.
+        if (organizationId !== undefined && results.length > 0) {
+          await callActor(this.actors, this.actor, webhookId, "settle", { results }).catch(() => undefined);
+        }
       }
     }
     this.queues.delete(webhookId);
