@@ -48,12 +48,30 @@ export const eventPayloadSchema = z.object({
 });
 export type EventPayload = z.infer<typeof eventPayloadSchema>;
 
+/**
+ * An event already in the actor's state: it was parsed with
+ * eventPayloadSchema when it came in (the accept and test inputs), and only
+ * the actor writes its state, so each commit checks its shape cheaply
+ * instead of walking every payload again (with a full outbox that walk was
+ * a good part of a turn).
+ */
+const keptEventSchema = z.custom<EventPayload>(
+  (value) =>
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as Record<string, unknown>)["id"] === "string" &&
+    (webhookEventTypes as readonly unknown[]).includes((value as Record<string, unknown>)["type"]) &&
+    typeof (value as Record<string, unknown>)["created_at"] === "string" &&
+    typeof (value as Record<string, unknown>)["data"] === "object",
+  "an event payload",
+);
+
 const storedWebhookSchema = webhookSchema.extend({ organization_id: z.string(), secret: z.string() });
 export type StoredWebhook = z.infer<typeof storedWebhookSchema>;
 
 /** An event still to deliver: its payload, attempts made so far, and its pending delivery record's id and creation time. */
 const outboxEntrySchema = z.object({
-  event: eventPayloadSchema,
+  event: keptEventSchema,
   attempts: z.number().int().min(0),
   next_attempt_ms: z.number(),
   delivery_id: z.string(),
