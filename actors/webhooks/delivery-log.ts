@@ -5,14 +5,18 @@
 // records and 50 payloads in it, that was most of a turn's cost under load.
 // The actor keeps only the ids (newest first, bounded), so listing, trimming
 // and the idempotency check need no store read; the documents are written
-// here, one key each, and read only when the API asks for them.
+// here, one key each, and read only when the API asks for them. A pending
+// attempt's record is not written at all: its outbox entry holds every field
+// of it, so the actor derives it on read, and the document is written once,
+// with the attempt's outcome.
 //
 // A turn gathers its writes in a TurnWrites and applies them in one atomic
 // batch at its end, BEFORE the host commits the actor state, and only then
 // hands the turn's attempts to the dispatcher. So a crash after the batch
 // but before the commit leaves at most a record the state does not list
 // (never shown: listing goes by the state's ids) or a record the next turn
-// overwrites under the same key (the expired lease's "no result" outcome):
+// overwrites under the same key (the expired lease's "no result" outcome;
+// until then the stored outcome is shown rather than the derived pending one):
 // no attempt's record is lost, and nothing was sent that the store had not
 // recorded first.
 import type { DataStore, StoreOp } from "../../tenancy/data-store.ts";
@@ -33,20 +37,14 @@ export class DeliveryLog {
     this.store = store;
   }
 
-  /** The records with these ids, in the same order; a missing or unreadable one is left out. */
-  async records(webhookId: string, ids: string[]): Promise<Delivery[]> {
+  /** The records with these ids, in the same order; undefined where none is stored (or it does not read). */
+  async records(webhookId: string, ids: string[]): Promise<(Delivery | undefined)[]> {
     if (ids.length === 0) return [];
     const raws = await this.store.getMany(ids.map((id) => recordKey(webhookId, id)));
-    const out: Delivery[] = [];
-    for (const raw of raws) {
+    return raws.map((raw) => {
       const parsed = deliverySchema.safeParse(raw);
-      if (parsed.success) out.push(parsed.data);
-    }
-    return out;
-  }
-
-  async record(webhookId: string, id: string): Promise<Delivery | undefined> {
-    return (await this.records(webhookId, [id]))[0];
+      return parsed.success ? parsed.data : undefined;
+    });
   }
 
   async finished(webhookId: string, eventId: string): Promise<FinishedEvent | undefined> {

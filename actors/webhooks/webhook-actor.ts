@@ -104,17 +104,29 @@ export function createWebhookActor(deps: WebhookActorDeps) {
 
   const begin = (ctx: Ctx): TurnWrites => log.begin(ctx.id, (attempts) => deps.dispatch(ctx.id, attempts));
 
-  /** Lists a new record (newest first) and writes it; the oldest past WEBHOOK_MAX_DELIVERIES go. */
+  /** Lists a new record (newest first) and writes it unless pending (derived from the outbox); the oldest past WEBHOOK_MAX_DELIVERIES go. */
   const addRecord = (ctx: Ctx, w: TurnWrites, record: Delivery): void => {
     const ids = ctx.state.delivery_ids;
     ids.unshift(record.id);
-    w.putRecord(record);
+    if (record.status !== "pending") w.putRecord(record);
     for (const dropped of ids.splice(config.maxDeliveries)) w.dropRecord(dropped);
   };
 
-  /** Rewrites a listed record (one trimmed away meanwhile stays gone). */
+  /** Writes a listed record's outcome (one trimmed away meanwhile stays gone). */
   const updateRecord = (ctx: Ctx, w: TurnWrites, record: Delivery): void => {
     if (ctx.state.delivery_ids.includes(record.id)) w.putRecord(record);
+  };
+
+  /** The records with these ids: the stored outcome, else the pending record its outbox entry describes. */
+  const readRecords = async (ctx: Ctx, ids: string[]): Promise<Delivery[]> => {
+    const stored = await log.records(ctx.id, ids);
+    const pending = new Map<string, OutboxEntry>();
+    for (const e of ctx.state.outbox) pending.set(e.delivery_id, e);
+    return ids.flatMap((id, i) => {
+      const entry = pending.get(id);
+      const record = stored[i] ?? (entry ? pendingRecordOf(entry) : undefined);
+      return record ? [record] : [];
+    });
   };
 
   /** Keeps a finished event's payload (newest first); the oldest past MAX_RECENT_EVENTS go. */
@@ -245,7 +257,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
 
   /** A listed delivery record of this webhook, else 404. */
   const listedRecord = async (ctx: Ctx, deliveryId: string): Promise<Delivery> => {
-    const record = ctx.state.delivery_ids.includes(deliveryId) ? await log.record(ctx.id, deliveryId) : undefined;
+    const record = ctx.state.delivery_ids.includes(deliveryId) ? (await readRecords(ctx, [deliveryId]))[0] : undefined;
     if (!record) throw new TroupeError("not_found", "delivery not found");
     return record;
   };
@@ -385,8 +397,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
           if (waiting) {
             // Waiting for a retry: it goes now. Already out: its attempt is the answer.
             if (waiting.in_flight_until === null) {
-              waiting.next_attempt_ms = now;
-              updateRecord(ctx, w, pendingRecordOf(waiting));
+              waiting.next_attempt_ms = now; // its pending record, derived from the entry, says so
               dispatchDue(ctx, w);
             }
             await w.finish();
@@ -424,7 +435,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
             start = after >= 0 ? after + 1 : all.length;
           }
           const ids = all.slice(start, start + input.limit);
-          const data = await log.records(ctx.id, ids);
+          const data = await readRecords(ctx, ids);
           const last = ids.at(-1);
           return { data, next_cursor: last && start + input.limit < all.length ? last : null };
         },

@@ -2,7 +2,8 @@
 // the data store, not in the actor state (actors/webhooks/delivery-log.ts):
 // on both stores (lmdb embedded, Redis as the cluster uses), the records are
 // documents listed newest first and trimmed to WEBHOOK_MAX_DELIVERIES (the
-// trimmed ones deleted), finished payloads are trimmed to the last 50 and
+// trimmed ones deleted), a pending attempt is derived from its outbox entry
+// (only outcomes are written), finished payloads are trimmed to the last 50 and
 // serve "retry a delivery", the committed state holds only ids, and a turn
 // whose store write fails sends nothing (the write comes before the send).
 import { mkdtempSync } from "node:fs";
@@ -23,6 +24,7 @@ import { createWebhookActor, MAX_RECENT_EVENTS, WEBHOOK_ACTOR } from "../../acto
 import type { DataStore } from "../../tenancy/data-store.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { RedisDataStore } from "../../tenancy/redis-data-store.ts";
+import { waitFor } from "../support/net.ts";
 import { startTestRedis } from "../support/redis.ts";
 
 const redis = await startTestRedis();
@@ -107,6 +109,26 @@ async function suite(t: Test, kind: string, store: DataStore): Promise<void> {
     t.same((await list())[0], retried, "listed first");
   });
 
+  t.test("an attempt out is listed as pending from its outbox entry; its outcome is the one document written", async (t) => {
+    sent.length = 0;
+    await callActor(host, actor, id, "accept", { organization_id: org, events: [event(700)], results: [] });
+    const [attempt] = sent;
+    t.equal(await store.get(`webhook-delivery:${id}:${attempt!.delivery_id}`), undefined, "nothing stored while pending");
+    t.match((await list())[0], { id: attempt!.delivery_id, event_id: event(700).id, attempt: 1, status: "pending", response_status: null }, "listed as pending");
+    t.match(await callActor(host, actor, id, "delivery", { organization_id: org, delivery_id: attempt!.delivery_id }), { status: "pending" }, "and by id");
+    sent.length = 0; // from here: the retry attempt, sent by the reminder or by the retry call below
+    await callActor(host, actor, id, "settle", { results: [{ delivery_id: attempt!.delivery_id, status: 500, error: "the receiver answered HTTP 500", retry_after: null, duration_ms: 3 }] });
+    t.match(await store.get(`webhook-delivery:${id}:${attempt!.delivery_id}`), { status: "failed", response_status: 500 }, "the failed attempt is stored");
+    const [retry, failed] = await list();
+    t.match(failed, { id: attempt!.delivery_id, status: "failed", response_status: 500 });
+    t.match(retry, { event_id: event(700).id, attempt: 2, status: "pending" }, "its retry is listed first, pending");
+    await callActor(host, actor, id, "retry", { organization_id: org, delivery_id: failed!.id });
+    // The retry is due at once at this WEBHOOK_RETRY_SCALE, so the reminder may have sent it before the retry call did.
+    await waitFor(async () => sent.length === 1, 5000, "the retry attempt to go out");
+    await callActor(host, actor, id, "settle", { results: sent.map((a) => ({ delivery_id: a.delivery_id, status: 200, error: null, retry_after: null, duration_ms: 1 })) });
+    t.match((await list())[0], { id: retry!.id, attempt: 2, status: "succeeded" }, "the retry sent now succeeded");
+  });
+
   t.test("a turn whose store write fails sends nothing and changes nothing", async (t) => {
     const before = await list();
     sent.length = 0;
@@ -128,10 +150,10 @@ async function suite(t: Test, kind: string, store: DataStore): Promise<void> {
     t.same(Object.keys(state).sort(), ["delivery_ids", "outbox", "recent_event_ids", "reminder_due_ms", "webhook"]);
     t.equal((state["delivery_ids"] as string[]).length, maxDeliveries);
     const recent = state["recent_event_ids"] as string[];
-    t.equal(recent[0], event(150).id, "the newest finished event is listed by id");
+    t.equal(recent[0], event(700).id, "the newest finished event is listed by id");
     const json = JSON.stringify(state);
     t.notMatch(json, /response_status/, "no delivery record in the state");
-    t.notOk(json.includes('"n":150'), "no finished event's payload in the state (only the outbox's events are)");
+    t.notOk(json.includes('"n":700'), "no finished event's payload in the state (only the outbox's events are)");
   });
 }
 
