@@ -5,15 +5,16 @@
 // one WebhookActor, is persisted, signed, sent and recorded. The receiver
 // verifies every delivery (standardwebhooks + the plain HMAC). Prints the
 // delivery lag publish → receipt (p50/p99), the publish acknowledgement
-// latency, and the lost count (events acknowledged but never received; must
-// be 0) — embedded, then on a 2-replica Dapr cluster. Targets: p99 ≤ 200 ms
+// latency, the lost count (events acknowledged but never received; must
+// be 0) and the CPU the gateway processes (and daprd sidecars) spent per
+// 1,000 events (read from /proc; the figure that compares on a loaded machine) — embedded, then on a 2-replica Dapr cluster. Targets: p99 ≤ 200 ms
 // embedded, ≤ 1 s on the cluster.
 //
 // Flags: --rate=1000 --seconds=10 --webhooks=20 (one organization each, so
 //        the load spreads over that many actors) --hosts=embedded,dapr
 //        --drain-seconds=15 (how long to wait for the last deliveries)
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Pool } from "undici";
@@ -35,7 +36,30 @@ const appEnv = { LOG_LEVEL: "warn", OUTBOUND_ALLOW_HOSTS: "127.0.0.1", DEFAULT_R
 
 interface Server {
   urls: string[];
+  /** The gateway processes and their daprd sidecars (none embedded), for the CPU they spend. */
+  pids(): { apps: number[]; sidecars: number[] };
   stop(): Promise<void>;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's times. */
+const ticksPerSecond = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+
+/**
+ * CPU ms (user + system) the processes used so far, from /proc (Linux). CPU per
+ * event is the figure that still compares on a shared, loaded machine, where
+ * lag and throughput mostly measure the other load.
+ */
+function cpuMs(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone or not Linux: counts 0
+    }
+  }
+  return (ticks * 1000) / ticksPerSecond;
 }
 
 async function startEmbedded(): Promise<Server> {
@@ -46,7 +70,7 @@ async function startEmbedded(): Promise<Server> {
   });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${url}/readyz`)).ok, 30_000, "embedded troupe");
-  return { urls: [url], stop: async () => void child.kill("SIGTERM") };
+  return { urls: [url], pids: () => ({ apps: child.pid ? [child.pid] : [], sidecars: [] }), stop: async () => void child.kill("SIGTERM") };
 }
 
 async function startCluster(): Promise<Server> {
@@ -62,7 +86,13 @@ async function startCluster(): Promise<Server> {
     ...(redisUrl ? { redisUrl } : {}),
   });
   await cluster.start();
-  return { urls: cluster.replicas.map((r) => r.gatewayUrl), stop: () => cluster.stop() };
+  const indexes = cluster.replicas.map((_, i) => i);
+  const pids = (of: (i: number) => number | undefined) => indexes.flatMap((i) => of(i) ?? []);
+  return {
+    urls: cluster.replicas.map((r) => r.gatewayUrl),
+    pids: () => ({ apps: pids((i) => cluster.appPid(i)), sidecars: pids((i) => cluster.daprdPid(i)) }),
+    stop: () => cluster.stop(),
+  };
 }
 
 /** One organization and one webhook per slot, all pointing at the receiver (a path each). */
@@ -135,6 +165,8 @@ async function run(host: string, server: Server): Promise<Record<string, unknown
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
   };
+  const { apps, sidecars } = server.pids();
+  const cpuBefore = { apps: cpuMs(apps), sidecars: cpuMs(sidecars) };
   // Open loop: event i is due at start + i/rate; every tick sends what is due.
   const start = performance.now();
   let sent = 0;
@@ -148,6 +180,10 @@ async function run(host: string, server: Server): Promise<Record<string, unknown
   const drainDeadline = Date.now() + drainSeconds * 1000;
   while (Date.now() < drainDeadline && [...publishedAt.keys()].some((id) => !firstSeen.has(id))) await new Promise((r) => setTimeout(r, 100));
   const lost = [...publishedAt.keys()].filter((id) => !firstSeen.has(id)).length;
+  // Per 1,000 events delivered, from the first publish to the last delivery (or the drain deadline).
+  const perThousand = (used: number) => Math.round((used * 1000) / Math.max(1, firstSeen.size));
+  const appCpu = perThousand(cpuMs(apps) - cpuBefore.apps);
+  const sidecarCpu = perThousand(cpuMs(sidecars) - cpuBefore.sidecars);
   const lag = summarize(lagsMs);
   const ack = summarize(ackMs);
   for (const pool of pools) await pool.close();
@@ -167,12 +203,15 @@ async function run(host: string, server: Server): Promise<Record<string, unknown
     lost,
     duplicates,
     unverified,
+    gateway_cpu_ms_per_1000: appCpu,
+    daprd_cpu_ms_per_1000: sidecarCpu,
   };
   const target = host === "embedded" ? 200 : 1000;
   console.log(
     `${host.padEnd(8)} ${acknowledged} events in ${fmt(publishSeconds, 1)} s (${row.achieved_per_s}/s) over ${webhookCount} webhooks: ` +
       `lag p50 ${fmt(lag.p50, 0)} ms, p99 ${fmt(lag.p99, 0)} ms (target ≤ ${target}); publish ack p50 ${fmt(ack.p50, 0)} ms, p99 ${fmt(ack.p99, 0)} ms; ` +
-      `lost ${lost} (target 0), duplicates ${duplicates}, unverified ${unverified}, publish errors ${publishErrors}`,
+      `lost ${lost} (target 0), duplicates ${duplicates}, unverified ${unverified}, publish errors ${publishErrors}; ` +
+      `CPU per 1,000 events: gateway ${appCpu} ms${sidecars.length > 0 ? `, daprd ${sidecarCpu} ms` : ""}`,
   );
   if (firstError) console.log(`         first publish error: ${firstError}`);
   return row;

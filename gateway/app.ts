@@ -59,6 +59,7 @@ import { attachJobEvents, jobEventsRoute } from "./job-events-ws.ts";
 // Webhooks: the WebhookActor, its directory and the EventPublisher emitters use.
 import { createWebhookActor, type WebhookActorDefinition } from "../actors/webhooks/webhook-actor.ts";
 import { WebhookDirectory } from "../actors/webhooks/directory.ts";
+import { DeliveryLog } from "../actors/webhooks/delivery-log.ts";
 import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
 import { WebhookDispatcher } from "../actors/webhooks/dispatcher.ts";
 import { callActor } from "../actors/host.ts";
@@ -237,8 +238,9 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
 
   // Webhooks: a WebhookActor per webhook; attempts leave outside the actor turn (the dispatcher) and are settled back.
   const webhookDirectory = new WebhookDirectory(store);
+  await webhookDirectory.start();
   const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log, metrics });
-  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, config: config.webhooks });
+  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, log: new DeliveryLog(store), config: config.webhooks });
 
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log, tracing });
   actors.register([eraseDefinition(conversation), eraseDefinition(job), eraseDefinition(webhook)]);
@@ -248,7 +250,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   deferredPublisher.connect(webhookPublisher);
   await actors.start();
   metrics.addSources({ breakers: () => router.breakerStates(), activeActors: () => actors.runtimeActiveActors() });
-  dispatcher.attach((id, results) => callActor(actors, webhook, id, "settle", { results }));
+  // Results ride in the webhook's next accept when one is on its way (one turn instead of two), else settle alone.
+  dispatcher.attach((id, results) => webhookPublisher.report(id, results));
 
   const services: TroupeServices = {
     ...{ config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media },

@@ -4,7 +4,10 @@
 // are not delayed by a slow receiver and Dapr can rebalance actors without
 // waiting for deliveries. Runs in whichever process hosts the actor; if that
 // process dies mid-attempt, the actor's lease on the attempt expires and its
-// reminder sends the event again (same id).
+// reminder sends the event again (same id). Reports are batched per webhook
+// like the publisher's accepts: while one settle call runs, the results that
+// come back meanwhile wait and go together in the next, so under load one
+// settle turn (one durable commit) records many attempts.
 import type { Logger } from "../../core/log.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import type { PostAnswer } from "../../media/outbound-fetch.ts";
@@ -21,6 +24,8 @@ export class WebhookDispatcher {
   private settle: Settle | undefined;
   private readonly metrics: Pick<Metrics, "webhookDelivery"> | undefined;
   private readonly running = new Set<Promise<void>>();
+  /** Webhook id → results waiting for the running settle call to finish. */
+  private readonly unreported = new Map<string, AttemptResult[]>();
 
   constructor(deps: { post: Post; timeoutMs: number; log: Logger; metrics?: Pick<Metrics, "webhookDelivery"> }) {
     this.post = deps.post;
@@ -38,11 +43,30 @@ export class WebhookDispatcher {
   dispatch(webhookId: string, attempts: DispatchedAttempt[]): void {
     const run = (async () => {
       const results = await Promise.all(attempts.map((a) => this.send(a)));
-      if (!this.settle) throw new Error("the webhook dispatcher is not attached to an actor host");
-      await this.settle(webhookId, results);
+      await this.report(webhookId, results);
     })().catch((error: unknown) => this.log.warn("webhook results not recorded; the attempts' leases will expire and they go again", { webhook_id: webhookId, error }));
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
+  }
+
+  /** Has the results settled, with any others that came back for the webhook while its previous settle call ran. */
+  private async report(webhookId: string, results: AttemptResult[]): Promise<void> {
+    const waiting = this.unreported.get(webhookId);
+    if (waiting) {
+      waiting.push(...results); // the running report's loop takes them
+      return;
+    }
+    const queue = [...results];
+    this.unreported.set(webhookId, queue);
+    try {
+      while (queue.length > 0) {
+        const batch = queue.splice(0, queue.length);
+        if (!this.settle) throw new Error("the webhook dispatcher is not attached to an actor host");
+        await this.settle(webhookId, batch);
+      }
+    } finally {
+      this.unreported.delete(webhookId);
+    }
   }
 
   /** Resolves once every started attempt has been reported (graceful shutdown, tests). */

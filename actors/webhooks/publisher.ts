@@ -5,18 +5,22 @@
 // same turn. Accepts are batched per webhook: while one accept call is
 // running, further events for that webhook wait and go together in the next
 // call, so under load a turn (one durable commit) carries many events
-// instead of one each.
+// instead of one each. The dispatcher's results come back through here too
+// (`report`): while an accept call is running for the webhook they wait and
+// ride in the next accept, so under load one turn both records the last
+// batch's attempts and takes the next batch (one commit instead of two).
 import type { EventPublisher, OrganizationEvent } from "../../core/organization-events.ts";
 import { callActor, type ActorHost } from "../host.ts";
 import type { WebhookDirectory } from "./directory.ts";
-import type { EventPayload } from "./types.ts";
+import type { AttemptResult, EventPayload } from "./types.ts";
 import type { WebhookActorDefinition } from "./webhook-actor.ts";
 
 /** Events per accept call at most (bounds one turn's work and input size). */
 const maxBatch = 200;
 
 interface Waiting {
-  event: EventPayload;
+  /** null: a results-only report (no event to accept). */
+  event: EventPayload | null;
   organizationId: string;
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -28,6 +32,8 @@ export class WebhookPublisher implements EventPublisher {
   private readonly directory: WebhookDirectory;
   /** Webhook id → events waiting for the running accept call to finish. */
   private readonly queues = new Map<string, Waiting[]>();
+  /** Webhook id → attempt results waiting to ride in its next accept (or settle) call. */
+  private readonly results = new Map<string, AttemptResult[]>();
 
   constructor(deps: { actors: ActorHost; actor: WebhookActorDefinition; directory: WebhookDirectory }) {
     this.actors = deps.actors;
@@ -39,6 +45,18 @@ export class WebhookPublisher implements EventPublisher {
     const ids = await this.directory.subscribed(event.organization_id, event.type);
     const payload: EventPayload = { id: event.id, type: event.type, created_at: event.created_at, data: event.data };
     await Promise.all(ids.map((id) => this.accept(id, event.organization_id, payload)));
+  }
+
+  /** Records attempt results (the dispatcher's report): with the next accept when one is on its way, else in a settle call. */
+  report(webhookId: string, results: AttemptResult[]): Promise<void> {
+    const carried = this.results.get(webhookId);
+    if (carried) carried.push(...results);
+    else this.results.set(webhookId, [...results]);
+    if (this.queues.has(webhookId)) return Promise.resolve(); // the running drain takes them
+    return new Promise((resolve, reject) => {
+      this.queues.set(webhookId, [{ event: null, organizationId: "", resolve, reject }]);
+      void this.drain(webhookId);
+    });
   }
 
   /** Resolves once no accept call started here is running (shutdown, tests). */
@@ -62,20 +80,38 @@ export class WebhookPublisher implements EventPublisher {
   private async drain(webhookId: string): Promise<void> {
     const waiting = this.queues.get(webhookId) ?? [];
     while (waiting.length > 0) {
+      const reports = waiting.filter((w) => w.event === null);
+      const events = waiting.filter((w) => w.event !== null);
+      waiting.length = 0;
+      waiting.push(...events);
       // One webhook belongs to one organization, so a batch shares it; events of another are refused by the actor.
-      const organizationId = waiting[0]!.organizationId;
-      const batch: Waiting[] = [];
-      for (let i = 0; i < waiting.length && batch.length < maxBatch; ) {
+      const organizationId = waiting[0]?.organizationId;
+      const batch: Waiting[] = [...reports];
+      for (let i = 0; i < waiting.length && batch.length - reports.length < maxBatch; ) {
         if (waiting[i]!.organizationId === organizationId) batch.push(...waiting.splice(i, 1));
         else i++;
       }
+      const results = this.results.get(webhookId) ?? [];
+      this.results.delete(webhookId);
+      const accepted = batch.flatMap((w) => (w.event ? [w.event] : []));
       try {
-        await callActor(this.actors, this.actor, webhookId, "accept", { organization_id: organizationId, events: batch.map((w) => w.event) });
+        if (organizationId !== undefined) {
+          await callActor(this.actors, this.actor, webhookId, "accept", { organization_id: organizationId, events: accepted, results });
+        } else if (results.length > 0) {
+          await callActor(this.actors, this.actor, webhookId, "settle", { results });
+        }
         for (const w of batch) w.resolve();
       } catch (error) {
         for (const w of batch) w.reject(error);
+        // The accept failed (an overloaded or moving actor): its carried results still count, so
+        // they are recorded on their own — else every one of those attempts would be sent again once its lease ran out.
+        if (organizationId !== undefined && results.length > 0) {
+          await callActor(this.actors, this.actor, webhookId, "settle", { results }).catch(() => undefined);
+        }
       }
     }
     this.queues.delete(webhookId);
+    // Results reported while the last call ran, with no event after them: they go in a settle call of their own.
+    if (this.results.has(webhookId)) void this.report(webhookId, []).catch(() => undefined);
   }
 }

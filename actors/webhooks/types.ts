@@ -48,27 +48,52 @@ export const eventPayloadSchema = z.object({
 });
 export type EventPayload = z.infer<typeof eventPayloadSchema>;
 
+/**
+ * An event already in the actor's state: it was parsed with
+ * eventPayloadSchema when it came in (the accept and test inputs), and only
+ * the actor writes its state, so each commit checks its shape cheaply
+ * instead of walking every payload again (with a full outbox that walk was
+ * a good part of a turn).
+ */
+const keptEventSchema = z.custom<EventPayload>(
+  (value) =>
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as Record<string, unknown>)["id"] === "string" &&
+    (webhookEventTypes as readonly unknown[]).includes((value as Record<string, unknown>)["type"]) &&
+    typeof (value as Record<string, unknown>)["created_at"] === "string" &&
+    typeof (value as Record<string, unknown>)["data"] === "object",
+  "an event payload",
+);
+
 const storedWebhookSchema = webhookSchema.extend({ organization_id: z.string(), secret: z.string() });
 export type StoredWebhook = z.infer<typeof storedWebhookSchema>;
 
-/** An event still to deliver: its payload, attempts made so far, and the pending delivery record's id. */
+/** An event still to deliver: its payload, attempts made so far, and its pending delivery record's id and creation time. */
 const outboxEntrySchema = z.object({
-  event: eventPayloadSchema,
+  event: keptEventSchema,
   attempts: z.number().int().min(0),
   next_attempt_ms: z.number(),
   delivery_id: z.string(),
+  /** When the pending record was created: with the fields above, the whole record (settling rewrites it without reading it). */
+  record_created_ms: z.number().default(0),
   /** Set while an attempt is out (sent outside the turn): its result is expected by then, else it counts as failed. */
   in_flight_until: z.number().nullable(),
 });
 export type OutboxEntry = z.infer<typeof outboxEntrySchema>;
 
+/**
+ * Kept small on purpose (it is read, checked and written whole every turn):
+ * the delivery records and finished events' payloads live in the data store
+ * (delivery-log.ts); the state lists only their ids.
+ */
 export const webhookStateSchema = z.object({
   webhook: storedWebhookSchema.nullable(),
   outbox: z.array(outboxEntrySchema),
-  /** Newest first, at most WEBHOOK_MAX_DELIVERIES. */
-  deliveries: z.array(deliverySchema),
-  /** Payloads of recently finished events (newest first, bounded): retries by delivery id and idempotent accepts. */
-  recent: z.array(z.object({ event: eventPayloadSchema, attempts: z.number().int() })),
+  /** Ids of the delivery records, newest first, at most WEBHOOK_MAX_DELIVERIES. */
+  delivery_ids: z.array(z.string()).default([]),
+  /** Ids of recently finished events (newest first, at most MAX_RECENT_EVENTS): idempotent accepts, retries by delivery id. */
+  recent_event_ids: z.array(z.string()).default([]),
   /** When the durable "deliver" reminder is armed to fire next (null: none armed). */
   reminder_due_ms: z.number().nullable(),
 });

@@ -1,11 +1,13 @@
 // WebhookActor: one per webhook (DESIGN.md §3 Events, §4 Webhooks). It holds
-// the webhook, an outbox of events still to deliver, the recent delivery
-// records and the payloads of recently finished events. An event is accepted
-// (persisted, idempotent on its id) in one turn; a `pump` turn hands every
-// due event to the dispatcher, which signs and sends them outside the turn
-// and reports back through `settle`, which records one delivery per attempt
-// and schedules the retries. Each attempt out carries a lease: a process
-// killed mid-attempt never settles it, so when the lease expires the durable
+// the webhook, an outbox of events still to deliver and the ids of its recent
+// delivery records and finished events; the records and those events'
+// payloads are documents in the data store (delivery-log.ts), so the state
+// each turn reads and writes stays small. An event is accepted (persisted,
+// idempotent on its id) in one turn; a `pump` turn hands every due event to
+// the dispatcher, which signs and sends them outside the turn and reports
+// back through `settle`, which records one delivery per attempt and
+// schedules the retries. Each attempt out carries a lease: a process killed
+// mid-attempt never settles it, so when the lease expires the durable
 // "deliver" reminder (periodic, so it fires again even after a crash during
 // its own turn) counts the attempt as failed and the event goes again with
 // the same id — at least once, never lost.
@@ -15,6 +17,7 @@ import type { WebhooksConfig } from "../../core/config.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { prefixedId } from "../../core/ids.ts";
 import { defineActor, type ActorContext } from "../actor.ts";
+import type { DeliveryLog, TurnWrites } from "./delivery-log.ts";
 import type { WebhookDirectory } from "./directory.ts";
 import { maxAttempts, nextDelayMs, parseRetryAfter } from "./schedule.ts";
 import {
@@ -45,6 +48,8 @@ export interface WebhookActorDeps {
   /** Sends the attempts outside the turn; their results come back through `settle`. Must not throw. */
   dispatch(webhookId: string, attempts: DispatchedAttempt[]): void;
   directory: WebhookDirectory;
+  /** Where the delivery records and finished events' payloads are kept. */
+  log: DeliveryLog;
   config: WebhooksConfig;
 }
 
@@ -54,13 +59,13 @@ const createInput = orgInput.extend({
   events: z.array(z.enum(subscribableEvents)).min(1),
   secret: z.string(),
 });
-const acceptInput = orgInput.extend({ events: z.array(eventPayloadSchema).min(1) });
+/** `results`: the dispatcher's reports that waited for this call (recorded first, in the same turn). */
+const acceptInput = orgInput.extend({ events: z.array(eventPayloadSchema).min(1), results: z.array(attemptResultSchema).default([]) });
 const testInput = orgInput.extend({ event: eventPayloadSchema });
 const deliveryInput = orgInput.extend({ delivery_id: z.string() });
 const pageInput = orgInput.extend({ limit: z.number().int().min(1).max(100), cursor: z.string().nullable() });
 
 type Ctx = ActorContext<WebhookState>;
-
 
 function owned(state: WebhookState, organizationId: string): StoredWebhook {
   const webhook = state.webhook;
@@ -74,39 +79,70 @@ function requireActive(webhook: StoredWebhook): void {
   }
 }
 
+/** The pending delivery record of an outbox entry, rebuilt from the entry (it holds every field). */
+function pendingRecordOf(entry: OutboxEntry): Delivery {
+  return {
+    id: entry.delivery_id,
+    event_id: entry.event.id,
+    event_type: entry.event.type,
+    attempt: entry.attempts + 1,
+    status: "pending",
+    response_status: null,
+    error: null,
+    duration_ms: null,
+    created_at: isoTime(entry.record_created_ms),
+    next_attempt_at: isoTime(entry.next_attempt_ms),
+  };
+}
+
 export function createWebhookActor(deps: WebhookActorDeps) {
-  const { config } = deps;
+  const { config, log } = deps;
   /** How long an attempt out may take before it counts as failed: the POST's own deadline plus room to report back. */
   const leaseMs = config.timeoutMs + 5000;
   /** The reminder's period: it fires again this long after a firing whose turn never finished (a crash). */
   const periodMs = leaseMs + 1000;
 
-  const addRecord = (state: WebhookState, record: Delivery): void => {
-    state.deliveries.unshift(record);
-    if (state.deliveries.length > config.maxDeliveries) state.deliveries.length = config.maxDeliveries;
+  const begin = (ctx: Ctx): TurnWrites => log.begin(ctx.id, (attempts) => deps.dispatch(ctx.id, attempts));
+
+  /** Lists a new record (newest first) and writes it unless pending (derived from the outbox); the oldest past WEBHOOK_MAX_DELIVERIES go. */
+  const addRecord = (ctx: Ctx, w: TurnWrites, record: Delivery): void => {
+    const ids = ctx.state.delivery_ids;
+    ids.unshift(record.id);
+    if (record.status !== "pending") w.putRecord(record);
+    for (const dropped of ids.splice(config.maxDeliveries)) w.dropRecord(dropped);
   };
 
-  const remember = (state: WebhookState, event: EventPayload, attempts: number): void => {
-    state.recent = [{ event, attempts }, ...state.recent.filter((r) => r.event.id !== event.id)].slice(0, MAX_RECENT_EVENTS);
+  /** Writes a listed record's outcome (one trimmed away meanwhile stays gone). */
+  const updateRecord = (ctx: Ctx, w: TurnWrites, record: Delivery): void => {
+    if (ctx.state.delivery_ids.includes(record.id)) w.putRecord(record);
   };
 
-  const pendingRecord = (event: EventPayload, attempt: number, nowMs: number, dueMs: number): Delivery => ({
-    id: prefixedId("dlv", nowMs),
-    event_id: event.id,
-    event_type: event.type,
-    attempt,
-    status: "pending",
-    response_status: null,
-    error: null,
-    duration_ms: null,
-    created_at: isoTime(nowMs),
-    next_attempt_at: isoTime(dueMs),
-  });
+  /** The records with these ids: the stored outcome, else the pending record its outbox entry describes. */
+  const readRecords = async (ctx: Ctx, ids: string[]): Promise<Delivery[]> => {
+    const stored = await log.records(ctx.id, ids);
+    const pending = new Map<string, OutboxEntry>();
+    for (const e of ctx.state.outbox) pending.set(e.delivery_id, e);
+    return ids.flatMap((id, i) => {
+      const entry = pending.get(id);
+      const record = stored[i] ?? (entry ? pendingRecordOf(entry) : undefined);
+      return record ? [record] : [];
+    });
+  };
+
+  /** Keeps a finished event's payload (newest first); the oldest past MAX_RECENT_EVENTS go. */
+  const remember = (ctx: Ctx, w: TurnWrites, event: EventPayload, attempts: number): void => {
+    const ids = [event.id, ...ctx.state.recent_event_ids.filter((id) => id !== event.id)];
+    w.keepEvent(event, attempts);
+    for (const dropped of ids.splice(MAX_RECENT_EVENTS)) w.dropEvent(dropped);
+    ctx.state.recent_event_ids = ids;
+  };
 
   /** When the outbox next needs a turn: the earliest retry due, or an attempt's lease running out (plus a second). */
   const nextWakeMs = (state: WebhookState): number | undefined => {
     if (state.outbox.length === 0) return undefined;
-    return Math.min(...state.outbox.map((e) => (e.in_flight_until === null ? e.next_attempt_ms : e.in_flight_until + 1000)));
+    let wake = Infinity;
+    for (const e of state.outbox) wake = Math.min(wake, e.in_flight_until === null ? e.next_attempt_ms : e.in_flight_until + 1000);
+    return wake;
   };
 
   /** Arms the durable reminder for `dueAtMs` unless it already fires by then. */
@@ -117,112 +153,119 @@ export function createWebhookActor(deps: WebhookActorDeps) {
     ctx.state.reminder_due_ms = dueAtMs;
   };
 
-  /** Queues `event` for an attempt now, with its pending delivery record; the caller pumps. */
-  const enqueue = async (ctx: Ctx, event: EventPayload, attemptsMade: number): Promise<Delivery> => {
+  /** Queues `event` for an attempt now, with its pending delivery record; the caller dispatches. */
+  const enqueue = async (ctx: Ctx, w: TurnWrites, event: EventPayload, attemptsMade: number): Promise<Delivery> => {
     const now = ctx.clock.now();
-    const record = pendingRecord(event, attemptsMade + 1, now, now);
-    addRecord(ctx.state, record);
-    ctx.state.outbox.push({ event, attempts: attemptsMade, next_attempt_ms: now, delivery_id: record.id, in_flight_until: null });
-    // Should the pump never come (a crash right after this turn), the reminder sends it.
+    const entry: OutboxEntry = { event, attempts: attemptsMade, next_attempt_ms: now, delivery_id: prefixedId("dlv", now), record_created_ms: now, in_flight_until: null };
+    const record = pendingRecordOf(entry);
+    addRecord(ctx, w, record);
+    ctx.state.outbox.push(entry);
+    // Should the attempt never leave (a crash right after this turn), the reminder sends it.
     await armReminder(ctx, now + periodMs);
     return record;
   };
 
   /** Ends every pending delivery (deactivation, 410, schedule exhausted): no further attempts. */
-  const cancelAll = async (ctx: Ctx, reason: string): Promise<void> => {
+  const cancelAll = async (ctx: Ctx, w: TurnWrites, reason: string): Promise<void> => {
     for (const entry of ctx.state.outbox) {
-      const record = ctx.state.deliveries.find((d) => d.id === entry.delivery_id);
-      if (record && record.status === "pending") Object.assign(record, { status: "failed", error: reason, next_attempt_at: null });
-      remember(ctx.state, entry.event, entry.attempts);
+      updateRecord(ctx, w, { ...pendingRecordOf(entry), status: "failed", error: reason, next_attempt_at: null });
+      remember(ctx, w, entry.event, entry.attempts);
     }
     ctx.state.outbox = [];
     await ctx.clearReminder(reminderName);
     ctx.state.reminder_due_ms = null;
   };
 
-  const setStatus = async (ctx: Ctx, webhook: StoredWebhook, status: "inactive" | "disabled", reason: string | null): Promise<void> => {
+  const setStatus = async (ctx: Ctx, w: TurnWrites, webhook: StoredWebhook, status: "inactive" | "disabled", reason: string | null): Promise<void> => {
     webhook.status = status;
     webhook.disabled_reason = reason;
-    await cancelAll(ctx, status === "inactive" ? "cancelled: the webhook was deactivated" : `cancelled: the webhook was disabled (${reason})`);
+    await cancelAll(ctx, w, status === "inactive" ? "cancelled: the webhook was deactivated" : `cancelled: the webhook was disabled (${reason})`);
     await deps.directory.updated(webhook.organization_id, toPublicWebhook(webhook));
   };
 
-  /** Records one attempt's outcome; returns the reason to disable the webhook, if this outcome calls for it. */
-  const settleOne = (ctx: Ctx, entry: OutboxEntry, result: AttemptResult): string | undefined => {
+  /** Records one attempt's outcome; returns the reason to disable the webhook, if this outcome calls for it. Finished entries are added to `done`. */
+  const settleOne = (ctx: Ctx, w: TurnWrites, entry: OutboxEntry, result: AttemptResult, done: Set<OutboxEntry>): string | undefined => {
     const now = ctx.clock.now();
+    const attempted = pendingRecordOf(entry);
     entry.attempts += 1;
     entry.in_flight_until = null;
-    const record = ctx.state.deliveries.find((d) => d.id === entry.delivery_id);
     const outcome = { response_status: result.status, error: result.error, duration_ms: result.duration_ms };
-    const finish = () => {
-      ctx.state.outbox = ctx.state.outbox.filter((e) => e !== entry);
-      remember(ctx.state, entry.event, entry.attempts);
+    const finish = (status: "succeeded" | "failed") => {
+      updateRecord(ctx, w, { ...attempted, ...outcome, status, next_attempt_at: null });
+      done.add(entry);
+      remember(ctx, w, entry.event, entry.attempts);
     };
     if (result.error === null) {
-      if (record) Object.assign(record, outcome, { status: "succeeded", next_attempt_at: null });
-      finish();
+      finish("succeeded");
       return undefined;
     }
     if (result.status === 410) {
-      if (record) Object.assign(record, outcome, { status: "failed", next_attempt_at: null });
-      finish();
+      finish("failed");
       return "the receiver answered 410 Gone";
     }
     const delay = nextDelayMs(entry.attempts, config.retryScale, parseRetryAfter(result.retry_after ?? undefined, now));
     if (delay === undefined) {
-      if (record) Object.assign(record, outcome, { status: "failed", next_attempt_at: null });
-      finish();
+      finish("failed");
       return `every delivery attempt of event ${entry.event.id} failed (${maxAttempts} attempts over the whole retry schedule)`;
     }
     const dueMs = now + delay;
-    if (record) Object.assign(record, outcome, { status: "failed", next_attempt_at: isoTime(dueMs) });
-    const next = pendingRecord(entry.event, entry.attempts + 1, now, dueMs);
-    addRecord(ctx.state, next);
-    entry.delivery_id = next.id;
+    updateRecord(ctx, w, { ...attempted, ...outcome, status: "failed", next_attempt_at: isoTime(dueMs) });
+    entry.delivery_id = prefixedId("dlv", now);
+    entry.record_created_ms = now;
     entry.next_attempt_ms = dueMs;
+    addRecord(ctx, w, pendingRecordOf(entry));
     return undefined;
   };
 
   /** Applies results (from the dispatcher, or expired leases), then disables or re-arms as they call for. */
-  const settleAll = async (ctx: Ctx, results: AttemptResult[]): Promise<void> => {
+  const settleAll = async (ctx: Ctx, w: TurnWrites, results: AttemptResult[]): Promise<void> => {
     const webhook = ctx.state.webhook;
-    if (!webhook || webhook.status !== "active") return;
+    if (!webhook || webhook.status !== "active" || results.length === 0) return;
+    // A result whose attempt is no longer out (its lease expired and it went again, or the webhook was deactivated) is stale.
+    const out = new Map<string, OutboxEntry>();
+    for (const e of ctx.state.outbox) if (e.in_flight_until !== null) out.set(e.delivery_id, e);
+    const done = new Set<OutboxEntry>();
     let disableReason: string | undefined;
     for (const result of results) {
-      // A result whose attempt is no longer out (its lease expired and it went again, or the webhook was deactivated) is stale.
-      const entry = ctx.state.outbox.find((e) => e.delivery_id === result.delivery_id && e.in_flight_until !== null);
-      if (entry) disableReason ??= settleOne(ctx, entry, result);
+      const entry = out.get(result.delivery_id);
+      if (!entry) continue;
+      out.delete(result.delivery_id);
+      disableReason ??= settleOne(ctx, w, entry, result, done);
     }
+    if (done.size > 0) ctx.state.outbox = ctx.state.outbox.filter((e) => !done.has(e));
     if (disableReason) {
-      await setStatus(ctx, webhook, "disabled", disableReason);
+      await setStatus(ctx, w, webhook, "disabled", disableReason);
       return;
     }
     const wake = nextWakeMs(ctx.state);
     if (wake !== undefined) await armReminder(ctx, wake);
   };
 
-  /** Hands every due event of an active webhook to the dispatcher, each with a lease; returns how many. */
-  const dispatchDue = (ctx: Ctx): number => {
+  /** Hands every due event of an active webhook to the turn's dispatch (sent once its writes are durable), each with a lease. */
+  const dispatchDue = (ctx: Ctx, w: TurnWrites): number => {
     const webhook = ctx.state.webhook;
     if (webhook?.status !== "active") return 0;
     const now = ctx.clock.now();
     const due = ctx.state.outbox.filter((e) => e.in_flight_until === null && e.next_attempt_ms <= now);
-    if (due.length === 0) return 0;
     for (const entry of due) entry.in_flight_until = now + leaseMs;
-    deps.dispatch(
-      ctx.id,
-      due.map((e) => ({ delivery_id: e.delivery_id, url: webhook.url, secret: webhook.secret, event: e.event })),
-    );
+    w.send(due.map((e) => ({ delivery_id: e.delivery_id, url: webhook.url, secret: webhook.secret, event: e.event })));
     return due.length;
   };
 
-  const findEvent = (state: WebhookState, eventId: string) =>
-    state.outbox.find((e) => e.event.id === eventId) ?? state.recent.find((r) => r.event.id === eventId);
+  const known = (state: WebhookState, eventId: string): boolean =>
+    state.outbox.some((e) => e.event.id === eventId) || state.recent_event_ids.includes(eventId);
+
+  /** A listed delivery record of this webhook, else 404. */
+  const listedRecord = async (ctx: Ctx, deliveryId: string): Promise<Delivery> => {
+    const record = ctx.state.delivery_ids.includes(deliveryId) ? (await readRecords(ctx, [deliveryId]))[0] : undefined;
+    if (!record) throw new TroupeError("not_found", "delivery not found");
+    return record;
+  };
 
   return defineActor({
     type: WEBHOOK_ACTOR,
     state: webhookStateSchema,
-    initialState: (): WebhookState => ({ webhook: null, outbox: [], deliveries: [], recent: [], reminder_due_ms: null }),
+    initialState: (): WebhookState => ({ webhook: null, outbox: [], delivery_ids: [], recent_event_ids: [], reminder_due_ms: null }),
     methods: {
       create: {
         input: createInput,
@@ -250,7 +293,9 @@ export function createWebhookActor(deps: WebhookActorDeps) {
         input: orgInput,
         run: async (ctx, input): Promise<Webhook> => {
           const webhook = owned(ctx.state, input.organization_id);
-          if (webhook.status !== "inactive") await setStatus(ctx, webhook, "inactive", null);
+          const w = begin(ctx);
+          if (webhook.status !== "inactive") await setStatus(ctx, w, webhook, "inactive", null);
+          await w.finish();
           return toPublicWebhook(webhook);
         },
       },
@@ -262,29 +307,29 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       accept: {
         input: acceptInput,
         run: async (ctx, input): Promise<{ accepted: string[] }> => {
+          const w = begin(ctx);
+          await settleAll(ctx, w, input.results);
           const webhook = ctx.state.webhook;
-          if (!webhook || webhook.organization_id !== input.organization_id || webhook.status !== "active") return { accepted: [] };
           const accepted: string[] = [];
-          for (const event of input.events) {
-            if (!(webhook.events as string[]).includes(event.type)) continue;
-            if (findEvent(ctx.state, event.id)) {
-              accepted.push(event.id); // a re-publish: already taken
-              continue;
+          if (webhook && webhook.organization_id === input.organization_id && webhook.status === "active") {
+            for (const event of input.events) {
+              if (!(webhook.events as string[]).includes(event.type)) continue;
+              if (known(ctx.state, event.id)) {
+                accepted.push(event.id); // a re-publish: already taken
+                continue;
+              }
+              if (ctx.state.outbox.length >= MAX_OUTBOX) {
+                const now = ctx.clock.now();
+                const entry: OutboxEntry = { event, attempts: 0, next_attempt_ms: now, delivery_id: prefixedId("dlv", now), record_created_ms: now, in_flight_until: null };
+                addRecord(ctx, w, { ...pendingRecordOf(entry), status: "failed", error: `dropped: ${MAX_OUTBOX} events were already waiting for this webhook`, next_attempt_at: null });
+                continue;
+              }
+              await enqueue(ctx, w, event, 0);
+              accepted.push(event.id);
             }
-            if (ctx.state.outbox.length >= MAX_OUTBOX) {
-              const now = ctx.clock.now();
-              addRecord(ctx.state, {
-                ...pendingRecord(event, 1, now, now),
-                status: "failed",
-                error: `dropped: ${MAX_OUTBOX} events were already waiting for this webhook`,
-                next_attempt_at: null,
-              });
-              continue;
-            }
-            await enqueue(ctx, event, 0);
-            accepted.push(event.id);
+            dispatchDue(ctx, w);
           }
-          dispatchDue(ctx);
+          await w.finish();
           return { accepted };
         },
       },
@@ -293,6 +338,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       pump: {
         input: z.object({ from_reminder: z.boolean().default(false) }),
         run: async (ctx, input): Promise<{ dispatched: number }> => {
+          const w = begin(ctx);
           // A fired reminder is re-armed below only if there is still something to wake up for.
           if (input.from_reminder) ctx.state.reminder_due_ms = null;
           const now = ctx.clock.now();
@@ -301,13 +347,15 @@ export function createWebhookActor(deps: WebhookActorDeps) {
             const lost = "no result came back for this attempt (the process delivering it stopped, or it overran its lease)";
             await settleAll(
               ctx,
+              w,
               expired.map((e) => ({ delivery_id: e.delivery_id, status: null, error: lost, retry_after: null, duration_ms: 0 })),
             );
           }
-          const dispatched = dispatchDue(ctx);
+          const dispatched = dispatchDue(ctx, w);
           const wake = nextWakeMs(ctx.state);
           if (wake !== undefined) await armReminder(ctx, wake);
           else if (input.from_reminder) await ctx.clearReminder(reminderName);
+          await w.finish();
           return { dispatched };
         },
       },
@@ -316,7 +364,9 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       settle: {
         input: z.object({ results: z.array(attemptResultSchema) }),
         run: async (ctx, input): Promise<{ settled: number }> => {
-          await settleAll(ctx, input.results);
+          const w = begin(ctx);
+          await settleAll(ctx, w, input.results);
+          await w.finish();
           return { settled: input.results.length };
         },
       },
@@ -326,8 +376,10 @@ export function createWebhookActor(deps: WebhookActorDeps) {
         input: testInput,
         run: async (ctx, input): Promise<Delivery> => {
           requireActive(owned(ctx.state, input.organization_id));
-          const record = await enqueue(ctx, input.event, 0);
-          dispatchDue(ctx);
+          const w = begin(ctx);
+          const record = await enqueue(ctx, w, input.event, 0);
+          dispatchDue(ctx, w);
+          await w.finish();
           return record;
         },
       },
@@ -337,26 +389,28 @@ export function createWebhookActor(deps: WebhookActorDeps) {
         input: deliveryInput,
         run: async (ctx, input): Promise<Delivery> => {
           const webhook = owned(ctx.state, input.organization_id);
-          const record = ctx.state.deliveries.find((d) => d.id === input.delivery_id);
-          if (!record) throw new TroupeError("not_found", "delivery not found");
+          const record = await listedRecord(ctx, input.delivery_id);
           requireActive(webhook);
+          const w = begin(ctx);
           const now = ctx.clock.now();
           const waiting = ctx.state.outbox.find((e) => e.event.id === record.event_id);
           if (waiting) {
             // Waiting for a retry: it goes now. Already out: its attempt is the answer.
-            const pending = ctx.state.deliveries.find((d) => d.id === waiting.delivery_id);
             if (waiting.in_flight_until === null) {
-              waiting.next_attempt_ms = now;
-              if (pending) pending.next_attempt_at = isoTime(now);
-              dispatchDue(ctx);
+              waiting.next_attempt_ms = now; // its pending record, derived from the entry, says so
+              dispatchDue(ctx, w);
             }
-            return pending ?? record;
+            await w.finish();
+            return ctx.state.delivery_ids.includes(waiting.delivery_id) ? pendingRecordOf(waiting) : record;
           }
-          const finished = ctx.state.recent.find((r) => r.event.id === record.event_id);
+          const finished = ctx.state.recent_event_ids.includes(record.event_id) ? await log.finished(ctx.id, record.event_id) : undefined;
           if (!finished) throw new TroupeError("conflict", `event ${record.event_id} is no longer kept (the last ${MAX_RECENT_EVENTS} events are)`);
-          ctx.state.recent = ctx.state.recent.filter((r) => r !== finished);
-          const queued = await enqueue(ctx, finished.event, finished.attempts);
-          dispatchDue(ctx);
+          // Back in the outbox: it is kept again (with its new attempts) when it finishes.
+          ctx.state.recent_event_ids = ctx.state.recent_event_ids.filter((id) => id !== record.event_id);
+          w.dropEvent(record.event_id);
+          const queued = await enqueue(ctx, w, finished.event, finished.attempts);
+          dispatchDue(ctx, w);
+          await w.finish();
           return queued;
         },
       },
@@ -365,9 +419,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
         input: deliveryInput,
         run: async (ctx, input): Promise<Delivery> => {
           owned(ctx.state, input.organization_id);
-          const record = ctx.state.deliveries.find((d) => d.id === input.delivery_id);
-          if (!record) throw new TroupeError("not_found", "delivery not found");
-          return record;
+          return listedRecord(ctx, input.delivery_id);
         },
       },
 
@@ -376,15 +428,16 @@ export function createWebhookActor(deps: WebhookActorDeps) {
         input: pageInput,
         run: async (ctx, input): Promise<{ data: Delivery[]; next_cursor: string | null }> => {
           owned(ctx.state, input.organization_id);
-          const all = ctx.state.deliveries;
+          const all = ctx.state.delivery_ids;
           let start = 0;
           if (input.cursor !== null) {
-            const after = all.findIndex((d) => d.id === input.cursor);
+            const after = all.indexOf(input.cursor);
             start = after >= 0 ? after + 1 : all.length;
           }
-          const data = all.slice(start, start + input.limit);
-          const last = data.at(-1);
-          return { data, next_cursor: last && start + input.limit < all.length ? last.id : null };
+          const ids = all.slice(start, start + input.limit);
+          const data = await readRecords(ctx, ids);
+          const last = ids.at(-1);
+          return { data, next_cursor: last && start + input.limit < all.length ? last : null };
         },
       },
     },
