@@ -167,3 +167,26 @@ t.test("content type and upstream status", async (t) => {
   t.equal((e as OutboundFetchError).status, 503);
   await refusal(t, f.fetch(`http://127.0.0.1:1/x`), "unreachable", /could not be fetched/);
 });
+
+t.test("webhook POSTs keep their connections across bursts (no connect per delivery)", async (t) => {
+  let connections = 0;
+  const count = () => connections++;
+  server.on("connection", count);
+  t.teardown(() => void server.off("connection", count));
+  const fetcher = loopback(["127.0.0.1"]);
+  t.teardown(() => fetcher.close());
+  // A socket goes back to the pool just after its answer is read: let that happen between bursts.
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+  const burst = async () => {
+    const answers = await Promise.all(Array.from({ length: 100 }, () => fetcher.post(`http://127.0.0.1:${port}/ok`, "{}", {}, 2_000)));
+    await settle();
+    return answers;
+  };
+  const first = await burst();
+  t.ok(first.every((a) => a.status === 200));
+  const opened = connections;
+  t.ok(opened > 0 && opened <= 100, `the first burst opened ${opened} connections`);
+  await burst();
+  await burst();
+  t.equal(connections, opened, `later bursts reuse every kept connection (${connections} in all)`);
+});
