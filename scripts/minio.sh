@@ -100,12 +100,16 @@ start() {
     MINIO_UPDATE=off MINIO_CI_CD=on \
     nohup "$BIN" server "$DATA_ROOT/data" --address "127.0.0.1:$port" --console-address "127.0.0.1:$console" \
     >"$DATA_ROOT/minio.log" 2>&1 &
-  echo $! >"$(pid_file)"
+  local pid=$!
+  echo "$pid" >"$(pid_file)"
   echo "$port" >"$(port_file)"
   local ok=0
   for _ in $(seq 1 150); do
     if curl -fsS --max-time 2 "http://127.0.0.1:$port/minio/health/live" >/dev/null 2>&1; then ok=1; break; fi
-    pid_alive || break
+    # Only whether the child still exists: its /proc cmdline (what pid_alive
+    # checks, against a reused pid) can read empty while nohup execs MinIO,
+    # which once ended this wait after 4 s with MinIO starting fine.
+    kill -0 "$pid" 2>/dev/null || break
     sleep 0.2
   done
   if ((ok == 0)); then
