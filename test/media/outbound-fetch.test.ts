@@ -188,5 +188,8 @@ t.test("webhook POSTs keep their connections across bursts (no connect per deliv
   t.ok(opened > 0 && opened <= 100, `the first burst opened ${opened} connections`);
   await burst();
   await burst();
-  t.equal(connections, opened, `later bursts reuse every kept connection (${connections} in all)`);
+  // At most one connection per request in flight at once: a socket freed
+  // early in the first burst may serve two of its requests, so later bursts
+  // may open the few the first did not need, never one per delivery.
+  t.ok(connections <= 100, `later bursts reuse the kept connections (${connections} in all for 300 POSTs, 100 at a time)`);
 });
