@@ -62,7 +62,13 @@ export class S3FileStore implements FileStore {
       await client.send(new sdk.HeadBucketCommand({ Bucket: settings.bucket }));
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
-      await client.send(new sdk.CreateBucketCommand({ Bucket: settings.bucket }));
+      try {
+        await client.send(new sdk.CreateBucketCommand({ Bucket: settings.bucket }));
+      } catch (e) {
+        // Replicas starting together race to create it; the loser's answer is
+        // "you already own it", which is what it wanted.
+        if (!(e instanceof sdk.BucketAlreadyOwnedByYou)) throw e;
+      }
     }
     return store;
   }

@@ -35,6 +35,14 @@ if (typeof s3 === "string") {
     },
   });
 
+  t.test("stores opened together on a new bucket all open (replicas starting at once race to create it)", async (t) => {
+    const racing = { ...settings, bucket: `troupe-test-${randomUUID().slice(0, 8)}` };
+    const stores = await Promise.all(Array.from({ length: 16 }, () => S3FileStore.open(racing)));
+    t.teardown(() => Promise.all(stores.map((s) => s.close())));
+    const file = await stores[0]!.put({ body: Buffer.from("raced"), contentType: "text/plain", organizationId: "o" });
+    t.equal((await stores[15]!.head(file.id))?.size, 5);
+  });
+
   t.test("createFileStore picks S3 when configured, creating the bucket", async (t) => {
     const store = await createFileStore({ s3: { ...settings, bucket: `troupe-test-${randomUUID().slice(0, 8)}` }, maxDownloadBytes: 1, downloadTimeoutMs: 1 }, "/nonexistent");
     t.teardown(() => store.close());
