@@ -9,8 +9,10 @@
 // main thread only its reads and the encoding (bench:chat measured a
 // 200-record callback transaction at ~15 ms of blocked event loop).
 // Concurrent calls' appends share one commit (one fsync); each resolves once
-// its commit is durable. A settled reservation is dropped only then, so
-// spent + reserved never reads low in between.
+// its commit is durable, except a settle: it resolves once its writes read
+// back (the reservation it replaces is dropped then, when spent already
+// counts the record), its durability left to the usage recorder's append of
+// the same record.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
@@ -177,11 +179,16 @@ export class EmbeddedLedgerStore implements LedgerStore {
         add(spentKey, nanos);
         alerts.push(...this.claimAlerts(record, period, this.counters.get(spentKey) ?? 0, commits));
       }
-      try {
-        await commits.last;
-      } finally {
+      const committed = commits.last.finally(() => {
         for (const forget of commits.forget) forget();
-      }
+      });
+      // A settle (a hard-limited call, answered only after it) is read back
+      // by every later call from here on, so the call need not wait for the
+      // disk: its record also goes to the usage recorder, whose append is
+      // durable and finds it already there. Everything else (a flush, a
+      // video scene) resolves once committed.
+      if (settle) committed.catch(() => undefined);
+      else await committed;
     }
     if (settle) this.dropHeld(settle);
     return alerts;

@@ -71,6 +71,9 @@ export interface LedgerStore {
    * `usage_key` per project), counts live costs into their project's period,
    * and releases `settle` (the reservation the record replaces) in the same
    * atomic step. Returns the budget thresholds this append crossed first.
+   * Resolves once durable (embedded: committed to disk), or with `settle`
+   * once every later call reads it: a settled call's record also goes to
+   * the usage recorder, whose durable append finds it there.
    */
   append(records: UsageRecord[], settle?: Reservation): Promise<BudgetAlert[]>;
   /** Admits a call while spent + reserved < the project's hard limit, reserving `amountNanos` until settled or `expiresAtMs`. */
