@@ -20,9 +20,11 @@
 // so the three overheads print side by side. --redis=URL runs Troupe on
 // Redis (the hard limit then costs two script round trips per call).
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--redis=URL]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--ledger-here] [--redis=URL]
 // (--seconds: per round at the fixed rate, and per target at saturation.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
+// (--ledger-here: one more Troupe, with the embedded ledger on its event
+//  loop instead of its own thread, side by side with the default.)
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -134,7 +136,9 @@ if (role === "upstream") {
       return chatRoutes({ router, usage: new UsageMeter(router.catalogue, noUsage) });
     },
   };
-  let troupe = await startTroupe(config, log, process.env["BENCH_NO_USAGE"] === "1" ? noUsageRoute : {});
+  // --ledger-here: the embedded ledger on the gateway's event loop (as before it had its own thread).
+  const ledgerHere = process.env["BENCH_LEDGER_HERE"] === "1" ? { ledger: new (await import("../tenancy/embedded-ledger-store.ts")).EmbeddedLedgerStore(config.dataDir) } : {};
+  let troupe = await startTroupe(config, log, process.env["BENCH_NO_USAGE"] === "1" ? noUsageRoute : ledgerHere);
   const probe = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST" });
   if (probe.status === 404) {
     await troupe.stop();
@@ -204,6 +208,8 @@ async function orchestrate(): Promise<void> {
     const hardKey = await account.project({ monthly_limit_usd: 1_000_000, hard_limit: true });
     // The metrics-on Troupe has its own data dir: its own account, the same request otherwise.
     const metricsKey = await (await liveKeyFor(`http://127.0.0.1:${troupeMetrics.port}`)).project(undefined);
+    const troupeLedgerHere = args.has("ledger-here") ? await start({ ...troupeEnv, BENCH_LEDGER_HERE: "1" }) : undefined;
+    const ledgerHereKey = troupeLedgerHere ? await (await liveKeyFor(`http://127.0.0.1:${troupeLedgerHere.port}`)).project(undefined) : "";
 
     const chatBody = (stream: boolean) =>
       JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", stream, messages: [{ role: "user", content: "Hello there, how are you today?" }] });
@@ -220,6 +226,7 @@ async function orchestrate(): Promise<void> {
       { name: "Troupe + metrics", port: troupeMetrics.port, spec: spec(false, true, metricsKey) },
       { name: "Troupe, budget (alerts only)", port: troupe.port, spec: spec(false, true, budgetKey) },
       { name: "Troupe, hard limit", port: troupe.port, spec: spec(false, true, hardKey) },
+      ...(troupeLedgerHere ? [{ name: "Troupe, ledger on event loop", port: troupeLedgerHere.port, spec: spec(false, true, ledgerHereKey) }] : []),
     ];
     // Sanity: Troupe really answers through the upstream.
     const check = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST", headers: targets[2]!.spec.headers, body: targets[2]!.spec.body! });
@@ -297,9 +304,12 @@ async function orchestrate(): Promise<void> {
     console.log(`\nmetrics recording per chat request, in process (route histogram + provider counter/histogram + ledger): ${fmt(cost.nsPerRequest, 0)} ns`);
     const { measureLedgerCost } = await import("./lib/ledger-cost.ts");
     const ledgerCost = await measureLedgerCost();
-    console.log(
-      `ledger flush of 200 chat records (embedded, Billing.write), in process: append steps on the event loop: median ${fmt(ledgerCost.medianStepMs, 3)} ms, longest ${fmt(ledgerCost.longestStepMs, 3)} ms, event loop busy ${fmt(ledgerCost.busyUsPerRecord, 1)} µs per record`,
-    );
+    console.log("ledger flush of 200 chat records (embedded, Billing.write), in process, what the caller's event loop spends:");
+    for (const [name, cost] of [["on its own thread (default)", ledgerCost.threaded], ["on the event loop (before)", ledgerCost.here]] as const) {
+      console.log(
+        `  ${name.padEnd(28)} append steps median ${fmt(cost.medianStepMs, 3)} ms, longest ${fmt(cost.longestStepMs, 3)} ms, event loop busy ${fmt(cost.busyUsPerRecord, 1)} µs per record`,
+      );
+    }
     const troupeFixed = fixed["Troupe"]!;
     console.log(
       `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 50 % of pass-through (${fmt(share * 100, 1)} %)`,

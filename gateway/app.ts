@@ -78,6 +78,7 @@ import { webhookFailures } from "./console/webhook-failures.ts";
 // Billing (issue 14): ledger, budgets, usage API.
 import { Billing } from "../tenancy/billing.ts";
 import { createLedgerStore } from "../tenancy/create-ledger-store.ts";
+import type { LedgerStore } from "../tenancy/ledger.ts";
 import { UsageReports } from "../tenancy/usage-report.ts";
 import { billingRoutes } from "./routes/billing.ts";
 
@@ -127,6 +128,8 @@ export interface StartOptions {
   publisher?: EventPublisher;
   /** How a job segment is billed (awaited, idempotent on request_id); default: the usage sink. */
   bill?: (record: UsageRecord) => Promise<void>;
+  /** The usage ledger; default: Redis with REDIS_URL, else lmdb on its own thread (bench:chat compares it on the event loop). */
+  ledger?: LedgerStore;
 }
 
 export interface RunningTroupe {
@@ -162,7 +165,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const router = options.router ?? createRouter(config.providers);
   const observer = attemptObserver(metrics, tracing);
   if (observer) router.observeAttempts(observer);
-  const ledger = await createLedgerStore(config);
+  const ledger = options.ledger ?? (await createLedgerStore(config));
   // Emitters (budgets, jobs) are built before the webhook publisher, which needs the actor host they
   // register on: they publish through this, connected to the publisher once it exists.
   const deferredPublisher = new DeferredPublisher();

@@ -50,7 +50,12 @@ if (force || builtAt() < newestInput()) {
     // uws-settings must run before uWebSockets.js loads; in a bundle the
     // package import would be hoisted above it, so the entry below loads the
     // settings first and then the gateway with a dynamic import.
-    entryPoints: { "uws-settings": join(repo, "gateway/uws-settings.ts"), troupe: join(repo, "gateway/main.ts") },
+    // The embedded ledger's worker thread is loaded by file (tenancy/threaded-ledger-store.ts).
+    entryPoints: {
+      "uws-settings": join(repo, "gateway/uws-settings.ts"),
+      troupe: join(repo, "gateway/main.ts"),
+      "ledger-worker": join(repo, "tenancy/ledger-worker.ts"),
+    },
     outdir: outDir,
     outExtension: { ".js": ".mjs" },
     bundle: true,

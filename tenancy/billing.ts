@@ -24,12 +24,10 @@ const cacheTtlMs = 10_000; // 10 s: a missed broadcast heals this fast
 const reservationTtlMs = 15 * 60_000;
 /**
  * Records per ledger step. Redis: keeps one script short (it blocks the
- * server while it runs). Embedded: an append's reads, sums and encoding run
- * on the event loop (~10 µs a record; lmdb writes on its own thread), so a
- * 200-record flush in one step would hold requests for ~2–3 ms; steps of 16
- * issued one event turn apart let requests run in between (bench:chat's
- * added p99 at 1,000 req/s was 17 ms with whole flushes in one lmdb
- * transaction callback).
+ * server while it runs). Embedded: the ledger's thread answers in arrival
+ * order and an append there costs ~40 µs a record, so a 200-record flush in
+ * one step would hold a hard-limited call's reserve or settle for ~8 ms;
+ * steps of 16 issued one event turn apart let those in between.
  */
 const appendChunk = { redis: 500, embedded: 16 } as const;
 const republishEveryMs = 30_000;

@@ -1,8 +1,9 @@
 // The ledger follows the data store: Redis when REDIS_URL is set (every
-// replica shares it), lmdb under the data directory otherwise. ioredis is
-// imported only when needed, as for the data store.
+// replica shares it), lmdb under the data directory otherwise, on its own
+// thread (threaded-ledger-store.ts). ioredis is imported only when needed,
+// as for the data store.
 import type { Config } from "../core/config.ts";
-import { EmbeddedLedgerStore } from "./embedded-ledger-store.ts";
+import { ThreadedLedgerStore } from "./threaded-ledger-store.ts";
 import type { LedgerStore } from "./ledger.ts";
 
 export async function createLedgerStore(config: Config): Promise<LedgerStore> {
@@ -10,5 +11,5 @@ export async function createLedgerStore(config: Config): Promise<LedgerStore> {
     const { RedisLedgerStore } = await import("./redis-ledger-store.ts");
     return new RedisLedgerStore(config.redisUrl);
   }
-  return new EmbeddedLedgerStore(config.dataDir);
+  return new ThreadedLedgerStore(config.dataDir);
 }

@@ -1,11 +1,14 @@
 // What billing costs the event loop, measured in process (immune to the
 // load-generator noise of the HTTP figures): the usage recorder's flush of
 // 200 chat records (one flush at 1,000 req/s) into the embedded ledger
-// through Billing.write, as the gateway does it. The store's writes run on
-// lmdb's thread; what stays on the event loop is each append step's
-// synchronous part (reads, sums, encoding): the longest step is what a
-// request arriving during a flush may wait for (the tail-latency driver),
-// the event loop's busy time per record the throughput cost.
+// through Billing.write, as the gateway does it: on the ledger's own thread
+// (ThreadedLedgerStore, the default) and, for comparison, on the caller's
+// event loop (EmbeddedLedgerStore, as before). What stays on the event loop
+// is each append step's synchronous part (the structured clone of a message,
+// or the reads, sums and encoding): the longest step is what a request
+// arriving during a flush may wait for (the tail-latency driver), the event
+// loop's busy time per record the throughput cost (both include building
+// the records, alike for both).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +20,7 @@ import { Billing } from "../../tenancy/billing.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import type { LedgerStore } from "../../tenancy/ledger.ts";
+import { ThreadedLedgerStore } from "../../tenancy/threaded-ledger-store.ts";
 
 function chatRecord(i: number): UsageRecord {
   const request_id = `req_bench_${process.pid}_${i}`;
@@ -55,9 +59,23 @@ function timed(ledger: LedgerStore, steps: number[]): LedgerStore {
   });
 }
 
-export async function measureLedgerCost(flushes = 40, perFlush = 200): Promise<{ longestStepMs: number; medianStepMs: number; busyUsPerRecord: number }> {
+export interface LedgerCost {
+  longestStepMs: number;
+  medianStepMs: number;
+  busyUsPerRecord: number;
+}
+
+/** The ledger on its own thread (the gateway's default), then on this event loop. */
+export async function measureLedgerCost(): Promise<{ threaded: LedgerCost; here: LedgerCost }> {
+  return {
+    threaded: await measureOne((dir) => new ThreadedLedgerStore(dir)),
+    here: await measureOne((dir) => new EmbeddedLedgerStore(dir)),
+  };
+}
+
+async function measureOne(open: (dir: string) => LedgerStore, flushes = 40, perFlush = 200): Promise<LedgerCost> {
   const dir = mkdtempSync(join(tmpdir(), "troupe-bench-ledger-"));
-  const ledger = new EmbeddedLedgerStore(dir);
+  const ledger = open(dir);
   const store = new EmbeddedDataStore(dir, systemClock);
   const steps: number[] = [];
   const billing = new Billing({ ledger: timed(ledger, steps), store, clock: systemClock, log: createLogger("error") });
