@@ -157,8 +157,13 @@ t.test("one trace across two replicas: gateway on replica 0, actor and provider 
   }
   const turnOn = (spans: ReceivedSpan[], replica: string) =>
     spans.filter((s) => s.name === "actor ConversationActor.postMessage" && s.instance === replica && [...traceOf.values()].includes(s.traceId));
-  const all = await receiver.waitFor((spans) => turnOn(spans, "1").some((turn) => spans.filter((s) => s.traceId === turn.traceId && s.name.startsWith("provider ")).length >= 3));
-  const turn = turnOn(all, "1").find((x) => all.filter((s) => s.traceId === x.traceId && s.name.startsWith("provider ")).length >= 3)!;
+  // Each replica exports in its own batches: the gateway span (ended with the
+  // response, on replica 0) may arrive after the turn's (replica 1), so wait for both.
+  const complete = (spans: ReceivedSpan[], turn: ReceivedSpan) =>
+    spans.filter((s) => s.traceId === turn.traceId && s.name.startsWith("provider ")).length >= 3 &&
+    spans.some((s) => s.traceId === turn.traceId && s.name === "POST /v1/agents/conversations/:id/messages");
+  const all = await receiver.waitFor((spans) => turnOn(spans, "1").some((turn) => complete(spans, turn)));
+  const turn = turnOn(all, "1").find((x) => complete(all, x))!;
   const trace = all.filter((s) => s.traceId === turn.traceId);
   const gateway = trace.find((s) => s.name === "POST /v1/agents/conversations/:id/messages");
   const call = trace.find((s) => s.name === "actor call ConversationActor.postMessage");
