@@ -3,28 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
-import type { LedgerStore } from "../../tenancy/ledger.ts";
-import { ledgerSuite, usage } from "./ledger-store-suite.ts";
+import { directoryTarget, ledgerSuite, usage } from "./ledger-store-suite.ts";
 
-const dirs = new WeakMap<LedgerStore, string>();
-
-ledgerSuite(t, {
-  name: "embedded",
-  async create() {
-    const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-"));
-    const store = new EmbeddedLedgerStore(dir);
-    dirs.set(store, dir);
-    return store;
-  },
-  async reopen(store) {
-    const dir = dirs.get(store);
-    if (!dir) throw new Error("unknown store");
-    await store.close();
-    const reopened = new EmbeddedLedgerStore(dir);
-    dirs.set(reopened, dir);
-    return reopened;
-  },
-});
+ledgerSuite(t, directoryTarget("embedded", (dir) => new EmbeddedLedgerStore(dir)));
 
 // The embedded store queues its writes for lmdb's write thread and reads
 // back what it wrote until lmdb commits it. Appends that overlap (the usage

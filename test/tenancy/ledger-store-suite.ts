@@ -2,6 +2,9 @@
 // appends, exact integer sums, the budget admission rule, once-only alerts.
 // `twin` (Redis) opens a second client on the same data, standing in for
 // another replica.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Test } from "tap";
 import type { UsageRecord } from "../../providers/usage.ts";
 import type { LedgerStore, StoredBudget } from "../../tenancy/ledger.ts";
@@ -13,6 +16,26 @@ export interface LedgerTarget {
   reopen(store: LedgerStore): Promise<LedgerStore>;
   /** A second live client on the same data (another replica); Redis only. */
   twin?(store: LedgerStore): Promise<LedgerStore>;
+}
+
+/** A store kept in a directory (embedded, threaded): reopening closes it and opens the same directory again. */
+export function directoryTarget(name: string, open: (dir: string) => LedgerStore): LedgerTarget {
+  const dirs = new WeakMap<LedgerStore, string>();
+  const opened = (dir: string) => {
+    const store = open(dir);
+    dirs.set(store, dir);
+    return store;
+  };
+  return {
+    name,
+    create: async () => opened(mkdtempSync(join(tmpdir(), "troupe-ledger-"))),
+    async reopen(store) {
+      const dir = dirs.get(store);
+      if (!dir) throw new Error("unknown store");
+      await store.close();
+      return opened(dir);
+    },
+  };
 }
 
 let n = 0;

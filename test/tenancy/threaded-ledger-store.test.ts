@@ -8,30 +8,11 @@ import { join } from "node:path";
 import type { Worker } from "node:worker_threads";
 import t from "tap";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
-import type { LedgerStore } from "../../tenancy/ledger.ts";
 import { ThreadedLedgerStore } from "../../tenancy/threaded-ledger-store.ts";
-import { ledgerSuite, usage } from "./ledger-store-suite.ts";
+import { directoryTarget, ledgerSuite, usage } from "./ledger-store-suite.ts";
 
-const dirs = new WeakMap<LedgerStore, string>();
 const newDir = () => mkdtempSync(join(tmpdir(), "troupe-ledger-thread-"));
-
-ledgerSuite(t, {
-  name: "threaded",
-  async create() {
-    const dir = newDir();
-    const store = new ThreadedLedgerStore(dir);
-    dirs.set(store, dir);
-    return store;
-  },
-  async reopen(store) {
-    const dir = dirs.get(store);
-    if (!dir) throw new Error("unknown store");
-    await store.close();
-    const reopened = new ThreadedLedgerStore(dir);
-    dirs.set(reopened, dir);
-    return reopened;
-  },
-});
+ledgerSuite(t, directoryTarget("threaded", (dir) => new ThreadedLedgerStore(dir)));
 
 /** The longest the event loop went without turning while `work` ran (a 1 ms timer chain). */
 async function longestStall(work: () => Promise<unknown>): Promise<number> {
