@@ -42,6 +42,17 @@ const server: Server = createServer((req, res) => {
       res.on("close", () => clearInterval(timer));
       return;
     }
+    case "/endless": {
+      // An answer body that never ends: a POST must stop reading it at its cap.
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      const tick = () => {
+        if (!res.destroyed) res.write(Buffer.alloc(16_384), () => setImmediate(tick));
+      };
+      tick();
+      return;
+    }
+    case "/silent":
+      return; // never answers
     case "/html":
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<html>");
       return;
@@ -192,4 +203,44 @@ t.test("webhook POSTs keep their connections across bursts (no connect per deliv
   // early in the first burst may serve two of its requests, so later bursts
   // may open the few the first did not need, never one per delivery.
   t.ok(connections <= 100, `later bursts reuse the kept connections (${connections} in all for 300 POSTs, 100 at a time)`);
+});
+
+t.test("webhook POSTs: the connection goes to the checked address, also when DNS changes between deliveries", async (t) => {
+  // A second receiver on the same port at another loopback address, answering 202 instead of 200.
+  const other = createServer((_req, res) => void res.writeHead(202).end());
+  await new Promise<void>((resolve, reject) => other.once("error", reject).listen(port, "127.0.0.2", resolve));
+  t.teardown(() => new Promise<void>((r) => other.close(() => r())));
+  let answer = "127.0.0.1";
+  const resolved: string[] = [];
+  const resolver: Resolver = async () => {
+    resolved.push(answer);
+    return [{ address: answer, family: 4 }];
+  };
+  const fetcher = loopback(["fake.test"], resolver);
+  t.teardown(() => fetcher.close());
+  const url = `http://fake.test:${port}/ok`;
+  t.equal((await fetcher.post(url, "{}", {}, 2_000)).status, 200, "fake.test does not exist in real DNS: the socket used the checked address");
+  t.equal((await fetcher.post(url, "{}", {}, 2_000)).status, 200, "again, on the kept connection");
+  answer = "127.0.0.2";
+  t.equal((await fetcher.post(url, "{}", {}, 2_000)).status, 202, "after the answer changed, the new address — not a connection kept to the old one");
+  t.same(resolved, ["127.0.0.1", "127.0.0.1", "127.0.0.2"], "one resolution per delivery");
+});
+
+t.test("webhook POSTs: refused addresses, no redirect followed, the answer body capped, the deadline", async (t) => {
+  await refusal(t, loopback([]).post(`http://127.0.0.1:${port}/ok`, "{}", {}, 2_000), "refused", /non-public|plain http/);
+  let followed = 0;
+  const count = (req: { url?: string }) => void (req.url === "/ok" && followed++);
+  server.on("request", count);
+  t.teardown(() => void server.off("request", count));
+  const f = loopback(["127.0.0.1"]);
+  t.teardown(() => f.close());
+  const redirected = await f.post(`http://127.0.0.1:${port}/redirect?to=/ok`, "{}", {}, 2_000);
+  t.equal(redirected.status, 302, "a 3xx is the answer");
+  t.equal(followed, 0, "the redirect target was not requested");
+  const started = Date.now();
+  const endless = await f.post(`http://127.0.0.1:${port}/endless`, "{}", {}, 2_000);
+  t.equal(endless.status, 200, "an endless answer body is cut at the cap; the status stands");
+  t.ok(Date.now() - started < 1_500, "without reading to the deadline");
+  await refusal(t, f.post(`http://127.0.0.1:${port}/silent`, "{}", {}, 300), "timeout", /300 ms/);
+  await refusal(t, f.post(`http://127.0.0.1:1/x`, "{}", {}, 2_000), "unreachable", /could not be fetched/);
 });
