@@ -150,7 +150,19 @@ export class OutboundFetcher {
    * only ever reused for the address its request was checked against.
    */
   async post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer> {
-    const signal = AbortSignal.timeout(timeoutMs);
+    // The deadline's timer is cleared with the answer: AbortSignal.timeout's
+    // stays for the whole timeout and fires (a DOMException and an abort
+    // event) long after the delivery is done, one per POST.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new DOMException("the POST timed out", "TimeoutError")), timeoutMs);
+    try {
+      return await this.postWithin(deadline.signal, url, body, headers, timeoutMs);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async postWithin(signal: AbortSignal, url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer> {
     const target = await this.check(url, signal, timeoutMs);
     const pool = this.pinnedPool(target, this.undici ?? (this.undici = await import("undici")));
     try {

@@ -4,6 +4,7 @@
 // made to the checked address, the size cap (declared and mid-stream), the
 // deadline, the content-type check and upstream statuses.
 import t, { type Test } from "tap";
+import { createHook } from "node:async_hooks";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { OutboundFetcher, OutboundFetchError, type Resolver } from "../../media/outbound-fetch.ts";
@@ -243,4 +244,22 @@ t.test("webhook POSTs: refused addresses, no redirect followed, the answer body 
   t.ok(Date.now() - started < 1_500, "without reading to the deadline");
   await refusal(t, f.post(`http://127.0.0.1:${port}/silent`, "{}", {}, 300), "timeout", /300 ms/);
   await refusal(t, f.post(`http://127.0.0.1:1/x`, "{}", {}, 2_000), "unreachable", /could not be fetched/);
+});
+
+t.test("webhook POSTs leave no deadline timer behind once answered", async (t) => {
+  const f = loopback(["127.0.0.1"]);
+  t.teardown(() => f.close());
+  const burst = () => Promise.all(Array.from({ length: 50 }, () => f.post(`http://127.0.0.1:${port}/ok`, "{}", {}, 60_000)));
+  await burst(); // the connections exist before counting
+  // Timers of the deadline's length (undici and the server keep per-request timers of their own).
+  const live = new Set<number>();
+  const hook = createHook({
+    init: (id, type, _trigger, resource) => void (type === "Timeout" && (resource as { _idleTimeout?: number })._idleTimeout === 60_000 && live.add(id)),
+    destroy: (id) => void live.delete(id),
+  }).enable();
+  t.teardown(() => void hook.disable());
+  const answers = await burst();
+  t.ok(answers.every((a) => a.status === 200));
+  await new Promise((resolve) => setTimeout(resolve, 50)); // destroy hooks run after the clear
+  t.equal(live.size, 0, `${live.size} deadline timers still pending after 50 answered POSTs with a 60 s deadline`);
 });
