@@ -5,7 +5,13 @@
 // deadline, the content-type check and upstream statuses.
 import t, { type Test } from "tap";
 import { createHook } from "node:async_hooks";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import { OutboundFetcher, OutboundFetchError, type Resolver } from "../../media/outbound-fetch.ts";
 
@@ -262,4 +268,37 @@ t.test("webhook POSTs leave no deadline timer behind once answered", async (t) =
   t.ok(answers.every((a) => a.status === 200));
   await new Promise((resolve) => setTimeout(resolve, 50)); // destroy hooks run after the clear
   t.equal(live.size, 0, `${live.size} deadline timers still pending after 50 answered POSTs with a 60 s deadline`);
+});
+
+t.test("webhook POSTs over https: the pinned address, the certificate checked for the URL's host", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-outbound-tls-"));
+  // prettier-ignore
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+    "-subj", "/CN=receiver.test", "-addext", "subjectAltName=DNS:receiver.test",
+    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
+  ], { stdio: "ignore" });
+  const cert = readFileSync(join(dir, "cert.pem"));
+  const names: (string | false | null)[] = [];
+  const tls = createHttpsServer({ key: readFileSync(join(dir, "key.pem")), cert }, (req, res) => {
+    names.push((req.socket as TLSSocket).servername);
+    req.resume();
+    res.writeHead(204).end();
+  });
+  await new Promise<void>((r) => tls.listen(0, "127.0.0.1", r));
+  t.teardown(() => new Promise<void>((r) => tls.close(() => r())));
+  const tlsPort = (tls.address() as AddressInfo).port;
+  const resolver: Resolver = async () => [{ address: "127.0.0.1", family: 4 }];
+  const trusting = new OutboundFetcher({ allowHosts: ["receiver.test", "impostor.test"], maxBytes: 100_000, timeoutMs: 2_000, resolve: resolver, ca: cert });
+  const strict = new OutboundFetcher({ allowHosts: ["receiver.test"], maxBytes: 100_000, timeoutMs: 2_000, resolve: resolver });
+  t.teardown(() => {
+    trusting.close();
+    strict.close();
+  });
+  const answer = await trusting.post(`https://receiver.test:${tlsPort}/hook`, "{}", {}, 2_000);
+  t.equal(answer.status, 204, "receiver.test does not exist in real DNS: TLS went to the checked address");
+  t.same(names, ["receiver.test"], "SNI names the URL's host");
+  await refusal(t, trusting.post(`https://impostor.test:${tlsPort}/hook`, "{}", {}, 2_000), "unreachable", /impostor\.test|altnames|certificate/i);
+  await refusal(t, strict.post(`https://receiver.test:${tlsPort}/hook`, "{}", {}, 2_000), "unreachable", /certificate/);
+  t.same(names, ["receiver.test"], "no request reached the receiver over an unverified connection");
 });
