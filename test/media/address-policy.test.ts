@@ -44,3 +44,19 @@ t.test("allow list: names, IPs, CIDRs", async (t) => {
   t.notOk(empty.hasAddress("127.0.0.1"));
   t.throws(() => new AllowList(["10.0.0.0/x"]), /not a CIDR/);
 });
+
+t.test("remembered verdicts: the same answer on every ask, each allow list its own", async (t) => {
+  const mixed = ["127.0.0.1", "8.8.8.8", "::ffff:10.0.0.1", "2606:4700:4700::1111", "169.254.169.254", "1.1.1.1"];
+  const first = mixed.map(isNonPublic);
+  t.same(first, [true, false, true, false, true, false]);
+  for (let ask = 0; ask < 3; ask++) t.same(mixed.map(isNonPublic), first, `ask ${ask + 2} answers as the first`);
+  const loopback = new AllowList(["127.0.0.0/8"]);
+  const metadata = new AllowList(["169.254.169.254"]);
+  for (let ask = 0; ask < 3; ask++) {
+    t.same(mixed.map((a) => loopback.hasAddress(a)), [true, false, false, false, false, false], `ask ${ask + 1}: the loopback list`);
+    t.same(mixed.map((a) => metadata.hasAddress(a)), [false, false, false, false, true, false], `ask ${ask + 1}: the metadata list`);
+  }
+  // Past the bound the remembered answers are dropped, never wrong.
+  for (let i = 0; i < 5000; i++) isNonPublic(`10.${(i >> 8) & 255}.${i & 255}.1`);
+  t.same(mixed.map(isNonPublic), first, "after many other addresses");
+});

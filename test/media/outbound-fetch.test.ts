@@ -4,7 +4,14 @@
 // made to the checked address, the size cap (declared and mid-stream), the
 // deadline, the content-type check and upstream statuses.
 import t, { type Test } from "tap";
+import { createHook } from "node:async_hooks";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import { OutboundFetcher, OutboundFetchError, type Resolver } from "../../media/outbound-fetch.ts";
 
@@ -42,6 +49,17 @@ const server: Server = createServer((req, res) => {
       res.on("close", () => clearInterval(timer));
       return;
     }
+    case "/endless": {
+      // An answer body that never ends: a POST must stop reading it at its cap.
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      const tick = () => {
+        if (!res.destroyed) res.write(Buffer.alloc(16_384), () => setImmediate(tick));
+      };
+      tick();
+      return;
+    }
+    case "/silent":
+      return; // never answers
     case "/html":
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<html>");
       return;
@@ -192,4 +210,95 @@ t.test("webhook POSTs keep their connections across bursts (no connect per deliv
   // early in the first burst may serve two of its requests, so later bursts
   // may open the few the first did not need, never one per delivery.
   t.ok(connections <= 100, `later bursts reuse the kept connections (${connections} in all for 300 POSTs, 100 at a time)`);
+});
+
+t.test("webhook POSTs: the connection goes to the checked address, also when DNS changes between deliveries", async (t) => {
+  // A second receiver on the same port at another loopback address, answering 202 instead of 200.
+  const other = createServer((_req, res) => void res.writeHead(202).end());
+  await new Promise<void>((resolve, reject) => other.once("error", reject).listen(port, "127.0.0.2", resolve));
+  t.teardown(() => new Promise<void>((r) => other.close(() => r())));
+  let answer = "127.0.0.1";
+  const resolved: string[] = [];
+  const resolver: Resolver = async () => {
+    resolved.push(answer);
+    return [{ address: answer, family: 4 }];
+  };
+  const fetcher = loopback(["fake.test"], resolver);
+  t.teardown(() => fetcher.close());
+  const url = `http://fake.test:${port}/ok`;
+  t.equal((await fetcher.post(url, "{}", {}, 2_000)).status, 200, "fake.test does not exist in real DNS: the socket used the checked address");
+  t.equal((await fetcher.post(url, "{}", {}, 2_000)).status, 200, "again, on the kept connection");
+  answer = "127.0.0.2";
+  t.equal((await fetcher.post(url, "{}", {}, 2_000)).status, 202, "after the answer changed, the new address — not a connection kept to the old one");
+  t.same(resolved, ["127.0.0.1", "127.0.0.1", "127.0.0.2"], "one resolution per delivery");
+});
+
+t.test("webhook POSTs: refused addresses, no redirect followed, the answer body capped, the deadline", async (t) => {
+  await refusal(t, loopback([]).post(`http://127.0.0.1:${port}/ok`, "{}", {}, 2_000), "refused", /non-public|plain http/);
+  let followed = 0;
+  const count = (req: { url?: string }) => void (req.url === "/ok" && followed++);
+  server.on("request", count);
+  t.teardown(() => void server.off("request", count));
+  const f = loopback(["127.0.0.1"]);
+  t.teardown(() => f.close());
+  const redirected = await f.post(`http://127.0.0.1:${port}/redirect?to=/ok`, "{}", {}, 2_000);
+  t.equal(redirected.status, 302, "a 3xx is the answer");
+  t.equal(followed, 0, "the redirect target was not requested");
+  const started = Date.now();
+  const endless = await f.post(`http://127.0.0.1:${port}/endless`, "{}", {}, 2_000);
+  t.equal(endless.status, 200, "an endless answer body is cut at the cap; the status stands");
+  t.ok(Date.now() - started < 1_500, "without reading to the deadline");
+  await refusal(t, f.post(`http://127.0.0.1:${port}/silent`, "{}", {}, 300), "timeout", /300 ms/);
+  await refusal(t, f.post(`http://127.0.0.1:1/x`, "{}", {}, 2_000), "unreachable", /could not be fetched/);
+});
+
+t.test("webhook POSTs leave no deadline timer behind once answered", async (t) => {
+  const f = loopback(["127.0.0.1"]);
+  t.teardown(() => f.close());
+  const burst = () => Promise.all(Array.from({ length: 50 }, () => f.post(`http://127.0.0.1:${port}/ok`, "{}", {}, 60_000)));
+  await burst(); // the connections exist before counting
+  // Timers of the deadline's length (undici and the server keep per-request timers of their own).
+  const live = new Set<number>();
+  const hook = createHook({
+    init: (id, type, _trigger, resource) => void (type === "Timeout" && (resource as { _idleTimeout?: number })._idleTimeout === 60_000 && live.add(id)),
+    destroy: (id) => void live.delete(id),
+  }).enable();
+  t.teardown(() => void hook.disable());
+  const answers = await burst();
+  t.ok(answers.every((a) => a.status === 200));
+  await new Promise((resolve) => setTimeout(resolve, 50)); // destroy hooks run after the clear
+  t.equal(live.size, 0, `${live.size} deadline timers still pending after 50 answered POSTs with a 60 s deadline`);
+});
+
+t.test("webhook POSTs over https: the pinned address, the certificate checked for the URL's host", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-outbound-tls-"));
+  // prettier-ignore
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+    "-subj", "/CN=receiver.test", "-addext", "subjectAltName=DNS:receiver.test",
+    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
+  ], { stdio: "ignore" });
+  const cert = readFileSync(join(dir, "cert.pem"));
+  const names: (string | false | null)[] = [];
+  const tls = createHttpsServer({ key: readFileSync(join(dir, "key.pem")), cert }, (req, res) => {
+    names.push((req.socket as TLSSocket).servername);
+    req.resume();
+    res.writeHead(204).end();
+  });
+  await new Promise<void>((r) => tls.listen(0, "127.0.0.1", r));
+  t.teardown(() => new Promise<void>((r) => tls.close(() => r())));
+  const tlsPort = (tls.address() as AddressInfo).port;
+  const resolver: Resolver = async () => [{ address: "127.0.0.1", family: 4 }];
+  const trusting = new OutboundFetcher({ allowHosts: ["receiver.test", "impostor.test"], maxBytes: 100_000, timeoutMs: 2_000, resolve: resolver, ca: cert });
+  const strict = new OutboundFetcher({ allowHosts: ["receiver.test"], maxBytes: 100_000, timeoutMs: 2_000, resolve: resolver });
+  t.teardown(() => {
+    trusting.close();
+    strict.close();
+  });
+  const answer = await trusting.post(`https://receiver.test:${tlsPort}/hook`, "{}", {}, 2_000);
+  t.equal(answer.status, 204, "receiver.test does not exist in real DNS: TLS went to the checked address");
+  t.same(names, ["receiver.test"], "SNI names the URL's host");
+  await refusal(t, trusting.post(`https://impostor.test:${tlsPort}/hook`, "{}", {}, 2_000), "unreachable", /impostor\.test|altnames|certificate/i);
+  await refusal(t, strict.post(`https://receiver.test:${tlsPort}/hook`, "{}", {}, 2_000), "unreachable", /certificate/);
+  t.same(names, ["receiver.test"], "no request reached the receiver over an unverified connection");
 });
