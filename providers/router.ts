@@ -338,15 +338,37 @@ export class Router {
     await this.onTaskProvider(task, ctx, (adapter, signal) => adapter.cancel(task, signal));
   }
 
-  private async onTaskProvider<T>(
-    task: VideoTask,
-    ctx: CallContext,
-    run: (adapter: NonNullable<ProviderAdapter["video"]>, signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
-    const adapter = this.adapters.get(task.provider)?.video;
-    if (!adapter) throw new TroupeError("no_provider_available", `provider ${task.provider} of video task ${task.task_id} is not configured`);
+  /**
+   * Looks for the task a submission of this segment made at or after
+   * `sinceMs` whose answer was lost (a crash cut the submitting turn short):
+   * asks, in routing order, each provider the segment could have gone to
+   * that can list its tasks (`VideoAdapter.find`). Undefined when none has
+   * it or none can tell.
+   */
+  async findVideo(request: VideoSegmentRequest & { routing_strategy: RoutingStrategy }, sinceMs: number, ctx: CallContext = {}): Promise<VideoTask | undefined> {
+    const { routing_strategy, ...segment } = request;
+    for (const entry of this.plan(segment.model, routing_strategy, videoNeed(segment.image !== undefined))) {
+      const adapter = this.adapters.get(entry.provider)?.video;
+      if (!adapter?.find) continue;
+      const duration = nearestDuration(entry, segment.duration_seconds);
+      const upstream = { ...segment, model: entry.upstream_model ?? entry.id, duration_seconds: duration };
+      const task = await this.onProvider(entry.provider, ctx, (found, signal) => found.find!(upstream, sinceMs, signal));
+      if (task) return { ...task, provider: entry.provider, model: entry.id, duration_seconds: duration };
+    }
+    return undefined;
+  }
+
+  private async onTaskProvider<T>(task: VideoTask, ctx: CallContext, run: (adapter: NonNullable<ProviderAdapter["video"]>, signal: AbortSignal) => Promise<T>): Promise<T> {
+    if (!this.adapters.get(task.provider)?.video) throw new TroupeError("no_provider_available", `provider ${task.provider} of video task ${task.task_id} is not configured`);
+    return this.onProvider(task.provider, ctx, run);
+  }
+
+  /** One call to one provider's video adapter, within the attempt timeout; no fallback. */
+  private async onProvider<T>(provider: string, ctx: CallContext, run: (adapter: NonNullable<ProviderAdapter["video"]>, signal: AbortSignal) => Promise<T>): Promise<T> {
+    const adapter = this.adapters.get(provider)?.video;
+    if (!adapter) throw new TroupeError("no_provider_available", `provider ${provider} is not configured for video`);
     const deadline = this.startDeadline(ctx.signal);
-    const attempt = deadline.attempt(Math.min(this.attemptTimeoutMs, deadline.remainingMs()), task.provider);
+    const attempt = deadline.attempt(Math.min(this.attemptTimeoutMs, deadline.remainingMs()), provider);
     try {
       const value = await run(adapter, attempt.signal);
       attempt.succeeded();
@@ -354,7 +376,7 @@ export class Router {
     } catch (e) {
       attempt.failed();
       if (deadline.clientAborted) throw e;
-      throw this.toTroupeError(asProviderFailure(e, task.provider) ?? e, deadline.signal, 1);
+      throw this.toTroupeError(asProviderFailure(e, provider) ?? e, deadline.signal, 1);
     } finally {
       deadline.dispose();
     }

@@ -57,4 +57,12 @@ export interface VideoAdapter {
   poll(task: VideoTask, signal: AbortSignal): Promise<VideoTaskStatus>;
   /** Cancels a task in flight where the provider allows it; a no-op otherwise. */
   cancel(task: VideoTask, signal: AbortSignal): Promise<void>;
+  /**
+   * Finds the task a submission of exactly this request made at or after
+   * `sinceMs` (ms since the epoch), for a submission whose answer a crash
+   * cut off; undefined when there is none. Only providers that can list
+   * their tasks implement it (Luma); without it such a segment is submitted
+   * again.
+   */
+  find?(request: VideoSegmentRequest, sinceMs: number, signal: AbortSignal): Promise<VideoTask | undefined>;
 }

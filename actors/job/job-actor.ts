@@ -7,6 +7,13 @@
 // - `watchdog`, periodic: a reminder is consumed when it fires, before its
 //   turn runs, so a process killed mid-step would otherwise leave nothing
 //   scheduled. A watchdog firing before `next_step_at` does nothing.
+// A submission must not reach the provider twice, yet a kill between the
+// provider's answer and the turn's commit loses the task. So a segment is
+// "armed" (armed_at) by the turn that makes it the next to submit, and this
+// process remembers the arming: the submitting turn that finds its own
+// arming in memory knows no earlier run of it reached the provider and
+// submits at once; any other run (after a crash, on another replica, a
+// retry) first asks the provider for a task made since armed_at.
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { isTroupeError, TroupeError } from "../../core/errors.ts";
@@ -19,7 +26,7 @@ import { ownerSchema } from "../conversation/types.ts";
 import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
 import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
-import { isFinal, jobCallbackSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState } from "./types.ts";
+import { isFinal, jobCallbackSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
 import { segmentPrompts } from "./video-request.ts";
 
 export const JOB_ACTOR = "JobActor";
@@ -68,11 +75,42 @@ function firstPollMs(job: JobData, index: number): number {
   return job.segments[index - 1]?.task?.poll_after_ms ?? job.segments[index]?.task?.poll_after_ms ?? 1_000;
 }
 
+/** An arming older than this is not trusted (the actor may have moved away and back since): the submission looks first. */
+const armingTrustMs = 60_000;
+
+/** The armings this process made and whose submission has not run yet (see the header). */
+class Armings {
+  private readonly made = new Map<string, number>();
+  private static key = (job: JobData, segment: SegmentState) => `${job.id}:${segment.index}:${segment.armed_at}`;
+
+  /** Arms the next segment to submit, if any and not armed yet. */
+  arm(job: JobData, now: number): void {
+    const segment = segmentToSubmit(job);
+    if (!segment || segment.armed_at !== null || isFinal(job.status)) return;
+    segment.armed_at = now;
+    this.made.set(Armings.key(job, segment), now);
+    // Oldest first (insertion order): forget the ones too old to trust, whose turn ran elsewhere or never committed.
+    for (const [key, at] of this.made) {
+      if (now - at <= armingTrustMs) break;
+      this.made.delete(key);
+    }
+  }
+
+  /** Whether this process armed the segment recently; forgets it either way (a second run must look). */
+  take(job: JobData, segment: SegmentState, now: number): boolean {
+    const key = Armings.key(job, segment);
+    const at = this.made.get(key);
+    this.made.delete(key);
+    return segment.armed_at !== null && at !== undefined && now - at <= armingTrustMs;
+  }
+}
+
 /** The status inside a visibleOf() string (save() compares it to see a transition). */
 const statusOf = (visible: string): unknown => (JSON.parse(visible) as { status?: unknown }).status;
 
 export function createJobActor(deps: JobActorDeps) {
   const publisher = deps.publisher ?? noEvents;
+  const armings = new Armings();
 
   /** Writes the snapshot and pushes an event when what callers see changed. */
   const save = async (ctx: Ctx, job: JobData, before: string): Promise<void> => {
@@ -150,6 +188,7 @@ export function createJobActor(deps: JobActorDeps) {
               file_id: null,
               billed: false,
               poll_failures: 0,
+              armed_at: null,
             })),
             narration_file_id: null,
             result_file_id: null,
@@ -164,6 +203,7 @@ export function createJobActor(deps: JobActorDeps) {
             created_at: at,
             updated_at: at,
           };
+          armings.arm(job, ctx.clock.now());
           ctx.state.job = job;
           await deps.directory.created(input.owner.organization_id, toPublicJob(job));
           deps.metrics?.jobTransition("queued");
@@ -229,7 +269,7 @@ export function createJobActor(deps: JobActorDeps) {
               // task is accepted only the commit remains (no other write
               // widens the window in which a crash would submit it again).
               if (submitting) await ctx.setReminder("next", firstPollMs(job, submitting.index), undefined, "step", {});
-              const outcome = await advance(job, deps);
+              const outcome = await advance(job, deps, !submitting || !armings.take(job, submitting, ctx.clock.now()));
               job.step_failures = 0;
               if (submitting?.status === "processing") {
                 // Not saved here (see above), so the transition is counted here.
@@ -238,6 +278,7 @@ export function createJobActor(deps: JobActorDeps) {
                 job.snapshot_dirty = true;
                 return;
               }
+              armings.arm(job, ctx.clock.now());
               await save(ctx, job, before);
               await schedule(ctx, job, isFinal(job.status) ? 0 : outcome.afterMs);
             }

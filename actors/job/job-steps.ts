@@ -4,7 +4,10 @@
 // does one piece of work and records it in the job's state before the next,
 // so a process killed between steps resumes where it stopped: a submitted
 // task is polled again, never submitted again (unless the provider lost it),
-// and a billed segment is never billed again.
+// and a billed segment is never billed again. The one gap, a kill after the
+// provider accepted a submission and before the turn committed its task, is
+// closed where the provider can list its tasks: a submission that may have
+// happened already first looks for its task there (`mayHaveSubmitted`).
 import { createHash } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -24,6 +27,7 @@ import type { JobData, SegmentState } from "./types.ts";
 /** The router's video methods (providers/router.ts): routing and fallback at submit, poll and cancel on the task's provider. */
 export interface VideoRouting {
   submitVideo(request: VideoSegmentRequest & { routing_strategy: RoutingStrategy }, ctx: { signal?: AbortSignal }): Promise<VideoTask>;
+  findVideo(request: VideoSegmentRequest & { routing_strategy: RoutingStrategy }, sinceMs: number, ctx: { signal?: AbortSignal }): Promise<VideoTask | undefined>;
   pollVideo(task: VideoTask, ctx: { signal?: AbortSignal }): Promise<VideoTaskStatus>;
   cancelVideo(task: VideoTask, ctx: { signal?: AbortSignal }): Promise<void>;
 }
@@ -84,32 +88,36 @@ export function segmentToSubmit(job: JobData): SegmentState | undefined {
   return segment && (segment.task === null || segment.status === "pending") ? segment : undefined;
 }
 
-/** Does the next piece of work on an unfinished job. Throws only for failures on our side (retried by the caller). */
-export async function advance(job: JobData, deps: StepDeps): Promise<StepOutcome> {
+/**
+ * Does the next piece of work on an unfinished job. Throws only for failures
+ * on our side (retried by the caller). `mayHaveSubmitted`: the next
+ * segment's submission may have reached the provider in a turn that never
+ * committed (the caller cannot vouch that it did not).
+ */
+export async function advance(job: JobData, deps: StepDeps, mayHaveSubmitted = true): Promise<StepOutcome> {
   const signal = AbortSignal.timeout(stepTimeoutMs);
   const segment = job.segments.find((s) => s.status !== "completed");
   if (segment) {
-    if (segmentToSubmit(job)) return submit(job, segment, deps, signal);
+    if (segmentToSubmit(job)) return submit(job, segment, deps, signal, mayHaveSubmitted);
     return poll(job, segment, segment.task!, deps, signal);
   }
   if (job.narration_text !== null && job.narration_file_id === null) return narrate(job, job.narration_text, deps, signal);
   return deps.composeSlots ? deps.composeSlots(() => compose(job, deps)) : compose(job, deps);
 }
 
-async function submit(job: JobData, segment: SegmentState, deps: StepDeps, signal: AbortSignal): Promise<StepOutcome> {
+async function submit(job: JobData, segment: SegmentState, deps: StepDeps, signal: AbortSignal, mayHaveSubmitted: boolean): Promise<StepOutcome> {
   const image = await imageFor(job, segment, deps);
+  const request = {
+    model: job.requested_model ?? job.model,
+    prompt: segment.prompt,
+    duration_seconds: job.duration_seconds,
+    ...(image ? { image } : {}),
+    routing_strategy: job.routing_strategy,
+  };
   let task: VideoTask;
   try {
-    task = await deps.video.submitVideo(
-      {
-        model: job.requested_model ?? job.model,
-        prompt: segment.prompt,
-        duration_seconds: job.duration_seconds,
-        ...(image ? { image } : {}),
-        routing_strategy: job.routing_strategy,
-      },
-      { signal },
-    );
+    const found = mayHaveSubmitted ? await findSubmitted(job, segment, request, deps, signal) : undefined;
+    task = found ?? (await deps.video.submitVideo(request, { signal }));
   } catch (error) {
     // The router already retried and fell back: the job cannot go on.
     if (!isTroupeError(error)) throw error;
@@ -125,6 +133,26 @@ async function submit(job: JobData, segment: SegmentState, deps: StepDeps, signa
   job.model = task.model;
   job.provider = task.provider;
   return { afterMs: task.poll_after_ms };
+}
+
+/** The task an earlier, uncommitted run of this submission made, if the provider can tell; a failed lookup is logged and treated as none. */
+async function findSubmitted(
+  job: JobData,
+  segment: SegmentState,
+  request: Parameters<VideoRouting["findVideo"]>[0],
+  deps: StepDeps,
+  signal: AbortSignal,
+): Promise<VideoTask | undefined> {
+  const sinceMs = segment.armed_at ?? Date.parse(job.created_at);
+  try {
+    const found = await deps.video.findVideo(request, sinceMs, { signal });
+    if (found) deps.log.warn("video submission recovered after a crash: polling the task it made", { job_id: job.id, segment: segment.index, provider: found.provider, task_id: found.task_id });
+    return found;
+  } catch (error) {
+    // Better a second submission than a job stuck on a provider that cannot list its tasks right now.
+    deps.log.warn("could not look for an earlier submission; submitting", { job_id: job.id, segment: segment.index, error });
+    return undefined;
+  }
 }
 
 /** image_to_video: the first clip animates the caller's image, each later one the previous clip's last frame. */
@@ -180,6 +208,7 @@ async function poll(job: JobData, segment: SegmentState, task: VideoTask, deps: 
       segment.task = null;
       segment.status = "pending";
       segment.progress = 0;
+      segment.armed_at = null;
       return { afterMs: 0 };
     case "succeeded": {
       const payload =

@@ -34,6 +34,13 @@ export const segmentStateSchema = z.object({
   task: videoTaskSchema.nullable(),
   /** Provider submissions of this segment: 1 unless the provider lost a task. */
   submissions: z.number().int(),
+  /**
+   * When the segment became the next to submit (ms since the epoch; null
+   * until then). A task the provider made for this request from then on is
+   * this segment's: a submission whose answer a crash cut off is looked for
+   * from here (job-steps.ts). Absent in states written before it existed.
+   */
+  armed_at: z.number().nullable().default(null),
   /** The re-hosted clip. */
   file_id: z.string().nullable(),
   billed: z.boolean(),

@@ -4,7 +4,10 @@
 // `GET /dream-machine/v1/generations/{id}` (state queued|dreaming|completed|
 // failed; `assets.video` when completed) and cancelled with DELETE on the
 // same path. Luma fetches keyframe images itself, so the image goes by its
-// durable Troupe URL.
+// durable Troupe URL. `find` reads the account's generations, newest first
+// (`GET /dream-machine/v1/generations?limit&offset`), each with the
+// `request` it was made from, to recover a submission whose answer a crash
+// cut off.
 import { z } from "zod";
 import { ProviderCallError } from "../errors.ts";
 import { parseUpstream } from "../parse-upstream.ts";
@@ -22,6 +25,50 @@ const generationSchema = z
   })
   .passthrough();
 
+const listedSchema = z
+  .object({
+    generations: z.array(
+      z
+        .object({
+          id: z.string().min(1),
+          created_at: z.string(),
+          request: z.record(z.string(), z.unknown()).nullable().optional(),
+        })
+        .passthrough(),
+    ),
+    has_more: z.boolean().optional(),
+  })
+  .passthrough();
+
+/** Generations read per page, and pages read at most, when looking for a lost answer (the newest 500). */
+const listPageSize = 100;
+const listPagesMax = 5;
+/** Luma's clock against ours: a generation stamped this much before `sinceMs` still counts. */
+const clockSlackMs = 30_000;
+
+/** The body of a submission; `find` compares listed requests with it. */
+function generationBody(req: VideoSegmentRequest) {
+  return {
+    prompt: req.prompt,
+    model: req.model,
+    duration: `${req.duration_seconds}s`,
+    resolution: "720p",
+    aspect_ratio: "16:9",
+    ...(req.image ? { keyframes: { frame0: { type: "image", url: req.image.url } } } : {}),
+  };
+}
+
+/** Whether a listed generation's request is this body (the fields Troupe sets; Luma may echo others). */
+function sameRequest(listed: Record<string, unknown>, body: ReturnType<typeof generationBody>): boolean {
+  const frame0 = (listed["keyframes"] as { frame0?: { url?: unknown } } | null | undefined)?.frame0;
+  return (
+    listed["prompt"] === body.prompt &&
+    listed["model"] === body.model &&
+    listed["duration"] === body.duration &&
+    (frame0?.url ?? null) === (body.keyframes?.frame0.url ?? null)
+  );
+}
+
 export interface LumaOptions {
   baseUrl: string;
   apiKey: string;
@@ -37,14 +84,7 @@ export function createLumaVideo(opts: LumaOptions, client: UpstreamClient): Vide
 
   return {
     async submit(req: VideoSegmentRequest, signal: AbortSignal): Promise<VideoTask> {
-      const body = {
-        prompt: req.prompt,
-        model: req.model,
-        duration: `${req.duration_seconds}s`,
-        resolution: "720p",
-        aspect_ratio: "16:9",
-        ...(req.image ? { keyframes: { frame0: { type: "image", url: req.image.url } } } : {}),
-      };
+      const body = generationBody(req);
       const answer = parseUpstream(provider, generationSchema, await sendForJson(provider, client, base, { headers, body, signal }));
       return { provider, model: req.model, task_id: answer.id, poll_after_ms: opts.pollIntervalMs, duration_seconds: req.duration_seconds };
     },
@@ -69,6 +109,28 @@ export function createLumaVideo(opts: LumaOptions, client: UpstreamClient): Vide
     },
 
     cancel: (task: VideoTask, signal: AbortSignal) => deleteTask(provider, client, generationUrl(task.task_id), headers, signal),
+
+    async find(req: VideoSegmentRequest, sinceMs: number, signal: AbortSignal): Promise<VideoTask | undefined> {
+      const body = generationBody(req);
+      const from = sinceMs - clockSlackMs;
+      // The earliest match from `from` on: the submission the crash cut off (a later one would be another's).
+      let earliest: string | undefined;
+      for (let page = 0; page < listPagesMax; page++) {
+        const url = `${base}?limit=${listPageSize}&offset=${page * listPageSize}`;
+        const listed = parseUpstream(provider, listedSchema, await sendForJson(provider, client, url, { method: "GET", headers, signal }));
+        let older = false;
+        for (const g of listed.generations) {
+          const at = Date.parse(g.created_at);
+          if (!(at >= from)) {
+            older = true;
+            continue;
+          }
+          if (g.request && sameRequest(g.request, body)) earliest = g.id;
+        }
+        if (older || listed.has_more === false || listed.generations.length < listPageSize) break;
+      }
+      return earliest === undefined ? undefined : { provider, model: req.model, task_id: earliest, poll_after_ms: opts.pollIntervalMs, duration_seconds: req.duration_seconds };
+    },
   };
 }
 

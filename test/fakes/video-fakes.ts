@@ -3,8 +3,10 @@
 // `pollsBeforeDone` polls) → a real MP4 (rendered once with ffmpeg) served
 // at the task's output URL; DELETE cancels. Knobs: statuses for the next API
 // calls (429 with Retry-After, 500…), tasks that end failed, tasks the
-// provider "loses" (404 on poll), and the submissions per prompt (a job
-// resumed after a crash must not submit a segment twice).
+// provider "loses" (404 on poll), submissions accepted but never answered
+// (a crash cutting the answer off), and the submissions per prompt (a job
+// resumed after a crash must not submit a segment twice). Luma also lists
+// the account's generations, newest first.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -24,6 +26,8 @@ export interface FakeTask {
   polls: number;
   outcome: "succeed" | "fail";
   cancelled: boolean;
+  /** Accepted at, ms since the epoch. */
+  createdAt: number;
 }
 
 export interface VideoFake {
@@ -39,6 +43,8 @@ export interface VideoFake {
   outcomes: ("succeed" | "fail")[];
   /** Task ids answered 404 from now on, as if the provider expired them. */
   lost: Set<string>;
+  /** Prompts whose submissions are accepted (task made, counted) but never answered: the request hangs until the fake closes. */
+  unanswered: Set<string>;
   /** How many times each prompt was submitted. */
   submissions(prompt: string): number;
   /** MP4 downloads served. */
@@ -59,6 +65,8 @@ export function fakeMp4(): Buffer {
 interface Dialect {
   /** Answers a submission, or an error [status, body] when the request is malformed. */
   checkSubmit(path: string, call: VideoFakeCall): { prompt: string } | [number, unknown];
+  /** The answer to a GET of `path` that lists tasks (newest first), or undefined when the provider has no such list. */
+  list?(path: string, query: URLSearchParams, newestFirst: FakeTask[], videoUrl: (task: FakeTask) => string): [number, unknown] | undefined;
   submitted(task: FakeTask): [number, unknown];
   taskPath(path: string): string | undefined;
   /** The task's JSON: not finished, succeeded with `videoUrl`, failed or cancelled. */
@@ -77,10 +85,12 @@ async function startVideoFake(dialect: Dialect): Promise<VideoFake> {
     pollsBeforeDone: 1,
     outcomes: [],
     lost: new Set(),
+    unanswered: new Set(),
     submissions: (prompt) => counts.get(prompt) ?? 0,
     downloads: 0,
     close: async () => undefined,
   };
+  const hanging = new Set<ServerResponse>();
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
     status === 204 ? res.writeHead(204, headers).end() : res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
 
@@ -88,7 +98,8 @@ async function startVideoFake(dialect: Dialect): Promise<VideoFake> {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const path = new URL(req.url ?? "/", "http://fake").pathname;
+      const url = new URL(req.url ?? "/", "http://fake");
+      const path = url.pathname;
       const outputId = /^\/outputs\/([^/]+)\.mp4$/.exec(path)?.[1];
       if (req.method === "GET" && outputId) {
         if (!fake.tasks.has(outputId)) return send(res, 404, { error: "no such output" });
@@ -109,6 +120,10 @@ async function startVideoFake(dialect: Dialect): Promise<VideoFake> {
       if (fault) return send(res, fault.status, dialect.error(fault.status, `injected ${fault.status}`), fault.retryAfter ? { "retry-after": fault.retryAfter } : {});
       if (!dialect.authorized(req.headers)) return send(res, 401, dialect.error(401, "invalid API key"));
 
+      if (req.method === "GET" && dialect.list) {
+        const listed = dialect.list(path, url.searchParams, [...fake.tasks.values()].reverse(), (task) => `${fake.url}/outputs/${task.id}.mp4`);
+        if (listed) return send(res, listed[0], listed[1]);
+      }
       const taskId = dialect.taskPath(path);
       if (taskId !== undefined && (req.method === "GET" || req.method === "DELETE")) {
         const task = fake.tasks.get(taskId);
@@ -123,16 +138,30 @@ async function startVideoFake(dialect: Dialect): Promise<VideoFake> {
       if (req.method === "POST") {
         const checked = dialect.checkSubmit(path, call);
         if (Array.isArray(checked)) return send(res, checked[0], checked[1]);
-        const task: FakeTask = { id: randomBytes(8).toString("hex"), prompt: checked.prompt, body: json ?? {}, polls: 0, outcome: fake.outcomes.shift() ?? "succeed", cancelled: false };
+        const task: FakeTask = {
+          id: randomBytes(8).toString("hex"),
+          prompt: checked.prompt,
+          body: json ?? {},
+          polls: 0,
+          outcome: fake.outcomes.shift() ?? "succeed",
+          cancelled: false,
+          createdAt: Date.now(),
+        };
         fake.tasks.set(task.id, task);
         counts.set(task.prompt, (counts.get(task.prompt) ?? 0) + 1);
+        if (fake.unanswered.has(task.prompt)) return hanging.add(res);
         const [status, body] = dialect.submitted(task);
         return send(res, status, body);
       }
       send(res, 404, dialect.error(404, `no fake for ${req.method} ${path}`));
     });
   });
-  ({ url: fake.url, close: fake.close } = await listenOnLoopback(server));
+  let closeServer: () => Promise<void>;
+  ({ url: fake.url, close: closeServer } = await listenOnLoopback(server));
+  fake.close = async () => {
+    for (const res of hanging) res.destroy();
+    await closeServer();
+  };
   return fake;
 }
 
@@ -182,12 +211,23 @@ export function startLumaFake(apiKey: string): Promise<VideoFake> {
       if (b["keyframes"] !== undefined && (frame0?.type !== "image" || typeof frame0.url !== "string")) return [400, { detail: "keyframes.frame0 must be {type: image, url}" }];
       return { prompt: b["prompt"] };
     },
-    submitted: (task) => [201, { id: task.id, state: "queued", failure_reason: null, created_at: new Date().toISOString(), assets: null, model: task.body["model"], request: task.body }],
-    render: (task, videoUrl, done) => {
-      const base = { id: task.id, created_at: new Date().toISOString(), model: task.body["model"], request: task.body };
-      if (task.cancelled || (done && task.outcome === "fail")) return { ...base, state: "failed", failure_reason: task.cancelled ? "cancelled by user" : "400: prompt not allowed", assets: null };
-      if (!done) return { ...base, state: task.polls === 1 ? "queued" : "dreaming", failure_reason: null, assets: null };
-      return { ...base, state: "completed", failure_reason: null, assets: { video: videoUrl, image: `${videoUrl}.jpg` } };
+    submitted: (task) => [201, { id: task.id, state: "queued", failure_reason: null, created_at: new Date(task.createdAt).toISOString(), assets: null, model: task.body["model"], request: task.body }],
+    list: (path, query, newestFirst, videoUrl) => {
+      if (path !== "/dream-machine/v1/generations") return undefined;
+      const limit = Number(query.get("limit") ?? 10);
+      const offset = Number(query.get("offset") ?? 0);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100 || !Number.isInteger(offset) || offset < 0) return [422, { detail: "limit must be 1..100, offset ≥ 0" }];
+      const page = newestFirst.slice(offset, offset + limit).map((task) => renderLuma(task, videoUrl(task), false));
+      return [200, { generations: page, has_more: offset + limit < newestFirst.length, count: page.length, limit, offset }];
     },
+    render: renderLuma,
   });
+}
+
+/** A Luma generation object (listed ones report their state as of their last poll). */
+function renderLuma(task: FakeTask, videoUrl: string, done: boolean): unknown {
+  const base = { id: task.id, created_at: new Date(task.createdAt).toISOString(), model: task.body["model"], request: task.body };
+  if (task.cancelled || (done && task.outcome === "fail")) return { ...base, state: "failed", failure_reason: task.cancelled ? "cancelled by user" : "400: prompt not allowed", assets: null };
+  if (!done) return { ...base, state: task.polls <= 1 ? "queued" : "dreaming", failure_reason: null, assets: null };
+  return { ...base, state: "completed", failure_reason: null, assets: { video: videoUrl, image: `${videoUrl}.jpg` } };
 }

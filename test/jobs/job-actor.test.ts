@@ -2,8 +2,10 @@
 // VideoRouting test double (the end-to-end files use the real providers and
 // fakes): a router failure at submit fails the job with its code; a failed
 // narration fails it after the clips were billed; failures on our side are
-// retried, then fail the job; the webhook event is published once with a
-// deterministic id even when the first publish fails; a finished job's
+// retried, then fail the job; a submission armed in this process goes
+// straight to the provider, a repeated one first looks for its task there;
+// the webhook event is published once with a deterministic id even when the
+// first publish fails; a finished job's
 // conversation callback goes to the ConversationActor.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,7 +45,10 @@ const clip = join(dataDir, "clip.mp4");
 writeFileSync(clip, fakeMp4());
 
 /** What the double is told to do per prompt. */
-const behaviour = new Map<string, "submit-fails">();
+const behaviour = new Map<string, "submit-fails" | "answer-lost-once">();
+/** Per prompt: submissions that reached the double, and the lookups for an earlier one (with their `since`). */
+const submitted = new Map<string, number>();
+const lookups: { prompt: string; sinceMs: number }[] = [];
 const billed: UsageRecord[] = [];
 const published: OrganizationEvent[] = [];
 let publishFailures = 0;
@@ -55,7 +60,14 @@ const deps: JobActorDeps = {
   video: {
     submitVideo: async (req) => {
       if (behaviour.get(req.prompt) === "submit-fails") throw new TroupeError("no_provider_available", "every video provider is down");
+      submitted.set(req.prompt, (submitted.get(req.prompt) ?? 0) + 1);
+      if (behaviour.get(req.prompt) === "answer-lost-once" && submitted.get(req.prompt) === 1) throw new Error("the process died before the answer was read");
       return { provider: "double", model: "double-video", task_id: req.prompt, poll_after_ms: 10, duration_seconds: 2 };
+    },
+    // The provider keeps every submission: an earlier one of this prompt is found.
+    findVideo: async (req, sinceMs) => {
+      lookups.push({ prompt: req.prompt, sinceMs });
+      return submitted.has(req.prompt) ? { provider: "double", model: "double-video", task_id: req.prompt, poll_after_ms: 10, duration_seconds: 2 } : undefined;
     },
     pollVideo: async (_task: VideoTask): Promise<VideoTaskStatus> => ({ state: "succeeded", clip: { kind: "file", path: clip } }),
     cancelVideo: async () => undefined,
@@ -170,6 +182,19 @@ t.test("failures on our side are retried: a passing one completes the job, five 
   t.equal(failed.error?.code, "internal_error");
   t.match(failed.error?.message, /ffmpeg exploded/);
   t.equal(composeFailures, 0, "tried five times");
+});
+
+t.test("a submission this process armed goes straight to the provider; one repeated after its answer was lost finds its task instead of submitting again", async (t) => {
+  behaviour.set("lost answer", "answer-lost-once");
+  const id = newId();
+  const createdAt = Date.now();
+  await callActor(host, job, id, "create", input({ scenes: ["fresh scene", "lost answer", "after"] }));
+  const done = await final(id);
+  t.equal(done.status, "completed");
+  t.same(Object.fromEntries(["fresh scene", "lost answer", "after"].map((p) => [p, submitted.get(p)])), { "fresh scene": 1, "lost answer": 1, after: 1 }, "each scene reached the provider once");
+  t.same(lookups.map((l) => l.prompt), ["lost answer"], "only the repeated submission looked first");
+  t.ok(lookups[0]!.sinceMs >= createdAt && lookups[0]!.sinceMs <= Date.now(), "from when the segment became the next to submit");
+  t.same(billed.filter((b) => b.request_id.startsWith(`job:${id}:`)).map((b) => b.request_id), [0, 1, 2].map((i) => `job:${id}:segment:${i}`));
 });
 
 t.test("owner checks: another organization's get and cancel are 404; a finished job's cancel is 409; create twice is 409", async (t) => {

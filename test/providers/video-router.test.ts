@@ -2,7 +2,8 @@
 // real Runway and Luma adapters on their fakes: capability checks before any
 // call (an image or not, durations), equivalent-model fallback, retries on
 // 429, no fallback on 400, a breaker per provider that later segments
-// respect, and polls/cancels that go to the task's provider only.
+// respect, polls/cancels that go to the task's provider only, and findVideo
+// (a submission whose answer was lost, looked up in Luma's list).
 import t from "tap";
 import { TroupeError } from "../../core/errors.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
@@ -143,6 +144,34 @@ t.test("polls and cancels go to the task's provider, also with its breaker open"
   const aborted = new AbortController();
   aborted.abort(new Error("job cancelled"));
   await t.rejects(r.pollVideo(task, { signal: aborted.signal }), /job cancelled/);
+});
+
+t.test("findVideo: the earliest Luma generation of exactly this request since the arming, through the pages of the list; none where the provider cannot list", async (t) => {
+  const r = router();
+  const request = { model: "ray-2", prompt: "cut off", duration_seconds: 5, routing_strategy: "manual" } as const;
+  const since = Date.now();
+  // Same prompt, other requests (a longer clip, an image), made before the one to find.
+  await r.submitVideo({ ...request, duration_seconds: 9 });
+  await r.submitVideo({ ...request, image });
+  const first = await r.submitVideo(request);
+  await r.submitVideo(request); // a later, second submission of the same request: not the one cut off
+  for (let i = 0; i < 150; i++) await r.submitVideo({ ...request, prompt: `newer ${i}` });
+  const calls = lumaFake.calls.length;
+  t.same(await r.findVideo(request, since), { ...first, poll_after_ms: 5 }, "the first of the two, found on the second page");
+  t.match(
+    lumaFake.calls.slice(calls).map((c) => `${c.method} ${c.path}`),
+    ["GET /dream-machine/v1/generations", "GET /dream-machine/v1/generations"],
+    "two pages read, nothing submitted",
+  );
+  t.equal(await r.findVideo({ ...request, prompt: "never sent" }, since), undefined, "another prompt");
+  t.equal(await r.findVideo(request, Date.now() + 60_000), undefined, "made before the arming");
+  const withImage = await r.findVideo({ ...request, image }, since);
+  t.match(withImage, { provider: "luma", model: "ray-2" });
+  t.not(withImage?.task_id, first.task_id, "the keyframe is part of the request");
+  t.equal(await r.findVideo({ model: "gen4_turbo", prompt: "cut off", duration_seconds: 5, image, routing_strategy: "manual" }, since), undefined, "Runway cannot list its tasks");
+  t.equal(runwayFake.calls.length, 0);
+  lumaFake.apiFaults.push({ status: 500 });
+  t.match(await troupeError(r.findVideo(request, since)), { code: "provider_error" }, "a failed list is an error, not a miss");
 });
 
 t.test("cost routing orders equivalents by price per second", async (t) => {
