@@ -20,9 +20,11 @@
 // so the three overheads print side by side. --redis=URL runs Troupe on
 // Redis (the hard limit then costs two script round trips per call).
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--ledger-here] [--redis=URL]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--ledger-here] [--redis=URL]
 // (--seconds: per round at the fixed rate, and per target at saturation.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
+// (--usage-off: one more Troupe without the usage sink, side by side with the
+//  default, so its cost shows in one run.)
 // (--ledger-here: one more Troupe, with the embedded ledger on its event
 //  loop instead of its own thread, side by side with the default.)
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
@@ -210,6 +212,8 @@ async function orchestrate(): Promise<void> {
     const metricsKey = await (await liveKeyFor(`http://127.0.0.1:${troupeMetrics.port}`)).project(undefined);
     const troupeLedgerHere = args.has("ledger-here") ? await start({ ...troupeEnv, BENCH_LEDGER_HERE: "1" }) : undefined;
     const ledgerHereKey = troupeLedgerHere ? await (await liveKeyFor(`http://127.0.0.1:${troupeLedgerHere.port}`)).project(undefined) : "";
+    const troupeUsageOff = args.has("usage-off") ? await start({ ...troupeEnv, BENCH_NO_USAGE: "1" }) : undefined;
+    const usageOffKey = troupeUsageOff ? await (await liveKeyFor(`http://127.0.0.1:${troupeUsageOff.port}`)).project(undefined) : "";
 
     const chatBody = (stream: boolean) =>
       JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", stream, messages: [{ role: "user", content: "Hello there, how are you today?" }] });
@@ -227,6 +231,7 @@ async function orchestrate(): Promise<void> {
       { name: "Troupe, budget (alerts only)", port: troupe.port, spec: spec(false, true, budgetKey) },
       { name: "Troupe, hard limit", port: troupe.port, spec: spec(false, true, hardKey) },
       ...(troupeLedgerHere ? [{ name: "Troupe, ledger on event loop", port: troupeLedgerHere.port, spec: spec(false, true, ledgerHereKey) }] : []),
+      ...(troupeUsageOff ? [{ name: "Troupe, usage off", port: troupeUsageOff.port, spec: spec(false, true, usageOffKey) }] : []),
     ];
     // Sanity: Troupe really answers through the upstream.
     const check = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST", headers: targets[2]!.spec.headers, body: targets[2]!.spec.body! });
