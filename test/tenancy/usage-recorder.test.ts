@@ -9,7 +9,7 @@ import t from "tap";
 import { createLogger } from "../../core/log.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
-import { flushEveryMs, retryFlushAfterMs, UsageRecorder, type ScheduleFlush } from "../../tenancy/usage-recorder.ts";
+import { flushAtRecords, flushEveryMs, retryFlushAfterMs, UsageRecorder, type ScheduleFlush } from "../../tenancy/usage-recorder.ts";
 
 function record(project: string, i: number): UsageRecord {
   return {
@@ -76,7 +76,7 @@ t.test("records land in the ledger durably, aggregated per project", async (t) =
   for (let i = 0; i < 1000; i++) recorder.record(record(i % 3 === 0 ? "prj_a" : "prj_b", i));
   await new Promise((resolve) => setImmediate(resolve)); // any write record() started would have reached the ledger by now
   t.equal(writes.length, 0, "recording 1,000 calls wrote nothing (the request path never waits for it)");
-  t.same(timers.live().map((p) => p.ms), [flushEveryMs], "one flush scheduled for the whole burst");
+  t.same(timers.live().map((p) => p.ms), [0], "one flush scheduled for the whole burst, on the next timer turn (past flushAtRecords)");
   await timers.fire(recorder);
   t.equal(writes.length, 1, "one ledger append for the whole burst");
   t.equal(writes[0]!.length, 1000);
@@ -106,9 +106,57 @@ t.test("a failed flush keeps its records and retries later; close flushes what i
   t.same(timers.live().map((p) => p.ms), [retryFlushAfterMs], "a retry is scheduled with a longer delay");
   recorder.record(record("prj_a", 2));
   t.equal(timers.live().length, 1, "a new record does not schedule a second flush");
+  for (let i = 3; i < 3 + flushAtRecords * 3; i++) recorder.record(record("prj_a", i));
+  t.same(timers.live().map((p) => p.ms), [retryFlushAfterMs], "nor do many: a failing store is not flushed early");
   await recorder.close();
   t.equal(writes.length, 2);
   t.same(timers.live(), [], "close cancelled the scheduled retry");
-  t.same(writes[1]!.map((u) => u.request_id), ["req_1", "req_2"], "the failed batch is written first, then the newer record");
+  const newer = Array.from({ length: 1 + flushAtRecords * 3 }, (_, i) => `req_${i + 2}`);
+  t.same(writes[1]!.map((u) => u.request_id), ["req_1", ...newer], "the failed batch is written first, then the newer records");
+  await ledger.close();
+});
+
+t.test("under load a flush starts at flushAtRecords, one write at a time, then the next", async (t) => {
+  const ledger = new EmbeddedLedgerStore(mkdtempSync(join(tmpdir(), "troupe-usage-")));
+  const writes: UsageRecord[][] = [];
+  /** One per write that reached the ledger, to let it answer. */
+  const releases: Array<() => void> = [];
+  const held = async (n: number) => {
+    while (releases.length < n) await new Promise((resolve) => setImmediate(resolve));
+  };
+  const write = async (batch: UsageRecord[]) => {
+    writes.push(batch);
+    await ledger.append(batch);
+    await new Promise<void>((resolve) => releases.push(resolve));
+  };
+  const timers = manualSchedule();
+  const recorder = new UsageRecorder(write, createLogger("silent"), { schedule: timers.schedule });
+  for (let i = 0; i < flushAtRecords - 1; i++) recorder.record(record("prj_a", i));
+  t.same(timers.live().map((p) => p.ms), [flushEveryMs], "below flushAtRecords: the timer's flush");
+  recorder.record(record("prj_a", flushAtRecords - 1));
+  t.same(timers.live().map((p) => p.ms), [0], "at flushAtRecords: replaced by one on the next timer turn");
+  for (const p of timers.live()) {
+    p.cancelled = true;
+    p.run();
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+  await held(1);
+  t.equal(writes.length, 1);
+  t.equal(writes[0]!.length, flushAtRecords);
+  for (let i = 100; i < 100 + flushAtRecords * 2; i++) recorder.record(record("prj_a", i));
+  t.same(timers.live().map((p) => p.ms), [flushEveryMs], "while a write is on its way, records wait for it (no early flush beside it)");
+  releases[0]!();
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(timers.live().map((p) => p.ms), [0], "its end starts the next early flush");
+  for (const p of timers.live()) {
+    p.cancelled = true;
+    p.run();
+  }
+  await held(2);
+  t.equal(writes.length, 2);
+  t.equal(writes[1]!.length, flushAtRecords * 2, "everything that waited goes in one write");
+  releases[1]!();
+  await recorder.close();
+  t.equal((await ledger.usageRows("prj_a", "2026-01", "2026-01")).reduce((n, r) => n + r.calls, 0), flushAtRecords * 3);
   await ledger.close();
 });
