@@ -5,15 +5,12 @@
 // deadline, the content-type check and upstream statuses.
 import t, { type Test } from "tap";
 import { createHook } from "node:async_hooks";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import { OutboundFetcher, OutboundFetchError, type Resolver } from "../../media/outbound-fetch.ts";
+import { selfSignedCertificate } from "../support/tls.ts";
 
 let port = 0;
 const server: Server = createServer((req, res) => {
@@ -271,16 +268,9 @@ t.test("webhook POSTs leave no deadline timer behind once answered", async (t) =
 });
 
 t.test("webhook POSTs over https: the pinned address, the certificate checked for the URL's host", async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), "troupe-outbound-tls-"));
-  // prettier-ignore
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-    "-subj", "/CN=receiver.test", "-addext", "subjectAltName=DNS:receiver.test",
-    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-  ], { stdio: "ignore" });
-  const cert = readFileSync(join(dir, "cert.pem"));
+  const { key, cert } = selfSignedCertificate("receiver.test", ["DNS:receiver.test"]);
   const names: (string | false | null)[] = [];
-  const tls = createHttpsServer({ key: readFileSync(join(dir, "key.pem")), cert }, (req, res) => {
+  const tls = createHttpsServer({ key, cert }, (req, res) => {
     names.push((req.socket as TLSSocket).servername);
     req.resume();
     res.writeHead(204).end();

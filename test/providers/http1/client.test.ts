@@ -1,17 +1,14 @@
 // The upstream HTTP/1.1 client over real sockets: keep-alive reuse, the
 // per-origin connection cap, aborts (waiting, in flight, mid-body), early
 // stream exits, idle closes from either side, size limits, HTTPS.
-import { execFileSync } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import t from "tap";
 import { Http1Client, ResponseTooLargeError, type UpstreamRequest } from "../../../providers/http1/client.ts";
 import { ConnectionClosedError } from "../../../providers/http1/connection.ts";
+import { selfSignedCertificate } from "../../support/tls.ts";
 
 interface Upstream {
   url: string;
@@ -300,14 +297,8 @@ t.test("failures: refused connection, oversized body, malformed answer, header i
 });
 
 t.test("HTTPS with the upstream's certificate trusted; refused when it is not", async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), "troupe-tls-"));
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-  ], { stdio: "ignore" });
-  const cert = readFileSync(join(dir, "cert.pem"));
-  const server = createHttpsServer({ key: readFileSync(join(dir, "key.pem")), cert }, (req, res) => {
+  const { key, cert } = selfSignedCertificate("localhost", ["DNS:localhost", "IP:127.0.0.1"]);
+  const server = createHttpsServer({ key, cert }, (req, res) => {
     req.resume();
     res.end(JSON.stringify({ secure: true }));
   });
