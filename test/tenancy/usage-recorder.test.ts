@@ -41,15 +41,19 @@ function manualSchedule() {
     return () => void (entry.cancelled = true);
   };
   const live = () => pending.filter((p) => !p.cancelled);
-  /** Runs every live scheduled flush (as their timers would) and waits for the store writes. */
-  const fire = async (recorder: UsageRecorder) => {
+  /** Runs every live scheduled flush, as their timers would. */
+  const runDue = () => {
     for (const p of live()) {
       p.cancelled = true;
       p.run();
     }
+  };
+  /** Runs every live scheduled flush and waits for the store writes. */
+  const fire = async (recorder: UsageRecorder) => {
+    runDue();
     await recorder.flush();
   };
-  return { schedule, live, fire };
+  return { schedule, live, runDue, fire };
 }
 
 /** Counts the writes that reach the ledger; `failNext` makes the next one fail. */
@@ -135,10 +139,7 @@ t.test("under load a flush starts at flushAtRecords, one write at a time, then t
   t.same(timers.live().map((p) => p.ms), [flushEveryMs], "below flushAtRecords: the timer's flush");
   recorder.record(record("prj_a", flushAtRecords - 1));
   t.same(timers.live().map((p) => p.ms), [0], "at flushAtRecords: replaced by one on the next timer turn");
-  for (const p of timers.live()) {
-    p.cancelled = true;
-    p.run();
-  }
+  timers.runDue();
   await new Promise((resolve) => setImmediate(resolve));
   await held(1);
   t.equal(writes.length, 1);
@@ -148,10 +149,7 @@ t.test("under load a flush starts at flushAtRecords, one write at a time, then t
   releases[0]!();
   await new Promise((resolve) => setImmediate(resolve));
   t.same(timers.live().map((p) => p.ms), [0], "its end starts the next early flush");
-  for (const p of timers.live()) {
-    p.cancelled = true;
-    p.run();
-  }
+  timers.runDue();
   await held(2);
   t.equal(writes.length, 2);
   t.equal(writes[1]!.length, flushAtRecords * 2, "everything that waited goes in one write");
