@@ -39,6 +39,8 @@ const envSchema = z.object({
   TROUPE_MODE: z.enum(["embedded", "dapr"]).default("embedded"),
   TROUPE_REPLICA: z.string().default("0"),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  /** What `npm start` does when the uWebSockets.js binary is not the pinned, patched build: `warn` and serve, or `refuse` to start (the container image sets refuse). */
+  UWS_BINARY_CHECK: z.enum(["warn", "refuse"]).default("warn"),
   MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
 
@@ -204,6 +206,7 @@ export function loadConfig(env: RawEnv = process.env) {
     mode: e.TROUPE_MODE,
     replica: e.TROUPE_REPLICA,
     logLevel: e.LOG_LEVEL,
+    uwsBinaryCheck: e.UWS_BINARY_CHECK,
     maxBodyBytes: e.MAX_BODY_BYTES,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     redisUrl: e.REDIS_URL,

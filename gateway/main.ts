@@ -5,9 +5,19 @@ import "./uws-settings.ts";
 import { loadConfig } from "../core/config.ts";
 import { createLogger } from "../core/log.ts";
 import { startTroupe } from "./app.ts";
+import { startRefusal } from "./uws-binary-pins.ts";
+import { loadedUwsBinary } from "./uws-error-pages.ts";
 
 const config = loadConfig();
 const log = createLogger(config.logLevel, { replica: config.replica });
+
+// The binary must be the pinned uws-pack build with its error pages patched
+// (scripts/patch-uws-errors.ts): with `refuse`, anything else stops here.
+const uwsRefusal = startRefusal(config.uwsBinaryCheck, loadedUwsBinary());
+if (uwsRefusal !== undefined) {
+  process.stderr.write(`Troupe could not start: ${uwsRefusal}\n`);
+  process.exit(1);
+}
 
 try {
   const troupe = await startTroupe(config, log);

@@ -43,7 +43,7 @@ end
 return false
 `;
 
-const hitScript = `
+export const hitScript = `
 local count = redis.call("INCRBY", KEYS[1], ARGV[2])
 local ttl = redis.call("PTTL", KEYS[1])
 if ttl < 0 then

@@ -9,6 +9,7 @@ import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
 import { loadedPageState, loadedUwsBinary, pageState, patchBinary, uwsErrorPages } from "../../gateway/uws-error-pages.ts";
+import { binaryVerdict, startRefusal } from "../../gateway/uws-binary-pins.ts";
 
 const run = promisify(execFile);
 
@@ -71,4 +72,42 @@ t.test("the script patches every Linux binary in a directory, once", async (t) =
   await t.rejects(run(process.execPath, [script, dir]), "exits non-zero on a binary it cannot patch");
   const lenient = await run(process.execPath, [script, dir, "--postinstall"]);
   t.match(lenient.stderr, /uws_linux_x64_999.node: not patched/);
+});
+
+t.test("binaries are judged by their pinned checksums", async (t) => {
+  const name = basename(loadedUwsBinary());
+  const installed = readFileSync(loadedUwsBinary());
+  t.equal(binaryVerdict(name, installed), "patched", "the installed binary is the pinned build, patched");
+  t.equal(binaryVerdict(name, unpatched()), "unpatched", "with its pages put back it is the pinned build as shipped");
+  const tampered = Buffer.from(installed);
+  tampered[tampered.length - 1] = (tampered[tampered.length - 1] ?? 0) ^ 1;
+  t.equal(binaryVerdict(name, tampered), "unknown", "one flipped bit: not the pinned build");
+  t.equal(binaryVerdict("uws_linux_x64_999.node", installed), "unknown", "a name without a pin");
+});
+
+t.test("the script refuses a binary that is not the pinned build, even with the expected pages", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "uws-pin-"));
+  const name = basename(loadedUwsBinary());
+  const other = unpatched();
+  other[other.length - 1] = (other[other.length - 1] ?? 0) ^ 1;
+  t.equal(pageState(other), "html", "its pages alone would pass");
+  writeFileSync(join(dir, name), other);
+  const script = join(import.meta.dirname, "../../scripts/patch-uws-errors.ts");
+  const failed = await run(process.execPath, [script, dir]).then(
+    () => undefined,
+    (error: unknown) => error as { stderr: string },
+  );
+  t.match(failed?.stderr, /not the uws-pack 20\.0\.8 build/);
+  t.equal(pageState(readFileSync(join(dir, name))), "html", "left unchanged");
+});
+
+t.test("UWS_BINARY_CHECK=refuse stops a start on anything but the pinned patched binary", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "uws-start-"));
+  const name = basename(loadedUwsBinary());
+  t.equal(startRefusal("refuse", loadedUwsBinary()), undefined, "the installed binary starts");
+  writeFileSync(join(dir, name), unpatched());
+  t.match(startRefusal("refuse", join(dir, name)), /HTML error pages/);
+  t.equal(startRefusal("warn", join(dir, name)), undefined, "warn serves anyway (the gateway logs it)");
+  writeFileSync(join(dir, name), "not a uWS build");
+  t.match(startRefusal("refuse", join(dir, name)), /not the uws-pack 20\.0\.8 build/);
 });
