@@ -72,7 +72,10 @@ t.test("a backup taken under load restores everything acknowledged before it beg
       acked.conversations.push({ id, messages: (field(turn.body, "messages") as unknown[]).length });
     }),
     loop(async () => {
-      if (acked.jobs.length >= 4) return sleep(50);
+      if (acked.jobs.length >= 4) {
+        await sleep(50);
+        return;
+      }
       const job = await troupe.request("POST", "/v1/video/generate", { token: p.liveKey, body: { prompt: "a lighthouse", duration_seconds: 1, model: "simulated-video", routing_strategy: "manual" } });
       if (job.status !== 202) throw new Error(`job ${job.status} ${job.text}`);
       acked.jobs.push(str(job.body, "job_id"));
