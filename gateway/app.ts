@@ -4,6 +4,7 @@
 // First: uWS reads its settings from the environment when it loads.
 import "./uws-settings.ts";
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { systemClock, type Clock } from "../core/clock.ts";
 import type { Config } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
@@ -18,7 +19,8 @@ import { UsageMeter, type UsageSink } from "../providers/usage.ts";
 import { createVectorIndex } from "../vectors/create-vector-index.ts";
 import { OrgIndex, type Embedder } from "../vectors/org-index.ts";
 import type { VectorIndex } from "../vectors/vector-index.ts";
-import { UsageRecorder } from "../tenancy/usage-recorder.ts";
+import { UsageRecorder, type WriteUsage } from "../tenancy/usage-recorder.ts";
+import { readJournal, UsageJournal } from "../tenancy/usage-journal.ts";
 import { AccountService } from "../tenancy/accounts.ts";
 import { ApiKeyService } from "../tenancy/api-keys.ts";
 import { EmbeddedDataStore } from "../tenancy/embedded-data-store.ts";
@@ -154,6 +156,22 @@ export async function createDataStore(config: Config, clock: Clock): Promise<Dat
   return new EmbeddedDataStore(config.dataDir, clock);
 }
 
+/**
+ * The usage recorder with its journal under <data dir>/usage-journal: each
+ * record is on file before its call is answered, and what a crashed run
+ * left there goes to the ledger with the first batch.
+ */
+function journaledRecorder(dataDir: string, write: WriteUsage, log: Logger): UsageRecorder {
+  const dir = join(dataDir, "usage-journal");
+  const leftover = readJournal(dir, log);
+  const recorder = new UsageRecorder(write, log, { journal: new UsageJournal(dir, log, leftover.segments) });
+  if (leftover.records.length > 0) {
+    log.info("usage journal: records of an earlier run go to the ledger", { records: leftover.records.length, segments: leftover.segments.length });
+    recorder.recover(leftover.records);
+  }
+  return recorder;
+}
+
 export async function startTroupe(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningTroupe> {
   const clock = options.clock ?? systemClock;
   const metrics = await createMetrics(config.observability, config.replica);
@@ -171,7 +189,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const deferredPublisher = new DeferredPublisher();
   const billing = new Billing({ ledger, store, clock, log, events: options.events ?? deferredPublisher });
   await billing.start();
-  const recorder = options.usage ? undefined : new UsageRecorder(billing.write, log);
+  const recorder = options.usage ? undefined : journaledRecorder(config.dataDir, billing.write, log);
   const recorded: UsageSink = options.usage ?? (recorder as UsageRecorder);
   // Every record also counts into its key's tokens-per-minute window.
   const usage: UsageSink = meteredUsage({ record: (u) => (recorded.record(u), apiKeys.limits.record(u)) }, metrics);

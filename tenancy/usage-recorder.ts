@@ -11,8 +11,14 @@
 // however many records wait; the ledger is idempotent on each record's
 // usage_key, so a flush retried after a partial failure never bills twice.
 // The flush timer is injected so tests control time.
+//
+// With a journal (tenancy/usage-journal.ts), each record is also written to
+// an append-only file before record() returns — before its call is answered
+// — so a crash loses none: the next start hands the journal's leftovers to
+// recover(), and they reach the ledger like any other batch.
 import type { Logger } from "../core/log.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
+import type { UsageJournal } from "./usage-journal.ts";
 
 export const flushEveryMs = 200;
 /** A flush starts (on the next timer turn, never on the request's) once this many records wait. */
@@ -31,6 +37,8 @@ const timerSchedule: ScheduleFlush = (run, ms) => {
 
 export interface UsageRecorderOptions {
   schedule?: ScheduleFlush;
+  /** Where each record is written before its call is answered; none: records wait in memory only. */
+  journal?: UsageJournal;
 }
 
 /** Where a flushed batch goes: the ledger's append (billing-service.ts adds the budget alerts). */
@@ -51,14 +59,39 @@ export class UsageRecorder implements UsageSink {
   /** The last write failed: only the retry timer flushes until one succeeds. */
   private failing = false;
   dropped = 0;
+  private readonly journal: UsageJournal | undefined;
+  /** The journal could not be written: logged once until it can again. */
+  private journalFailing = false;
 
   constructor(write: WriteUsage, log: Logger, options: UsageRecorderOptions = {}) {
     this.write = write;
     this.log = log;
     this.schedule = options.schedule ?? timerSchedule;
+    this.journal = options.journal;
   }
 
   record(usage: UsageRecord): void {
+    if (this.journal) this.journalAppend(usage);
+    this.push(usage);
+  }
+
+  /** Records a crashed run left in the journal (already written there): to the ledger with the next batch. */
+  recover(records: readonly UsageRecord[]): void {
+    for (const usage of records) this.push(usage);
+  }
+
+  private journalAppend(usage: UsageRecord): void {
+    try {
+      this.journal?.append(usage);
+      this.journalFailing = false;
+    } catch (error) {
+      // The call is answered all the same; its record still reaches the ledger unless the process dies first.
+      if (!this.journalFailing) this.log.error("usage journal write failed: records are in memory only until it recovers", { error });
+      this.journalFailing = true;
+    }
+  }
+
+  private push(usage: UsageRecord): void {
     if (this.buffer.length >= maxBuffered) {
       this.buffer.shift();
       this.dropped += 1;
@@ -89,8 +122,10 @@ export class UsageRecorder implements UsageSink {
     if (batch.length === 0) return;
     this.buffer = [];
     this.writing = true;
+    const cut = this.journal?.cut();
     this.flushing = this.write(batch).then(
       () => {
+        if (cut !== undefined) this.journal?.applied(cut);
         this.writing = false;
         this.failing = false;
         if (this.buffer.length >= flushAtRecords) this.flushEarly();
@@ -108,8 +143,9 @@ export class UsageRecorder implements UsageSink {
     await this.flushing;
   }
 
-  /** Flushes what is buffered; called on shutdown. */
+  /** Flushes what is buffered; called on shutdown. What the ledger did not take stays in the journal for the next start. */
   async close(): Promise<void> {
     await this.flush();
+    this.journal?.close(this.buffer.length === 0 && !this.failing);
   }
 }

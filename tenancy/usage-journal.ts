@@ -1,0 +1,186 @@
+// The usage journal: every usage record is written to an append-only file
+// before its call is answered, so a process that dies right after answering
+// (kill -9, an OOM kill, a container restart) has not lost the record — the
+// kernel holds it — and the next start replays what the ledger had not yet
+// applied. One write(2) of one JSON line per record, a few microseconds; the
+// ledger itself is still written off the request path, in batches, by the
+// UsageRecorder.
+//
+// Segments: the recorder rotates the journal each time it takes a batch for
+// the ledger (`cut`): every record of the segments closed so far is in that
+// batch or in an earlier one that succeeded (one ledger write at a time,
+// a failed batch goes back in front). When the batch's write succeeds, those
+// segments are deleted (`applied`). A restart replays the segments left in
+// order; the ledger is idempotent on usage_key, so a record both applied and
+// replayed is billed once.
+//
+// Machine loss (power, kernel panic) is another matter: the page cache is
+// flushed with fdatasync every syncEveryMs in the background, so at most
+// that window's records can be lost with the machine.
+import { closeSync, fdatasync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import type { Logger } from "../core/log.ts";
+import type { UsageRecord } from "../providers/usage.ts";
+
+/** Background fdatasync of the open segment: the window a machine loss (not a process crash) can cost. */
+export const syncEveryMs = 100;
+
+const usageRecordSchema = z.object({
+  organization_id: z.string(),
+  project_id: z.string(),
+  environment_id: z.string(),
+  api_key_id: z.string(),
+  live: z.boolean(),
+  category: z.enum(["chat", "embeddings", "vision", "translation", "images", "audio", "video", "agents"]),
+  model: z.string(),
+  provider: z.string(),
+  input_tokens: z.number(),
+  output_tokens: z.number(),
+  units: z.number(),
+  cost_usd: z.number(),
+  cost_nanos: z.number(),
+  request_id: z.string(),
+  usage_key: z.string(),
+  created_at: z.string(),
+});
+
+const segmentName = /^usage-(\d{16})\.log$/;
+
+/** The records a crashed run left behind, oldest first; a torn last line (cut mid-write) is skipped. */
+export function readJournal(dir: string, log?: Logger): { records: UsageRecord[]; segments: string[] } {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => segmentName.test(n)).sort();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { records: [], segments: [] };
+    throw error;
+  }
+  const records: UsageRecord[] = [];
+  for (const name of names) {
+    for (const line of readFileSync(join(dir, name), "utf8").split("\n")) {
+      if (line === "") continue;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        log?.warn("usage journal: a torn line skipped", { segment: name });
+        continue;
+      }
+      const record = usageRecordSchema.safeParse(parsed);
+      if (record.success) records.push(record.data);
+      else log?.warn("usage journal: an unreadable record skipped", { segment: name, error: z.prettifyError(record.error) });
+    }
+  }
+  return { records, segments: names.map((n) => join(dir, n)) };
+}
+
+export class UsageJournal {
+  private readonly dir: string;
+  private readonly log: Logger;
+  private sequence = 0;
+  private fd: number;
+  private path: string;
+  /** Closed segments whose records are all in a batch taken for the ledger, by the cut that took them. */
+  private readonly cutSegments = new Map<number, string[]>();
+  private closedSinceCut: string[] = [];
+  private cuts = 0;
+  private dirty = false;
+  private syncing = false;
+  /** Segments closed while their fdatasync was in flight: closed when it ends (never an fd number reused under it). */
+  private closeAfterSync: number[] = [];
+  private readonly syncTimer: NodeJS.Timeout;
+
+  /**
+   * Opens a new segment in `dir` (created 0700). `leftover`: the segments a
+   * crashed run left (readJournal), whose records the recorder has been
+   * given again: they are deleted with the first batch that holds them.
+   */
+  constructor(dir: string, log: Logger, leftover: readonly string[] = []) {
+    this.dir = dir;
+    this.log = log;
+    this.closedSinceCut = [...leftover];
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // After every segment already there, so a new run never appends to a crashed run's torn last line.
+    const existing = readdirSync(dir).map((n) => Number(segmentName.exec(n)?.[1] ?? 0));
+    this.sequence = Math.max(Date.now() * 1000, ...existing);
+    [this.fd, this.path] = this.openSegment();
+    this.syncTimer = setInterval(() => this.sync(), syncEveryMs);
+    this.syncTimer.unref();
+  }
+
+  private openSegment(): [number, string] {
+    this.sequence += 1;
+    const path = join(this.dir, `usage-${String(this.sequence).padStart(16, "0")}.log`);
+    return [openSync(path, "a", 0o600), path];
+  }
+
+  /** Writes one record before its call is answered. Throws only if the file cannot be written. */
+  append(record: UsageRecord): void {
+    writeSync(this.fd, JSON.stringify(record) + "\n");
+    this.dirty = true;
+  }
+
+  /**
+   * The recorder takes a batch for the ledger: every record appended so far
+   * is in it or in an earlier batch. Starts a new segment; returns the cut's
+   * number, to pass to `applied` once the batch is in the ledger.
+   */
+  cut(): number {
+    const [fd, path] = this.openSegment();
+    const old = this.fd;
+    this.closedSinceCut.push(this.path);
+    [this.fd, this.path] = [fd, path];
+    if (this.syncing) this.closeAfterSync.push(old);
+    else closeSync(old);
+    this.cuts += 1;
+    this.cutSegments.set(this.cuts, this.closedSinceCut);
+    this.closedSinceCut = [];
+    return this.cuts;
+  }
+
+  /** The batch taken at `cut` is in the ledger: its segments, and those of every earlier cut, are not needed. */
+  applied(cut: number): void {
+    for (const [number, paths] of this.cutSegments) {
+      if (number > cut) continue;
+      for (const path of paths) {
+        try {
+          unlinkSync(path);
+        } catch (error) {
+          this.log.warn("usage journal: a segment could not be deleted", { path, error });
+        }
+      }
+      this.cutSegments.delete(number);
+    }
+  }
+
+  private sync(): void {
+    if (!this.dirty || this.syncing) return;
+    this.dirty = false;
+    this.syncing = true;
+    fdatasync(this.fd, () => {
+      this.syncing = false;
+      for (const fd of this.closeAfterSync.splice(0)) closeSync(fd);
+    });
+  }
+
+  /**
+   * At shutdown, after the recorder's last flush. `allApplied`: every record
+   * is in the ledger, so no segment is needed; otherwise they all stay for
+   * the next start to replay.
+   */
+  close(allApplied: boolean): void {
+    clearInterval(this.syncTimer);
+    if (!this.syncing) for (const fd of this.closeAfterSync.splice(0)) closeSync(fd);
+    closeSync(this.fd);
+    if (!allApplied) return;
+    this.applied(Number.MAX_SAFE_INTEGER);
+    for (const path of [...this.closedSinceCut, this.path]) {
+      try {
+        unlinkSync(path);
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+}

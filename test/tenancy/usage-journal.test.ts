@@ -1,0 +1,113 @@
+// The usage journal (tenancy/usage-journal.ts) with the recorder: a record
+// is on file when record() returns; a batch's segments go once the ledger
+// has it, and stay while it fails; what a crashed run left is read back
+// (a torn last line skipped) and deleted with the first batch that holds it.
+import { appendFileSync, mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import t from "tap";
+import { createLogger } from "../../core/log.ts";
+import type { UsageRecord } from "../../providers/usage.ts";
+import { readJournal, UsageJournal } from "../../tenancy/usage-journal.ts";
+import { UsageRecorder, type ScheduleFlush } from "../../tenancy/usage-recorder.ts";
+
+const log = createLogger("silent");
+
+function record(i: number): UsageRecord {
+  return {
+    organization_id: "org_1",
+    project_id: "prj_1",
+    environment_id: "env_1",
+    api_key_id: "key_1",
+    live: true,
+    category: "chat",
+    model: "gpt-4.1-mini",
+    provider: "openai",
+    input_tokens: 10,
+    output_tokens: 5,
+    units: 0,
+    cost_usd: 0.000001,
+    cost_nanos: 1000,
+    request_id: `req_${i}`,
+    usage_key: `req_${i}`,
+    created_at: "2026-11-25T00:00:00.000Z",
+  };
+}
+
+/** No timers: flushes happen only when the test calls flush(). */
+const never: ScheduleFlush = () => () => undefined;
+
+function ledger() {
+  const applied: UsageRecord[] = [];
+  let failing = false;
+  return {
+    applied,
+    fail: (on: boolean) => void (failing = on),
+    write: async (batch: UsageRecord[]) => {
+      if (failing) throw new Error("ledger down");
+      applied.push(...batch);
+    },
+  };
+}
+
+const segments = (dir: string) => readdirSync(dir).filter((n) => n.endsWith(".log"));
+
+t.test("a record is in the journal when record() returns, before any flush", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  const l = ledger();
+  const recorder = new UsageRecorder(l.write, log, { schedule: never, journal: new UsageJournal(dir, log) });
+  recorder.record(record(1));
+  recorder.record(record(2));
+  t.same(l.applied, [], "nothing in the ledger yet");
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1", "req_2"], "both on file");
+  await recorder.close();
+});
+
+t.test("a batch's segments are deleted once the ledger has it, kept while it fails", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  const l = ledger();
+  const recorder = new UsageRecorder(l.write, log, { schedule: never, journal: new UsageJournal(dir, log) });
+  recorder.record(record(1));
+  l.fail(true);
+  await recorder.flush();
+  recorder.record(record(2));
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1", "req_2"], "a failed batch's record stays on file");
+  l.fail(false);
+  await recorder.flush();
+  t.same(l.applied.map((r) => r.usage_key), ["req_1", "req_2"]);
+  t.same(readJournal(dir).records, [], "applied records leave the journal");
+  t.equal(segments(dir).length, 1, "only the open segment is left");
+  await recorder.close();
+  t.equal(segments(dir).length, 0, "a clean shutdown leaves nothing to replay");
+});
+
+t.test("a shutdown with the ledger down keeps every record for the next start", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  const l = ledger();
+  const recorder = new UsageRecorder(l.write, log, { schedule: never, journal: new UsageJournal(dir, log) });
+  recorder.record(record(1));
+  l.fail(true);
+  await recorder.close();
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1"]);
+});
+
+t.test("a crashed run's records are read back and applied once, a torn last line skipped", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  const crashed = new UsageRecorder(ledger().write, log, { schedule: never, journal: new UsageJournal(dir, log) });
+  for (let i = 1; i <= 3; i++) crashed.record(record(i));
+  // The crash: no flush, no close; then a write cut off mid-line.
+  const [open] = segments(dir);
+  appendFileSync(join(dir, open ?? ""), JSON.stringify(record(4)).slice(0, 40));
+  const leftover = readJournal(dir, log);
+  t.same(leftover.records.map((r) => r.usage_key), ["req_1", "req_2", "req_3"]);
+
+  const l = ledger();
+  const restarted = new UsageRecorder(l.write, log, { schedule: never, journal: new UsageJournal(dir, log, leftover.segments) });
+  restarted.recover(leftover.records);
+  restarted.record(record(5));
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1", "req_2", "req_3", "req_5"], "recovered records are not written twice");
+  await restarted.flush();
+  t.same(l.applied.map((r) => r.usage_key), ["req_1", "req_2", "req_3", "req_5"]);
+  t.same(readJournal(dir).records, [], "the old segments went with the batch that held their records");
+  await restarted.close();
+});
