@@ -20,11 +20,13 @@
 // so the three overheads print side by side. --redis=URL runs Troupe on
 // Redis (the hard limit then costs two script round trips per call).
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--ledger-here] [--redis=URL]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--ledger-here] [--redis=URL]
 // (--seconds: per round at the fixed rate, and per target at saturation.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // (--usage-off: one more Troupe without the usage sink, side by side with the
 //  default, so its cost shows in one run.)
+// (--no-journal: one more Troupe whose usage recorder has no journal, side
+//  by side with the default, so the journal's write per call shows.)
 // (--ledger-here: one more Troupe, with the embedded ledger on its event
 //  loop instead of its own thread, side by side with the default.)
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
@@ -140,7 +142,8 @@ if (role === "upstream") {
   };
   // --ledger-here: the embedded ledger on the gateway's event loop (as before it had its own thread).
   const ledgerHere = process.env["BENCH_LEDGER_HERE"] === "1" ? { ledger: new (await import("../tenancy/embedded-ledger-store.ts")).EmbeddedLedgerStore(config.dataDir) } : {};
-  let troupe = await startTroupe(config, log, process.env["BENCH_NO_USAGE"] === "1" ? noUsageRoute : ledgerHere);
+  const noJournal = process.env["BENCH_NO_JOURNAL"] === "1" ? { usageJournal: false } : {};
+  let troupe = await startTroupe(config, log, process.env["BENCH_NO_USAGE"] === "1" ? noUsageRoute : { ...ledgerHere, ...noJournal });
   const probe = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST" });
   if (probe.status === 404) {
     await troupe.stop();
@@ -214,6 +217,8 @@ async function orchestrate(): Promise<void> {
     const ledgerHereKey = troupeLedgerHere ? await (await liveKeyFor(`http://127.0.0.1:${troupeLedgerHere.port}`)).project(undefined) : "";
     const troupeUsageOff = args.has("usage-off") ? await start({ ...troupeEnv, BENCH_NO_USAGE: "1" }) : undefined;
     const usageOffKey = troupeUsageOff ? await (await liveKeyFor(`http://127.0.0.1:${troupeUsageOff.port}`)).project(undefined) : "";
+    const troupeNoJournal = args.has("no-journal") ? await start({ ...troupeEnv, BENCH_NO_JOURNAL: "1" }) : undefined;
+    const noJournalKey = troupeNoJournal ? await (await liveKeyFor(`http://127.0.0.1:${troupeNoJournal.port}`)).project(undefined) : "";
 
     const chatBody = (stream: boolean) =>
       JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", stream, messages: [{ role: "user", content: "Hello there, how are you today?" }] });
@@ -232,6 +237,7 @@ async function orchestrate(): Promise<void> {
       { name: "Troupe, hard limit", port: troupe.port, spec: spec(false, true, hardKey) },
       ...(troupeLedgerHere ? [{ name: "Troupe, ledger on event loop", port: troupeLedgerHere.port, spec: spec(false, true, ledgerHereKey) }] : []),
       ...(troupeUsageOff ? [{ name: "Troupe, usage off", port: troupeUsageOff.port, spec: spec(false, true, usageOffKey) }] : []),
+      ...(troupeNoJournal ? [{ name: "Troupe, no usage journal", port: troupeNoJournal.port, spec: spec(false, true, noJournalKey) }] : []),
     ];
     // Sanity: Troupe really answers through the upstream.
     const check = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST", headers: targets[2]!.spec.headers, body: targets[2]!.spec.body! });

@@ -120,6 +120,8 @@ export interface StartOptions {
   router?: Router;
   /** Where usage records go (tests collect them); default: the durable recorder. */
   usage?: UsageSink;
+  /** false: the recorder keeps records in memory only until the ledger has them (bench:chat --no-journal shows the journal's cost). */
+  usageJournal?: boolean;
   /** The console's per-organization sections (jobs, webhooks, budgets; usage defaults to the stored records). */
   consoleSources?: ConsoleSources;
   /** Where budget.alert events go (the webhooks' publisher); default: nowhere. */
@@ -189,7 +191,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const deferredPublisher = new DeferredPublisher();
   const billing = new Billing({ ledger, store, clock, log, events: options.events ?? deferredPublisher });
   await billing.start();
-  const recorder = options.usage ? undefined : journaledRecorder(config.dataDir, billing.write, log);
+  const recorder = options.usage ? undefined : options.usageJournal === false ? new UsageRecorder(billing.write, log) : journaledRecorder(config.dataDir, billing.write, log);
   const recorded: UsageSink = options.usage ?? (recorder as UsageRecorder);
   // Every record also counts into its key's tokens-per-minute window.
   const usage: UsageSink = meteredUsage({ record: (u) => (recorded.record(u), apiKeys.limits.record(u)) }, metrics);
