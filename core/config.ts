@@ -1,6 +1,7 @@
 // Configuration: parsed once at start from the environment with zod, frozen,
 // and passed down. Nothing else reads process.env. Defaults live here, with
-// their units in the names. The README's configuration table mirrors this.
+// their units in the names. docs/configuration.md has one row per setting
+// (test/core/config-docs.test.ts fails when the two drift).
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
