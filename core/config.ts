@@ -88,7 +88,7 @@ const envSchema = z.object({
   EMBEDDING_INDEX_MODEL: z.string().default("simulated-embed"),
   /** Bytes of a record's content as JSON (UTF-8): with the metadata cap this bounds a search response (top_k ≤ 100). */
   VECTOR_CONTENT_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(64 * 1024),
-  /** Bytes of a record's metadata as JSON (UTF-8), DESIGN.md §4. */
+  /** Bytes of a record's metadata as JSON (UTF-8). */
   VECTOR_METADATA_MAX_BYTES: int(64, 16 * 1024 * 1024).default(16 * 1024),
   /** Nesting levels of a record's metadata (the object itself is level 1). */
   VECTOR_METADATA_MAX_DEPTH: int(1, 64).default(16),

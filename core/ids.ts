@@ -1,5 +1,5 @@
 // Identifiers: UUIDs where the spec asks for them, otherwise prefixed ULIDs
-// (`key_…`, `org_…`) which sort by creation time (DESIGN.md §4). ULIDs are
+// (`key_…`, `org_…`) which sort by creation time (lists are newest first). ULIDs are
 // monotonic within a process: two made in the same millisecond still sort
 // in creation order, so "newest first" lists are stable.
 import { randomBytes, randomUUID } from "node:crypto";
