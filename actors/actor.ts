@@ -2,11 +2,11 @@
 // an explicit type name, a zod state schema, the initial state and its
 // methods. Each method declares its input schema and a plain async function
 // `run(ctx, input)` that reads and writes `ctx.state`; the input's type is
-// inferred from the schema (RivetKit-style, STYLE.md §11), so callers going
+// inferred from the schema (RivetKit-style), so callers going
 // through `callActor` are type-checked against it, and the host parses the
 // input with it before the turn runs (a bad input is a 400, the turn never
 // runs). Nothing here knows which host runs the actor (embedded or Dapr):
-// the same definition runs on both (DESIGN.md §1).
+// the same definition runs on both (ARCHITECTURE.md, "The actor model").
 //
 // Semantics every host honours (Orleans/Dapr virtual actors):
 // - an actor is addressed by (type, id); it is activated on first use and
@@ -25,7 +25,7 @@ import type { z } from "zod";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 
-/** Ids an actor mints, injected so tests can make them predictable (STYLE.md §7). */
+/** Ids an actor mints, injected so tests can make them predictable. */
 export interface IdSource {
   uuid(): string;
 }

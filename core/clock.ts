@@ -1,4 +1,4 @@
-// Time is injected so tests control it (STYLE.md §7).
+// Time is injected so tests control it.
 export interface Clock {
   now(): number;
 }

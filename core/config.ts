@@ -1,6 +1,7 @@
 // Configuration: parsed once at start from the environment with zod, frozen,
 // and passed down. Nothing else reads process.env. Defaults live here, with
-// their units in the names. The README's configuration table mirrors this.
+// their units in the names. docs/configuration.md has one row per setting
+// (test/core/config-docs.test.ts fails when the two drift).
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -89,7 +90,7 @@ const envSchema = z.object({
   EMBEDDING_INDEX_MODEL: z.string().default("simulated-embed"),
   /** Bytes of a record's content as JSON (UTF-8): with the metadata cap this bounds a search response (top_k ≤ 100). */
   VECTOR_CONTENT_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(64 * 1024),
-  /** Bytes of a record's metadata as JSON (UTF-8), DESIGN.md §4. */
+  /** Bytes of a record's metadata as JSON (UTF-8). */
   VECTOR_METADATA_MAX_BYTES: int(64, 16 * 1024 * 1024).default(16 * 1024),
   /** Nesting levels of a record's metadata (the object itself is level 1). */
   VECTOR_METADATA_MAX_DEPTH: int(1, 64).default(16),

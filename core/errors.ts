@@ -1,6 +1,6 @@
 // The one error registry. Every error Troupe returns has a stable code, an
 // HTTP status and a default message; the gateway renders all of them in one
-// body shape: {"error": {code, message, request_id, details?}} (DESIGN.md §4).
+// body shape: {"error": {code, message, request_id, details?}} (docs/api/errors-and-limits.md).
 
 export const errorCatalog = {
   invalid_request: { status: 400, message: "The request is invalid." },

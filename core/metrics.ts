@@ -27,7 +27,7 @@ export function refusalOf(code: string): RefusalKind | undefined {
   return undefined;
 }
 
-/** A job's states (DESIGN.md §4 Jobs): what the jobs branch reports on each transition. */
+/** A job's states (docs/api/video-jobs.md): what the JobActor reports on each transition. */
 export type JobState = "queued" | "processing" | "completed" | "failed";
 
 /** A webhook delivery attempt's outcome (the delivery record's status, plus the webhook being disabled). */

@@ -1,4 +1,4 @@
-// Events an organization's webhooks receive (spec §6; DESIGN.md §3 Events):
+// Events an organization's webhooks receive (docs/api/webhooks.md):
 // the contract between what emits them (JobActor: job.completed/job.failed;
 // budgets: budget.alert; the webhook test route: webhook.test) and what
 // delivers them (the WebhookActors). Emitters choose the event id

@@ -1,6 +1,6 @@
 // The prom-client implementation of core/metrics.ts. Imported lazily (only
 // when METRICS_PORT is set). One registry per process; the series families
-// and their labels are listed in the README ("Metrics").
+// and their labels are listed in docs/operations/observability.md ("Metrics").
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { FastCounter, FastHistogram, type BoundCounter, type BoundHistogram } from "./bound-series.ts";
 import type {

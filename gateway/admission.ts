@@ -1,4 +1,4 @@
-// The one step that admits a request (STYLE.md §12), shared by the HTTP
+// The one step that admits a request (so no route can skip a check), shared by the HTTP
 // routes (server.ts) and the WebSocket upgrades (ws-route.ts): the
 // credential the route's auth mode takes, then for API keys the route's
 // scope and the key's rate limits, whose window the answer carries (the

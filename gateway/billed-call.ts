@@ -1,5 +1,5 @@
-// How an AI route runs a billed call against its project's budget (DESIGN.md
-// §4 Budgets): admit (a hard-limited live project reserves the call's
+// How an AI route runs a billed call against its project's budget
+// (docs/api/usage-budgets-rate-limits.md): admit (a hard-limited live project reserves the call's
 // estimated cost, or the call is 402 before any provider call), run, then
 // bill. A reserved call is billed by settling its reservation at the real
 // cost before the response is sent, so the next call (on any replica) sees

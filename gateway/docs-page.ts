@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { PageAnswer, PlainPage } from "./server.ts";
 
-// Swagger UI renders a blank page without the charset (REFERENCE.md "Wave 2 tools").
+// Swagger UI renders a blank page without the charset (seen with swagger-ui-dist 5.35.0).
 const docsHtml = `<!doctype html>
 <html lang="en">
 <head>

@@ -1,7 +1,7 @@
 // Low-level uWS request/response mechanics, kept apart from the pipeline:
 // copying what we need out of `req` before any await, reading a body with a
-// size cap, and writing corked responses (REFERENCE.md "uWebSockets.js
-// pitfalls").
+// size cap, and writing corked responses (uWS invalidates `req` at the
+// first await, and uncorked writes after one are a syscall each).
 import type { HttpRequest, HttpResponse } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../core/errors.ts";
 import { statusLine } from "../core/http-status.ts";

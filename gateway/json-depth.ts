@@ -1,4 +1,4 @@
-// A limit on how deep a JSON body nests (DESIGN.md §4: at most 64 levels
+// A limit on how deep a JSON body nests (docs/api/errors-and-limits.md: at most 64 levels
 // anywhere). V8's JSON.parse copes with any depth, but everything after it
 // recurses: JSON.stringify of `metadata` 6,000 deep overflowed the stack
 // (500), zod and the provider adapters too (502). The check scans the raw

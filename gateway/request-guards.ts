@@ -1,7 +1,7 @@
 // Checks on what uWS hands over before the pipeline runs: path parameters
 // decoded without throwing, the URL length (414), and message framing that
-// two parsers could read differently (request smuggling). DESIGN.md §4
-// "Limits on what a client may send".
+// two parsers could read differently (request smuggling). The answers:
+// docs/api/errors-and-limits.md, "HTTP hardening and limits".
 import { TroupeError } from "../core/errors.ts";
 
 /**

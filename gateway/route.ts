@@ -2,7 +2,7 @@
 // the method, path, credential kind, scope, zod schemas and handler; the
 // server validates requests with the schemas and the OpenAPI document is
 // generated from the same schemas, so the two cannot drift. The handler's
-// types come from the declaration too (STYLE.md §11): `ctx.params` has
+// types come from the declaration too: `ctx.params` has
 // exactly the path's `:name` keys (as Hono's `ParamKeys<Path>`) and
 // `ctx.auth` is the credential kind the auth mode admits, so a handler never
 // re-checks either. WebSocket endpoints are declared the same way

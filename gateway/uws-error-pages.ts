@@ -2,7 +2,7 @@
 // runs: 400 (a request it cannot parse), 431 (a request head over
 // UWS_HTTP_MAX_HEADERS_SIZE) and 505 (anything but HTTP/1.1). They are
 // fixed byte strings compiled into the binary, HTML pages, while every
-// other Troupe error is the JSON error body (DESIGN.md §4). uWS offers no
+// other Troupe error is the JSON error body. uWS offers no
 // hook for them, so scripts/patch-uws-errors.ts (npm postinstall) rewrites
 // the strings in the installed binaries, in place and byte for byte the
 // same length: the binary stores each one's length next to its address.

@@ -1,5 +1,5 @@
-// Which addresses an outbound fetch may reach (DESIGN.md §4 Webhooks'
-// outbound guard): every address that is not public — private, loopback,
+// Which addresses an outbound fetch may reach (docs/api/media.md,
+// "Outbound fetches"; webhooks use the same guard): every address that is not public — private, loopback,
 // link-local, CGNAT, cloud metadata, unspecified, multicast, reserved,
 // documentation, NAT64 — is refused unless OUTBOUND_ALLOW_HOSTS names it
 // (a host name, an IP or a CIDR). IPv4-mapped IPv6 addresses are judged as

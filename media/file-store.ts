@@ -1,5 +1,5 @@
-// The durable file store media results live in (DESIGN.md §1 files, §4
-// Files). One interface, two backends run by one shared suite: the data
+// The durable file store media results live in (docs/api/media.md, "The
+// file URL model"). One interface, two backends run by one shared suite: the data
 // directory (embedded default) and an S3-compatible bucket (distributed
 // mode). A file id is an unguessable capability (`file_` + 128 random bits):
 // whoever holds the URL may read the file, nobody can enumerate them.

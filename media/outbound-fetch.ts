@@ -1,5 +1,5 @@
 // The one module every caller-given or provider-given URL is fetched
-// through (DESIGN.md §4 Files and Webhooks' outbound guard). http(s) only;
+// through (docs/api/media.md, "Outbound fetches"; webhooks too). http(s) only;
 // the host is resolved once, every address checked, and the connection made
 // to the checked address (the socket's lookup returns it), so DNS cannot
 // change the answer between check and connect. Non-public addresses and

@@ -1,4 +1,4 @@
-// Re-hosting (DESIGN.md §4 Files): every provider result — bytes, base64 or
+// Re-hosting (docs/api/media.md): every provider result — bytes, base64 or
 // a temporary URL — is copied into the file store before the response is
 // sent, so callers only ever see /v1/files/{id} URLs. Downloads of provider
 // URLs go through the outbound guard. A failed copy fails the request with

@@ -1,5 +1,4 @@
-// Video composition with ffmpeg (DESIGN.md §3 Video; REFERENCE.md "ffmpeg
-// recipes"): join a job's clips into one video, lay the narration over it,
+// Video composition with ffmpeg (docs/api/video-jobs.md, "Composition"): join a job's clips into one video, lay the narration over it,
 // take a clip's last frame (the next segment animates it), and probe media.
 // Clips from different providers differ in size, frame rate and codec, so
 // concatenation re-encodes every input to one H.264 yuv420p stream of the

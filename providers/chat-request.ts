@@ -1,4 +1,4 @@
-// The one chat request type (spec §4.1; DESIGN.md §4 Chat), from the HTTP
+// The one chat request type (docs/api/chat.md), from the HTTP
 // route through the router to every adapter. The route validates its body
 // with `chatRequestSchema` (plus its own `stream` flag) and hands the parsed
 // value on as it is: no mapping, no copy per request. Two transforms do the

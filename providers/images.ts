@@ -1,4 +1,4 @@
-// Image generation (spec §4.4): `n` (1–4) and `size` are checked against the
+// Image generation (docs/api/media.md): `n` (1–4) and `size` are checked against the
 // model's catalogue capabilities before any provider call; a model that
 // makes fewer images per call than asked is called several times in
 // parallel (one attempt: all calls succeed or the attempt fails and the

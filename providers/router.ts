@@ -1,4 +1,4 @@
-// The provider router (DESIGN.md §4 Routing): picks the models that may serve
+// The provider router (docs/api/models-and-routing.md): picks the models that may serve
 // a request (manual, auto, cost, latency), checks capabilities before any
 // call, then runs a bounded chain of attempts: a deadline for the whole
 // request, a shorter one per attempt, retries with jittered exponential
@@ -301,7 +301,7 @@ export class Router {
   }
 
   /**
-   * Submits one video segment (DESIGN.md §3 Video): routing, equivalent-model
+   * Submits one video segment (docs/api/video-jobs.md): routing, equivalent-model
    * fallback and breakers apply here, per segment. The task names the
    * catalogue model and provider that accepted it and the clip length that
    * model makes (the offered duration nearest the request).

@@ -1,4 +1,4 @@
-// Speech (spec §4.3): POST /v1/audio/speech through the router. Voices are
+// Speech (docs/api/media.md): POST /v1/audio/speech through the router. Voices are
 // per model and not interchangeable between providers: a named model must
 // have the voice (400 naming its voices), and with model null only models
 // having the voice are considered — fallbacks too.

@@ -1,5 +1,5 @@
 // Upstreams carry tool arguments as JSON text (OpenAI) or objects (Anthropic,
-// Gemini); Troupe always hands out an object (spec §2 ToolCall).
+// Gemini); Troupe always hands out an object (ToolCall.arguments).
 import { ProviderCallError } from "./errors.ts";
 
 export function parseToolArguments(provider: string, raw: string | unknown): Record<string, unknown> {

@@ -1,4 +1,4 @@
-// Transcription (spec §4.3): the audio (already downloaded through the
+// Transcription (docs/api/media.md): the audio (already downloaded through the
 // outbound guard) goes to a model with the transcription capability.
 import { z } from "zod";
 import type { ModelEntry } from "./catalogue.ts";

@@ -1,4 +1,4 @@
-// Translation (DESIGN.md §4): a fixed instruction on a chat model of
+// Translation (docs/api/chat.md#translation): a fixed instruction on a chat model of
 // category `translation`. The simulated provider recognizes the same
 // instruction (simulated/chat.ts), so the two must stay in step.
 import { z } from "zod";

@@ -1,5 +1,5 @@
-// The normalized shapes every provider adapter speaks (spec §2 ToolCall,
-// Tool definition, Chat result; DESIGN.md §4 Chat and Streaming); the chat
+// The normalized shapes every provider adapter speaks (ToolCall, Tool
+// definition, Chat result; docs/api/chat.md); the chat
 // request itself is in chat-request.ts. The HTTP layer validates request
 // bodies with these schemas and generates OpenAPI from them (their input side).
 import { z } from "zod";
@@ -48,7 +48,7 @@ export const chatResultSchema = z.object({
 });
 export type ChatResult = z.infer<typeof chatResultSchema>;
 
-/** Stream events, exactly the SSE `data:` payloads of DESIGN.md §4 Streaming. */
+/** Stream events, exactly the SSE `data:` payloads (docs/api/chat.md, "Streaming (SSE) format"). */
 export const streamDeltaSchema = z.object({ delta: z.string() });
 export const streamToolCallSchema = z.object({ tool_call: toolCallSchema });
 export const streamFinishSchema = z.object({
@@ -71,7 +71,7 @@ export function isFinish(e: StreamEvent): e is StreamFinish {
   return "finish_reason" in e;
 }
 
-/** Body of POST /v1/embeddings (spec §4.2). */
+/** Body of POST /v1/embeddings (docs/api/embeddings-and-vector-index.md). */
 export const embeddingRequestSchema = z
   .object({
     input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(2048)]),

@@ -74,7 +74,7 @@ export interface UsageFigures {
 export function usageRecord(catalogue: Catalogue, context: UsageContext, category: UsageCategory, call: UsageFigures, nowMs: number): UsageRecord {
   const output = call.output_tokens ?? 0;
   const units = call.units ?? 0;
-  // Test keys reach the same providers but are recorded unbilled (spec §5).
+  // Test keys reach the same providers but are recorded unbilled (docs/api/keys.md).
   const costUsd = context.live ? catalogue.priceOf(call.model, { input_tokens: call.input_tokens, output_tokens: output, units }) : 0;
   return {
     organization_id: context.organization_id,

@@ -1,4 +1,4 @@
-// Conversation checks done before any provider call (DESIGN.md §4 Chat):
+// Conversation checks done before any provider call (docs/api/chat.md):
 // every `tool` message answers a tool call of an earlier assistant message,
 // tool calls only on assistant messages, tool_choice names a declared tool.
 import { invalidRequest, type FieldIssue } from "../core/errors.ts";

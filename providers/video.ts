@@ -1,5 +1,5 @@
-// The video generation contract (spec §4.5; DESIGN.md §3 Video; REFERENCE.md
-// "Video"): what a video adapter does for ONE segment (one provider clip of a
+// The video generation contract (docs/api/video-jobs.md, "Video providers,
+// catalogue, composition"): what a video adapter does for ONE segment (one provider clip of a
 // few seconds, silent), and what the JobActor drives through the router.
 // Provider tasks are asynchronous: submit answers a task id at once, poll
 // reports progress until the clip is ready, and the clip is then downloaded

@@ -1,4 +1,4 @@
-// Vision (DESIGN.md §4): one user message carrying the image, sent through
+// Vision (docs/api/chat.md#vision): one user message carrying the image, sent through
 // the chat router to a model of category `vision`; each adapter puts the
 // image in its provider's own format.
 import { z } from "zod";

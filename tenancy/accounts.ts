@@ -1,4 +1,4 @@
-// Accounts (DESIGN.md §4 "Accounts"): signup and the signed-in user's view,
+// Accounts (docs/api/auth-and-accounts.md): signup and the signed-in user's view,
 // and the services behind the account routes — sessions (sessions.ts),
 // organizations/projects/environments (organizations.ts) and invitations
 // (invitations.ts). Signup writes the user, the organization, its default

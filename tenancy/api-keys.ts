@@ -1,4 +1,4 @@
-// API key management (spec §4.8, §5; DESIGN.md §4 "API keys"): creation
+// API key management (docs/api/keys.md): creation
 // returns the full key once; only its SHA-256 is stored. Revocation is
 // written to the store, then broadcast to every replica, where it evicts the
 // key from the key cache (key-cache.ts) and closes the connections opened

@@ -1,4 +1,4 @@
-// Billing on top of the ledger (issue 14; DESIGN.md §4 Budgets): writes the
+// Billing on top of the ledger (docs/api/usage-budgets-rate-limits.md): writes the
 // usage batches, admits hard-limited live calls against their project's
 // budget (reserve → settle), and publishes `budget.alert` once per threshold.
 //

@@ -1,4 +1,4 @@
-// The usage ledger and the budget counters (issue 14; DESIGN.md §4 Budgets),
+// The usage ledger and the budget counters (docs/api/usage-budgets-rate-limits.md),
 // one interface with an embedded (lmdb, one process) and a Redis (Lua
 // scripts, any number of replicas) implementation run by one shared suite.
 //

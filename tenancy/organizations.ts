@@ -1,5 +1,5 @@
-// Organizations, their projects and the projects' environments (DESIGN.md §4
-// "Accounts"). A new project comes with a production and a development
+// Organizations, their projects and the projects' environments
+// (docs/api/auth-and-accounts.md). A new project comes with a production and a development
 // environment; a non-production environment comes with its test key. Every
 // change touching several records is one atomic store batch.
 import type { Clock } from "../core/clock.ts";

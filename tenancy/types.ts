@@ -1,5 +1,5 @@
-// Tenancy records as stored and as returned (DESIGN.md §4 "API keys",
-// "Accounts"). Every record read back from a store is parsed with these
+// Tenancy records as stored and as returned (docs/api/auth-and-accounts.md,
+// docs/api/keys.md). Every record read back from a store is parsed with these
 // schemas, so a corrupt or foreign record never travels further.
 import { z } from "zod";
 

@@ -1,5 +1,5 @@
-// What GET /v1/projects/{id}/usage and the budget routes answer (DESIGN.md
-// §4 Budgets): session only, owners and admins; another organization's
+// What GET /v1/projects/{id}/usage and the budget routes answer
+// (docs/api/usage-budgets-rate-limits.md): session only, owners and admins; another organization's
 // project is 404. Totals are summed as BigInt nano-dollars and shown in USD
 // rounded to the micro-dollar, live and test apart.
 import type { Clock } from "../core/clock.ts";

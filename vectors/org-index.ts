@@ -1,5 +1,5 @@
 // The organization's searchable knowledge: embeds text with the one fixed
-// index model (routing `manual`, spec §4.2) and stores or searches it in the
+// index model (routing `manual`) and stores or searches it in the
 // vector index. /v1/embeddings/index and /search and the agents' memory
 // tools all go through here, so an agent can find what was indexed over HTTP.
 import { isoTime, type Clock } from "../core/clock.ts";

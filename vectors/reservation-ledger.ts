@@ -6,7 +6,7 @@
 // check and the reservation then happen in one synchronous step, which makes
 // the quota exact within a process however many adds run at once; replicas
 // sharing one index can overshoot it by the batches they add at the same
-// moment (README, "Vector index limits").
+// moment (docs/api/embeddings-and-vector-index.md, "Limits").
 
 interface Entry {
   organizationId: string;

@@ -1,5 +1,5 @@
 // The organization-scoped vector index behind /v1/embeddings/index,
-// /v1/embeddings/search and the agents' memory tools (DESIGN.md §1, §4:
+// /v1/embeddings/search and the agents' memory tools (docs/api/embeddings-and-vector-index.md;
 // memories are records with metadata.kind = "memory"). Two backends implement
 // it — embedded exact search and Elasticsearch — and one shared test suite
 // runs against both. This module holds the interface and the boundary checks
@@ -7,13 +7,13 @@
 import { z } from "zod";
 import { invalidRequest, TroupeError, type FieldIssue } from "../core/errors.ts";
 
-/** The HTTP layer answers 400 outside this range (DESIGN.md §4); the index refuses it too. */
+/** The HTTP layer answers 400 outside this range (never clamps); the index refuses it too. */
 export const MAX_TOP_K = 100;
 /** Elasticsearch's dense_vector limit; embedded follows it so both accept the same input. */
 export const MAX_DIMENSIONS = 4096;
 
 /**
- * What one organization may put in the index (DESIGN.md §4; VECTOR_* settings
+ * What one organization may put in the index (docs/api/embeddings-and-vector-index.md; VECTOR_* settings
  * in core/config.ts). Sizes are UTF-8 bytes of the JSON text, which is what a
  * search response carries, so a response is at most
  * top_k × (contentMaxBytes + metadataMaxBytes + ~200 B): 7.8 MiB by default.

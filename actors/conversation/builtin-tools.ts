@@ -1,6 +1,6 @@
-// The built-in tools every agent has without declaring them (spec §4.6):
+// The built-in tools every agent has without declaring them (docs/api/agents.md):
 // `search_memory` and `remember`, both on the organization's vector index
-// (memories are records with metadata.kind = "memory", DESIGN.md §4). They
+// (memories are records with metadata.kind = "memory"; docs/api/agents.md). They
 // run inside the conversation's turn. A bad argument from the model becomes
 // an error result the model can read and recover from, not a failed turn.
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// ConversationActor: one per conversation id. Thin by design (STYLE.md §5):
+// ConversationActor: one per conversation id. Thin by design (an actor holds state and transitions; the work it calls is injected):
 // state shape and transitions; the model loop lives in turn-loop.ts. Every
 // method checks the caller's organization, so another tenant's id is 404.
 import { createHash } from "node:crypto";

@@ -1,4 +1,4 @@
-// The agent loop of one turn (spec §3 Conversation status; DESIGN.md §3):
+// The agent loop of one turn (statuses and transitions: docs/api/agents.md):
 // call the model, run built-in tool calls inside the turn, and loop until the
 // model answers (→ idle) or calls a caller-declared tool (→ requires_action,
 // the assistant message with its tool_calls kept). The number of model steps

@@ -1,5 +1,5 @@
-// A conversation's state and public shapes (spec §2 Conversation, Message,
-// ToolCall; DESIGN.md §4 "Agents").
+// A conversation's state and public shapes (Conversation, Message, ToolCall;
+// docs/api/agents.md).
 import { z } from "zod";
 import { toolDefinitionSchema } from "../../providers/types.ts";
 import { routingStrategySchema } from "../../providers/types.ts";
@@ -63,7 +63,7 @@ export const conversationStateSchema = z.object({
 });
 export type ConversationState = z.infer<typeof conversationStateSchema>;
 
-/** The public Conversation (spec §2). */
+/** The public Conversation. */
 export const conversationSchema = z.object({
   id: z.string(),
   model: z.string().nullable(),
@@ -77,7 +77,7 @@ export const conversationSchema = z.object({
 });
 export type Conversation = z.infer<typeof conversationSchema>;
 
-/** List item (DESIGN.md §4): no messages. */
+/** List item: no messages (a list stays small whatever the conversations hold). */
 export const conversationSummarySchema = z.object({
   id: z.string(),
   model: z.string().nullable(),

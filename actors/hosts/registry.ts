@@ -1,5 +1,5 @@
 // The actor types a host runs, and reading a stored state back through the
-// type's schema (stored data is a boundary: STYLE.md §4).
+// type's schema (stored data is a boundary: it may predate the schema or be corrupt).
 import { TroupeError } from "../../core/errors.ts";
 import type { AnyActorDefinition } from "../actor.ts";
 

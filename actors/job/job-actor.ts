@@ -1,4 +1,4 @@
-// JobActor: one per video job id. Thin by design (STYLE.md §5): creation,
+// JobActor: one per video job id. Thin by design (the work is injected): creation,
 // cancellation and the step driver; the work of each step is in
 // job-steps.ts. The job never runs in an in-memory loop: every step is a
 // turn started by a durable reminder, so a killed process resumes the job

@@ -1,4 +1,4 @@
-// A video job's state and public shapes (spec §2 Job; DESIGN.md §4 Jobs).
+// A video job's state and public shapes (docs/api/video-jobs.md).
 // The JobActor keeps everything it needs to resume after a crash in its
 // state: each segment's provider task (so a restarted job polls the task it
 // already submitted instead of submitting again), the re-hosted clip, whether
@@ -102,7 +102,7 @@ export const publicSegmentSchema = z.object({
   model: z.string().nullable(),
 });
 
-/** The public Job (spec §2 plus DESIGN.md §4: progress, segments). */
+/** The public Job, with progress and segments (docs/api/video-jobs.md). */
 export const jobSchema = z.object({
   id: z.string(),
   category: z.literal("video"),

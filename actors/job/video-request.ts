@@ -1,6 +1,6 @@
-// What a video job is asked to make (spec §4.5), checked once for both ways
+// What a video job is asked to make (docs/api/video-jobs.md), checked once for both ways
 // of starting one: POST /v1/video/generate and an agent's `generate_video`
-// tool call. Limits are ours where the spec is silent (spec §8): a scene is
+// tool call. Limits are ours where the interface contract is silent: a scene is
 // one provider clip of a few seconds, so a few scenes make a short video.
 import { z } from "zod";
 import { text } from "../../core/text-schema.ts";
@@ -36,7 +36,7 @@ export const videoGenerateBody = z
   })
   .strict();
 
-/** The `generate_video` tool's arguments (spec §4.6): the video fields an agent may set. */
+/** The `generate_video` tool's arguments (docs/api/agents.md): the video fields an agent may set. */
 export const generateVideoArgs = z.object(videoRequestFields).strip();
 
 /** The built-in tool as the model sees it. */

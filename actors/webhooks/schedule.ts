@@ -1,4 +1,4 @@
-// When a failed delivery is tried again (DESIGN.md §4 Webhooks, close to
+// When a failed delivery is tried again (docs/api/webhooks.md; close to
 // Standard Webhooks): immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
 // 14 h, 20 h and 24 h after each failure — ten attempts over ~3 days. A
 // `Retry-After` longer than the scheduled wait postpones the attempt (capped

@@ -1,8 +1,8 @@
-// Webhook secrets and signatures (DESIGN.md §4 Webhooks; spec §6). The
+// Webhook secrets and signatures (docs/api/webhooks.md#signatures). The
 // secret is Standard Webhooks' format, `whsec_<base64 of 24 random bytes>`,
 // and serves both signatures:
 // - `X-Troupe-Signature`: hex HMAC-SHA256 of the raw body keyed with the
-//   secret string exactly as returned (spec §6's rule);
+//   secret string exactly as returned (the interface contract's rule);
 // - `webhook-signature`: `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`
 //   keyed with the base64-decoded bytes after `whsec_` (Standard Webhooks),
 //   so off-the-shelf verifiers work.

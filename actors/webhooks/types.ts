@@ -1,4 +1,4 @@
-// The webhook resources (DESIGN.md §4 Webhooks): the webhook as returned, the
+// The webhook resources (docs/api/webhooks.md): the webhook as returned, the
 // delivery record (one per attempt), the event payload receivers get, and the
 // WebhookActor's state. Zod schemas, so the actor's state is checked at
 // every commit and the routes' OpenAPI is generated from the same shapes.

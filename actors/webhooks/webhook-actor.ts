@@ -1,4 +1,4 @@
-// WebhookActor: one per webhook (DESIGN.md §3 Events, §4 Webhooks). It holds
+// WebhookActor: one per webhook (docs/api/webhooks.md). It holds
 // the webhook, an outbox of events still to deliver and the ids of its recent
 // delivery records and finished events; the records and those events'
 // payloads are documents in the data store (delivery-log.ts), so the state

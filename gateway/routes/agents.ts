@@ -1,4 +1,4 @@
-// Agents (spec §4.6; DESIGN.md §4 "Agents"): each conversation is a
+// Agents (docs/api/agents.md): each conversation is a
 // ConversationActor; the gateway checks the key and the body, then calls it.
 // The list reads the per-organization directory, so it works on both hosts.
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// API key management (spec §4.8): session only, owners and admins write.
+// API key management (docs/api/keys.md): session only, owners and admins write.
 import { z } from "zod";
 import type { ApiKeyService } from "../../tenancy/api-keys.ts";
 import { defineRoute, json } from "../route.ts";

@@ -1,4 +1,4 @@
-// POST /v1/audio/speech and /v1/audio/transcriptions (spec §4.3). Speech
+// POST /v1/audio/speech and /v1/audio/transcriptions (docs/api/media.md). Speech
 // audio is stored before the answer and returned as a file URL; the audio
 // to transcribe is downloaded through the outbound guard (a refused or
 // failing caller URL is a 400 naming the reason). Usage: characters for

@@ -1,4 +1,4 @@
-// Signup, login and logout (DESIGN.md §4 "Accounts"). Login sets an
+// Signup, login and logout (docs/api/auth-and-accounts.md). Login sets an
 // httpOnly session cookie and returns the same token for bearer use; the
 // readable CSRF cookie/token must accompany cookie-authenticated changes.
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// Project budgets and usage (DESIGN.md §4 Budgets, issue 14): session only,
+// Project budgets and usage (docs/api/usage-budgets-rate-limits.md): session only,
 // owners and admins; another organization's project is 404.
 import { z } from "zod";
 import { groupByValues, type UsageReports } from "../../tenancy/usage-report.ts";

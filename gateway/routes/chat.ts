@@ -1,4 +1,4 @@
-// POST /v1/chat/completions (spec §4.1; DESIGN.md §4 Chat and Streaming):
+// POST /v1/chat/completions (docs/api/chat.md):
 // JSON, or Server-Sent Events with `stream: true`. Errors before the first
 // event are ordinary JSON errors with their status; after it, a final
 // {"error"} event then [DONE]. A client disconnect aborts the upstream call.
@@ -13,14 +13,14 @@ import { admitCall, estimateNanos, type BilledCall } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 /**
- * Body of POST /v1/chat/completions (spec §4.1): the chat request (its rules
+ * Body of POST /v1/chat/completions: the chat request (its rules
  * live in providers/chat-request.ts) plus how to answer. The parsed body goes
  * to the router as it is.
  */
 const chatCompletionBodySchema = chatRequestSchema.extend({ stream: z.boolean().default(false) });
 type ChatCompletionBody = z.infer<typeof chatCompletionBodySchema>;
 
-/** The most this request may cost: its input plus max_tokens of output (DESIGN.md §4 Budgets). */
+/** The most this request may cost: its input plus max_tokens of output (what a hard budget reserves). */
 function chatEstimate(deps: AiRouteDeps, body: ChatCompletionBody): number {
   const input = countChatInputTokens(body.messages, body.tools);
   return estimateNanos(deps.router.catalogue, "text", body.model, { input_tokens: input, output_tokens: body.max_tokens ?? 0 });

@@ -1,4 +1,4 @@
-// POST /v1/embeddings (spec §4.2): batches of texts, routed like chat.
+// POST /v1/embeddings (docs/api/embeddings-and-vector-index.md): batches of texts, routed like chat.
 // (/v1/embeddings/index and /search live with the vector index work.)
 import { z } from "zod";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";

@@ -1,4 +1,4 @@
-// GET/HEAD /v1/files/{id} (DESIGN.md §4 Files): media results, served
+// GET/HEAD /v1/files/{id} (docs/api/media.md): media results, served
 // without credentials because the id is the capability (128 random bits).
 // Binary and streamed with backpressure, so it is attached to the uWS app
 // directly rather than declared as a JSON route: Content-Type and

@@ -1,4 +1,4 @@
-// POST /v1/images/generations (spec §4.4): every image is re-hosted (bytes,
+// POST /v1/images/generations (docs/api/media.md): every image is re-hosted (bytes,
 // base64 or the provider's temporary URL copied into the file store) and
 // checked to be a PNG or JPEG of the requested size before the answer; a
 // failed copy is a 502 and the request's already stored images are deleted.

@@ -1,4 +1,4 @@
-// Video jobs (spec §4.5; DESIGN.md §3 Video, §4 Jobs): POST /v1/video/generate
+// Video jobs (docs/api/video-jobs.md): POST /v1/video/generate
 // checks the request, re-hosts the caller's image (fetched through the
 // outbound guard, so a refused or failing URL is a 400 naming image_url) and
 // creates the JobActor, which runs the job on durable reminders; 202 at once.

@@ -1,4 +1,4 @@
-// GET /v1/models?category= (spec §4.7, DESIGN.md §4 Catalogue): any valid
+// GET /v1/models?category= (docs/api/models-and-routing.md): any valid
 // API key whatever its scopes, or a session. `available` reflects configured
 // providers and open circuit breakers at the time of the call.
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// POST /v1/translations (DESIGN.md §4 Translation): a fixed instruction on a
+// POST /v1/translations (docs/api/chat.md#translation): a fixed instruction on a
 // chat model of category `translation`.
 import { z } from "zod";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";

@@ -1,4 +1,4 @@
-// POST /v1/embeddings/index and /v1/embeddings/search (spec §4.2): the
+// POST /v1/embeddings/index and /v1/embeddings/search (docs/api/embeddings-and-vector-index.md): the
 // organization-scoped index, always embedded with the one configured index
 // model (routing manual), so every vector in it has one dimension.
 import { z } from "zod";

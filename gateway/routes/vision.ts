@@ -1,4 +1,4 @@
-// POST /v1/vision/analyze (DESIGN.md §4 Vision): the image goes to a
+// POST /v1/vision/analyze (docs/api/chat.md#vision): the image goes to a
 // multimodal model in its provider's own image format.
 import { z } from "zod";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";

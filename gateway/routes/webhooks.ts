@@ -1,4 +1,4 @@
-// Webhooks (spec §4.9, §6; DESIGN.md §4 Webhooks): each webhook is a
+// Webhooks (docs/api/webhooks.md): each webhook is a
 // WebhookActor; the organization's list lives in the WebhookDirectory.
 // Managed with an API key of any scope or a session. A session's user may be
 // in several organizations: it names one with `?organization_id=`, else it

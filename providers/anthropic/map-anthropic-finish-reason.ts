@@ -1,4 +1,4 @@
-// Anthropic stop_reason → Troupe's normalized set (DESIGN.md §4 Chat).
+// Anthropic stop_reason → Troupe's normalized set (docs/api/chat.md#finish_reason).
 import type { FinishReason } from "../types.ts";
 
 export function mapAnthropicFinishReason(reason: string | null | undefined): FinishReason {

@@ -1,5 +1,5 @@
 // Gemini finishReason → Troupe's normalized set. Gemini says STOP also when
-// it called functions, so the caller passes whether it did (DESIGN.md §4).
+// it called functions, so the caller passes whether it did (docs/api/chat.md#finish_reason).
 import type { FinishReason } from "../types.ts";
 
 export function mapGeminiFinishReason(reason: string | null | undefined, hasToolCalls: boolean): FinishReason {

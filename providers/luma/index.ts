@@ -1,4 +1,4 @@
-// The Luma Dream Machine adapter (REFERENCE.md "Video"):
+// The Luma Dream Machine adapter (wire format: docs/api/video-jobs.md):
 // `POST /dream-machine/v1/generations` (`duration` "5s"|"9s", an image as
 // `keyframes.frame0` = {type: "image", url}), polled at
 // `GET /dream-machine/v1/generations/{id}` (state queued|dreaming|completed|

@@ -1,4 +1,4 @@
-// OpenAI finish_reason → Troupe's normalized set (DESIGN.md §4 Chat).
+// OpenAI finish_reason → Troupe's normalized set (docs/api/chat.md#finish_reason).
 import type { FinishReason } from "../types.ts";
 
 export function mapOpenAIFinishReason(reason: string | null | undefined, hasToolCalls: boolean): FinishReason {

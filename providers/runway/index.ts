@@ -1,4 +1,4 @@
-// The Runway adapter (REFERENCE.md "Video"): a segment with an image is
+// The Runway adapter (wire format: docs/api/video-jobs.md): a segment with an image is
 // `POST /v1/image_to_video` (`promptImage`), one without is
 // `POST /v1/text_to_video` (for the models that have it); both answer a task
 // id polled at `GET /v1/tasks/{id}` (PENDING|THROTTLED|RUNNING|SUCCEEDED|

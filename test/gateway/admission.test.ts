@@ -1,4 +1,4 @@
-// One admission step for HTTP routes and WebSocket upgrades (STYLE.md §12):
+// One admission step for HTTP routes and WebSocket upgrades (gateway/admission.ts):
 // over real sockets, the conversation-events upgrade and the conversation
 // HTTP route refuse the same credentials with the same answers and share one
 // rate-limit counter; in process, the order of the checks and the

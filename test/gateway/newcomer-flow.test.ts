@@ -1,4 +1,4 @@
-// The README's newcomer walk-through, over HTTP: signup, login, environment,
+// The newcomer walk-through (docs/getting-started.md, "Scoped keys and revocation"), over HTTP: signup, login, environment,
 // a key scoped to images, then 403 insufficient_scope / 401 wrong key / 401
 // after revoking.
 import t from "tap";

@@ -1,5 +1,5 @@
 // One shared case for every chat adapter: the same tool-calling conversation,
-// JSON and streaming, against the adapter's fake (STYLE.md §9).
+// JSON and streaming, against the adapter's fake (which speaks the provider's real wire format).
 import type { Test } from "tap";
 import type { ChatMessage, ChatRequest } from "../../providers/chat-request.ts";
 import type { ProviderAdapter, StreamEvent, ToolCall } from "../../providers/types.ts";

@@ -1,4 +1,4 @@
-// Inputs are typed from their declarations (STYLE.md §11): compiles
+// Inputs are typed from their declarations: compiles
 // test/types/fixtures/misspelled.ts alone with the project's compiler
 // options and checks that exactly its lines marked `// error TSnnnn` fail,
 // each with that code: a misspelled actor input field or method name, a

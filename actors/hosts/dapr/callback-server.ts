@@ -6,8 +6,10 @@
 //   PUT    /actors/{type}/{id}/method/timer/{name}    a timer fired
 //   PUT    /actors/{type}/{id}/method/remind/{name}   a reminder fired
 //   DELETE /actors/{type}/{id}                        deactivate
-// uWS rules (REFERENCE.md): onAborted before the first await, copy request
-// fields and body chunks before awaiting, cork writes made after an await.
+// uWS rules: onAborted before the first await (or the process aborts), copy
+// request fields and body chunks before awaiting (`req` is invalid afterwards
+// and uWS reuses chunk buffers), cork writes made after an await (one send
+// instead of a syscall per write).
 import * as uWS from "uWebSockets.js";
 import { errorToWire } from "./wire.ts";
 import { statusLine } from "../../../core/http-status.ts";

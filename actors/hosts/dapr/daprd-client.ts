@@ -2,7 +2,7 @@
 // connections (undici Pool): actor invocation, actor state (one key per
 // actor, written transactionally), timers, reminders (daprd hands them to
 // the scheduler service) and metadata. Every call is one round trip; the
-// host keeps their number per turn at the minimum (REFERENCE.md "Dapr").
+// host keeps their number per turn at the minimum.
 import { Pool } from "undici";
 import { daprMetadata, errorFromResponse, goDuration, type DaprMetadata, type ScheduledCall } from "./wire.ts";
 

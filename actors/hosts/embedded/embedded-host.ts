@@ -1,5 +1,5 @@
 // The in-process actor host: Dapr's actor semantics inside one Node process,
-// for `npm start` with nothing else installed (DESIGN.md §1). Turns run one
+// for `npm start` with nothing else installed. Turns run one
 // at a time per actor id (FIFO), actors activate on first call from the
 // lmdb store and deactivate after idleTimeoutMs, timers live in memory,
 // reminders are persisted and re-armed on start (one that fell due while
