@@ -9,7 +9,7 @@ import type { Client } from "openapi-fetch";
 import { ConnectionError, TroupeError } from "./errors.ts";
 import type { EventSocketOptions } from "./events-socket.ts";
 import type { paths } from "./schema.js";
-import type { Conversation, ConversationFrame, CreateConversationRequest, ToolOutput } from "./types.ts";
+import type { Conversation, ConversationFrame, CreateConversationRequest, RequestBody, ToolOutput } from "./types.ts";
 import { unwrap } from "./unwrap.ts";
 
 export interface WaitOptions {
@@ -93,7 +93,8 @@ export function agentHelpers(base: Base): AgentHelpers {
     conversation.status === "generating_media" ? waitForConversation(conversation.id, options) : conversation;
 
   return {
-    createConversation: (request) => unwrap(api.POST("/v1/agents/conversations", { body: request })),
+    // `model` may name a model the generated enum does not know (types.ts, AnyModel).
+    createConversation: (request) => unwrap(api.POST("/v1/agents/conversations", { body: request as RequestBody<"/v1/agents/conversations", "post"> })),
     getConversation,
     waitForConversation,
     sendMessage: async (id, content, options) =>

@@ -8,7 +8,7 @@ import { eventSocket, type EventSocketOptions } from "./events-socket.ts";
 import { defaultSleep, retryingFetch, type Fetch, type Sleep } from "./retry.ts";
 import type { paths } from "./schema.js";
 import { readSseData } from "./sse.ts";
-import type { ChatRequest, ChatResult, ChatStreamEvent, ConversationFrame, JobFrame } from "./types.ts";
+import type { ChatRequest, ChatResult, ChatStreamEvent, ConversationFrame, JobFrame, RequestBody } from "./types.ts";
 import { agentHelpers, type AgentHelpers } from "./agents.ts";
 import { unwrap, unwrapWithResponse } from "./unwrap.ts";
 
@@ -34,6 +34,9 @@ export interface TroupeClientOptions {
   /** Extra headers sent with every request. */
   headers?: Record<string, string>;
 }
+
+/** The body as generated (`model` as the generated enum); ChatRequest also allows models added by the deployment. */
+type ChatBody = RequestBody<"/v1/chat/completions", "post">;
 
 export interface TroupeClient extends AgentHelpers {
   /** Every /v1 operation, typed: `await unwrap(client.api.GET("/v1/jobs/{id}", { params: { path: { id } } }))`. */
@@ -65,10 +68,10 @@ export function createTroupeClient(options: TroupeClientOptions): TroupeClient {
     if (!options.apiKey) throw new TypeError("the event WebSockets take an API key: pass apiKey to createTroupeClient");
     return options.apiKey;
   };
-  const socketDeps = () => ({ WebSocket: options.WebSocket ?? globalThis.WebSocket, fetch });
+  const socketDeps = () => ({ WebSocket: options.WebSocket ?? globalThis.WebSocket });
 
   async function* chatStream(request: Omit<ChatRequest, "stream">, opts: { signal?: AbortSignal } = {}): AsyncGenerator<ChatStreamEvent> {
-    const call = api.POST("/v1/chat/completions", { body: { ...request, stream: true }, parseAs: "stream", signal: opts.signal });
+    const call = api.POST("/v1/chat/completions", { body: { ...request, stream: true } as ChatBody, parseAs: "stream", signal: opts.signal });
     const { data: body, response } = await unwrapWithResponse(call);
     const requestId = response.headers.get("x-request-id") ?? undefined;
     if (!body) throw new ConnectionError({ status: 0, code: "connection_error", message: "the chat stream has no body" });
@@ -84,7 +87,7 @@ export function createTroupeClient(options: TroupeClientOptions): TroupeClient {
 
   const client: Omit<TroupeClient, keyof AgentHelpers> = {
     api,
-    chat: (request, opts = {}) => unwrap(api.POST("/v1/chat/completions", { body: { ...request, stream: false }, signal: opts.signal })),
+    chat: (request, opts = {}) => unwrap(api.POST("/v1/chat/completions", { body: { ...request, stream: false } as ChatBody, signal: opts.signal })),
     chatStream,
     conversationEvents: (id, opts) =>
       eventSocket<ConversationFrame>(`${baseUrl}/v1/agents/conversations/${encodeURIComponent(id)}/events`, socketCredential(), socketDeps(), opts),

@@ -3,10 +3,10 @@
 // `["troupe.v1", "bearer.<key>"]`, which works where headers cannot be set.
 // Leaving the loop closes the socket; the server closing with 1000 (a job
 // that became final) ends it; any other close throws. A refused upgrade has
-// no readable status in the WebSocket API, so the same URL is then asked
-// once over plain HTTP, whose answer names the reason (401, 403, 404…).
+// no readable status in the WebSocket API, so the upgrade is then asked once
+// more over node:http, whose answer names the reason (401, 403, 404…).
+import { randomBytes } from "node:crypto";
 import { AuthenticationError, ConnectionError, errorFromResponse, type TroupeError } from "./errors.ts";
-import type { Fetch } from "./retry.ts";
 
 export interface EventSocketOptions {
   signal?: AbortSignal | undefined;
@@ -14,31 +14,60 @@ export interface EventSocketOptions {
 
 export interface SocketDeps {
   WebSocket: typeof globalThis.WebSocket;
-  fetch: Fetch;
 }
 
-/** Why a WebSocket that never opened was refused, from a plain GET of its URL. */
-async function refusal(httpUrl: string, credential: string, fetch: Fetch): Promise<TroupeError> {
-  try {
-    const response = await fetch(new Request(httpUrl, { headers: { authorization: `Bearer ${credential}` } }));
-    const text = await response.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // Not JSON: the message quotes the text.
-    }
-    // 426 means the credential and path were fine: the upgrade itself failed.
-    if (response.status !== 426 && !response.ok) return errorFromResponse(response, body);
-  } catch {
-    // Unreachable: said below.
-  }
-  return new ConnectionError({ status: 0, code: "connection_error", message: `the WebSocket ${httpUrl} could not be opened` });
+/**
+ * Why a WebSocket that never opened was refused: the upgrade is asked again
+ * over node:http, which (unlike the WebSocket API) reads a refusal's status
+ * and JSON body. A plain GET would not do: the server answers any plain GET
+ * on these paths 426 before it looks at the credential.
+ */
+async function refusal(httpUrl: string, protocols: string[]): Promise<TroupeError> {
+  const unreachable = new ConnectionError({ status: 0, code: "connection_error", message: `the WebSocket ${httpUrl} could not be opened` });
+  const { request } = httpUrl.startsWith("https:") ? await import("node:https") : await import("node:http");
+  return new Promise((resolve) => {
+    const req = request(httpUrl, {
+      headers: {
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": randomBytes(16).toString("base64"),
+        "sec-websocket-protocol": protocols.join(", "),
+      },
+      timeout: 10_000,
+    });
+    req.on("upgrade", (_res, socket) => {
+      // Accepted this time: the first failure was the connection's.
+      socket.destroy();
+      resolve(unreachable);
+    });
+    req.on("response", (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // Not JSON: the message quotes the text.
+        }
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (typeof value === "string") headers.set(name, value);
+        resolve(errorFromResponse(new Response(null, { status: res.statusCode ?? 500, headers }), body));
+      });
+      res.on("error", () => resolve(unreachable));
+    });
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(unreachable));
+    req.end();
+  });
 }
 
 export async function* eventSocket<T>(httpUrl: string, credential: string, deps: SocketDeps, options: EventSocketOptions = {}): AsyncGenerator<T> {
   const wsUrl = httpUrl.replace(/^http/, "ws");
-  const socket = new deps.WebSocket(wsUrl, ["troupe.v1", `bearer.${credential}`]);
+  const protocols = ["troupe.v1", `bearer.${credential}`];
+  const socket = new deps.WebSocket(wsUrl, protocols);
   const frames: T[] = [];
   let opened = false;
   let ended = false;
@@ -58,6 +87,12 @@ export async function* eventSocket<T>(httpUrl: string, credential: string, deps:
       failure ??= error;
       socket.close(1000);
     }
+    notify();
+  };
+  // Node's WebSocket reports a connection that never opened with an error and no close event.
+  socket.onerror = () => {
+    if (opened) return;
+    ended = true;
     notify();
   };
   socket.onclose = (event) => {
@@ -84,7 +119,7 @@ export async function* eventSocket<T>(httpUrl: string, credential: string, deps:
         continue;
       }
       if (ended) {
-        if (!opened && failure === undefined) failure = await refusal(httpUrl, credential, deps.fetch);
+        if (!opened && failure === undefined) failure = await refusal(httpUrl, protocols);
         if (failure !== undefined) throw failure;
         return;
       }

@@ -17,13 +17,20 @@ export type ResponseBody<P extends keyof paths, M extends Method> =
 export type RequestBody<P extends keyof paths, M extends Method> =
   Operation<P, M> extends { requestBody?: infer B } ? JsonContent<NonNullable<B>> : never;
 
-export type ChatRequest = RequestBody<"/v1/chat/completions", "post">;
+/**
+ * `model` is typed as the catalogue the document was generated with, plus any
+ * string: a deployment may add models (openai-compatible endpoints) the
+ * generated enum cannot know. Editors still suggest the known ids.
+ */
+type AnyModel<T> = T extends { model?: infer M } ? Omit<T, "model"> & { model?: M | (string & {}) | null } : T;
+
+export type ChatRequest = AnyModel<RequestBody<"/v1/chat/completions", "post">>;
 export type ChatMessage = ChatRequest["messages"][number];
 export type ChatResult = ResponseBody<"/v1/chat/completions", "post">;
 /** One event of a streamed chat: a text delta, a complete tool call, or the final usage (errors are thrown). */
 export type ChatStreamEvent = Exclude<components["schemas"]["PostV1ChatCompletionsStreamEvent"], { error: unknown }>;
 
-export type CreateConversationRequest = RequestBody<"/v1/agents/conversations", "post">;
+export type CreateConversationRequest = AnyModel<RequestBody<"/v1/agents/conversations", "post">>;
 export type Conversation = ResponseBody<"/v1/agents/conversations/{id}", "get">;
 export type ConversationStatus = Conversation["status"];
 export type ConversationMessage = Conversation["messages"][number];
