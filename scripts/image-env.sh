@@ -44,5 +44,5 @@ troupe_version() {
 
 # The image's size in MB, as `podman images` counts it (uncompressed layers).
 image_size_mb() {
-  podman image inspect "$1" | python3 -c 'import json, sys; print(f"{json.load(sys.stdin)[0][\"Size\"] // 1_000_000} MB")'
+  podman image inspect "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["Size"] // 1_000_000, "MB")'
 }

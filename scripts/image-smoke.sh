@@ -135,7 +135,8 @@ out=$(cat "$work/inflight")
 [[ "$out" == "200 "*"Simulated reply to: $long"* ]] || fail "the request in flight at SIGTERM was not completed: $out"
 code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
 [[ "$code" == 0 ]] || fail "exit code $code after SIGTERM (expected 0)"
-podman logs "$name" 2>&1 | grep -q '"msg":"shutting down".*"signal":"SIGTERM"' || fail "the log has no SIGTERM shutdown line"
+podman logs "$name" >"$work/log" 2>&1 || fail "podman logs"
+grep -q '"msg":"shutting down".*"signal":"SIGTERM"' "$work/log" || fail "the log has no SIGTERM shutdown line"
 step "SIGTERM (podman stop) during a request: the request completed (200), exit code 0 after ${stop_ms} ms"
 
 # A new container on the same volume: the data lives in the volume, not in
