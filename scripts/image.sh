@@ -13,7 +13,9 @@
 #
 # Cache: ${TROUPE_CACHE_DIR:-~/.cache/troupe}/image (the base tarball and the
 # podman settings, scripts/image-env.sh). TROUPE_IMAGE_REPOSITORY overrides
-# the repository name (default localhost/troupe).
+# the repository name (default localhost/troupe); TROUPE_IMAGE_FFMPEG=true
+# adds Debian's ffmpeg (video jobs; +600 MB).
+# Docs: docs/operations/container-image.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
