@@ -34,7 +34,7 @@ fail() {
 }
 cleanup() {
   set +e
-  podman rm --force --time 0 "$name" >/dev/null 2>&1
+  podman rm --force --volumes --time 0 "$name" >/dev/null 2>&1
   podman volume rm --force "$volume" >/dev/null 2>&1
   rm -rf "$work"
 }
@@ -141,7 +141,7 @@ step "SIGTERM (podman stop) during a request: the request completed (200), exit 
 
 # A new container on the same volume: the data lives in the volume, not in
 # the old container's writable layer.
-podman rm "$name" >/dev/null || fail "podman rm"
+podman rm --volumes "$name" >/dev/null || fail "podman rm"
 start_container
 login "in a new container on the same volume"
 step "a new container on the same volume: the account logs in, the key works"
