@@ -90,7 +90,7 @@ say "building $image (base $BASE_IMAGE, npm registry $registry, ffmpeg $ffmpeg)"
 t=$(date +%s)
 # --format docker: the OCI format has no HEALTHCHECK (podman drops it).
 podman build --format docker --network=host "${secret[@]}" \
-  --build-arg "BASE=$BASE_IMAGE" --build-arg "NPM_REGISTRY=$registry" --build-arg "FFMPEG=$ffmpeg" \
+  --build-arg "BASE=$BASE_IMAGE" --build-arg "NPM_REGISTRY=$registry" --build-arg "FFMPEG=$ffmpeg" --build-arg "VERSION=$version" \
   --tag "$image" --tag "$IMAGE_REPOSITORY:latest" \
   --file Containerfile . || die "podman build"
 say "built $image (and :latest) in $(($(date +%s) - t)) s; image size $(image_size_mb "$image")"
