@@ -158,6 +158,17 @@ DERIVED="$derived" SECRET_ONLY="$secret_only" node --input-type=module -e '
   console.log(`chart-check: ${inValues.length} settings in values.config, ${handled.size - inValues.length} derived or from Secrets; ${settingNames.length} in core/config.ts`);
 ' || die "values.config and core/config.ts disagree"
 
+printf '\n=== the default image is the one npm run image builds\n'
+# npm run image tags localhost/troupe:<package.json version>; the chart's
+# default tag is its appVersion.
+package_version=$(node -p 'require("./package.json").version')
+app_version=$(sed -n 's/^appVersion: "\(.*\)"$/\1/p' "$CHART/Chart.yaml")
+[[ "$app_version" == "$package_version" ]] || die "Chart.yaml appVersion $app_version is not package.json's version $package_version (the image tag)"
+"$HELM" template troupe "$CHART" -f "$CHART/ci/minimal.yaml" >"$run_dir/default-image.yaml" || die "helm template with minimal.yaml"
+grep -q "image: \"localhost/troupe:$package_version\"" "$run_dir/default-image.yaml" ||
+  die "the chart's default image is not localhost/troupe:$package_version"
+say "default image localhost/troupe:$package_version"
+
 printf '\n=== charts/troupe/README.md names every value\n'
 "$KV_VENV/bin/python" - "$CHART" <<'PY' || die "charts/troupe/README.md misses values"
 import json, pathlib, sys, yaml
