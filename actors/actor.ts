@@ -20,6 +20,10 @@
 // - timers live in memory and die with the activation; reminders are durable
 //   and fire after a restart (one due while the process was down fires once).
 //   Timers and reminders are registered immediately, not at commit;
+// - what a turn announces outside the actor (events, listings, calls that
+//   must not run inside the turn) goes through `ctx.afterCommit`: it runs
+//   only once the turn's state is committed and is dropped when the turn
+//   fails, so a failed turn announces nothing it did (an outbox);
 // - method inputs and outputs are JSON values.
 import type { z } from "zod";
 import type { Clock } from "../core/clock.ts";
@@ -57,6 +61,18 @@ export interface ActorContext<S, I extends MethodInputs = MethodInputs> {
   /** Durable reminder: like a timer, but survives deactivation and restarts. */
   setReminder<K extends keyof I & string>(name: string, dueMs: number, periodMs: number | undefined, method: K, input: z.input<I[K]>): Promise<void>;
   clearReminder(name: string): Promise<void>;
+  /**
+   * Queues `fn` to run once this turn has committed: after its state was
+   * persisted (or when it left the state unchanged), never when the turn
+   * throws or its state write fails. Queued functions run in order, right
+   * after the commit and before the caller gets the turn's answer; they are
+   * not awaited (one may call this actor, whose next turn is queued behind
+   * the caller's answer), and what they throw or reject with is logged. At
+   * most once: a process killed between the commit and `fn` loses it, so
+   * what must not be lost is also recorded in the state and retried by a
+   * reminder.
+   */
+  afterCommit(fn: () => unknown): void;
 }
 
 /** Method outputs, by method name. */

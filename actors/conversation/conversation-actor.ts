@@ -9,7 +9,7 @@ import { isoTime } from "../../core/clock.ts";
 import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
 import { defineActor, type ActorContext } from "../actor.ts";
 import type { ConversationDirectory } from "./directory.ts";
-import type { ConversationEventBus } from "./events.ts";
+import type { ConversationEvent, ConversationEventBus } from "./events.ts";
 import { runTurn, type TurnDeps } from "./turn-loop.ts";
 import {
   conversationStateSchema,
@@ -65,7 +65,7 @@ function callFingerprint(requestId: string, input: unknown): string | undefined 
 
 /** What the helpers below use of a turn's context (any method's ctx fits). */
 type Ctx = Pick<ActorContext<ConversationState>, "state" | "clock" | "ids">;
-type TurnCtx = Ctx & Pick<ActorContext<ConversationState>, "call">;
+type TurnCtx = Ctx & Pick<ActorContext<ConversationState>, "call" | "afterCommit">;
 
 const videoFinishedInput = z.object({
   job_id: z.string(),
@@ -118,9 +118,20 @@ function owned(ctx: Ctx, organizationId: string): ConversationData {
 export function createConversationActor(deps: ConversationActorDeps) {
   const now = (ctx: Ctx) => isoTime(ctx.clock.now());
 
-  /** Runs the loop, publishing as it goes; the directory learns the outcome. */
+  /**
+   * What a turn announces (live events, the directory's summary) leaves once
+   * the turn commits: a turn that fails announces only `turn.failed`, never
+   * messages that were rolled back with it.
+   */
+  const announce = (ctx: TurnCtx, event: ConversationEvent) => ctx.afterCommit(() => deps.events.publish(event));
+  const announceSummary = (ctx: TurnCtx, data: ConversationData) => {
+    const summary = toSummary(data);
+    ctx.afterCommit(() => deps.directory.updated(summary));
+  };
+
+  /** Runs the loop, announcing as it goes; the directory learns the outcome. */
   const continueTurn = async (ctx: TurnCtx, data: ConversationData, payer: Payer | undefined, requestId: string, before = data.status): Promise<Conversation> => {
-    const publishMessage = (message: AgentMessage) => deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+    const publishMessage = (message: AgentMessage) => announce(ctx, { type: "message.appended", conversation_id: data.id, message });
     let call = 0;
     try {
       await runTurn(data, {
@@ -141,11 +152,12 @@ export function createConversationActor(deps: ConversationActorDeps) {
     } catch (error) {
       const code = isTroupeError(error) ? error.code : "internal_error";
       const message = error instanceof Error ? error.message : "turn failed";
+      // The one announcement of a failing turn: its own failure, now (nothing it queued will leave).
       deps.events.publish({ type: "turn.failed", conversation_id: data.id, error: { code, message } });
       throw error;
     }
-    if (data.status !== before) deps.events.publish({ type: "status.changed", conversation_id: data.id, status: data.status });
-    deps.directory.updated(toSummary(data));
+    if (data.status !== before) announce(ctx, { type: "status.changed", conversation_id: data.id, status: data.status });
+    announceSummary(ctx, data);
     return toPublic(data);
   };
 
@@ -195,7 +207,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "user", content: input.content, tool_calls: null, tool_call_id: null };
           data.messages.push(message);
           data.updated_at = now(ctx);
-          deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+          announce(ctx, { type: "message.appended", conversation_id: data.id, message });
           const result = await continueTurn(ctx, data, input.payer, input.request_id);
           remember(ctx, fingerprint);
           return result;
@@ -227,7 +239,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
           for (const id of data.pending_tool_call_ids) {
             const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id };
             data.messages.push(message);
-            deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+            announce(ctx, { type: "message.appended", conversation_id: data.id, message });
           }
           data.pending_tool_call_ids = [];
           data.updated_at = now(ctx);
@@ -253,7 +265,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
             : { job_id: input.job_id, status: "completed", result_url: input.result_url };
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: JSON.stringify(output), tool_calls: null, tool_call_id: pending.tool_call_id };
           data.messages.push(message);
-          deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+          announce(ctx, { type: "message.appended", conversation_id: data.id, message });
           data.pending_video = null;
           data.pending_tool_call_ids = [];
           data.updated_at = now(ctx);
@@ -264,8 +276,8 @@ export function createConversationActor(deps: ConversationActorDeps) {
             // The model failed to answer: the result stays in the history and
             // the conversation is idle again, never stuck in generating_media.
             if (data.status === "generating_media" && !data.pending_video) data.status = "idle";
-            deps.events.publish({ type: "status.changed", conversation_id: data.id, status: data.status });
-            deps.directory.updated(toSummary(data));
+            announce(ctx, { type: "status.changed", conversation_id: data.id, status: data.status });
+            announceSummary(ctx, data);
             ctx.log.warn("conversation turn after a video failed", { conversation_id: data.id, error });
             return toPublic(data);
           }

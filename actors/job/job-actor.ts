@@ -121,7 +121,8 @@ export function createJobActor(deps: JobActorDeps) {
     job.snapshot_dirty = true;
     await deps.directory.updated(job.owner.organization_id, snapshot);
     job.snapshot_dirty = false;
-    deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot });
+    // Live watchers hear of it once the turn commits: a failed step announces nothing.
+    ctx.afterCommit(() => deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot }));
   };
   const visibleOf = (job: JobData): string => {
     const { updated_at: _u, ...visible } = toPublicJob(job);

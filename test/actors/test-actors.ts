@@ -122,6 +122,20 @@ export const CounterActor = defineActor({
         return result;
       },
     },
+    /**
+     * Counts, and announces the count to another counter after the commit
+     * (ctx.afterCommit); `fail` makes the turn throw after queueing it.
+     */
+    announce: {
+      input: z.object({ targetId: z.string(), fail: z.boolean() }),
+      run: async (ctx, input) => {
+        ctx.state.count += 1;
+        const count = ctx.state.count;
+        ctx.afterCommit(() => ctx.call("TestCounter", input.targetId, "mark", `announced:${count}`));
+        if (input.fail) throw new TroupeError("conflict", "failed after queueing an announcement");
+        return count;
+      },
+    },
     /** Blocks this process's event loop (an app that stops answering health probes). */
     busy: {
       input: z.number().nonnegative(),
