@@ -54,6 +54,11 @@ const billing = { payer: payerSchema.optional(), request_id: z.string().default(
 const messageInput = orgInput.extend({ content: z.string(), ...billing });
 const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })), ...billing });
 
+/** The reminder that runs the model's answer to a finished video (resumeAfterVideo). */
+const RESUME_REMINDER = "resume-after-video";
+/** Its period: how soon an answer cut short by a crash is tried again (a longer answer meanwhile finds it done). */
+const RESUME_RETRY_MS = 60_000;
+
 /** Turns remembered for duplicate detection: far more than a retry can lag behind. */
 const handledCallsKept = 32;
 
@@ -251,8 +256,11 @@ export function createConversationActor(deps: ConversationActorDeps) {
 
       /**
        * The video job a generate_video call started has ended: its result (or
-       * error) answers the call and the model's turn goes on. Idempotent: a
-       * job calling back again (after a crash) finds nothing pending.
+       * error) answers the call, and the model's turn goes on in a turn of
+       * this conversation's own (resumeAfterVideo, from a durable reminder),
+       * so the job's turn that calls this waits for the hand-off only, never
+       * for the model. Idempotent: a job calling back again (after a crash)
+       * finds the result already recorded.
        */
       videoFinished: {
         input: videoFinishedInput,
@@ -260,18 +268,39 @@ export function createConversationActor(deps: ConversationActorDeps) {
           const data = ctx.state.conversation;
           const pending = data?.pending_video;
           if (!data || data.status !== "generating_media" || !pending || pending.job_id !== input.job_id) return null;
+          if (pending.result_recorded) return toPublic(data);
           const output = input.error
             ? { job_id: input.job_id, status: "failed", error: input.error }
             : { job_id: input.job_id, status: "completed", result_url: input.result_url };
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: JSON.stringify(output), tool_calls: null, tool_call_id: pending.tool_call_id };
           data.messages.push(message);
           announce(ctx, { type: "message.appended", conversation_id: data.id, message });
-          data.pending_video = null;
+          data.pending_video = { ...pending, result_recorded: true };
           data.pending_tool_call_ids = [];
           data.updated_at = now(ctx);
+          // Periodic, so a process killed during the model's answer answers again once back; the answering turn clears it.
+          await ctx.setReminder(RESUME_REMINDER, 0, RESUME_RETRY_MS, "resumeAfterVideo", { job_id: input.job_id });
+          return toPublic(data);
+        },
+      },
+
+      /** The model answers the video's result (the reminder videoFinished set); a no-op once it has. */
+      resumeAfterVideo: {
+        input: z.object({ job_id: z.string() }),
+        run: async (ctx, input): Promise<void> => {
+          const data = ctx.state.conversation;
+          const pending = data?.pending_video;
+          const clearReminder = () => ctx.afterCommit(() => ctx.clearReminder(RESUME_REMINDER));
+          if (!data || !pending || data.status !== "generating_media") {
+            clearReminder(); // answered already (a firing queued behind the answering turn, or after a crash)
+            return;
+          }
+          // Not handed over yet (its videoFinished turn failed after setting this reminder): the job calls again.
+          if (!pending.result_recorded || pending.job_id !== input.job_id) return;
+          data.pending_video = null;
           try {
             // The rest of the turn bills under its own key: the calls before the video were numbered from 0 under the request id.
-            return await continueTurn(ctx, data, pending.payer ?? undefined, `${pending.request_id}:after-video`, "generating_media");
+            await continueTurn(ctx, data, pending.payer ?? undefined, `${pending.request_id}:after-video`, "generating_media");
           } catch (error) {
             // The model failed to answer: the result stays in the history and
             // the conversation is idle again, never stuck in generating_media.
@@ -279,8 +308,9 @@ export function createConversationActor(deps: ConversationActorDeps) {
             announce(ctx, { type: "status.changed", conversation_id: data.id, status: data.status });
             announceSummary(ctx, data);
             ctx.log.warn("conversation turn after a video failed", { conversation_id: data.id, error });
-            return toPublic(data);
           }
+          // Cleared once this answer is committed: a turn killed before its commit leaves the reminder to answer again.
+          clearReminder();
         },
       },
     },

@@ -134,7 +134,12 @@ export function createJobActor(deps: JobActorDeps) {
     await ctx.setReminder("next", Math.max(0, afterMs), undefined, "step", {});
   };
 
-  /** What a final job still owes: its webhook event, then the conversation's callback. */
+  /**
+   * What a final job still owes: its webhook event, then the conversation's
+   * callback. The callback is a hand-off (the conversation records the result
+   * and answers it in a turn of its own), so this turn never waits for the
+   * conversation's model; it is retried with the step until it succeeds.
+   */
   const finish = async (ctx: Ctx, job: JobData): Promise<void> => {
     const snapshot = toPublicJob(job);
     if (!job.event_published) {

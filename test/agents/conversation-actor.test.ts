@@ -5,7 +5,8 @@
 //   messages and then fails announces `turn.failed` and nothing else;
 // - a finished video job hands its result over without holding its own
 //   turn while the conversation's model answers (the real JobActor runs the
-//   job, with a video double and real ffmpeg).
+//   job, with a video double and real ffmpeg): the job's actor answers
+//   while the model is still answering.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -149,4 +150,71 @@ t.test("a turn that appends messages and then fails announces turn.failed and no
     ["message.appended:user", "message.appended:assistant"],
     "a committed turn announces its messages",
   );
+});
+
+t.test("a finished job hands its result over and its turn ends while the conversation's model is still answering", async (t) => {
+  let release!: () => void;
+  answerHeld = new Promise<void>((resolve) => (release = resolve));
+  releaseAnswer = release;
+  const id = await newConversation();
+  const started = await callActor(host, conversation, id, "postMessage", { organization_id: "org_1", content: "make a video", payer, request_id: "req-video" });
+  t.equal(started.status, "generating_media");
+  const [jobSummary] = (await jobDirectory.list("org_1", 1, null)).data;
+  const jobId = jobSummary!.id;
+
+  // The job completes and calls the conversation back; the model is then asked, and holds its answer.
+  await waitFor(async () => afterVideoCalls === 1, 20_000, "the model to be asked about the video");
+  const jobAnswer = await Promise.race([
+    callActor(host, job, jobId, "get", { organization_id: "org_1" }),
+    new Promise<"busy">((resolve) => setTimeout(() => resolve("busy"), 3_000)),
+  ]);
+  t.match(jobAnswer, { id: jobId, status: "completed" }, "the job's actor answers: its hand-off turn ended without waiting for the model");
+
+  release();
+  await waitFor(async () => (await callActor(host, conversation, id, "get", { organization_id: "org_1" })).status === "idle", 10_000, "the conversation to be idle");
+  const done = await callActor(host, conversation, id, "get", { organization_id: "org_1" });
+  t.same(done.messages.map((m) => m.role), ["user", "assistant", "tool", "assistant"]);
+  t.match(JSON.parse(done.messages[2]!.content), { job_id: jobId, status: "completed", result_url: /^http:\/\/troupe\.test\/v1\/files\// }, "the video's result answers the call");
+  t.equal(done.messages[3]!.content, "Here is your video", "then the model's answer");
+  t.equal(afterVideoCalls, 1, "the model answered once");
+  t.same(
+    eventsOf(id).filter((e) => e.type === "status.changed").map((e) => (e.type === "status.changed" ? e.status : "")),
+    ["generating_media", "idle"],
+    "the status changes are announced",
+  );
+});
+
+t.test("the hand-off is durable: a process killed while the model answers answers again once it is back", async (t) => {
+  // Its own actor data dir: the first host is abandoned mid-turn (as a killed process would be) and a second one starts on the same files.
+  const crashDir = mkdtempSync(join(tmpdir(), "troupe-conversation-crash-"));
+  const first = await createActorHost({ mode: "embedded", dataDir: crashDir, actors: config.actors, clock: systemClock, log });
+  first.register([eraseDefinition(conversation), eraseDefinition(job)]);
+  await first.start();
+  let release!: () => void;
+  answerHeld = new Promise<void>((resolve) => (release = resolve));
+  const callsBefore = afterVideoCalls;
+  const id = await (async () => {
+    const cid = `00000000-0000-4000-9000-${String(++n).padStart(12, "0")}`;
+    await callActor(first, conversation, cid, "create", { owner, model: null, routing_strategy: "auto", system_prompt: "", tools: [] });
+    await callActor(first, conversation, cid, "postMessage", { organization_id: "org_1", content: "make a video", payer, request_id: "req-crash" });
+    return cid;
+  })();
+  await waitFor(async () => afterVideoCalls === callsBefore + 1, 20_000, "the model to be asked about the video");
+
+  // "Killed" now: the first host's answering turn never commits. Back a minute later (the reminder's period), the model answers at once.
+  answerHeld = Promise.resolve();
+  const later = { now: () => Date.now() + 61_000 };
+  const second = await createActorHost({ mode: "embedded", dataDir: crashDir, actors: config.actors, clock: later, log });
+  second.register([eraseDefinition(conversation), eraseDefinition(job)]);
+  await second.start();
+  t.teardown(async () => {
+    await second.stop();
+    release();
+    await first.stop();
+  });
+  await waitFor(async () => (await callActor(second, conversation, id, "get", { organization_id: "org_1" })).status === "idle", 10_000, "the conversation to be idle after the restart");
+  const done = await callActor(second, conversation, id, "get", { organization_id: "org_1" });
+  t.same(done.messages.map((m) => m.role), ["user", "assistant", "tool", "assistant"], "the video's result once, then the answer");
+  t.equal(done.messages[3]!.content, "Here is your video");
+  t.equal(afterVideoCalls, callsBefore + 2, "the model was asked again after the restart");
 });
