@@ -7,7 +7,7 @@ import type { EmbeddingUsage } from "../../vectors/org-index.ts";
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
-import { defineActor, type ActorContext } from "../actor.ts";
+import { actorRef, defineActor, type ActorContext } from "../actor.ts";
 import type { ConversationDirectory } from "./directory.ts";
 import type { ConversationEvent, ConversationEventBus } from "./events.ts";
 import { runTurn, type TurnDeps } from "./turn-loop.ts";
@@ -23,10 +23,12 @@ import {
   type ConversationState,
 } from "./types.ts";
 import { routingStrategySchema, type ChatResult } from "../../providers/types.ts";
-import { JOB_ACTOR, type CreateJobInput } from "../job/job-actor.ts";
+import type { CreateJobInput, JobActorDefinition } from "../job/job-actor.ts";
 import { generateVideoArgs } from "../job/video-request.ts";
 
 export const CONVERSATION_ACTOR = "ConversationActor";
+/** The video jobs generate_video starts, typed from the JobActor's definition (built from the gateway's dependencies). */
+const jobActor = actorRef<JobActorDefinition>("JobActor");
 
 export interface ConversationActorDeps {
   chat: TurnDeps["chat"];
@@ -105,7 +107,7 @@ async function startVideo(
     callback: { conversation_id: data.id, tool_call_id: toolCallId },
   };
   try {
-    await ctx.call(JOB_ACTOR, jobId, "create", input);
+    await ctx.call(jobActor, jobId, "create", input);
   } catch (error) {
     // No video model available, for instance: the model reads why and answers.
     if (isTroupeError(error) && (error.status < 500 || error.code === "no_provider_available")) return { error: error.message };

@@ -146,13 +146,14 @@ export class Activation {
       clock: services.clock,
       ids: services.ids,
       log: this.log,
-      call: (type, targetId, targetMethod, targetInput) => {
+      // Typed for the caller by the callee's declaration; the callee's host parses the input and answers JSON.
+      call: ((callee: { type: string }, targetId: string, targetMethod: string, targetInput: unknown) => {
         // Turns are not reentrant: calling yourself would wait for this turn forever.
-        if (type === definition.type && targetId === id) {
+        if (callee.type === definition.type && targetId === id) {
           return Promise.reject(new Error(`${definition.type}/${id} cannot call itself (actor turns are not reentrant)`));
         }
-        return services.call(type, targetId, targetMethod, targetInput);
-      },
+        return services.call(callee.type, targetId, targetMethod, targetInput);
+      }) as ActorContext<unknown>["call"],
       setTimer: (name, dueMs, periodMs, m, i) => services.setTimer(definition.type, id, checkSpec(definition, { name, dueMs, periodMs, method: m, input: i })),
       clearTimer: (name) => services.clearTimer(definition.type, id, name),
       setReminder: (name, dueMs, periodMs, m, i) =>

@@ -3,11 +3,14 @@
 // process ran a turn); they are per process, which is what the cases need.
 import { z } from "zod";
 import { TroupeError } from "../../core/errors.ts";
-import { defineActor } from "../../actors/actor.ts";
+import { actorRef, defineActor } from "../../actors/actor.ts";
 
 const inFlight = new Map<string, number>();
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Other counters, called typed from this very definition (a reference: the definition is still being declared). */
+const counter = actorRef<typeof CounterActor>("TestCounter");
 
 export const CounterActor = defineActor({
   type: "TestCounter",
@@ -116,8 +119,8 @@ export const CounterActor = defineActor({
     /** Actor-to-actor: increments another counter and records its answer. */
     relay: {
       input: z.object({ targetId: z.string(), by: z.number().int() }),
-      run: async (ctx, input) => {
-        const result = await ctx.call("TestCounter", input.targetId, "increment", { by: input.by });
+      run: async (ctx, input): Promise<number> => {
+        const result: number = await ctx.call(counter, input.targetId, "increment", { by: input.by });
         ctx.state.marks.push(`relayed:${String(result)}`);
         return result;
       },
@@ -128,10 +131,10 @@ export const CounterActor = defineActor({
      */
     announce: {
       input: z.object({ targetId: z.string(), fail: z.boolean() }),
-      run: async (ctx, input) => {
+      run: async (ctx, input): Promise<number> => {
         ctx.state.count += 1;
         const count = ctx.state.count;
-        ctx.afterCommit(() => ctx.call("TestCounter", input.targetId, "mark", `announced:${count}`));
+        ctx.afterCommit(() => ctx.call(counter, input.targetId, "mark", `announced:${count}`));
         if (input.fail) throw new TroupeError("conflict", "failed after queueing an announcement");
         return count;
       },
