@@ -258,6 +258,17 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: "afterCommit: a reminder cleared after the commit never fires",
+    async run(t, target) {
+      const id = freshId("cleared");
+      ok(t, await target.call(id, "armThenClearAfterCommit"), "arm, then clear after the commit");
+      await sleep(2_000);
+      const state = await view(t, target, id);
+      t.equal(state.count, 1, "the turn committed");
+      t.same(state.marks, [], "the reminder (due after 500 ms, every 500 ms) was cleared before it fired");
+    },
+  },
+  {
     name: "two replicas: killing one re-activates its actors on the other, with their state",
     minReplicas: 2,
     async run(t, target) {

@@ -139,6 +139,16 @@ export const CounterActor = defineActor({
         return count;
       },
     },
+    /** Arms a periodic reminder and clears it once the turn committed (the pattern of a job done in this turn). */
+    armThenClearAfterCommit: {
+      input: z.undefined(),
+      run: async (ctx) => {
+        ctx.state.count += 1;
+        await ctx.setReminder("cleared", 500, 500, "mark", "cleared");
+        ctx.afterCommit(() => ctx.clearReminder("cleared"));
+        return true;
+      },
+    },
     /** Blocks this process's event loop (an app that stops answering health probes). */
     busy: {
       input: z.number().nonnegative(),
