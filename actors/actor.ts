@@ -20,6 +20,10 @@
 // - timers live in memory and die with the activation; reminders are durable
 //   and fire after a restart (one due while the process was down fires once).
 //   Timers and reminders are registered immediately, not at commit;
+// - what a turn announces outside the actor (events, listings, calls that
+//   must not run inside the turn) goes through `ctx.afterCommit`: it runs
+//   only once the turn's state is committed and is dropped when the turn
+//   fails, so a failed turn announces nothing it did (an outbox);
 // - method inputs and outputs are JSON values.
 import type { z } from "zod";
 import type { Clock } from "../core/clock.ts";
@@ -43,11 +47,18 @@ export interface ActorContext<S, I extends MethodInputs = MethodInputs> {
   readonly ids: IdSource;
   readonly log: Logger;
   /**
-   * Calls a method on another actor and waits for its turn to finish. Untyped
-   * (actors name each other by type string); the callee's host still parses
-   * the input with the method's schema.
+   * Calls a method on another actor and waits for its turn to finish. The
+   * callee is named by its definition or an `actorRef` to it, so the method
+   * name, its input and its output are typed from the callee's declaration
+   * (as `callActor` is); the callee's host still parses the input with the
+   * method's schema.
    */
-  call(type: string, id: string, method: string, input?: unknown): Promise<unknown>;
+  call<CS, CI extends MethodInputs, CO extends MethodOutputs<CI>, K extends keyof CI & string>(
+    callee: ActorRef<CS, CI, CO>,
+    id: string,
+    method: K,
+    input: z.input<CI[K]>,
+  ): Promise<CO[K]>;
   /**
    * In-memory timer: calls `method(input)` on this actor after `dueMs`, then
    * every `periodMs` when given. Lost on deactivation and on restart.
@@ -57,6 +68,18 @@ export interface ActorContext<S, I extends MethodInputs = MethodInputs> {
   /** Durable reminder: like a timer, but survives deactivation and restarts. */
   setReminder<K extends keyof I & string>(name: string, dueMs: number, periodMs: number | undefined, method: K, input: z.input<I[K]>): Promise<void>;
   clearReminder(name: string): Promise<void>;
+  /**
+   * Queues `fn` to run once this turn has committed: after its state was
+   * persisted (or when it left the state unchanged), never when the turn
+   * throws or its state write fails. Queued functions run in order, right
+   * after the commit and before the caller gets the turn's answer; they are
+   * not awaited (one may call this actor, whose next turn is queued behind
+   * the caller's answer), and what they throw or reject with is logged. At
+   * most once: a process killed between the commit and `fn` loses it, so
+   * what must not be lost is also recorded in the state and retried by a
+   * reminder.
+   */
+  afterCommit(fn: () => unknown): void;
 }
 
 /** Method outputs, by method name. */
@@ -69,9 +92,23 @@ export type ActorMethods<S, I extends MethodInputs, O extends MethodOutputs<I>> 
   };
 };
 
-export interface ActorDefinition<S, I extends MethodInputs, O extends MethodOutputs<I>> {
+/**
+ * An actor type as callers see it: its type name, carrying its definition's
+ * types (state, method inputs and outputs) for the compiler only. A
+ * definition is one; `actorRef` makes one from the type name where the
+ * definition value is not at hand (it is built from dependencies elsewhere,
+ * or importing it would make an import cycle).
+ */
+export interface ActorRef<S, I extends MethodInputs, O extends MethodOutputs<I>, T extends string = string> {
+  readonly type: T;
+  /** Never set: carries the types. */
+  readonly [definitionTypes]?: { state: S; inputs: I; outputs: O };
+}
+declare const definitionTypes: unique symbol;
+
+export interface ActorDefinition<S, I extends MethodInputs, O extends MethodOutputs<I>, T extends string = string> extends ActorRef<S, I, O, T> {
   /** Explicit constant, never derived from a class or function name. */
-  readonly type: string;
+  readonly type: T;
   readonly state: z.ZodType<S>;
   readonly initialState: () => S;
   readonly methods: ActorMethods<S, I, O>;
@@ -97,12 +134,12 @@ type MethodsDeclaration<S, I extends MethodInputs, O extends MethodOutputs<I>> =
 
 const typeName = /^[A-Za-z][A-Za-z0-9_]*$/;
 
-export function defineActor<S, I extends MethodInputs, O extends MethodOutputs<I>>(definition: {
-  type: string;
+export function defineActor<S, I extends MethodInputs, O extends MethodOutputs<I>, T extends string>(definition: {
+  type: T;
   state: z.ZodType<S>;
   initialState: () => S;
   methods: MethodsDeclaration<S, I, O>;
-}): ActorDefinition<S, I, O> {
+}): ActorDefinition<S, I, O, T> {
   if (!typeName.test(definition.type)) throw new Error(`actor type "${definition.type}" must be letters, digits and underscores`);
   const initial = definition.state.safeParse(definition.initialState());
   if (!initial.success) throw new Error(`${definition.type}.initialState() does not match its state schema: ${initial.error.message}`);
@@ -112,8 +149,19 @@ export function defineActor<S, I extends MethodInputs, O extends MethodOutputs<I
     if (typeof (method.input as z.ZodType | undefined)?.safeParse !== "function") throw new Error(`${definition.type}.${name}.input is not a zod schema`);
     methods[name] = Object.freeze({ input: method.input, run: method.run });
   }
-  return Object.freeze({ ...definition, methods: Object.freeze(methods) }) as unknown as ActorDefinition<S, I, O>;
+  return Object.freeze({ ...definition, methods: Object.freeze(methods) }) as unknown as ActorDefinition<S, I, O, T>;
 }
+
+/**
+ * A typed reference to the actor type `D` (a definition's type) by its type
+ * name, which must be D's: `actorRef<JobActorDefinition>("JobActor")`.
+ */
+export function actorRef<D extends { readonly type: string }>(type: D["type"]): RefOf<D> {
+  return Object.freeze({ type }) as RefOf<D>;
+}
+
+/** The reference type of a definition type. */
+export type RefOf<D> = D extends ActorDefinition<infer S, infer I, infer O, infer T> ? ActorRef<S, I, O, T> : never;
 
 /** Erases a definition's types for a host's registry. */
 export function eraseDefinition<S, I extends MethodInputs, O extends MethodOutputs<I>>(definition: ActorDefinition<S, I, O>): AnyActorDefinition {

@@ -7,9 +7,9 @@ import type { EmbeddingUsage } from "../../vectors/org-index.ts";
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
-import { defineActor, type ActorContext } from "../actor.ts";
+import { actorRef, defineActor, type ActorContext } from "../actor.ts";
 import type { ConversationDirectory } from "./directory.ts";
-import type { ConversationEventBus } from "./events.ts";
+import type { ConversationEvent, ConversationEventBus } from "./events.ts";
 import { runTurn, type TurnDeps } from "./turn-loop.ts";
 import {
   conversationStateSchema,
@@ -23,10 +23,12 @@ import {
   type ConversationState,
 } from "./types.ts";
 import { routingStrategySchema, type ChatResult } from "../../providers/types.ts";
-import { JOB_ACTOR, type CreateJobInput } from "../job/job-actor.ts";
+import type { CreateJobInput, JobActorDefinition } from "../job/job-actor.ts";
 import { generateVideoArgs } from "../job/video-request.ts";
 
 export const CONVERSATION_ACTOR = "ConversationActor";
+/** The video jobs generate_video starts, typed from the JobActor's definition (built from the gateway's dependencies). */
+const jobActor = actorRef<JobActorDefinition>("JobActor");
 
 export interface ConversationActorDeps {
   chat: TurnDeps["chat"];
@@ -54,6 +56,11 @@ const billing = { payer: payerSchema.optional(), request_id: z.string().default(
 const messageInput = orgInput.extend({ content: z.string(), ...billing });
 const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })), ...billing });
 
+/** The reminder that runs the model's answer to a finished video (resumeAfterVideo). */
+const RESUME_REMINDER = "resume-after-video";
+/** Its period: how soon an answer cut short by a crash is tried again (a longer answer meanwhile finds it done). */
+const RESUME_RETRY_MS = 60_000;
+
 /** Turns remembered for duplicate detection: far more than a retry can lag behind. */
 const handledCallsKept = 32;
 
@@ -65,7 +72,7 @@ function callFingerprint(requestId: string, input: unknown): string | undefined 
 
 /** What the helpers below use of a turn's context (any method's ctx fits). */
 type Ctx = Pick<ActorContext<ConversationState>, "state" | "clock" | "ids">;
-type TurnCtx = Ctx & Pick<ActorContext<ConversationState>, "call">;
+type TurnCtx = Ctx & Pick<ActorContext<ConversationState>, "call" | "afterCommit">;
 
 const videoFinishedInput = z.object({
   job_id: z.string(),
@@ -100,7 +107,7 @@ async function startVideo(
     callback: { conversation_id: data.id, tool_call_id: toolCallId },
   };
   try {
-    await ctx.call(JOB_ACTOR, jobId, "create", input);
+    await ctx.call(jobActor, jobId, "create", input);
   } catch (error) {
     // No video model available, for instance: the model reads why and answers.
     if (isTroupeError(error) && (error.status < 500 || error.code === "no_provider_available")) return { error: error.message };
@@ -118,9 +125,20 @@ function owned(ctx: Ctx, organizationId: string): ConversationData {
 export function createConversationActor(deps: ConversationActorDeps) {
   const now = (ctx: Ctx) => isoTime(ctx.clock.now());
 
-  /** Runs the loop, publishing as it goes; the directory learns the outcome. */
+  /**
+   * What a turn announces (live events, the directory's summary) leaves once
+   * the turn commits: a turn that fails announces only `turn.failed`, never
+   * messages that were rolled back with it.
+   */
+  const announce = (ctx: TurnCtx, event: ConversationEvent) => ctx.afterCommit(() => deps.events.publish(event));
+  const announceSummary = (ctx: TurnCtx, data: ConversationData) => {
+    const summary = toSummary(data);
+    ctx.afterCommit(() => deps.directory.updated(summary));
+  };
+
+  /** Runs the loop, announcing as it goes; the directory learns the outcome. */
   const continueTurn = async (ctx: TurnCtx, data: ConversationData, payer: Payer | undefined, requestId: string, before = data.status): Promise<Conversation> => {
-    const publishMessage = (message: AgentMessage) => deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+    const publishMessage = (message: AgentMessage) => announce(ctx, { type: "message.appended", conversation_id: data.id, message });
     let call = 0;
     try {
       await runTurn(data, {
@@ -141,11 +159,12 @@ export function createConversationActor(deps: ConversationActorDeps) {
     } catch (error) {
       const code = isTroupeError(error) ? error.code : "internal_error";
       const message = error instanceof Error ? error.message : "turn failed";
+      // The one announcement of a failing turn: its own failure, now (nothing it queued will leave).
       deps.events.publish({ type: "turn.failed", conversation_id: data.id, error: { code, message } });
       throw error;
     }
-    if (data.status !== before) deps.events.publish({ type: "status.changed", conversation_id: data.id, status: data.status });
-    deps.directory.updated(toSummary(data));
+    if (data.status !== before) announce(ctx, { type: "status.changed", conversation_id: data.id, status: data.status });
+    announceSummary(ctx, data);
     return toPublic(data);
   };
 
@@ -195,7 +214,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "user", content: input.content, tool_calls: null, tool_call_id: null };
           data.messages.push(message);
           data.updated_at = now(ctx);
-          deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+          announce(ctx, { type: "message.appended", conversation_id: data.id, message });
           const result = await continueTurn(ctx, data, input.payer, input.request_id);
           remember(ctx, fingerprint);
           return result;
@@ -227,7 +246,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
           for (const id of data.pending_tool_call_ids) {
             const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id };
             data.messages.push(message);
-            deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
+            announce(ctx, { type: "message.appended", conversation_id: data.id, message });
           }
           data.pending_tool_call_ids = [];
           data.updated_at = now(ctx);
@@ -239,8 +258,11 @@ export function createConversationActor(deps: ConversationActorDeps) {
 
       /**
        * The video job a generate_video call started has ended: its result (or
-       * error) answers the call and the model's turn goes on. Idempotent: a
-       * job calling back again (after a crash) finds nothing pending.
+       * error) answers the call, and the model's turn goes on in a turn of
+       * this conversation's own (resumeAfterVideo, from a durable reminder),
+       * so the job's turn that calls this waits for the hand-off only, never
+       * for the model. Idempotent: a job calling back again (after a crash)
+       * finds the result already recorded.
        */
       videoFinished: {
         input: videoFinishedInput,
@@ -248,27 +270,49 @@ export function createConversationActor(deps: ConversationActorDeps) {
           const data = ctx.state.conversation;
           const pending = data?.pending_video;
           if (!data || data.status !== "generating_media" || !pending || pending.job_id !== input.job_id) return null;
+          if (pending.result_recorded) return toPublic(data);
           const output = input.error
             ? { job_id: input.job_id, status: "failed", error: input.error }
             : { job_id: input.job_id, status: "completed", result_url: input.result_url };
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: JSON.stringify(output), tool_calls: null, tool_call_id: pending.tool_call_id };
           data.messages.push(message);
-          deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
-          data.pending_video = null;
+          announce(ctx, { type: "message.appended", conversation_id: data.id, message });
+          data.pending_video = { ...pending, result_recorded: true };
           data.pending_tool_call_ids = [];
           data.updated_at = now(ctx);
+          // Periodic, so a process killed during the model's answer answers again once back; the answering turn clears it.
+          await ctx.setReminder(RESUME_REMINDER, 0, RESUME_RETRY_MS, "resumeAfterVideo", { job_id: input.job_id });
+          return toPublic(data);
+        },
+      },
+
+      /** The model answers the video's result (the reminder videoFinished set); a no-op once it has. */
+      resumeAfterVideo: {
+        input: z.object({ job_id: z.string() }),
+        run: async (ctx, input): Promise<void> => {
+          const data = ctx.state.conversation;
+          const pending = data?.pending_video;
+          const clearReminder = () => ctx.afterCommit(() => ctx.clearReminder(RESUME_REMINDER));
+          if (!data || !pending || data.status !== "generating_media") {
+            clearReminder(); // answered already (a firing queued behind the answering turn, or after a crash)
+            return;
+          }
+          // Not handed over yet (its videoFinished turn failed after setting this reminder): the job calls again.
+          if (!pending.result_recorded || pending.job_id !== input.job_id) return;
+          data.pending_video = null;
           try {
             // The rest of the turn bills under its own key: the calls before the video were numbered from 0 under the request id.
-            return await continueTurn(ctx, data, pending.payer ?? undefined, `${pending.request_id}:after-video`, "generating_media");
+            await continueTurn(ctx, data, pending.payer ?? undefined, `${pending.request_id}:after-video`, "generating_media");
           } catch (error) {
             // The model failed to answer: the result stays in the history and
             // the conversation is idle again, never stuck in generating_media.
             if (data.status === "generating_media" && !data.pending_video) data.status = "idle";
-            deps.events.publish({ type: "status.changed", conversation_id: data.id, status: data.status });
-            deps.directory.updated(toSummary(data));
+            announce(ctx, { type: "status.changed", conversation_id: data.id, status: data.status });
+            announceSummary(ctx, data);
             ctx.log.warn("conversation turn after a video failed", { conversation_id: data.id, error });
-            return toPublic(data);
           }
+          // Cleared once this answer is committed: a turn killed before its commit leaves the reminder to answer again.
+          clearReminder();
         },
       },
     },

@@ -89,7 +89,7 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
       }
       data.status = "generating_media";
       data.pending_tool_call_ids = [video.tool_call_id];
-      data.pending_video = { ...video, payer: null, request_id: "" };
+      data.pending_video = { ...video, payer: null, request_id: "", result_recorded: false };
       return;
     }
     if (pending.length > 0) {

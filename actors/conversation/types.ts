@@ -29,6 +29,12 @@ export const pendingVideoSchema = z.object({
   tool_call_id: z.string(),
   payer: z.object({ organization_id: z.string(), project_id: z.string(), environment_id: z.string(), api_key_id: z.string(), live: z.boolean() }).nullable(),
   request_id: z.string(),
+  /**
+   * The job's result is in the history (the job handed it over); the
+   * model's answer to it runs in this conversation's own turn, started by a
+   * durable reminder (resumeAfterVideo), not inside the job's turn.
+   */
+  result_recorded: z.boolean().default(false),
 });
 export type PendingVideo = z.infer<typeof pendingVideoSchema>;
 

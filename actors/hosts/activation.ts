@@ -2,7 +2,8 @@
 // turn queue, and the turn itself. Shared by both hosts so the commit rule —
 // state is persisted and replaces the in-memory copy only when the method
 // resolves — is written once — and so is the input check: the method's input
-// schema parses what the caller sent before the turn runs.
+// schema parses what the caller sent before the turn runs. So is the outbox
+// rule: what a turn queued with ctx.afterCommit runs only after that commit.
 import type { z } from "zod";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
@@ -136,6 +137,8 @@ export class Activation {
     if (!declared) throw new TroupeError("not_found", `Actor type ${definition.type} has no method ${method}.`);
     const parsedInput = declared.input.safeParse(input);
     if (!parsedInput.success) throw invalidInput(definition.type, method, parsedInput.error);
+    const announcements: Array<() => unknown> = [];
+    let turnOpen = true;
     const ctx: ActorContext<unknown> = {
       type: definition.type,
       id,
@@ -143,23 +146,43 @@ export class Activation {
       clock: services.clock,
       ids: services.ids,
       log: this.log,
-      call: (type, targetId, targetMethod, targetInput) => {
+      // Typed for the caller by the callee's declaration; the callee's host parses the input and answers JSON.
+      call: ((callee: { type: string }, targetId: string, targetMethod: string, targetInput: unknown) => {
         // Turns are not reentrant: calling yourself would wait for this turn forever.
-        if (type === definition.type && targetId === id) {
+        if (callee.type === definition.type && targetId === id) {
           return Promise.reject(new Error(`${definition.type}/${id} cannot call itself (actor turns are not reentrant)`));
         }
-        return services.call(type, targetId, targetMethod, targetInput);
-      },
+        return services.call(callee.type, targetId, targetMethod, targetInput);
+      }) as ActorContext<unknown>["call"],
       setTimer: (name, dueMs, periodMs, m, i) => services.setTimer(definition.type, id, checkSpec(definition, { name, dueMs, periodMs, method: m, input: i })),
       clearTimer: (name) => services.clearTimer(definition.type, id, name),
       setReminder: (name, dueMs, periodMs, m, i) =>
         services.setReminder(definition.type, id, checkSpec(definition, { name, dueMs, periodMs, method: m, input: i })),
       clearReminder: (name) => services.clearReminder(definition.type, id, name),
+      afterCommit: (fn) => {
+        // A promise the method left running may outlive the turn: its announcement has no commit to follow.
+        if (!turnOpen) throw new Error(`${definition.type}.${method}: afterCommit called after the turn ended`);
+        announcements.push(fn);
+      },
     };
-    const output = await declared.run(ctx, parsedInput.data);
-    const draftJson = JSON.stringify(ctx.state);
+    try {
+      const output = await declared.run(ctx, parsedInput.data);
+      await this.commit(method, ctx.state);
+      turnOpen = false;
+      this.announce(method, announcements);
+      return output;
+    } finally {
+      // A failed turn drops what it queued.
+      turnOpen = false;
+    }
+  }
+
+  /** Persists the turn's state when it changed; throwing fails the turn. */
+  private async commit(method: string, state: unknown): Promise<void> {
+    const { definition } = this;
+    const draftJson = JSON.stringify(state);
     if (draftJson !== this.stateJson) {
-      const parsed = definition.state.safeParse(ctx.state);
+      const parsed = definition.state.safeParse(state);
       if (!parsed.success) {
         throw new TroupeError("internal_error", `${definition.type}.${method} left a state that does not match its schema.`, {
           cause: parsed.error,
@@ -171,7 +194,19 @@ export class Activation {
         this.stateJson = nextJson;
       }
     }
-    return output;
+  }
+
+  /** Runs a committed turn's afterCommit functions in order; their failures are logged, never the turn's. */
+  private announce(method: string, announcements: ReadonlyArray<() => unknown>): void {
+    const failed = (error: unknown): void => this.log.warn("an afterCommit function failed", { method, error });
+    for (const fn of announcements) {
+      try {
+        const result = fn();
+        if (result instanceof Promise) result.catch(failed);
+      } catch (error) {
+        failed(error);
+      }
+    }
   }
 }
 

@@ -21,7 +21,8 @@ import type { Metrics } from "../../core/metrics.ts";
 import { noEvents, type EventPublisher } from "../../core/organization-events.ts";
 import { routingStrategySchema, type RoutingStrategy } from "../../providers/types.ts";
 import { payerSchema } from "../../providers/usage.ts";
-import { defineActor, type ActorContext } from "../actor.ts";
+import { actorRef, defineActor, type ActorContext } from "../actor.ts";
+import type { ConversationActorDefinition } from "../conversation/conversation-actor.ts";
 import { ownerSchema } from "../conversation/types.ts";
 import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
@@ -30,8 +31,12 @@ import { isFinal, jobCallbackSchema, jobStateSchema, toPublicJob, type Job, type
 import { segmentPrompts } from "./video-request.ts";
 
 export const JOB_ACTOR = "JobActor";
-/** The conversation method a finished job calls back (actors/conversation). */
-export const VIDEO_FINISHED_METHOD = "videoFinished";
+/**
+ * The conversation a finished job calls back (videoFinished), typed from its
+ * definition; a reference, not the definition, which is built from the
+ * gateway's dependencies (and importing it would make an import cycle).
+ */
+const conversationActor = actorRef<ConversationActorDefinition>("ConversationActor");
 
 export interface JobActorDeps extends StepDeps {
   /** The model and provider a job will start on; throws 400/503 when none can serve it. */
@@ -121,7 +126,8 @@ export function createJobActor(deps: JobActorDeps) {
     job.snapshot_dirty = true;
     await deps.directory.updated(job.owner.organization_id, snapshot);
     job.snapshot_dirty = false;
-    deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot });
+    // Live watchers hear of it once the turn commits: a failed step announces nothing.
+    ctx.afterCommit(() => deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot }));
   };
   const visibleOf = (job: JobData): string => {
     const { updated_at: _u, ...visible } = toPublicJob(job);
@@ -133,7 +139,12 @@ export function createJobActor(deps: JobActorDeps) {
     await ctx.setReminder("next", Math.max(0, afterMs), undefined, "step", {});
   };
 
-  /** What a final job still owes: its webhook event, then the conversation's callback. */
+  /**
+   * What a final job still owes: its webhook event, then the conversation's
+   * callback. The callback is a hand-off (the conversation records the result
+   * and answers it in a turn of its own), so this turn never waits for the
+   * conversation's model; it is retried with the step until it succeeds.
+   */
   const finish = async (ctx: Ctx, job: JobData): Promise<void> => {
     const snapshot = toPublicJob(job);
     if (!job.event_published) {
@@ -142,7 +153,7 @@ export function createJobActor(deps: JobActorDeps) {
       job.event_published = true;
     }
     if (job.callback && !job.callback_done) {
-      await ctx.call("ConversationActor", job.callback.conversation_id, "videoFinished", {
+      await ctx.call(conversationActor, job.callback.conversation_id, "videoFinished", {
         job_id: job.id,
         tool_call_id: job.callback.tool_call_id,
         result_url: job.result_url,

@@ -60,6 +60,8 @@ export interface StepDeps {
   bill(record: UsageRecord): Promise<void>;
   log: Logger;
   now(): number;
+  /** First wait after a failed poll; doubles per failure up to 30 s (default 500 ms; tests shorten it). */
+  pollRetryBaseMs?: number;
 }
 
 /** What a step asks for next: run again after `afterMs`. */
@@ -67,9 +69,15 @@ export interface StepOutcome {
   afterMs: number;
 }
 
-/** Polls that fail in a row (network, provider 5xx) before the job fails. */
+/**
+ * Polls that fail in a row (network, provider 5xx, after the router's own
+ * retries) before the job fails: a task that cannot be polled would
+ * otherwise keep the job `processing` forever. With the default waits
+ * (1, 2, 4, 8, 16, 30, 30 s between them) the job fails about 91 s after the
+ * first failed poll; one successful poll resets the count.
+ */
 export const MAX_POLL_FAILURES = 8;
-const pollRetryMs = (failures: number) => Math.min(30_000, 500 * 2 ** failures);
+const pollRetryMs = (failures: number, baseMs: number) => Math.min(30_000, baseMs * 2 ** failures);
 /** A provider call or a composition never holds a turn longer than this. */
 const stepTimeoutMs = 120_000;
 
@@ -186,11 +194,15 @@ async function poll(job: JobData, segment: SegmentState, task: VideoTask, deps: 
     segment.poll_failures += 1;
     deps.log.warn("video poll failed", { job_id: job.id, segment: segment.index, failures: segment.poll_failures, error });
     if (segment.poll_failures >= MAX_POLL_FAILURES) {
-      const message = error instanceof Error ? error.message : "the provider could not be polled";
-      failJob(job, isTroupeError(error) ? error.code : "provider_error", `segment ${segment.index}: ${message}`);
+      const last = error instanceof Error ? error.message : String(error);
+      failJob(
+        job,
+        isTroupeError(error) ? error.code : "provider_error",
+        `segment ${segment.index}: ${task.provider} could not be polled ${MAX_POLL_FAILURES} times in a row (last error: ${last})`,
+      );
       return { afterMs: 0 };
     }
-    return { afterMs: pollRetryMs(segment.poll_failures) };
+    return { afterMs: pollRetryMs(segment.poll_failures, deps.pollRetryBaseMs ?? 500) };
   }
   segment.poll_failures = 0;
   switch (status.state) {

@@ -3,7 +3,8 @@
 // down Orleans/Dapr virtual-actor semantics: turn-based concurrency per
 // actor, parallelism across actors, activation and idle deactivation, state
 // committed only by successful turns and surviving deactivation and kill -9,
-// durable reminders vs in-memory timers, actor-to-actor calls, and (with
+// durable reminders vs in-memory timers, actor-to-actor calls, announcements
+// that leave only after a turn commits (ctx.afterCommit), and (with
 // two replicas) failover of a dead replica's actors with their state.
 import { randomBytes } from "node:crypto";
 import type { Test } from "tap";
@@ -239,6 +240,32 @@ export const conformanceCases: ConformanceCase[] = [
       t.equal(ok(t, await target.call(a, "relay", { targetId: b, by: 1 }), "relay again"), 5, "the callee kept its state");
       t.same((await view(t, target, a)).marks, ["relayed:4", "relayed:5"], "the caller recorded both answers");
       t.equal((await view(t, target, b)).count, 5, "the callee's state");
+    },
+  },
+  {
+    name: "afterCommit: a committed turn's announcement goes out after it; a failed turn's is dropped",
+    async run(t, target) {
+      const a = freshId("announcer");
+      const b = freshId("listener");
+      const failed = await target.call(a, "announce", { targetId: b, fail: true });
+      t.equal(failed.status, 409, "the failing turn fails");
+      await sleep(500);
+      t.same((await view(t, target, b)).marks, [], "a failed turn announces nothing");
+      t.equal(ok(t, await target.call(a, "announce", { targetId: b, fail: false }), "announce"), 1, "the failed turn's count was not committed");
+      const heard = await eventually(async () => (await view(t, target, b)).marks.length > 0, 5_000);
+      t.ok(heard, "the committed turn's announcement arrived");
+      t.same((await view(t, target, b)).marks, ["announced:1"], "once, with what the turn committed");
+    },
+  },
+  {
+    name: "afterCommit: a reminder cleared after the commit never fires",
+    async run(t, target) {
+      const id = freshId("cleared");
+      ok(t, await target.call(id, "armThenClearAfterCommit"), "arm, then clear after the commit");
+      await sleep(2_000);
+      const state = await view(t, target, id);
+      t.equal(state.count, 1, "the turn committed");
+      t.same(state.marks, [], "the reminder (due after 500 ms, every 500 ms) was cleared before it fired");
     },
   },
   {

@@ -3,11 +3,14 @@
 // process ran a turn); they are per process, which is what the cases need.
 import { z } from "zod";
 import { TroupeError } from "../../core/errors.ts";
-import { defineActor } from "../../actors/actor.ts";
+import { actorRef, defineActor } from "../../actors/actor.ts";
 
 const inFlight = new Map<string, number>();
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Other counters, called typed from this very definition (a reference: the definition is still being declared). */
+const counter = actorRef<typeof CounterActor>("TestCounter");
 
 export const CounterActor = defineActor({
   type: "TestCounter",
@@ -116,10 +119,34 @@ export const CounterActor = defineActor({
     /** Actor-to-actor: increments another counter and records its answer. */
     relay: {
       input: z.object({ targetId: z.string(), by: z.number().int() }),
-      run: async (ctx, input) => {
-        const result = await ctx.call("TestCounter", input.targetId, "increment", { by: input.by });
+      run: async (ctx, input): Promise<number> => {
+        const result: number = await ctx.call(counter, input.targetId, "increment", { by: input.by });
         ctx.state.marks.push(`relayed:${String(result)}`);
         return result;
+      },
+    },
+    /**
+     * Counts, and announces the count to another counter after the commit
+     * (ctx.afterCommit); `fail` makes the turn throw after queueing it.
+     */
+    announce: {
+      input: z.object({ targetId: z.string(), fail: z.boolean() }),
+      run: async (ctx, input): Promise<number> => {
+        ctx.state.count += 1;
+        const count = ctx.state.count;
+        ctx.afterCommit(() => ctx.call(counter, input.targetId, "mark", `announced:${count}`));
+        if (input.fail) throw new TroupeError("conflict", "failed after queueing an announcement");
+        return count;
+      },
+    },
+    /** Arms a periodic reminder and clears it once the turn committed (the pattern of a job done in this turn). */
+    armThenClearAfterCommit: {
+      input: z.undefined(),
+      run: async (ctx) => {
+        ctx.state.count += 1;
+        await ctx.setReminder("cleared", 500, 500, "mark", "cleared");
+        ctx.afterCommit(() => ctx.clearReminder("cleared"));
+        return true;
       },
     },
     /** Blocks this process's event loop (an app that stops answering health probes). */

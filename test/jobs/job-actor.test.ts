@@ -2,7 +2,8 @@
 // VideoRouting test double (the end-to-end files use the real providers and
 // fakes): a router failure at submit fails the job with its code; a failed
 // narration fails it after the clips were billed; failures on our side are
-// retried, then fail the job; a submission armed in this process goes
+// retried, then fail the job; a task that cannot be polled fails the job
+// after MAX_POLL_FAILURES polls; a submission armed in this process goes
 // straight to the provider, a repeated one first looks for its task there;
 // the webhook event is published once with a deterministic id even when the
 // first publish fails; a finished job's
@@ -23,7 +24,7 @@ import { createActorHost } from "../../actors/hosts/create-host.ts";
 import { JobDirectory } from "../../actors/job/directory.ts";
 import { storeJobEventBus } from "../../actors/job/events.ts";
 import { createJobActor, type CreateJobInput, type JobActorDeps } from "../../actors/job/job-actor.ts";
-import { jobEventId } from "../../actors/job/job-steps.ts";
+import { jobEventId, MAX_POLL_FAILURES } from "../../actors/job/job-steps.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../../media/video-compose.ts";
 import { createFileStore } from "../../media/create-file-store.ts";
 import { OutboundFetcher } from "../../media/outbound-fetch.ts";
@@ -45,7 +46,9 @@ const clip = join(dataDir, "clip.mp4");
 writeFileSync(clip, fakeMp4());
 
 /** What the double is told to do per prompt. */
-const behaviour = new Map<string, "submit-fails" | "answer-lost-once">();
+const behaviour = new Map<string, "submit-fails" | "answer-lost-once" | "poll-fails">();
+/** Per prompt: polls that reached the double. */
+const polls = new Map<string, number>();
 /** Per prompt: submissions that reached the double, and the lookups for an earlier one (with their `since`). */
 const submitted = new Map<string, number>();
 const lookups: { prompt: string; sinceMs: number }[] = [];
@@ -69,7 +72,12 @@ const deps: JobActorDeps = {
       lookups.push({ prompt: req.prompt, sinceMs });
       return submitted.has(req.prompt) ? { provider: "double", model: "double-video", task_id: req.prompt, poll_after_ms: 10, duration_seconds: 2 } : undefined;
     },
-    pollVideo: async (_task: VideoTask): Promise<VideoTaskStatus> => ({ state: "succeeded", clip: { kind: "file", path: clip } }),
+    pollVideo: async (task: VideoTask): Promise<VideoTaskStatus> => {
+      polls.set(task.task_id, (polls.get(task.task_id) ?? 0) + 1);
+      // What the router throws once its own retries on the provider's poll endpoint are spent.
+      if (behaviour.get(task.task_id) === "poll-fails") throw new TroupeError("provider_error", "the video provider answered HTTP 503");
+      return { state: "succeeded", clip: { kind: "file", path: clip } };
+    },
     cancelVideo: async () => undefined,
   },
   plan: () => ({ model: "double-video", provider: "double" }),
@@ -106,6 +114,7 @@ const deps: JobActorDeps = {
   },
   watchdogMs: 300,
   retryBaseMs: 20,
+  pollRetryBaseMs: 1,
 };
 const job = createJobActor(deps);
 // Stands in for the ConversationActor: records the callback.
@@ -152,6 +161,21 @@ t.test("a router failure at submit fails the job with the router's code; job.fai
   t.not(jobEventId(id, "job.failed"), jobEventId(id, "job.completed"));
   t.match(jobEventId(id, "job.failed"), /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, "UUID-shaped");
   t.same(billed.filter((b) => b.request_id.startsWith(`job:${id}:`)).map((b) => [b.request_id, b.category, b.units, b.live]), [[`job:${id}:segment:0`, "video", 2, true]]);
+});
+
+t.test(`a task whose provider cannot be polled fails the job after ${MAX_POLL_FAILURES} failed polls in a row, with the reason`, async (t) => {
+  behaviour.set("unpollable", "poll-fails");
+  const id = newId();
+  await callActor(host, job, id, "create", input({ prompt: "unpollable" }));
+  const done = await final(id);
+  t.equal(done.status, "failed", "never stuck in processing");
+  t.same(done.error, {
+    code: "provider_error",
+    message: `segment 0: double could not be polled ${MAX_POLL_FAILURES} times in a row (last error: the video provider answered HTTP 503)`,
+  });
+  t.equal(polls.get("unpollable"), MAX_POLL_FAILURES, "polled exactly that many times");
+  t.same(done.segments.map((s) => s.status), ["failed"]);
+  t.same(billed.filter((b) => b.request_id.startsWith(`job:${id}:`)), [], "nothing billed");
 });
 
 t.test("a failed narration fails the job after its clips were billed", async (t) => {

@@ -1,9 +1,10 @@
 // Inputs are typed from their declarations: compiles
 // test/types/fixtures/misspelled.ts alone with the project's compiler
 // options and checks that exactly its lines marked `// error TSnnnn` fail,
-// each with that code: a misspelled actor input field or method name, a
-// timer naming a missing method, an unknown path parameter, the wrong
-// credential kind for the route's auth mode.
+// each with that code: a misspelled actor input field or method name (through
+// callActor and through an actor-to-actor ctx.call), a wrong actor type name
+// in an actorRef, a timer naming a missing method, an unknown path
+// parameter, the wrong credential kind for the route's auth mode.
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";

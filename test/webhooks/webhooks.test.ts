@@ -2,7 +2,7 @@
 // validation, signed deliveries verified by an independent receiver
 // (standardwebhooks + a plain HMAC), retries with the same event id, one
 // delivery record per attempt, 410 and an exhausted schedule disabling the
-// webhook, Retry-After, the test and retry endpoints, DELETE cancelling
+// webhook, Retry-After (capped at 24 h), the test and retry endpoints, DELETE cancelling
 // pending retries, idempotent publishes, and other organizations' 404s.
 import t from "tap";
 import type { OrganizationEvent } from "../../core/organization-events.ts";
@@ -141,6 +141,26 @@ t.test("webhooks", async (t) => {
     await waitFor(async () => receiver.received.length === 2, 5000, "the retry");
     const gap = receiver.received[1]!.receivedAtMs - receiver.received[0]!.receivedAtMs;
     t.ok(gap >= 950, `waited ${gap} ms (the scaled schedule alone would wait 1 ms)`);
+  });
+
+  t.test("a Retry-After longer than 24 h postpones the next attempt by 24 h, no more", async (t) => {
+    const receiver = await startWebhookReceiver();
+    t.teardown(() => receiver.close());
+    // About three years: a receiver must not be able to park an event that long.
+    receiver.script = [{ status: 503, headers: { "retry-after": "99999999" } }];
+    const id = await createWebhook(troupe, s.key, receiver);
+    const before = Date.now();
+    await publish(event(s.orgId));
+    const failedFirst = async () => (await deliveries(troupe, s.key, id)).find((r) => r["attempt"] === 1 && r["status"] === "failed");
+    await waitFor(async () => (await failedFirst()) !== undefined, 5000, "the failed attempt");
+    const after = Date.now();
+    const dayMs = 24 * 3600_000;
+    const failed = await failedFirst();
+    const nextMs = Date.parse(String(failed?.["next_attempt_at"]));
+    t.ok(nextMs >= before + dayMs && nextMs <= after + dayMs, `next attempt ${failed?.["next_attempt_at"]} is 24 h after the failure`);
+    const [pending] = await deliveries(troupe, s.key, id);
+    t.match(pending, { attempt: 2, status: "pending", next_attempt_at: failed?.["next_attempt_at"] }, "the next attempt is listed as pending until then");
+    t.equal(receiver.received.length, 1, "no second attempt meanwhile");
   });
 
   t.test("410 Gone disables the webhook at once, with the reason", async (t) => {
