@@ -15,7 +15,7 @@ export const csrfHeader = "x-csrf-token";
 
 export interface Authenticator {
   /** Synchronous for a warm API key (the hot path), a promise otherwise. */
-  authenticate(route: { auth: AuthMode; refusesApiKeys?: boolean }, method: string, headers: Record<string, string>): AuthContext | Promise<AuthContext>;
+  authenticate(route: { auth: AuthMode; refusesApiKeys?: boolean; apiKeyHeader?: string }, method: string, headers: Record<string, string>): AuthContext | Promise<AuthContext>;
 }
 
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -29,7 +29,8 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
 
   return {
     authenticate(route, method, headers) {
-      const bearer = bearerToken(headers["authorization"]);
+      // Authorization first; a route may also take the key in its own header (the /anthropic mount's x-api-key).
+      const bearer = bearerToken(headers["authorization"]) ?? (route.apiKeyHeader === undefined ? undefined : headers[route.apiKeyHeader] || undefined);
       const mode = route.auth;
       if (mode === "none") {
         if (route.refusesApiKeys && bearer !== undefined && looksLikeApiKey(bearer, keyPrefix)) {
@@ -60,7 +61,9 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
       }
       throw new TroupeError(
         "unauthorized",
-        mode === "api_key" ? "missing API key: send Authorization: Bearer <API key>" : "missing credential: send Authorization: Bearer <session token> or the session cookie",
+        mode === "api_key"
+          ? `missing API key: send Authorization: Bearer <API key>${route.apiKeyHeader ? ` or ${route.apiKeyHeader}: <API key>` : ""}`
+          : "missing credential: send Authorization: Bearer <session token> or the session cookie",
       );
     },
   };
