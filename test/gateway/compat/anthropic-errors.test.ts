@@ -42,10 +42,18 @@ t.test("401: a bad key is Anthropic.AuthenticationError, not retried", async (t)
   t.equal(error.requestID, error.headers?.get("x-request-id"));
 });
 
-t.test("the key also works as Authorization: Bearer", async (t) => {
-  const res = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, body: hello });
-  t.equal(res.status, 200, res.text);
-  t.equal(field(res.body, "type"), "message");
+t.test("the key in x-api-key (the Python SDK, curl) or Authorization: Bearer (this Node SDK); x-api-key only on this mount", async (t) => {
+  const viaHeader = await h.troupe.request("POST", "/anthropic/v1/messages", { headers: { "x-api-key": h.liveKey, "anthropic-version": "2023-06-01" }, body: hello });
+  t.equal(viaHeader.status, 200, viaHeader.text);
+  t.equal(field(viaHeader.body, "type"), "message");
+  const viaBearer = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, body: hello });
+  t.equal(viaBearer.status, 200, viaBearer.text);
+  const none = await h.troupe.request("POST", "/anthropic/v1/messages", { body: hello });
+  t.equal(none.status, 401);
+  t.match(none.body, { type: "error", error: { type: "authentication_error", message: /x-api-key/ } });
+  const v1 = await h.troupe.request("POST", "/v1/chat/completions", { headers: { "x-api-key": h.liveKey }, body: { model: models.openai, messages: [{ role: "user", content: "hi" }] } });
+  t.equal(v1.status, 401, "/v1 still takes only Authorization");
+  t.equal(field(v1.body, "error", "code"), "unauthorized");
 });
 
 t.test("403: a key scoped to another category is Anthropic.PermissionDeniedError", async (t) => {
