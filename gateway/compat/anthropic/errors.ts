@@ -69,10 +69,12 @@ const eventStream = (): Record<string, unknown> => ({
   description: "Anthropic's Messages stream: event lines naming each JSON data line (docs/guides/anthropic-compatible.md)",
 });
 
+let errorSchema: Record<string, unknown> | undefined;
+
 export const anthropicDialect: RouteDialect = {
   renderError: renderAnthropicError,
   openApi: {
-    errorSchema: () => ({ name: "AnthropicError", schema: z.toJSONSchema(errorBodySchema, { io: "output" }) as Record<string, unknown> }),
+    errorSchema: () => ({ name: "AnthropicError", schema: (errorSchema ??= z.toJSONSchema(errorBodySchema, { io: "output" }) as Record<string, unknown>) }),
     statusOf: (code) => mapping[code].status,
     security: [{ anthropicApiKey: [] }, { apiKey: [] }],
     securitySchemes: { anthropicApiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "A Troupe API key, as the Anthropic SDKs send it" } },

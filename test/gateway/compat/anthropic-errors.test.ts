@@ -132,3 +132,28 @@ t.test("a client that stops reading stops the upstream call", async (t) => {
   const upstream = h.fakes.anthropic.requests.at(-1)!;
   t.equal(await h.fakes.anthropic.outcome(upstream), "closed early", "the provider's stream was cut off");
 });
+
+t.test("413 and 415 are written in Anthropic's shape too", async (t) => {
+  const big = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, rawBody: "x".repeat(11 * 1024 * 1024), headers: { "content-type": "application/json" } });
+  t.equal(big.status, 413);
+  t.match(big.body, { type: "error", error: { type: "request_too_large" } });
+  t.equal(big.headers.get("request-id"), big.headers.get("x-request-id"));
+  const text = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, rawBody: "{}", headers: { "content-type": "text/plain" } });
+  t.equal(text.status, 415);
+  t.match(text.body, { type: "error", error: { type: "invalid_request_error" } });
+});
+
+t.test("the OpenAPI document describes the mount as it answers", async (t) => {
+  const doc = (await h.troupe.request("GET", "/v1/openapi.json")).body;
+  const op = field(doc, "paths", "/anthropic/v1/messages", "post") as Record<string, unknown>;
+  t.same(op["tags"], ["Anthropic-compatible"]);
+  t.same(op["security"], [{ anthropicApiKey: [] }, { apiKey: [] }]);
+  const ref = (status: string) => field(op, "responses", status, "content", "application/json", "schema", "$ref");
+  for (const status of ["400", "401", "402", "403", "404", "413", "429", "500", "529"]) t.equal(ref(status), "#/components/schemas/AnthropicError", status);
+  t.notOk(field(op, "responses", "503"), "no provider is 529 here, not 503");
+  t.equal(ref("405"), "#/components/schemas/Error", "the catch-all's 405 is Troupe's");
+  t.match(field(op, "responses", "200", "content", "text/event-stream", "schema", "properties", "event", "enum"), ["message_start"]);
+  t.match(field(doc, "components", "securitySchemes", "anthropicApiKey"), { type: "apiKey", in: "header", name: "x-api-key" });
+  t.match(field(doc, "components", "schemas", "AnthropicError"), { type: "object", required: ["type", "error", "request_id"] });
+  t.equal(field(doc, "paths", "/v1/chat/completions", "post", "responses", "503", "content", "application/json", "schema", "$ref"), "#/components/schemas/Error", "/v1 unchanged");
+});
