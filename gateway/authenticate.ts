@@ -29,8 +29,7 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
 
   return {
     authenticate(route, method, headers) {
-      // Authorization first; a route may also take the key in its own header (the /anthropic mount's x-api-key).
-      const bearer = bearerToken(headers["authorization"]) ?? (route.apiKeyHeader === undefined ? undefined : headers[route.apiKeyHeader] || undefined);
+      const bearer = route.apiKeyHeader === undefined ? bearerToken(headers["authorization"]) : credentialOf(route.apiKeyHeader, headers);
       const mode = route.auth;
       if (mode === "none") {
         if (route.refusesApiKeys && bearer !== undefined && looksLikeApiKey(bearer, keyPrefix)) {
@@ -67,6 +66,20 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
       );
     },
   };
+}
+
+/**
+ * A route that also takes the key in its own header (the /anthropic mount's
+ * x-api-key): either header, and when both are sent they must agree, so a
+ * request never carries one credential that is checked and one that is not.
+ */
+function credentialOf(apiKeyHeader: string, headers: Record<string, string>): string | undefined {
+  const bearer = bearerToken(headers["authorization"]);
+  const own = headers[apiKeyHeader] || undefined;
+  if (own !== undefined && bearer !== undefined && own !== bearer) {
+    throw new TroupeError("unauthorized", `${apiKeyHeader} and Authorization carry different credentials: send one`);
+  }
+  return own ?? bearer;
 }
 
 function bearerToken(header: string | undefined): string | undefined {

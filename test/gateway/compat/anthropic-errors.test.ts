@@ -48,6 +48,11 @@ t.test("the key in x-api-key (the Python SDK, curl) or Authorization: Bearer (th
   t.equal(field(viaHeader.body, "type"), "message");
   const viaBearer = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, body: hello });
   t.equal(viaBearer.status, 200, viaBearer.text);
+  const both = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, headers: { "x-api-key": h.liveKey }, body: hello });
+  t.equal(both.status, 200, "both headers with the same key");
+  const disagreeing = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, headers: { "x-api-key": "trp_live_someotherkey" }, body: hello });
+  t.equal(disagreeing.status, 401, "two different credentials are refused, whichever is valid");
+  t.match(disagreeing.body, { error: { type: "authentication_error", message: /different credentials/ } });
   const none = await h.troupe.request("POST", "/anthropic/v1/messages", { body: hello });
   t.equal(none.status, 401);
   t.match(none.body, { type: "error", error: { type: "authentication_error", message: /x-api-key/ } });
