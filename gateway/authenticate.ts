@@ -75,7 +75,8 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
  */
 function credentialOf(apiKeyHeader: string, headers: Record<string, string>): string | undefined {
   const bearer = bearerToken(headers["authorization"]);
-  const own = headers[apiKeyHeader] || undefined;
+  // Present but empty is a (wrong) credential too, not an absent one.
+  const own = headers[apiKeyHeader];
   if (own !== undefined && bearer !== undefined && own !== bearer) {
     throw new TroupeError("unauthorized", `${apiKeyHeader} and Authorization carry different credentials: send one`);
   }

@@ -53,6 +53,8 @@ t.test("the key in x-api-key (the Python SDK, curl) or Authorization: Bearer (th
   const disagreeing = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, headers: { "x-api-key": "trp_live_someotherkey" }, body: hello });
   t.equal(disagreeing.status, 401, "two different credentials are refused, whichever is valid");
   t.match(disagreeing.body, { error: { type: "authentication_error", message: /different credentials/ } });
+  const empty = await h.troupe.request("POST", "/anthropic/v1/messages", { token: h.liveKey, headers: { "x-api-key": "" }, body: hello });
+  t.equal(empty.status, 401, "an empty x-api-key beside a good bearer is a wrong credential, not none");
   const none = await h.troupe.request("POST", "/anthropic/v1/messages", { body: hello });
   t.equal(none.status, 401);
   t.match(none.body, { type: "error", error: { type: "authentication_error", message: /x-api-key/ } });
