@@ -42,7 +42,7 @@ t.test("401: a bad key is Anthropic.AuthenticationError, not retried", async (t)
   t.equal(error.requestID, error.headers?.get("x-request-id"));
 });
 
-t.test("the key in x-api-key (the Python SDK, curl) or Authorization: Bearer (this Node SDK); x-api-key only on this mount", async (t) => {
+t.test("the key in x-api-key (Anthropic's documented header, curl) or Authorization: Bearer (the current SDKs); x-api-key only on this mount", async (t) => {
   const viaHeader = await h.troupe.request("POST", "/anthropic/v1/messages", { headers: { "x-api-key": h.liveKey, "anthropic-version": "2023-06-01" }, body: hello });
   t.equal(viaHeader.status, 200, viaHeader.text);
   t.equal(field(viaHeader.body, "type"), "message");
