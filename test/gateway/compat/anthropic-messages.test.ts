@@ -2,8 +2,9 @@
 // Troupe's /anthropic mount over real sockets: messages plain and streamed,
 // and tool-use round trips plain and streamed, each through an OpenAI, an
 // Anthropic and a Gemini model (the fakes); Anthropic's wire format of the
-// stream; system blocks, stop_sequences, images, count_tokens, request-id.
-import type Anthropic from "@anthropic-ai/sdk";
+// stream; system blocks, stop_sequences, images, count_tokens, request-id;
+// a failure after the stream started.
+import Anthropic from "@anthropic-ai/sdk";
 import t from "tap";
 import { models, startCompatHarness } from "./anthropic-harness.ts";
 
@@ -135,4 +136,20 @@ t.test("request-id: the SDK reads Troupe's request id", async (t) => {
   t.equal(data.type, "message");
   t.match(request_id, /^req_/);
   t.equal(request_id, response.headers.get("x-request-id"));
+});
+
+t.test("a failure after the stream started: an `error` event the SDK raises as APIError", async (t) => {
+  h.fakes.openai.faults.queue.push({ kind: "cut" });
+  h.fakes.openai.faults.eventDelayMs = 20;
+  t.teardown(() => void (h.fakes.openai.faults.eventDelayMs = 0));
+  const stream = client.messages.stream({ model: models.openai, max_tokens: 100, messages: [{ role: "user", content: "one two three four five six seven eight nine ten" }] });
+  const fragments: string[] = [];
+  stream.on("text", (text) => fragments.push(text));
+  const error = await stream.finalMessage().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.ok(fragments.length >= 1, "text arrived before the failure");
+  t.type(error, Anthropic.APIError);
+  t.match((error as InstanceType<typeof Anthropic.APIError>).error, { type: "error", error: { type: "api_error", message: String } });
 });
