@@ -23,7 +23,9 @@ export function toChatConversation(body: Conversation): Pick<ChatRequest, "messa
   const messages: ChatMessage[] = [];
   const system = typeof body.system === "string" ? body.system : body.system?.map((b) => b.text).join("\n");
   if (system) messages.push({ role: "system", content: system });
-  body.messages.forEach((m, i) => messages.push(...toChatMessages(m, i)));
+  // tool_use ids not yet answered: a tool_result must answer one (named by its Anthropic path here, not the router's).
+  const open = new Set<string>();
+  body.messages.forEach((m, i) => messages.push(...toChatMessages(m, i, open)));
   const tools: ToolDefinition[] | undefined = body.tools?.map((t) => ({ name: t.name, description: t.description ?? "", parameters: t.input_schema }));
   return { messages, tools, tool_choice: toolChoiceOf(body.tool_choice) };
 }
@@ -54,7 +56,7 @@ function toolChoiceOf(choice: Conversation["tool_choice"]): ToolChoice | undefin
   }
 }
 
-function toChatMessages(m: MessageParam, index: number): ChatMessage[] {
+function toChatMessages(m: MessageParam, index: number, open: Set<string>): ChatMessage[] {
   if (typeof m.content === "string") return [{ role: m.role, content: m.content }];
   const at = (j: number) => `body.messages.${index}.content.${j}`;
   const texts: string[] = [];
@@ -73,9 +75,13 @@ function toChatMessages(m: MessageParam, index: number): ChatMessage[] {
       case "tool_use":
         if (m.role !== "assistant") throw invalidRequest([{ path: at(j), message: "tool_use blocks belong in assistant messages" }]);
         toolCalls.push({ id: block.id, name: block.name, arguments: block.input });
+        open.add(block.id);
         return;
       case "tool_result":
         if (m.role !== "user") throw invalidRequest([{ path: at(j), message: "tool_result blocks belong in user messages" }]);
+        if (!open.delete(block.tool_use_id)) {
+          throw invalidRequest([{ path: `${at(j)}.tool_use_id`, message: `no earlier tool_use block has id ${block.tool_use_id} (or it was already answered)` }]);
+        }
         results.push({ role: "tool", tool_call_id: block.tool_use_id, content: toolResultText(block, at(j)) });
         return;
     }

@@ -73,7 +73,11 @@ t.test("blocks in the wrong turn are 400s naming their path", async (t) => {
   t.match(refused([{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "tool_result", tool_use_id: "a" }] }]), { status: 400, message: /messages\.1\.content\.0/ });
   t.match(refused([{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "image", source: { type: "url", url: "u" } }] }]), { status: 400, message: /image blocks belong in user messages/ });
   const image = { type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } };
-  t.match(refused([{ role: "user", content: [{ type: "tool_result", tool_use_id: "a", content: [image] }] }]), { status: 400, message: /images inside tool_result/ });
+  const asked = [{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "tool_use", id: "a", name: "x", input: {} }] }];
+  t.match(refused([...asked, { role: "user", content: [{ type: "tool_result", tool_use_id: "a", content: [image] }] }]), { status: 400, message: /images inside tool_result/ });
+  t.match(refused([...asked, { role: "user", content: [{ type: "tool_result", tool_use_id: "b" }] }]), { status: 400, message: /body\.messages\.2\.content\.0\.tool_use_id: no earlier tool_use block has id b/ });
+  const twice = { role: "user", content: [{ type: "tool_result", tool_use_id: "a" }] };
+  t.match(refused([...asked, twice, twice]), { status: 400, message: /messages\.3\.content\.0\.tool_use_id: .*already answered/ });
 });
 
 t.test("the schema: max_tokens required, unknown fields refused, input_schema an object schema", async (t) => {
