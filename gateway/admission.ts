@@ -33,6 +33,8 @@ export interface AdmissionPolicy<A extends AuthMode = AuthMode> {
   refusesApiKeys?: boolean;
   /** For API keys: the category the key's scopes must include. */
   scope?: Scope;
+  /** A header that may carry the API key instead of Authorization: Bearer (a compatibility mount's). */
+  apiKeyHeader?: string;
 }
 
 /** Per-key limits; synchronous when the count is in process (the hot path). Returns the window for the headers. */

@@ -83,6 +83,7 @@ import { createLedgerStore } from "../tenancy/create-ledger-store.ts";
 import type { LedgerStore } from "../tenancy/ledger.ts";
 import { UsageReports } from "../tenancy/usage-report.ts";
 import { billingRoutes } from "./routes/billing.ts";
+import { anthropicRoutes } from "./compat/anthropic/routes.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -290,6 +291,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...apiKeyRoutes(apiKeys, (ids) => ledger.usageToDate(ids)),
     ...modelRoutes(ai),
     ...chatRoutes(ai),
+    ...anthropicRoutes(ai),
     ...embeddingRoutes(ai),
     ...vectorIndexRoutes({ index: orgIndex, usage: meter }),
     ...visionRoutes(ai),

@@ -15,7 +15,7 @@ export const csrfHeader = "x-csrf-token";
 
 export interface Authenticator {
   /** Synchronous for a warm API key (the hot path), a promise otherwise. */
-  authenticate(route: { auth: AuthMode; refusesApiKeys?: boolean }, method: string, headers: Record<string, string>): AuthContext | Promise<AuthContext>;
+  authenticate(route: { auth: AuthMode; refusesApiKeys?: boolean; apiKeyHeader?: string }, method: string, headers: Record<string, string>): AuthContext | Promise<AuthContext>;
 }
 
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -29,7 +29,7 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
 
   return {
     authenticate(route, method, headers) {
-      const bearer = bearerToken(headers["authorization"]);
+      const bearer = route.apiKeyHeader === undefined ? bearerToken(headers["authorization"]) : credentialOf(route.apiKeyHeader, headers);
       const mode = route.auth;
       if (mode === "none") {
         if (route.refusesApiKeys && bearer !== undefined && looksLikeApiKey(bearer, keyPrefix)) {
@@ -60,10 +60,27 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
       }
       throw new TroupeError(
         "unauthorized",
-        mode === "api_key" ? "missing API key: send Authorization: Bearer <API key>" : "missing credential: send Authorization: Bearer <session token> or the session cookie",
+        mode === "api_key"
+          ? `missing API key: send Authorization: Bearer <API key>${route.apiKeyHeader ? ` or ${route.apiKeyHeader}: <API key>` : ""}`
+          : "missing credential: send Authorization: Bearer <session token> or the session cookie",
       );
     },
   };
+}
+
+/**
+ * A route that also takes the key in its own header (the /anthropic mount's
+ * x-api-key): either header, and when both are sent they must agree, so a
+ * request never carries one credential that is checked and one that is not.
+ */
+function credentialOf(apiKeyHeader: string, headers: Record<string, string>): string | undefined {
+  const bearer = bearerToken(headers["authorization"]);
+  // Present but empty is a (wrong) credential too, not an absent one.
+  const own = headers[apiKeyHeader];
+  if (own !== undefined && bearer !== undefined && own !== bearer) {
+    throw new TroupeError("unauthorized", `${apiKeyHeader} and Authorization carry different credentials: send one`);
+  }
+  return own ?? bearer;
 }
 
 function bearerToken(header: string | undefined): string | undefined {

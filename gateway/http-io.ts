@@ -7,6 +7,7 @@ import { errorBody, TroupeError } from "../core/errors.ts";
 import { statusLine } from "../core/http-status.ts";
 import { answerThenDiscard, type Discard } from "./lingering-close.ts";
 import { framingConflict } from "./request-guards.ts";
+import type { RouteDialect } from "./route.ts";
 
 export interface CapturedRequest {
   method: string;
@@ -89,16 +90,20 @@ export class ResponseState {
  * then rejects with the same error, which finds the response already sent.
  * uWS hands out a reused ArrayBuffer, so each kept chunk is copied.
  */
-export function readBody(res: HttpResponse, state: ResponseState, declaredLength: number | undefined, maxBytes: number, requestId: string): Promise<Buffer> {
+export function readBody(
+  res: HttpResponse,
+  state: ResponseState,
+  declaredLength: number | undefined,
+  maxBytes: number,
+  requestId: string,
+  dialect?: RouteDialect,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let discard: Discard | undefined;
     const refuse = (): Discard => {
       const error = tooLarge(maxBytes);
-      const headers: [string, string][] = [
-        ["content-type", "application/json"],
-        ["x-request-id", requestId],
-      ];
-      discard = answerThenDiscard(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+      const answer = errorAnswer(error, requestId, dialect);
+      discard = answerThenDiscard(res, state, answer.status, answer.headers, answer.body);
       reject(error);
       return discard;
     };
@@ -124,6 +129,22 @@ export function readBody(res: HttpResponse, state: ResponseState, declaredLength
     });
     state.onAbort(() => reject(new TroupeError("invalid_request", "client went away")));
   });
+}
+
+/**
+ * An error as written: Troupe's body and status, or the route's dialect's
+ * (a compatibility mount), with Retry-After when the error has one.
+ */
+export function errorAnswer(error: TroupeError, requestId: string, dialect?: RouteDialect): { status: number; headers: [string, string][]; body: string } {
+  const headers: [string, string][] = [
+    ["content-type", "application/json"],
+    ["x-request-id", requestId],
+  ];
+  if (error.retryAfterSeconds !== undefined) headers.push(["retry-after", String(error.retryAfterSeconds)]);
+  if (!dialect) return { status: error.status, headers, body: JSON.stringify(errorBody(error, requestId)) };
+  const answer = dialect.renderError(error, requestId);
+  if (answer.headers) headers.push(...answer.headers);
+  return { status: answer.status, headers, body: JSON.stringify(answer.body) };
 }
 
 function tooLarge(maxBytes: number): TroupeError {

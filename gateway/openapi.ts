@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { errorCatalog, type ErrorCode } from "../core/errors.ts";
 import { streamEventSchema } from "../providers/types.ts";
-import { paramNamesOf, type RouteDefinition, type WsRouteDefinition } from "./route.ts";
+import { paramNamesOf, type RouteDefinition, type RouteDialect, type WsRouteDefinition } from "./route.ts";
 
 type JsonObject = Record<string, unknown>;
 
@@ -46,15 +46,23 @@ const parserErrorBodySchema: JsonObject = {
 const httpLayerErrors: ErrorCode[] = ["method_not_allowed", "uri_too_long", "headers_too_large", "http_version_not_supported"];
 const parserStatuses = new Set([431, 505]);
 
-function errorResponses(codes: Iterable<ErrorCode>): JsonObject {
+/**
+ * Errors a route's dialect does not write: the 405 of the catch-all handler
+ * and uWS's parser answers happen before any route is chosen.
+ */
+const outsideRoute = new Set<ErrorCode>(["method_not_allowed", "headers_too_large", "http_version_not_supported"]);
+
+function errorResponses(codes: Iterable<ErrorCode>, dialect?: RouteDialect): JsonObject {
   const byStatus = new Map<number, ErrorCode[]>();
+  const statusOf = (code: ErrorCode): number => (dialect && !outsideRoute.has(code) ? dialect.openApi.statusOf(code) : errorCatalog[code].status);
   for (const code of codes) {
-    const status = errorCatalog[code].status;
+    const status = statusOf(code);
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   const responses: JsonObject = {};
   for (const [status, list] of byStatus) {
-    const schema = parserStatuses.has(status) ? "ParserError" : "Error";
+    const dialectSchema = dialect && !list.some((code) => outsideRoute.has(code)) ? dialect.openApi.errorSchema().name : undefined;
+    const schema = dialectSchema ?? (parserStatuses.has(status) ? "ParserError" : "Error");
     let description = list.join(" | ");
     if (status === 405) description += " (a method this path does not serve; the Allow header lists those it does)";
     if (status === 426) description += " (a plain GET on a WebSocket path; the Upgrade header says websocket)";
@@ -92,7 +100,7 @@ function sseEventSchema(): JsonObject {
 }
 
 /** What the error list and security of an operation depend on; HTTP and WebSocket routes both have it. */
-type Admitted = Pick<RouteDefinition, "auth" | "refusesApiKeys" | "scope" | "body" | "query" | "errors">;
+type Admitted = Pick<RouteDefinition, "auth" | "refusesApiKeys" | "scope" | "body" | "query" | "errors" | "dialect">;
 
 function impliedErrors(route: Admitted): ErrorCode[] {
   const codes: ErrorCode[] = ["internal_error", ...httpLayerErrors];
@@ -107,10 +115,11 @@ function impliedErrors(route: Admitted): ErrorCode[] {
 
 /** The error responses of a route: those its admission implies plus those it declares. */
 function routeErrorResponses(route: Admitted, extra: ErrorCode[] = []): JsonObject {
-  return errorResponses(new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? []), ...extra]));
+  return errorResponses(new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? []), ...extra]), route.dialect);
 }
 
 function security(route: Admitted): JsonObject[] {
+  if (route.dialect) return route.dialect.openApi.security;
   if (route.auth === "api_key") return [{ apiKey: [] }];
   if (route.auth === "session") return [{ session: [] }, { sessionCookie: [] }];
   if (route.auth === "any") return [{ apiKey: [] }, { session: [] }, { sessionCookie: [] }];
@@ -161,7 +170,15 @@ export function buildOpenApi(
   rawPaths: readonly RawPath[] = [],
 ): JsonObject {
   const paths: Record<string, JsonObject> = {};
+  // Compatibility mounts add their error body and credential scheme.
+  const dialectSchemas: JsonObject = {};
+  const dialectSchemes: JsonObject = {};
   for (const route of routes) {
+    if (route.dialect) {
+      const { name, schema } = route.dialect.openApi.errorSchema();
+      dialectSchemas[name] = schema;
+      Object.assign(dialectSchemes, route.dialect.openApi.securitySchemes);
+    }
     const path = openApiPath(route.path);
     const parameters: JsonObject[] = pathParameters(route.path);
     if (route.query) {
@@ -174,7 +191,7 @@ export function buildOpenApi(
     for (const [status, schema] of Object.entries(route.responses)) {
       const content: JsonObject = {};
       if (schema) content["application/json"] = { schema: toSchema(schema, "output") };
-      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: sseEventSchema() };
+      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: route.dialect?.openApi.eventStream?.() ?? sseEventSchema() };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }
     Object.assign(responses, routeErrorResponses(route));
@@ -224,11 +241,12 @@ export function buildOpenApi(
     info: { title: info.title, version: info.version },
     paths,
     components: {
-      schemas: { Error: errorBodySchema, ParserError: parserErrorBodySchema },
+      schemas: { Error: errorBodySchema, ParserError: parserErrorBodySchema, ...dialectSchemas },
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "An API key: trp_live_… or trp_test_…" },
         session: { type: "http", scheme: "bearer", description: "A dashboard session token from /v1/auth/login" },
         sessionCookie: { type: "apiKey", in: "cookie", name: "troupe_session" },
+        ...dialectSchemes,
       },
     },
   };

@@ -8,7 +8,7 @@
 // re-checks either. WebSocket endpoints are declared the same way
 // (`defineWsRoute`).
 import type { z } from "zod";
-import type { ErrorCode } from "../core/errors.ts";
+import type { ErrorCode, TroupeError } from "../core/errors.ts";
 import type { AuthFor } from "./admission.ts";
 
 export const scopeValues = ["chat", "images", "vision", "audio", "video", "embeddings", "translation", "agents"] as const;
@@ -23,10 +23,12 @@ export type AuthMode = "none" | "session" | "api_key" | "any";
 export type HttpMethod = "get" | "post" | "put" | "patch" | "delete";
 
 export interface SseWriter {
-  /** Sends one `data:` event; resolves once the socket can take more (backpressure). */
-  send(data: unknown): Promise<void>;
+  /** Sends one `data:` event (after an `event:` line when named); resolves once the socket can take more (backpressure). */
+  send(data: unknown, event?: string): Promise<void>;
   /** Sends `data: [DONE]` and ends the response. */
   done(): void;
+  /** Ends the response without `[DONE]` (Anthropic's streams end with their last named event). */
+  end(): void;
   /** True once the client went away or the stream ended. */
   readonly closed: boolean;
 }
@@ -64,8 +66,8 @@ export interface RouteContext<Body, Query, Path extends string = string, A exten
   auth: AuthFor<A>;
   /** Aborted when the client disconnects: pass it to every outbound call. */
   signal: AbortSignal;
-  /** Switches the response to Server-Sent Events; the handler then returns `streamed`. */
-  sse(): SseWriter;
+  /** Switches the response to Server-Sent Events (with `headers` besides the usual ones); the handler then returns `streamed`. */
+  sse(headers?: readonly [string, string][]): SseWriter;
   setCookie(cookie: CookieSpec): void;
 }
 
@@ -78,6 +80,34 @@ export interface JsonResult {
 export const streamed = Symbol("streamed");
 export type RouteResult = JsonResult | typeof streamed;
 
+/** An error as a dialect answers it: status, JSON body, headers besides content-type and x-request-id. */
+export interface ErrorAnswer {
+  status: number;
+  body: unknown;
+  headers?: [string, string][];
+}
+
+/**
+ * How a compatibility mount (/anthropic/v1) answers errors: in its own body
+ * shape and statuses instead of Troupe's. The same errors are raised (one
+ * registry); only their rendering differs. /v1 routes have no dialect.
+ */
+export interface RouteDialect {
+  renderError(error: TroupeError, requestId: string): ErrorAnswer;
+  /** How the OpenAPI document describes this dialect's errors and credential. */
+  openApi: {
+    /** components.schemas name and schema of the error body (built with the document, not at start). */
+    errorSchema(): { name: string; schema: Record<string, unknown> };
+    /** The status an error code is answered with (OpenAPI groups the codes by it). */
+    statusOf(code: ErrorCode): number;
+    /** Security requirements of the operations, and the schemes they name beyond Troupe's own. */
+    security: Record<string, string[]>[];
+    securitySchemes: Record<string, Record<string, unknown>>;
+    /** The text/event-stream event schema of a streaming route. */
+    eventStream?: () => Record<string, unknown>;
+  };
+}
+
 export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends string = string, A extends AuthMode = AuthMode> {
   method: HttpMethod;
   /** uWS pattern, `:name` for parameters, e.g. `/v1/orgs/:org_id/projects`. */
@@ -89,6 +119,10 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   refusesApiKeys?: boolean;
   /** For api_key routes: the category the key's scopes must include. */
   scope?: Scope;
+  /** A header that may carry the API key instead of Authorization: Bearer (Anthropic's x-api-key). */
+  apiKeyHeader?: string;
+  /** Errors in another API's shape (a compatibility mount); absent: Troupe's. */
+  dialect?: RouteDialect;
   body?: B;
   query?: Q;
   /** Success responses for OpenAPI: status → schema (null for an empty body). */

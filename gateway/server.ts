@@ -11,11 +11,11 @@ import { noMetrics, refusalOf, type Metrics, type RouteMetrics } from "../core/m
 import { noTracing, type Tracing } from "../core/tracing.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Admission } from "./admission.ts";
-import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
+import { bodyFraming, captureRequest, errorAnswer, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi, type RawPath } from "./openapi.ts";
 import { loadedPageState } from "./uws-error-pages.ts";
 import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
-import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
+import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteDialect, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
@@ -94,7 +94,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (inflight === 0) for (const w of drainWaiters.splice(0)) w();
   };
 
-  const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest, closeConnection = false): void => {
+  const sendError = (
+    res: HttpResponse,
+    state: ResponseState,
+    requestId: string,
+    error: unknown,
+    req?: CapturedRequest,
+    closeConnection = false,
+    dialect?: RouteDialect,
+  ): void => {
     // The client went away: nothing to answer and nothing to report (its abort surfaces as an error here).
     if (state.aborted) return;
     let troupe: TroupeError;
@@ -103,14 +111,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       log.error("unhandled error", { request_id: requestId, path: req?.url, error });
       troupe = new TroupeError("internal_error");
     }
-    const headers: [string, string][] = [
-      ["content-type", "application/json"],
-      ["x-request-id", requestId],
-    ];
-    if (troupe.retryAfterSeconds !== undefined) headers.push(["retry-after", String(troupe.retryAfterSeconds)]);
+    const answer = errorAnswer(troupe, requestId, dialect);
     // Refused at admission (429): the error carries the window; later, the state does.
-    if (troupe.headers && !state.headers) headers.push(...troupe.headers);
-    writeResponse(res, state, troupe.status, headers, JSON.stringify(errorBody(troupe, requestId)), closeConnection);
+    if (troupe.headers && !state.headers) answer.headers.push(...troupe.headers);
+    writeResponse(res, state, answer.status, answer.headers, answer.body, closeConnection);
   };
 
   /**
@@ -134,9 +138,9 @@ export function createGateway(options: GatewayOptions): Gateway {
    * pending, and uWS closes the connection without serving it (answering
    * at once would let it be served).
    */
-  const refuseFraming = (res: HttpResponse, state: ResponseState, requestId: string, framing: string): void => {
+  const refuseFraming = (res: HttpResponse, state: ResponseState, requestId: string, framing: string, dialect?: RouteDialect): void => {
     const error = framingError(framing);
-    setImmediate(() => sendError(res, state, requestId, error, undefined, true));
+    setImmediate(() => sendError(res, state, requestId, error, undefined, true, dialect));
   };
 
   for (const route of options.routes) {
@@ -152,21 +156,21 @@ export function createGateway(options: GatewayOptions): Gateway {
         const captured = captureRequest(req, paramNames.length);
         requestId = pickRequestId(captured.headers["x-request-id"]);
         if (captured.framing) {
-          refuseFraming(res, state, requestId, captured.framing);
+          refuseFraming(res, state, requestId, captured.framing, route.dialect);
           return;
         }
         const tooLong = uriTooLong(captured.url, captured.query);
         if (tooLong) {
-          sendError(res, state, requestId, tooLong, captured);
+          sendError(res, state, requestId, tooLong, captured, false, route.dialect);
           return;
         }
         if (draining) {
-          sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }));
+          sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }), captured, false, route.dialect);
           return;
         }
         inflight += 1;
         const declared = captured.headers["content-length"];
-        const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes, requestId) : undefined;
+        const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes, requestId, route.dialect) : undefined;
         body?.catch(() => undefined); // handled where awaited; this only marks it observed
         const served = tracing.enabled
           ? tracing.inSpan(spanName, { kind: "server", carrier: captured.headers, attributes: { "http.request.method": captured.method.toUpperCase(), "http.route": route.path } }, async (span) => {
@@ -227,7 +231,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
     } catch (error) {
       if (recorder && isTroupeError(error)) countRefusal(error, route.path);
-      sendError(res, state, requestId, error, req);
+      sendError(res, state, requestId, error, req, false, route.dialect);
     } finally {
       finished();
       recorder?.observe(state.status, (performance.now() - started) / 1000);
@@ -453,8 +457,8 @@ class HandlerContext implements RouteContext<unknown, unknown> {
     return this.state.aborted ? "" : Buffer.from(this.res.getRemoteAddressAsText()).toString();
   }
 
-  sse(): SseWriter {
-    return openSse(this.res, this.state, this.requestId);
+  sse(headers?: readonly [string, string][]): SseWriter {
+    return openSse(this.res, this.state, this.requestId, headers);
   }
 
   setCookie(cookie: CookieSpec): void {

@@ -15,7 +15,7 @@ import type { ResponseState } from "./http-io.ts";
 /** The subset of uWS's HttpResponse the writer uses (tests drive it with a fake). */
 export type SseResponse = Pick<HttpResponse, "cork" | "writeStatus" | "writeHeader" | "write" | "end" | "onWritable">;
 
-export function openSse(res: SseResponse, state: ResponseState, requestId: string): SseWriter {
+export function openSse(res: SseResponse, state: ResponseState, requestId: string, headers: readonly [string, string][] = []): SseWriter {
   let started = false;
   let pending = "";
   let flushScheduled = false;
@@ -32,6 +32,7 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
     res.writeHeader("x-request-id", requestId);
     res.writeHeader("x-accel-buffering", "no");
     if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
+    for (const [name, value] of headers) res.writeHeader(name, value);
   };
   state.onAbort(() => wake?.());
 
@@ -60,12 +61,24 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
     }
   };
 
+  const finish = (last: string): void => {
+    if (state.aborted || state.done) return;
+    state.done = true;
+    const frames = `${pending}${last}`;
+    pending = "";
+    res.cork(() => {
+      if (!started) start();
+      res.end(frames);
+    });
+  };
+
   return {
     get closed() {
       return state.aborted || state.done;
     },
-    async send(data: unknown): Promise<void> {
+    async send(data: unknown, event?: string): Promise<void> {
       if (state.aborted || state.done) return;
+      if (event !== undefined) pending += `event: ${event}\n`;
       pending += `data: ${JSON.stringify(data)}\n\n`;
       if (!started) flush();
       else if (!flushScheduled) {
@@ -75,14 +88,10 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
       if (writable) await writable;
     },
     done(): void {
-      if (state.aborted || state.done) return;
-      state.done = true;
-      const frames = `${pending}data: [DONE]\n\n`;
-      pending = "";
-      res.cork(() => {
-        if (!started) start();
-        res.end(frames);
-      });
+      finish("data: [DONE]\n\n");
+    },
+    end(): void {
+      finish("");
     },
   };
 }

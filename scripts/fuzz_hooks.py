@@ -98,6 +98,55 @@ def _chat(body):
                 body["tool_choice"] = "auto"
 
 
+def _anthropic(body):
+    """The /anthropic mount's bodies, within the same conversation rules.
+
+    A model of the catalogue (any other is a documented 404); image blocks
+    only in user turns, tool_use only in assistant turns, tool_result only in
+    user turns answering an earlier tool_use once (and without images); tool
+    names unique; a tool_choice of any/tool needs tools and names a declared one.
+    """
+    if isinstance(body.get("model"), str):
+        body["model"] = "simulated-chat"
+    open_calls, seen = [], set()
+    for i, m in enumerate(body.get("messages") or []):
+        if not isinstance(m, dict) or not isinstance(m.get("content"), list):
+            continue
+        kept = []
+        for j, block in enumerate(m["content"]):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if m.get("role") == "assistant":
+                if kind in ("image", "tool_result"):
+                    continue
+                if kind == "tool_use" and isinstance(block.get("id"), str):
+                    if block["id"] in seen:
+                        block["id"] = f"{block['id']}_{i}_{j}"
+                    seen.add(block["id"])
+                    open_calls.append(block["id"])
+            else:
+                if kind == "tool_use":
+                    continue
+                if kind == "tool_result":
+                    if block.get("tool_use_id") in open_calls:
+                        open_calls.remove(block["tool_use_id"])
+                    elif open_calls:
+                        block["tool_use_id"] = open_calls.pop(0)
+                    else:
+                        continue
+                    if isinstance(block.get("content"), list):
+                        block["content"] = [b for b in block["content"] if isinstance(b, dict) and b.get("type") != "image"]
+            kept.append(block)
+        m["content"] = kept
+    _unique_tool_names(body.get("tools"))
+    names = _tool_names(body.get("tools"))
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        if not names:
+            body["tool_choice"] = {"type": "auto"}
+        elif choice.get("type") == "tool" and choice.get("name") not in names:
+            choice["name"] = names[0]
+
+
 def _embeddings(body):
     model = body.get("model")
     fixed = FIXED_DIMENSIONS.get(model) if isinstance(model, str) else None
@@ -160,6 +209,8 @@ def _agent(body):
 
 FIXES = {
     ("POST", "/v1/chat/completions"): _chat,
+    ("POST", "/anthropic/v1/messages"): _anthropic,
+    ("POST", "/anthropic/v1/messages/count_tokens"): _anthropic,
     ("POST", "/v1/embeddings"): _embeddings,
     ("POST", "/v1/agents/conversations"): _agent,
     ("POST", "/v1/audio/speech"): _speech,

@@ -1,0 +1,124 @@
+// The /anthropic/v1 mount: Anthropic's Messages API over what /v1 chat
+// runs on — the same admission (API key in x-api-key or Authorization,
+// scope "chat", rate limits), budget reservation and billing
+// (gateway/billed-call.ts), and router (any catalogue model of any provider,
+// with its fallbacks). Only the shapes differ: request.ts, response.ts,
+// stream.ts translate, errors.ts renders the errors. A client that goes away
+// aborts the upstream call (ctx.signal), as on /v1.
+import { isTroupeError, TroupeError } from "../../../core/errors.ts";
+import type { ChatRequest } from "../../../providers/chat-request.ts";
+import { countChatInputTokens } from "../../../providers/tokens.ts";
+import { isFinish, type StreamEvent } from "../../../providers/types.ts";
+import { admitCall, estimateNanos, type BilledCall } from "../../billed-call.ts";
+import { defineRoute, json, streamed, type RouteContext } from "../../route.ts";
+import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
+import { anthropicDialect, anthropicErrorBody } from "./errors.ts";
+import { requireModel, toChatConversation, toChatRequest } from "./request.ts";
+import { messageId, toMessage } from "./response.ts";
+import { countTokensBodySchema, countTokensResultSchema, messageSchema, messagesBodySchema, type MessagesBody } from "./schemas.ts";
+import { MessageStreamTranslator } from "./stream.ts";
+
+/** What every route of the mount declares besides its own fields. */
+const mount = {
+  tag: "Anthropic-compatible",
+  auth: "api_key",
+  scope: "chat",
+  apiKeyHeader: "x-api-key",
+  dialect: anthropicDialect,
+} as const;
+
+async function streamMessage(
+  deps: AiRouteDeps,
+  ctx: RouteContext<MessagesBody, undefined>,
+  request: ChatRequest,
+  inputTokens: number,
+  call: BilledCall,
+): Promise<typeof streamed> {
+  const events = deps.router.chatStream(request, { signal: ctx.signal });
+  // Planning and the first upstream event happen before the response starts,
+  // so invalid requests and unavailable providers still get their HTTP status.
+  const first = await events.next();
+  const sse = ctx.sse([["request-id", ctx.requestId]]);
+  const translator = new MessageStreamTranslator(messageId(), ctx.body.model, ctx.body.stop_sequences);
+  const start = translator.start(inputTokens);
+  await sse.send(start.data, start.event);
+  let event: StreamEvent | undefined = first.done ? undefined : first.value;
+  try {
+    while (event !== undefined) {
+      if (isFinish(event)) {
+        // Billed before the client learns the call ended (message_delta carries the usage).
+        await call.bill("chat", event);
+        for (const f of translator.finish(event)) await sse.send(f.data, f.event);
+        break;
+      }
+      for (const f of translator.push(event)) await sse.send(f.data, f.event);
+      if (sse.closed) break;
+      const next = await events.next();
+      event = next.done ? undefined : next.value;
+    }
+  } catch (error) {
+    const troupe = isTroupeError(error) ? error : new TroupeError("internal_error", error instanceof Error ? error.message : "stream failed");
+    await sse.send(anthropicErrorBody(troupe, ctx.requestId), "error");
+  } finally {
+    // Stops the upstream when the client left or the stream failed.
+    await events.return(undefined).catch(() => undefined);
+    await call.abandon();
+  }
+  sse.end();
+  return streamed;
+}
+
+export function anthropicRoutes(deps: AiRouteDeps) {
+  const { catalogue } = deps.router;
+  return [
+    defineRoute({
+      ...mount,
+      method: "post",
+      path: "/anthropic/v1/messages",
+      summary: "Anthropic Messages API: a message (JSON, or Anthropic's named SSE events with stream: true) from any catalogue text model",
+      body: messagesBodySchema,
+      responses: { 200: messageSchema },
+      streams: true,
+      errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        requireModel(catalogue, ctx.body.model);
+        const request = toChatRequest(ctx.body);
+        const inputTokens = countChatInputTokens(request.messages, request.tools);
+        // The most it may cost: its input plus max_tokens of output (as /v1 chat reserves).
+        const estimate = () => estimateNanos(catalogue, "text", ctx.body.model, { input_tokens: inputTokens, output_tokens: ctx.body.max_tokens });
+        const call = await admitCall(deps.billing, deps.usage, usageContextOf(ctx), estimate);
+        if (ctx.body.stream) {
+          try {
+            return await streamMessage(deps, ctx, request, inputTokens, call);
+          } catch (error) {
+            await call.abandon();
+            throw error;
+          }
+        }
+        let result;
+        try {
+          result = await deps.router.chat(request, { signal: ctx.signal });
+        } catch (error) {
+          await call.abandon();
+          throw error;
+        }
+        await call.bill("chat", result);
+        return json(200, toMessage(result, messageId(), ctx.body.stop_sequences), { "request-id": ctx.requestId });
+      },
+    }),
+    defineRoute({
+      ...mount,
+      method: "post",
+      path: "/anthropic/v1/messages/count_tokens",
+      summary: "Anthropic Messages API: the input tokens of a request, as Troupe counts them (no provider call, not billed)",
+      body: countTokensBodySchema,
+      responses: { 200: countTokensResultSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => {
+        requireModel(catalogue, ctx.body.model);
+        const { messages, tools } = toChatConversation(ctx.body);
+        return json(200, { input_tokens: countChatInputTokens(messages, tools) }, { "request-id": ctx.requestId });
+      },
+    }),
+  ];
+}
