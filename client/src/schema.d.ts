@@ -244,6 +244,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/anthropic/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Anthropic Messages API: a message (JSON, or Anthropic's named SSE events with stream: true) from any catalogue text model */
+        post: operations["postAnthropicV1Messages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/anthropic/v1/messages/count_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Anthropic Messages API: the input tokens of a request, as Troupe counts them (no provider call, not billed) */
+        post: operations["postAnthropicV1MessagesCountTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/embeddings": {
         parameters: {
             query?: never;
@@ -748,6 +782,16 @@ export interface components {
                 code: "invalid_request" | "headers_too_large" | "http_version_not_supported";
                 message?: string;
             };
+        };
+        AnthropicError: {
+            /** @constant */
+            type: "error";
+            error: {
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "billing_error" | "permission_error" | "not_found_error" | "request_too_large" | "rate_limit_error" | "api_error" | "timeout_error" | "overloaded_error";
+                message: string;
+            };
+            request_id: string;
         };
         PostV1ChatCompletionsStreamEvent: {
             delta: string;
@@ -3302,6 +3346,626 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postAnthropicV1Messages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    model: string;
+                    messages: {
+                        /** @enum {string} */
+                        role: "user" | "assistant";
+                        content: string | ({
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                            cache_control?: {
+                                /** @constant */
+                                type: "ephemeral";
+                                /** @enum {string} */
+                                ttl?: "5m" | "1h";
+                            } | null;
+                        } | {
+                            /** @constant */
+                            type: "image";
+                            source: {
+                                /** @constant */
+                                type: "base64";
+                                /** @enum {string} */
+                                media_type: "image/jpeg" | "image/png" | "image/gif" | "image/webp";
+                                data: string;
+                            } | {
+                                /** @constant */
+                                type: "url";
+                                url: string;
+                            };
+                            cache_control?: {
+                                /** @constant */
+                                type: "ephemeral";
+                                /** @enum {string} */
+                                ttl?: "5m" | "1h";
+                            } | null;
+                        } | {
+                            /** @constant */
+                            type: "tool_use";
+                            id: string;
+                            name: string;
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            cache_control?: {
+                                /** @constant */
+                                type: "ephemeral";
+                                /** @enum {string} */
+                                ttl?: "5m" | "1h";
+                            } | null;
+                        } | {
+                            /** @constant */
+                            type: "tool_result";
+                            tool_use_id: string;
+                            content?: string | ({
+                                /** @constant */
+                                type: "text";
+                                text: string;
+                                cache_control?: {
+                                    /** @constant */
+                                    type: "ephemeral";
+                                    /** @enum {string} */
+                                    ttl?: "5m" | "1h";
+                                } | null;
+                            } | {
+                                /** @constant */
+                                type: "image";
+                                source: {
+                                    /** @constant */
+                                    type: "base64";
+                                    /** @enum {string} */
+                                    media_type: "image/jpeg" | "image/png" | "image/gif" | "image/webp";
+                                    data: string;
+                                } | {
+                                    /** @constant */
+                                    type: "url";
+                                    url: string;
+                                };
+                                cache_control?: {
+                                    /** @constant */
+                                    type: "ephemeral";
+                                    /** @enum {string} */
+                                    ttl?: "5m" | "1h";
+                                } | null;
+                            })[];
+                            is_error?: boolean;
+                            cache_control?: {
+                                /** @constant */
+                                type: "ephemeral";
+                                /** @enum {string} */
+                                ttl?: "5m" | "1h";
+                            } | null;
+                        })[];
+                    }[];
+                    system?: string | {
+                        /** @constant */
+                        type: "text";
+                        text: string;
+                        cache_control?: {
+                            /** @constant */
+                            type: "ephemeral";
+                            /** @enum {string} */
+                            ttl?: "5m" | "1h";
+                        } | null;
+                    }[];
+                    tools?: {
+                        /** @constant */
+                        type?: "custom";
+                        name: string;
+                        description?: string;
+                        input_schema: {
+                            /** @constant */
+                            type: "object";
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        cache_control?: {
+                            /** @constant */
+                            type: "ephemeral";
+                            /** @enum {string} */
+                            ttl?: "5m" | "1h";
+                        } | null;
+                    }[];
+                    tool_choice?: {
+                        /** @constant */
+                        type: "auto";
+                        disable_parallel_tool_use?: boolean;
+                    } | {
+                        /** @constant */
+                        type: "any";
+                        disable_parallel_tool_use?: boolean;
+                    } | {
+                        /** @constant */
+                        type: "tool";
+                        name: string;
+                        disable_parallel_tool_use?: boolean;
+                    } | {
+                        /** @constant */
+                        type: "none";
+                    };
+                    max_tokens: number;
+                    temperature?: number;
+                    top_p?: number;
+                    top_k?: number;
+                    stop_sequences?: string[];
+                    metadata?: {
+                        user_id?: string | null;
+                    };
+                    stream?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        type: "message";
+                        /** @constant */
+                        role: "assistant";
+                        model: string;
+                        content: ({
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @constant */
+                            type: "tool_use";
+                            id: string;
+                            name: string;
+                            input: {
+                                [key: string]: unknown;
+                            };
+                        })[];
+                        stop_reason: ("end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal") | null;
+                        stop_sequence: string | null;
+                        usage: {
+                            input_tokens: number;
+                            output_tokens: number;
+                        };
+                    };
+                    "text/event-stream": {
+                        /** @enum {string} */
+                        event: "message_start" | "content_block_start" | "content_block_delta" | "content_block_stop" | "message_delta" | "message_stop" | "error";
+                        data: string;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description budget_exceeded */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description no_provider_available */
+            529: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+        };
+    };
+    postAnthropicV1MessagesCountTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    model: string;
+                    messages: {
+                        /** @enum {string} */
+                        role: "user" | "assistant";
+                        content: string | ({
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                            cache_control?: {
+                                /** @constant */
+                                type: "ephemeral";
+                                /** @enum {string} */
+                                ttl?: "5m" | "1h";
+                            } | null;
+                        } | {
+                            /** @constant */
+                            type: "image";
+                            source: {
+                                /** @constant */
+                                type: "base64";
+                                /** @enum {string} */
+                                media_type: "image/jpeg" | "image/png" | "image/gif" | "image/webp";
+                                data: string;
+                            } | {
+                                /** @constant */
+                                type: "url";
+                                url: string;
+                            };
+                            cache_control?: {
+                                /** @constant */
+                                type: "ephemeral";
+                                /** @enum {string} */
+                                ttl?: "5m" | "1h";
+                            } | null;
+                        } | {
+                            /** @constant */
+                            type: "tool_use";
+                            id: string;
+                            name: string;
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            cache_control?: {
+                                /** @constant */
+                                type: "ephemeral";
+                                /** @enum {string} */
+                                ttl?: "5m" | "1h";
+                            } | null;
+                        } | {
+                            /** @constant */
+                            type: "tool_result";
+                            tool_use_id: string;
+                            content?: string | ({
+                                /** @constant */
+                                type: "text";
+                                text: string;
+                                cache_control?: {
+                                    /** @constant */
+                                    type: "ephemeral";
+                                    /** @enum {string} */
+                                    ttl?: "5m" | "1h";
+                                } | null;
+                            } | {
+                                /** @constant */
+                                type: "image";
+                                source: {
+                                    /** @constant */
+                                    type: "base64";
+                                    /** @enum {string} */
+                                    media_type: "image/jpeg" | "image/png" | "image/gif" | "image/webp";
+                                    data: string;
+                                } | {
+                                    /** @constant */
+                                    type: "url";
+                                    url: string;
+                                };
+                                cache_control?: {
+                                    /** @constant */
+                                    type: "ephemeral";
+                                    /** @enum {string} */
+                                    ttl?: "5m" | "1h";
+                                } | null;
+                            })[];
+                            is_error?: boolean;
+                            cache_control?: {
+                                /** @constant */
+                                type: "ephemeral";
+                                /** @enum {string} */
+                                ttl?: "5m" | "1h";
+                            } | null;
+                        })[];
+                    }[];
+                    system?: string | {
+                        /** @constant */
+                        type: "text";
+                        text: string;
+                        cache_control?: {
+                            /** @constant */
+                            type: "ephemeral";
+                            /** @enum {string} */
+                            ttl?: "5m" | "1h";
+                        } | null;
+                    }[];
+                    tools?: {
+                        /** @constant */
+                        type?: "custom";
+                        name: string;
+                        description?: string;
+                        input_schema: {
+                            /** @constant */
+                            type: "object";
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        cache_control?: {
+                            /** @constant */
+                            type: "ephemeral";
+                            /** @enum {string} */
+                            ttl?: "5m" | "1h";
+                        } | null;
+                    }[];
+                    tool_choice?: {
+                        /** @constant */
+                        type: "auto";
+                        disable_parallel_tool_use?: boolean;
+                    } | {
+                        /** @constant */
+                        type: "any";
+                        disable_parallel_tool_use?: boolean;
+                    } | {
+                        /** @constant */
+                        type: "tool";
+                        name: string;
+                        disable_parallel_tool_use?: boolean;
+                    } | {
+                        /** @constant */
+                        type: "none";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        input_tokens: number;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description http_version_not_supported */
