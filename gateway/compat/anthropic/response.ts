@@ -10,7 +10,7 @@ export const messageId = (): string => prefixedId("msg");
 
 /**
  * Troupe's finish reasons, the other way round from how the Anthropic
- * adapter maps Anthropic's (DESIGN.md §4 Chat). `error` does not reach here
+ * adapter maps Anthropic's (docs/api/chat.md, finish_reason). `error` does not reach here
  * as a finish (a failed call is an error answer); it reads as end_turn.
  */
 export function stopReasonOf(finish: FinishReason): StopReason {
