@@ -14,7 +14,7 @@ import type { Admission } from "./admission.ts";
 import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
 import { buildOpenApi, type RawPath } from "./openapi.ts";
 import { loadedPageState } from "./uws-error-pages.ts";
-import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
+import { decodePathParam, framingError, uriTooLong, type FramingProblem } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
@@ -134,7 +134,7 @@ export function createGateway(options: GatewayOptions): Gateway {
    * pending, and uWS closes the connection without serving it (answering
    * at once would let it be served).
    */
-  const refuseFraming = (res: HttpResponse, state: ResponseState, requestId: string, framing: string): void => {
+  const refuseFraming = (res: HttpResponse, state: ResponseState, requestId: string, framing: FramingProblem): void => {
     const error = framingError(framing);
     setImmediate(() => sendError(res, state, requestId, error, undefined, true));
   };

@@ -5,12 +5,14 @@
 // Content-Length, single byte ranges (206, 416), a strong ETag with
 // If-None-Match (304), and a year-long immutable Cache-Control — a file never
 // changes under its id. Any replica serves any file when the store is S3.
-import type { HttpResponse, TemplatedApp } from "uWebSockets.js";
+import type { HttpRequest, HttpResponse, TemplatedApp } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { statusLine } from "../../core/http-status.ts";
 import type { ByteRange, FileStore, StoredFile } from "../../media/file-store.ts";
+import { bodyFraming } from "../http-io.ts";
 import type { RawPath } from "../openapi.ts";
+import { framingError } from "../request-guards.ts";
 import { pickRequestId } from "../request-id.ts";
 
 export const filesPath = "/v1/files/:id";
@@ -50,7 +52,7 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
 }
 
 export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): void {
-  const handler = (headOnly: boolean) => (res: HttpResponse, req: { getParameter(i: number): string | undefined; getHeader(n: string): string }) => {
+  const handler = (headOnly: boolean) => (res: HttpResponse, req: HttpRequest) => {
     // Ids are `file_` + base64url: never percent-encoded, so the raw segment is
     // looked up as it is (a malformed escape is simply not found, never decoded).
     const id = req.getParameter(0) ?? "";
@@ -62,6 +64,15 @@ export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): v
       state.aborted = true;
       void state.iterator?.return?.();
     });
+    // Ambiguous framing: refused and closed, as on every other path (server.ts refuseFraming, after uWS parsed what it holds).
+    const framing = bodyFraming(req);
+    if (framing) {
+      const error = framingError(framing);
+      setImmediate(() => {
+        if (!state.aborted) endWith(res, 400, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)), true);
+      });
+      return;
+    }
     serveFile(res, state, store, id, range, ifNoneMatch, headOnly, requestId).catch((error: unknown) => {
       log.error("file serving failed", { request_id: requestId, file_id: id, error });
       if (state.aborted) return;
@@ -146,12 +157,12 @@ function fileHeaders(file: StoredFile, requestId: string): [string, string][] {
   ];
 }
 
-function endWith(res: HttpResponse, status: number, headers: [string, string][], body: string | undefined): void {
+function endWith(res: HttpResponse, status: number, headers: [string, string][], body: string | undefined, closeConnection = false): void {
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [k, v] of headers) res.writeHeader(k, v);
-    if (body === undefined) res.endWithoutBody(0);
-    else res.end(body);
+    if (body === undefined) res.endWithoutBody(0, closeConnection);
+    else res.end(body, closeConnection);
   });
 }
 
