@@ -345,37 +345,35 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
   publicBase = url.replace(/\/$/, "");
   listening();
-  const metricsServer: MetricsServer | undefined = config.observability.metrics
-    ? await startMetricsServer(metrics, config.observability.metrics.host, config.observability.metrics.port, log)
-    : undefined;
-
+  let metricsServer: MetricsServer | undefined;
   let stopped: Promise<void> | undefined;
-  return {
-    services,
-    routes,
-    gateway,
-    port,
-    url,
-    metricsPort: metricsServer?.port,
-    stop: () =>
-      (stopped ??= (async () => {
-        await gateway.shutdown(config.shutdownGraceMs);
-        await webhookPublisher.idle();
-        await dispatcher.idle();
-        fetcher.close();
-        metricsServer?.close();
-        await snapshots.stop();
-        await actors.stop();
-        await directory.flush();
-        await recorder?.close();
-        billing.stop();
-        await ledger.close();
-        await router.close();
-        await vectors.close();
-        apiKeys.stop();
-        await files.close();
-        await store.close();
-        await tracing.shutdown();
-      })()),
-  };
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      await gateway.shutdown(config.shutdownGraceMs);
+      await webhookPublisher.idle();
+      await dispatcher.idle();
+      fetcher.close();
+      metricsServer?.close();
+      await snapshots.stop();
+      await actors.stop();
+      await directory.flush();
+      await recorder?.close();
+      billing.stop();
+      await ledger.close();
+      await router.close();
+      await vectors.close();
+      apiKeys.stop();
+      await files.close();
+      await store.close();
+      await tracing.shutdown();
+    })());
+  if (config.observability.metrics) {
+    const { host, port: metricsPort } = config.observability.metrics;
+    // A metrics port in use fails the start; what already started is stopped, not left serving half a Troupe.
+    metricsServer = await startMetricsServer(metrics, host, metricsPort, log).catch(async (error: unknown) => {
+      await stop();
+      throw error;
+    });
+  }
+  return { services, routes, gateway, port, url, metricsPort: metricsServer?.port, stop };
 }

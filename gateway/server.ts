@@ -12,6 +12,7 @@ import { noTracing, type Tracing } from "../core/tracing.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Admission } from "./admission.ts";
 import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
+import { listenExclusive } from "./exclusive-listen.ts";
 import { buildOpenApi, type RawPath } from "./openapi.ts";
 import { loadedPageState } from "./uws-error-pages.ts";
 import { decodePathParam, framingError, uriTooLong, type FramingProblem } from "./request-guards.ts";
@@ -347,20 +348,10 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     app,
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        // uWS binds with SO_REUSEPORT unless told otherwise: a second Troupe
-        // on a port in use would start, and the kernel would split the
-        // connections between the two. Exclusive makes the bind fail instead.
-        (app as unknown as ListenWithOptions).listen(host, port, exclusivePort, (socket) => {
-          if (!socket) {
-            reject(new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
-            return;
-          }
-          listenSocket = socket;
-          resolve(uWS.us_socket_local_port(socket));
-        });
-      });
+    async listen(host, port) {
+      const socket = await listenExclusive(app, host, port, () => new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
+      listenSocket = socket;
+      return uWS.us_socket_local_port(socket);
     },
     async shutdown(graceMs) {
       draining = true;
@@ -392,16 +383,6 @@ function register(app: TemplatedApp, method: RouteDefinition["method"], path: st
       app.del(path, handler);
       return;
   }
-}
-
-/**
- * The native listen takes (host, port, options, cb); the typings declare
- * only (port, options, cb), and name the flag in an enum index.mjs does not
- * export (it exports LIBUS_LISTEN_EXCLUSIVE_PORT, = 1, which they omit).
- */
-const exclusivePort = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
-interface ListenWithOptions {
-  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
 }
 
 const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;
