@@ -315,7 +315,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...plainPaths.flatMap((path) => ["GET", "HEAD"].map((method) => ({ method, regex: toRegex(path) }))),
     ...(options.rawPaths ?? []).flatMap((raw) => Object.keys(raw.operations).map((method) => ({ method: method.toUpperCase(), regex: toRegex(raw.path) }))),
   ];
-  const upgradeOnly = (options.wsRoutes ?? []).map((r) => toRegex(r.path));
+  const upgradeOnly = (options.wsRoutes ?? []).map((route) => ({ route, regex: toRegex(route.path) }));
   app.any("/*", (res, req) => {
     const requestId = pickRequestId(req.getHeader("x-request-id"));
     const state = new ResponseState();
@@ -325,12 +325,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       const url = req.getUrl();
       const method = req.getCaseSensitiveMethod().toUpperCase();
       const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
-      if (upgradeOnly.some((r) => r.test(url))) {
-        const error = method === "GET" ? new TroupeError("upgrade_required", `${url} serves WebSocket upgrades only: send Upgrade: websocket`) : undefined;
-        if (error) headers.push(["upgrade", "websocket"], ["connection", "Upgrade"]);
-        else headers.push(["allow", "GET"]);
-        const answer = error ?? new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
-        writeResponse(res, state, answer.status, headers, JSON.stringify(errorBody(answer, requestId)));
+      const ws = upgradeOnly.find((w) => w.regex.test(url));
+      if (ws && method !== "GET") {
+        headers.push(["allow", "GET"]);
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
+        writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+        return;
+      }
+      if (ws) {
+        // Credentials first, as on every route (and as the document's security says): a plain GET
+        // without a valid credential is 401/403/429, and only an admitted one learns it must upgrade.
+        const copied: Record<string, string> = {};
+        req.forEach((name, value) => (copied[name] = value));
+        Promise.resolve()
+          .then(() => options.admission.admit(ws.route, "GET", copied))
+          .then(() => {
+            headers.push(["upgrade", "websocket"], ["connection", "Upgrade"]);
+            const error = new TroupeError("upgrade_required", `${url} serves WebSocket upgrades only: send Upgrade: websocket`);
+            writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+          })
+          .catch((error: unknown) => sendError(res, state, requestId, error))
+          .catch((error: unknown) => guard(res, state, requestId, error));
         return;
       }
       const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);

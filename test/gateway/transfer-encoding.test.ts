@@ -46,7 +46,7 @@ t.test("the same on paths outside the JSON routes: health, the files route, unkn
 
 t.test("exactly one `Transfer-Encoding: chunked` (any case) is read and answered, and the connection stays open", async (t) => {
   for (const te of ["chunked", "Chunked"]) {
-    const res = await raw(troupe.port, `POST /v1/auth/login HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: ${te}\r\n\r\n${login}`, 300);
+    const res = await raw(troupe.port, `POST /v1/auth/login HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: ${te}\r\n\r\n${login}`, 2_000);
     const answer = parseResponse(res.text);
     t.equal(answer.status, 401, `${te}: the body was read (wrong password): ${res.text}`);
     t.notOk(res.closed, "connection kept open");
