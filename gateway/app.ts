@@ -3,7 +3,6 @@
 // cluster replicas and the end-to-end tests all run.
 // First: uWS reads its settings from the environment when it loads.
 import "./uws-settings.ts";
-import { mkdirSync } from "node:fs";
 import { systemClock, type Clock } from "../core/clock.ts";
 import type { Config } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
@@ -67,6 +66,7 @@ import { webhookRoutes } from "./routes/webhooks.ts";
 import type { Metrics } from "../core/metrics.ts";
 import type { Tracing } from "../core/tracing.ts";
 import { attemptObserver, createMetrics, createTracing, meteredUsage } from "./observability.ts";
+import { prepareDataDir } from "./data-dir.ts";
 import { startMetricsServer, type MetricsServer } from "./metrics-server.ts";
 import { docsPages } from "./docs-page.ts";
 import { consolePages } from "./console/console-routes.ts";
@@ -150,11 +150,11 @@ export async function createDataStore(config: Config, clock: Clock): Promise<Dat
     const { RedisDataStore } = await import("../tenancy/redis-data-store.ts");
     return new RedisDataStore(config.redisUrl);
   }
-  mkdirSync(config.dataDir, { recursive: true });
   return new EmbeddedDataStore(config.dataDir, clock);
 }
 
 export async function startTroupe(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningTroupe> {
+  prepareDataDir(config.dataDir, log);
   const clock = options.clock ?? systemClock;
   const metrics = await createMetrics(config.observability, config.replica);
   const tracing = await createTracing(config.observability, config.replica, log);

@@ -5,6 +5,11 @@ import "./uws-settings.ts";
 import { loadConfig } from "../core/config.ts";
 import { createLogger } from "../core/log.ts";
 import { startTroupe } from "./app.ts";
+import { ownerOnlyUmask } from "./data-dir.ts";
+
+// Before anything is created: every file Troupe writes (the data directory's
+// lmdb stores hold webhook secrets) is readable by its owner only (data-dir.ts).
+process.umask(ownerOnlyUmask);
 
 const config = loadConfig();
 const log = createLogger(config.logLevel, { replica: config.replica });
