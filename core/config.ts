@@ -56,9 +56,12 @@ const envSchema = z.object({
   DEFAULT_RATE_LIMIT_PER_MINUTE: int(1, 10_000_000).default(600),
   /** How stale another replica's cached view of a key may get before it re-reads it. */
   KEY_CACHE_REVALIDATE_MS: int(100, 60_000).default(2_000),
-  /** Login throttling: failed logins allowed per account before growing waits begin. */
+  /**
+   * Login throttling: failed logins allowed per account from one client address before growing
+   * waits begin (counted per pair, so a stranger's failures never block the owner's address).
+   */
   LOGIN_FREE_FAILURES_PER_ACCOUNT: int(1, 10_000).default(5),
-  /** The same per client address: higher, since one address may serve many people. */
+  /** The same per client address, whatever the account: higher, since one address may serve many people. */
   LOGIN_FREE_FAILURES_PER_ADDRESS: int(1, 1_000_000).default(100),
   /** The first wait once the free failures are used up; it doubles with each further failure… */
   LOGIN_BACKOFF_BASE_MS: int(1, 600_000).default(1_000),
@@ -66,6 +69,10 @@ const envSchema = z.object({
   LOGIN_BACKOFF_CAP_MS: int(1, 24 * 3600_000).default(5 * 60_000),
   /** Failures are forgotten this long after the last attempt (and at once for an account on a successful login). */
   LOGIN_FAILURE_WINDOW_MS: int(1_000, 7 * 24 * 3600_000).default(15 * 60_000),
+  /** Signups accepted from one client address per window (SIGNUP_WINDOW_MS); past it, 429 with Retry-After. */
+  SIGNUP_LIMIT_PER_ADDRESS: int(1, 1_000_000).default(20),
+  /** The signup window: 1 h. */
+  SIGNUP_WINDOW_MS: int(1_000, 7 * 24 * 3600_000).default(3600_000),
   /** Behind a proxy: the header whose last entry is the client address (e.g. x-forwarded-for); unset = the socket's peer. */
   CLIENT_ADDRESS_HEADER: optionalString,
 
@@ -224,6 +231,7 @@ export function loadConfig(env: RawEnv = process.env) {
         capMs: e.LOGIN_BACKOFF_CAP_MS,
         windowMs: e.LOGIN_FAILURE_WINDOW_MS,
       },
+      signupThrottle: { perAddress: e.SIGNUP_LIMIT_PER_ADDRESS, windowMs: e.SIGNUP_WINDOW_MS },
       clientAddressHeader: e.CLIENT_ADDRESS_HEADER?.toLowerCase(),
     },
     providers: {

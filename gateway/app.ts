@@ -3,7 +3,6 @@
 // cluster replicas and the end-to-end tests all run.
 // First: uWS reads its settings from the environment when it loads.
 import "./uws-settings.ts";
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { systemClock, type Clock } from "../core/clock.ts";
 import type { Config } from "../core/config.ts";
@@ -69,6 +68,7 @@ import { webhookRoutes } from "./routes/webhooks.ts";
 import type { Metrics } from "../core/metrics.ts";
 import type { Tracing } from "../core/tracing.ts";
 import { attemptObserver, createMetrics, createTracing, meteredUsage } from "./observability.ts";
+import { prepareDataDir } from "./data-dir.ts";
 import { startMetricsServer, type MetricsServer } from "./metrics-server.ts";
 import { docsPages } from "./docs-page.ts";
 import { consolePages } from "./console/console-routes.ts";
@@ -155,7 +155,6 @@ export async function createDataStore(config: Config, clock: Clock): Promise<Dat
     const { RedisDataStore } = await import("../tenancy/redis-data-store.ts");
     return new RedisDataStore(config.redisUrl);
   }
-  mkdirSync(config.dataDir, { recursive: true });
   return new EmbeddedDataStore(config.dataDir, clock);
 }
 
@@ -176,6 +175,7 @@ function journaledRecorder(dataDir: string, write: WriteUsage, log: Logger): Usa
 }
 
 export async function startTroupe(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningTroupe> {
+  prepareDataDir(config.dataDir, log);
   const clock = options.clock ?? systemClock;
   const metrics = await createMetrics(config.observability, config.replica);
   const tracing = await createTracing(config.observability, config.replica, log);
@@ -367,37 +367,35 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
   publicBase = url.replace(/\/$/, "");
   listening();
-  const metricsServer: MetricsServer | undefined = config.observability.metrics
-    ? await startMetricsServer(metrics, config.observability.metrics.host, config.observability.metrics.port, log)
-    : undefined;
-
+  let metricsServer: MetricsServer | undefined;
   let stopped: Promise<void> | undefined;
-  return {
-    services,
-    routes,
-    gateway,
-    port,
-    url,
-    metricsPort: metricsServer?.port,
-    stop: () =>
-      (stopped ??= (async () => {
-        await gateway.shutdown(config.shutdownGraceMs);
-        await webhookPublisher.idle();
-        await dispatcher.idle();
-        fetcher.close();
-        metricsServer?.close();
-        await snapshots.stop();
-        await actors.stop();
-        await directory.flush();
-        await recorder?.close();
-        billing.stop();
-        await ledger.close();
-        await router.close();
-        await vectors.close();
-        apiKeys.stop();
-        await files.close();
-        await store.close();
-        await tracing.shutdown();
-      })()),
-  };
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      await gateway.shutdown(config.shutdownGraceMs);
+      await webhookPublisher.idle();
+      await dispatcher.idle();
+      fetcher.close();
+      metricsServer?.close();
+      await snapshots.stop();
+      await actors.stop();
+      await directory.flush();
+      await recorder?.close();
+      billing.stop();
+      await ledger.close();
+      await router.close();
+      await vectors.close();
+      apiKeys.stop();
+      await files.close();
+      await store.close();
+      await tracing.shutdown();
+    })());
+  if (config.observability.metrics) {
+    const { host, port: metricsPort } = config.observability.metrics;
+    // A metrics port in use fails the start; what already started is stopped, not left serving half a Troupe.
+    metricsServer = await startMetricsServer(metrics, host, metricsPort, log).catch(async (error: unknown) => {
+      await stop();
+      throw error;
+    });
+  }
+  return { services, routes, gateway, port, url, metricsPort: metricsServer?.port, stop };
 }

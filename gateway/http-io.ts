@@ -6,7 +6,7 @@ import type { HttpRequest, HttpResponse } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../core/errors.ts";
 import { statusLine } from "../core/http-status.ts";
 import { answerThenDiscard, type Discard } from "./lingering-close.ts";
-import { framingConflict } from "./request-guards.ts";
+import { framingConflict, type FramingProblem } from "./request-guards.ts";
 import type { RouteDialect } from "./route.ts";
 
 export interface CapturedRequest {
@@ -17,12 +17,12 @@ export interface CapturedRequest {
   /** Still percent-encoded: decoding can fail, and that must happen where errors are answered. */
   params: string[];
   /** Set when the body framing is ambiguous (request-guards.ts); the request is then refused. */
-  framing: string | undefined;
+  framing: FramingProblem | undefined;
 }
 
 export function captureRequest(req: HttpRequest, paramCount: number): CapturedRequest {
   const headers: Record<string, string> = {};
-  let framing: string | undefined;
+  let framing: FramingProblem | undefined;
   req.forEach((name, value) => {
     if (name === "content-length" || name === "transfer-encoding") framing ??= framingConflict(name, value, headers);
     headers[name] = value;
@@ -36,10 +36,10 @@ export function captureRequest(req: HttpRequest, paramCount: number): CapturedRe
  * The framing check of captureRequest for handlers that do not copy every
  * header: two lookups when the request declares no body (the common GET).
  */
-export function bodyFraming(req: HttpRequest): string | undefined {
+export function bodyFraming(req: HttpRequest): FramingProblem | undefined {
   if (req.getHeader("content-length") === "" && req.getHeader("transfer-encoding") === "") return undefined;
   const seen: Record<string, string> = {};
-  let framing: string | undefined;
+  let framing: FramingProblem | undefined;
   req.forEach((name, value) => {
     if (name === "content-length" || name === "transfer-encoding") {
       framing ??= framingConflict(name, value, seen);

@@ -7,6 +7,11 @@ import { createLogger } from "../core/log.ts";
 import { startTroupe } from "./app.ts";
 import { startRefusal } from "./uws-binary-pins.ts";
 import { loadedUwsBinary } from "./uws-error-pages.ts";
+import { ownerOnlyUmask } from "./data-dir.ts";
+
+// Before anything is created: every file Troupe writes (the data directory's
+// lmdb stores hold webhook secrets) is readable by its owner only (data-dir.ts).
+process.umask(ownerOnlyUmask);
 
 const config = loadConfig();
 const log = createLogger(config.logLevel, { replica: config.replica });

@@ -4,13 +4,14 @@
 import * as uWS from "uWebSockets.js";
 import type { Logger } from "../core/log.ts";
 import type { Metrics } from "../core/metrics.ts";
+import { listenExclusive } from "./exclusive-listen.ts";
 
 export interface MetricsServer {
   port: number;
   close(): void;
 }
 
-export function startMetricsServer(metrics: Metrics, host: string, port: number, log: Logger): Promise<MetricsServer> {
+export async function startMetricsServer(metrics: Metrics, host: string, port: number, log: Logger): Promise<MetricsServer> {
   const app = uWS.App();
   app.get("/metrics", (res) => {
     let aborted = false;
@@ -30,19 +31,13 @@ export function startMetricsServer(metrics: Metrics, host: string, port: number,
   app.any("/*", (res) => {
     res.writeStatus("404 Not Found").writeHeader("content-type", "text/plain").end("only GET /metrics is served here\n");
   });
-  return new Promise((resolve, reject) => {
-    app.listen(host, port, (socket) => {
-      if (!socket) {
-        reject(new Error(`metrics: could not listen on port ${port} of ${host} (METRICS_PORT)`));
-        return;
-      }
-      resolve({
-        port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket),
-        close: () => {
-          uWS.us_listen_socket_close(socket);
-          app.close();
-        },
-      });
-    });
-  });
+  // Exclusive, like the gateway's port: a second Troupe with the same METRICS_PORT must not start and share it.
+  const socket = await listenExclusive(app, host, port, () => new Error(`metrics: could not listen on port ${port} of ${host} (METRICS_PORT): the port is in use (or not available to this process)`));
+  return {
+    port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket),
+    close: () => {
+      uWS.us_listen_socket_close(socket);
+      app.close();
+    },
+  };
 }

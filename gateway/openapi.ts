@@ -65,7 +65,7 @@ function errorResponses(codes: Iterable<ErrorCode>, dialect?: RouteDialect): Jso
     const schema = dialectSchema ?? (parserStatuses.has(status) ? "ParserError" : "Error");
     let description = list.join(" | ");
     if (status === 405) description += " (a method this path does not serve; the Allow header lists those it does)";
-    if (status === 426) description += " (a plain GET on a WebSocket path; the Upgrade header says websocket)";
+    if (status === 426) description += " (a plain GET on a WebSocket path, once its credential is admitted; the Upgrade header says websocket)";
     responses[String(status)] = { description, content: { "application/json": { schema: { $ref: `#/components/schemas/${schema}` } } } };
   }
   return responses;
@@ -144,7 +144,7 @@ function wsOperation(route: WsRouteDefinition): JsonObject {
     summary: route.summary,
     tags: [route.tag],
     parameters: pathParameters(route.path),
-    responses: { "101": { description: "Switching protocols to WebSocket" }, ...routeErrorResponses(route, ["upgrade_required"]) },
+    responses: { "101": { description: "Switching protocols to WebSocket" }, ...routeErrorResponses(route, ["upgrade_required", "invalid_request"]) },
     security: security(route),
     "x-troupe-websocket": route.subprotocol ? { subprotocol: route.subprotocol } : {},
   };

@@ -35,27 +35,39 @@ export function uriTooLong(url: string, query: string): TroupeError | undefined 
 
 const digits = /^\d+$/;
 
+/** Why a request's body framing is refused, and which header is at fault. */
+export interface FramingProblem {
+  header: "content-length" | "transfer-encoding";
+  message: string;
+}
+
 /**
- * uWS frames a body by the first Content-Length it sees; a proxy in front
- * may take another one, and then the bytes one reads as body the other
- * reads as a second request. So any framing two parsers could disagree on
- * is refused: Content-Length twice with different values, a value that is
- * not plain digits, or Content-Length together with Transfer-Encoding
- * (uWS refuses most of those itself; this catches what it lets through).
- * Called for Content-Length and Transfer-Encoding headers only, with the
- * headers seen before this one.
+ * uWS frames a body by the first Content-Length it sees, and reads any
+ * Transfer-Encoding at all (`identity`, `gzip`, `chunked, identity`, a
+ * second header) as chunked; a proxy in front may take another reading, and
+ * then the bytes one reads as body the other reads as a second request. So
+ * any framing two parsers could disagree on is refused: Content-Length twice
+ * with different values, a value that is not plain digits, Content-Length
+ * together with Transfer-Encoding, and any Transfer-Encoding but exactly one
+ * header whose value is `chunked` (transfer-coding names are
+ * case-insensitive, RFC 9112 §7). Called for Content-Length and
+ * Transfer-Encoding headers only, with the headers seen before this one.
  */
-export function framingConflict(name: string, value: string, seen: Readonly<Record<string, string>>): string | undefined {
+export function framingConflict(name: string, value: string, seen: Readonly<Record<string, string>>): FramingProblem | undefined {
   const length = seen["content-length"];
-  if (name === "transfer-encoding") return length === undefined ? undefined : "Content-Length together with Transfer-Encoding";
-  if (length !== undefined && length !== value) return `conflicting Content-Length headers (${length}, ${value})`;
-  if (seen["transfer-encoding"] !== undefined) return "Content-Length together with Transfer-Encoding";
-  if (!digits.test(value)) return `malformed Content-Length ${JSON.stringify(value)}`;
+  if (name === "transfer-encoding") {
+    if (seen["transfer-encoding"] !== undefined) return { header: "transfer-encoding", message: "more than one Transfer-Encoding header" };
+    if (value.toLowerCase() !== "chunked") return { header: "transfer-encoding", message: `Transfer-Encoding ${JSON.stringify(value)}: only chunked is accepted` };
+    return length === undefined ? undefined : { header: "transfer-encoding", message: "Content-Length together with Transfer-Encoding" };
+  }
+  if (length !== undefined && length !== value) return { header: "content-length", message: `conflicting Content-Length headers (${length}, ${value})` };
+  if (seen["transfer-encoding"] !== undefined) return { header: "content-length", message: "Content-Length together with Transfer-Encoding" };
+  if (!digits.test(value)) return { header: "content-length", message: `malformed Content-Length ${JSON.stringify(value)}` };
   return undefined;
 }
 
-export function framingError(message: string): TroupeError {
-  return new TroupeError("invalid_request", `${message}: the request framing is ambiguous; the connection is closed`, {
-    details: [{ path: "headers.content-length", message }],
+export function framingError(problem: FramingProblem): TroupeError {
+  return new TroupeError("invalid_request", `${problem.message}: the request framing is ambiguous; the connection is closed`, {
+    details: [{ path: `headers.${problem.header}`, message: problem.message }],
   });
 }

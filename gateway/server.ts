@@ -12,9 +12,10 @@ import { noTracing, type Tracing } from "../core/tracing.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { Admission } from "./admission.ts";
 import { bodyFraming, captureRequest, errorAnswer, readBody, ResponseState, writeHead, writeJson, writeResponse, type CapturedRequest } from "./http-io.ts";
+import { listenExclusive } from "./exclusive-listen.ts";
 import { buildOpenApi, type RawPath } from "./openapi.ts";
 import { loadedPageState } from "./uws-error-pages.ts";
-import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
+import { decodePathParam, framingError, uriTooLong, type FramingProblem } from "./request-guards.ts";
 import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteDialect, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
@@ -138,7 +139,7 @@ export function createGateway(options: GatewayOptions): Gateway {
    * pending, and uWS closes the connection without serving it (answering
    * at once would let it be served).
    */
-  const refuseFraming = (res: HttpResponse, state: ResponseState, requestId: string, framing: string, dialect?: RouteDialect): void => {
+  const refuseFraming = (res: HttpResponse, state: ResponseState, requestId: string, framing: FramingProblem, dialect?: RouteDialect): void => {
     const error = framingError(framing);
     setImmediate(() => sendError(res, state, requestId, error, undefined, true, dialect));
   };
@@ -318,7 +319,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...plainPaths.flatMap((path) => ["GET", "HEAD"].map((method) => ({ method, regex: toRegex(path) }))),
     ...(options.rawPaths ?? []).flatMap((raw) => Object.keys(raw.operations).map((method) => ({ method: method.toUpperCase(), regex: toRegex(raw.path) }))),
   ];
-  const upgradeOnly = (options.wsRoutes ?? []).map((r) => toRegex(r.path));
+  const upgradeOnly = (options.wsRoutes ?? []).map((route) => ({ route, regex: toRegex(route.path) }));
   app.any("/*", (res, req) => {
     const requestId = pickRequestId(req.getHeader("x-request-id"));
     const state = new ResponseState();
@@ -328,12 +329,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       const url = req.getUrl();
       const method = req.getCaseSensitiveMethod().toUpperCase();
       const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
-      if (upgradeOnly.some((r) => r.test(url))) {
-        const error = method === "GET" ? new TroupeError("upgrade_required", `${url} serves WebSocket upgrades only: send Upgrade: websocket`) : undefined;
-        if (error) headers.push(["upgrade", "websocket"], ["connection", "Upgrade"]);
-        else headers.push(["allow", "GET"]);
-        const answer = error ?? new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
-        writeResponse(res, state, answer.status, headers, JSON.stringify(errorBody(answer, requestId)));
+      const ws = upgradeOnly.find((w) => w.regex.test(url));
+      if (ws && method !== "GET") {
+        headers.push(["allow", "GET"]);
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
+        writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+        return;
+      }
+      if (ws) {
+        // Credentials first, as on every route (and as the document's security says): a plain GET
+        // without a valid credential is 401/403/429, and only an admitted one learns it must upgrade.
+        const copied: Record<string, string> = {};
+        req.forEach((name, value) => (copied[name] = value));
+        Promise.resolve()
+          .then(() => options.admission.admit(ws.route, "GET", copied))
+          .then(() => {
+            headers.push(["upgrade", "websocket"], ["connection", "Upgrade"]);
+            const error = new TroupeError("upgrade_required", `${url} serves WebSocket upgrades only: send Upgrade: websocket`);
+            writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+          })
+          .catch((error: unknown) => sendError(res, state, requestId, error))
+          .catch((error: unknown) => guard(res, state, requestId, error));
         return;
       }
       const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
@@ -351,20 +367,10 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     app,
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        // uWS binds with SO_REUSEPORT unless told otherwise: a second Troupe
-        // on a port in use would start, and the kernel would split the
-        // connections between the two. Exclusive makes the bind fail instead.
-        (app as unknown as ListenWithOptions).listen(host, port, exclusivePort, (socket) => {
-          if (!socket) {
-            reject(new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
-            return;
-          }
-          listenSocket = socket;
-          resolve(uWS.us_socket_local_port(socket));
-        });
-      });
+    async listen(host, port) {
+      const socket = await listenExclusive(app, host, port, () => new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
+      listenSocket = socket;
+      return uWS.us_socket_local_port(socket);
     },
     async shutdown(graceMs) {
       draining = true;
@@ -396,16 +402,6 @@ function register(app: TemplatedApp, method: RouteDefinition["method"], path: st
       app.del(path, handler);
       return;
   }
-}
-
-/**
- * The native listen takes (host, port, options, cb); the typings declare
- * only (port, options, cb), and name the flag in an enum index.mjs does not
- * export (it exports LIBUS_LISTEN_EXCLUSIVE_PORT, = 1, which they omit).
- */
-const exclusivePort = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
-interface ListenWithOptions {
-  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
 }
 
 const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;

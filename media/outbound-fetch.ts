@@ -241,7 +241,10 @@ export class OutboundFetcher {
     const byName = this.allow.hasName(host);
     for (const a of addresses) {
       if (isNonPublic(a.address) && !byName && !this.allow.hasAddress(a.address)) {
-        throw new OutboundFetchError("refused", `the host ${host} resolves to a non-public address (${normalizeAddress(a.address).address}); OUTBOUND_ALLOW_HOSTS can allow it`);
+        // A literal address is the caller's own; a name's DNS answer is not shown
+        // (it would map the internal network for whoever asks).
+        const what = isIP(host) !== 0 ? `${host} is a non-public address` : `the host ${host} resolves to a non-public address (private, loopback, link-local or reserved)`;
+        throw new OutboundFetchError("refused", `${what}; OUTBOUND_ALLOW_HOSTS can allow it`);
       }
     }
     const chosen = normalizeAddress(addresses[0]!.address);
@@ -303,7 +306,19 @@ function transportError(e: unknown, signal: AbortSignal, timeoutMs: number): Out
     return new OutboundFetchError("unreachable", "the download was cancelled");
   }
   const message = e instanceof Error ? e.message : String(e);
-  return new OutboundFetchError("unreachable", `the URL could not be fetched: ${message}`);
+  return new OutboundFetchError("unreachable", `the URL could not be fetched: ${withoutAddresses(message)}`);
+}
+
+const ipv6Text = /(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{1,4})?/gi;
+const ipv4Text = /\b(?:\d{1,3}\.){3}\d{1,3}\b/g;
+
+/**
+ * A socket error names the address it dialled ("connect ECONNREFUSED
+ * 10.1.2.3:443"): the DNS answer for the caller's host, which the caller
+ * must not learn (an allow-listed internal name, a split-horizon answer).
+ */
+function withoutAddresses(message: string): string {
+  return message.replace(ipv6Text, (m) => (m.split(":").length > 2 ? "[address]" : m)).replace(ipv4Text, "[address]");
 }
 
 function raceSignal<T>(p: Promise<T>, signal: AbortSignal, timeoutMs: number): Promise<T> {

@@ -153,9 +153,9 @@ export class Router {
     let pool: ModelEntry[];
     if (model) {
       const entry = this.catalogue.get(model);
-      if (!entry) throw invalidRequest([{ path: "model", message: `unknown model ${model} (GET /v1/models lists them)` }]);
+      if (!entry) throw invalidRequest([{ path: "body.model", message: `unknown model ${model} (GET /v1/models lists them)` }]);
       const problem = capabilityProblem(entry, need);
-      if (problem) throw invalidRequest([{ path: "model", message: problem }]);
+      if (problem) throw invalidRequest([{ path: "body.model", message: problem }]);
       if (strategy === "manual") {
         if (!this.adapters.has(entry.provider) || !this.adapterServes(entry, need.category)) {
           throw new TroupeError("no_provider_available", `provider ${entry.provider} of model ${entry.id} is not configured`);
@@ -187,7 +187,7 @@ export class Router {
       if (strategy !== "auto") pool = this.order(pool, strategy);
     } else {
       if (strategy === "manual") {
-        throw invalidRequest([{ path: "model", message: "routing_strategy manual needs a model" }]);
+        throw invalidRequest([{ path: "body.model", message: "routing_strategy manual needs a model" }]);
       }
       const capable = this.catalogue.ofCategory(need.category).filter((m) => capabilityProblem(m, need) === undefined);
       const real = capable.filter((m) => m.provider !== "simulated" && this.adapters.has(m.provider));
@@ -282,7 +282,7 @@ export class Router {
   }
 
   async embed(req: RoutedEmbedRequest, ctx: CallContext = {}): Promise<EmbedResult> {
-    if (req.input.length === 0) throw invalidRequest([{ path: "input", message: "at least one text is needed" }]);
+    if (req.input.length === 0) throw invalidRequest([{ path: "body.input", message: "at least one text is needed" }]);
     // A fallback must produce vectors of the dimension the named model would
     // have produced: same default dimension, or one it can be asked for.
     const named = req.model ? this.catalogue.get(req.model) : undefined;

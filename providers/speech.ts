@@ -28,7 +28,11 @@ export type SpeechBody = z.infer<typeof speechRequestSchema>;
 export function voiceSchema(catalogue: Catalogue) {
   const voices = [...new Set(catalogue.models.flatMap((m) => m.capabilities.voices ?? []))];
   return z.enum(voices as [string, ...string[]], {
-    error: (issue) => `no model has the voice ${JSON.stringify(issue.input)}; GET /v1/models?category=audio lists each model's voices`,
+    // A missing voice is named as missing, not as "the voice undefined".
+    error: (issue) =>
+      issue.input === undefined
+        ? "required: the voice to speak with (GET /v1/models?category=audio lists each model's voices)"
+        : `no model has the voice ${JSON.stringify(issue.input)}; GET /v1/models?category=audio lists each model's voices`,
   });
 }
 
@@ -58,12 +62,12 @@ export async function synthesizeSpeech(router: Router, req: SpeechBody, ctx: Cal
     const speechModels = router.catalogue.ofCategory("audio").filter((m) => m.capabilities.voices);
     if (!speechModels.some((m) => m.capabilities.voices!.includes(req.voice))) {
       const known = speechModels.map((m) => `${m.id}: ${m.capabilities.voices!.join(", ")}`).join("; ");
-      throw invalidRequest([{ path: "voice", message: `no model has the voice "${req.voice}"; voices per model: ${known}` }]);
+      throw invalidRequest([{ path: "body.voice", message: `no model has the voice "${req.voice}"; voices per model: ${known}` }]);
     }
   } else {
     const named = router.catalogue.get(req.model);
     const problem = named?.category === "audio" ? voiceProblem(req.voice)(named) : undefined;
-    if (problem) throw invalidRequest([{ path: "voice", message: problem }]);
+    if (problem) throw invalidRequest([{ path: "body.voice", message: problem }]);
   }
   const candidates = router.plan(req.model, req.routing_strategy, { category: "audio", media: voiceProblem(req.voice) });
   const deadline = router.startDeadline(ctx.signal);

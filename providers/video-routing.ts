@@ -56,7 +56,7 @@ export function videoModelIdSchema(catalogue: Catalogue, withImage?: boolean) {
 }
 
 /** A 400 naming `path` when the named model cannot make the segment; for checks the schema cannot make (image given or not). */
-export function assertVideoModelFits(catalogue: Catalogue, model: string, withImage: boolean, path = "model"): void {
+export function assertVideoModelFits(catalogue: Catalogue, model: string, withImage: boolean, path = "body.model"): void {
   const entry = catalogue.get(model);
   const problem = entry ? videoSegmentProblem(entry, withImage) : `unknown model ${model}`;
   if (problem) throw invalidRequest([{ path, message: problem }]);

@@ -15,6 +15,7 @@ import { OrganizationService } from "./organizations.ts";
 import { hashPassword } from "./passwords.ts";
 import { keys, recordsOf, type Records } from "./records.ts";
 import { publicUser, SessionService } from "./sessions.ts";
+import { SignupThrottle } from "./signup-throttle.ts";
 import type { StoredUser } from "./types.ts";
 import { requireWellFormed } from "./well-formed.ts";
 
@@ -29,6 +30,7 @@ export class AccountService {
   private readonly records: Records;
   private readonly config: TenancyConfig;
   private readonly clock: Clock;
+  private readonly signupThrottle: SignupThrottle;
 
   constructor(store: DataStore, config: TenancyConfig, clock: Clock, apiKeys: ApiKeyService) {
     this.store = store;
@@ -38,11 +40,14 @@ export class AccountService {
     this.sessions = new SessionService(store, config, clock);
     this.orgs = new OrganizationService(store, clock, apiKeys);
     this.invitations = new InvitationService(store, clock);
+    this.signupThrottle = new SignupThrottle(store, config.signupThrottle);
   }
 
-  async signup(input: { email: string; password: string; name?: string | undefined; organization_name?: string | undefined }) {
+  /** Throttled per client address (signup-throttle.ts). */
+  async signup(input: { email: string; password: string; name?: string | undefined; organization_name?: string | undefined }, clientAddress: string) {
     if (!this.config.signupEnabled) throw new TroupeError("forbidden", "signup is turned off on this server");
     requireWellFormed({ email: input.email, password: input.password });
+    await this.signupThrottle.admit(clientAddress);
     const now = this.clock.now();
     const user: StoredUser = {
       id: prefixedId("usr", now),

@@ -10,6 +10,7 @@ const loneSurrogate = /\p{Cs}/u;
 export function requireWellFormed(fields: Record<string, string | undefined>): void {
   const issues = Object.entries(fields)
     .filter(([, value]) => value !== undefined && loneSurrogate.test(value))
-    .map(([path]) => ({ path, message: "is not well-formed Unicode (contains a lone surrogate)" }));
+    // Every caller checks fields of a request body: named as the gateway's validation names them.
+    .map(([name]) => ({ path: `body.${name}`, message: "is not well-formed Unicode (contains a lone surrogate)" }));
   if (issues.length > 0) throw invalidRequest(issues);
 }

@@ -15,7 +15,6 @@ const root = join(import.meta.dirname, "..");
 const notYetWritten = new Set([
   "docs/guides/openai-compatible.md",
   "docs/guides/access-control.md",
-  "docs/security-and-limits.md",
 ]);
 
 function trackedFiles(): string[] {

@@ -38,10 +38,10 @@ export class OrgIndex {
   }
 
   async add(organizationId: string, content: string, metadata: Record<string, unknown>, signal?: AbortSignal, onUsage?: OnEmbedded): Promise<{ id: string }> {
-    if (content.trim().length === 0) throw invalidRequest([{ path: "content", message: "must not be empty" }]);
-    if (content.length > MAX_CONTENT_CHARS) throw invalidRequest([{ path: "content", message: `must be at most ${MAX_CONTENT_CHARS} characters` }]);
+    if (content.trim().length === 0) throw invalidRequest([{ path: "body.content", message: "must not be empty" }]);
+    if (content.length > MAX_CONTENT_CHARS) throw invalidRequest([{ path: "body.content", message: `must be at most ${MAX_CONTENT_CHARS} characters` }]);
     // Before the embedding call: a record the index would refuse costs nothing.
-    const issues = recordLimitIssues(content, metadata, this.index.limits);
+    const issues = recordLimitIssues(content, metadata, this.index.limits, "body.");
     if (issues.length > 0) throw invalidRequest(issues);
     const [vector] = await this.embed([content], "document", signal, onUsage);
     if (!vector) throw new Error("the embedder returned no vector");
@@ -58,8 +58,8 @@ export class OrgIndex {
     signal?: AbortSignal,
     onUsage?: OnEmbedded,
   ): Promise<VectorSearchResult[]> {
-    if (query.trim().length === 0) throw invalidRequest([{ path: "query", message: "must not be empty" }]);
-    if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) throw invalidRequest([{ path: "top_k", message: `must be an integer from 1 to ${MAX_TOP_K}` }]);
+    if (query.trim().length === 0) throw invalidRequest([{ path: "body.query", message: "must not be empty" }]);
+    if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) throw invalidRequest([{ path: "body.top_k", message: `must be an integer from 1 to ${MAX_TOP_K}` }]);
     const [vector] = await this.embed([query], "query", signal, onUsage);
     if (!vector) throw new Error("the embedder returned no vector");
     return this.index.search(organizationId, vector, topK, filter);

@@ -235,12 +235,12 @@ export function createConversationActor(deps: ConversationActorDeps) {
           const issues: FieldIssue[] = [];
           const seen = new Set<string>();
           input.outputs.forEach((o, i) => {
-            if (!pending.has(o.tool_call_id)) issues.push({ path: `outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is not a pending tool call` });
-            else if (seen.has(o.tool_call_id)) issues.push({ path: `outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is answered twice` });
+            if (!pending.has(o.tool_call_id)) issues.push({ path: `body.outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is not a pending tool call` });
+            else if (seen.has(o.tool_call_id)) issues.push({ path: `body.outputs.${i}.tool_call_id`, message: `${o.tool_call_id} is answered twice` });
             seen.add(o.tool_call_id);
           });
           const missing = data.pending_tool_call_ids.filter((id) => !given.includes(id));
-          if (missing.length > 0) issues.push({ path: "outputs", message: `missing outputs for pending tool calls: ${missing.join(", ")}` });
+          if (missing.length > 0) issues.push({ path: "body.outputs", message: `missing outputs for pending tool calls: ${missing.join(", ")}` });
           if (issues.length > 0) throw invalidRequest(issues);
           const byId = new Map(input.outputs.map((o) => [o.tool_call_id, o.output]));
           for (const id of data.pending_tool_call_ids) {

@@ -77,7 +77,7 @@ export function audioRoutes(deps: MediaRouteDeps) {
           audio = await deps.media.fetcher.fetch(ctx.body.audio_url, { accept: audioTypes, signal: ctx.signal });
         } catch (e) {
           if (!isOutboundFetchError(e)) throw e;
-          throw new TroupeError("invalid_request", `audio_url cannot be used: ${e.message}`, { details: [{ path: "audio_url", message: e.message, reason: e.reason }] });
+          throw new TroupeError("invalid_request", `audio_url cannot be used: ${e.message}`, { details: [{ path: "body.audio_url", message: e.message, reason: e.reason }] });
         }
         const bytes = { bytes: audio.body, contentType: audio.contentType };
         // The duration is known only after the download: admitted on what is spent (nothing reserved).

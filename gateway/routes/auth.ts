@@ -52,9 +52,9 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
           ...sessionGrantSchema.shape,
         }),
       },
-      errors: ["conflict", "forbidden"],
+      errors: ["conflict", "forbidden", "rate_limited"],
       handler: async (ctx) => {
-        const result = await accounts.signup(ctx.body);
+        const result = await accounts.signup(ctx.body, clientAddress(ctx, config));
         setSessionCookies(ctx, result, config.sessionTtlSeconds);
         return json(201, result);
       },

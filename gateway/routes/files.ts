@@ -2,15 +2,18 @@
 // without credentials because the id is the capability (128 random bits).
 // Binary and streamed with backpressure, so it is attached to the uWS app
 // directly rather than declared as a JSON route: Content-Type and
-// Content-Length, single byte ranges (206, 416), a strong ETag with
+// Content-Length, single byte ranges (206, 416) honoured only while
+// If-Range (when sent) names the current ETag, a strong ETag with
 // If-None-Match (304), and a year-long immutable Cache-Control — a file never
 // changes under its id. Any replica serves any file when the store is S3.
-import type { HttpResponse, TemplatedApp } from "uWebSockets.js";
+import type { HttpRequest, HttpResponse, TemplatedApp } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { statusLine } from "../../core/http-status.ts";
 import type { ByteRange, FileStore, StoredFile } from "../../media/file-store.ts";
+import { bodyFraming } from "../http-io.ts";
 import type { RawPath } from "../openapi.ts";
+import { framingError } from "../request-guards.ts";
 import { pickRequestId } from "../request-id.ts";
 
 export const filesPath = "/v1/files/:id";
@@ -40,6 +43,17 @@ export function parseRange(header: string | undefined, size: number): RangeAnswe
   return { kind: "partial", range: { start, end } };
 }
 
+/**
+ * Whether a Range request may be answered with a part (RFC 9110 §13.1.5):
+ * always without If-Range; with it, only when it is exactly this strong
+ * ETag. A weak tag, another tag or a date (files carry no Last-Modified, so
+ * no date can be shown to match) means the client's copy may differ: the
+ * whole file is sent, 200, never a part of something else.
+ */
+export function rangeStillApplies(ifRange: string | undefined, etag: string): boolean {
+  return ifRange === undefined || ifRange.trim() === etag;
+}
+
 /** True when an If-None-Match header names this ETag (or is `*`). */
 export function etagMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
@@ -50,19 +64,29 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
 }
 
 export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): void {
-  const handler = (headOnly: boolean) => (res: HttpResponse, req: { getParameter(i: number): string | undefined; getHeader(n: string): string }) => {
+  const handler = (headOnly: boolean) => (res: HttpResponse, req: HttpRequest) => {
     // Ids are `file_` + base64url: never percent-encoded, so the raw segment is
     // looked up as it is (a malformed escape is simply not found, never decoded).
     const id = req.getParameter(0) ?? "";
     const range = req.getHeader("range") || undefined;
     const ifNoneMatch = req.getHeader("if-none-match") || undefined;
+    const ifRange = req.getHeader("if-range") || undefined;
     const requestId = pickRequestId(req.getHeader("x-request-id") || undefined);
     const state = { aborted: false, iterator: undefined as AsyncIterator<Buffer> | undefined };
     res.onAborted(() => {
       state.aborted = true;
       void state.iterator?.return?.();
     });
-    serveFile(res, state, store, id, range, ifNoneMatch, headOnly, requestId).catch((error: unknown) => {
+    // Ambiguous framing: refused and closed, as on every other path (server.ts refuseFraming, after uWS parsed what it holds).
+    const framing = bodyFraming(req);
+    if (framing) {
+      const error = framingError(framing);
+      setImmediate(() => {
+        if (!state.aborted) endWith(res, 400, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)), true);
+      });
+      return;
+    }
+    serveFile(res, state, store, id, range, ifRange, ifNoneMatch, headOnly, requestId).catch((error: unknown) => {
       log.error("file serving failed", { request_id: requestId, file_id: id, error });
       if (state.aborted) return;
       // Headers may already be out: then the only honest signal is closing the connection.
@@ -88,6 +112,7 @@ async function serveFile(
   store: FileStore,
   id: string,
   rangeHeader: string | undefined,
+  ifRange: string | undefined,
   ifNoneMatch: string | undefined,
   headOnly: boolean,
   requestId: string,
@@ -104,7 +129,7 @@ async function serveFile(
     endWith(res, 304, common.filter(([k]) => k !== "content-type"), undefined);
     return;
   }
-  const answer = parseRange(rangeHeader, file.size);
+  const answer = rangeStillApplies(ifRange, file.etag) ? parseRange(rangeHeader, file.size) : ({ kind: "whole" } as const);
   if (answer.kind === "unsatisfiable") {
     const error = new TroupeError("invalid_request", `range ${rangeHeader} is outside the file's ${file.size} bytes`);
     endWith(res, 416, [["content-type", "application/json"], ["content-range", `bytes */${file.size}`], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
@@ -146,12 +171,12 @@ function fileHeaders(file: StoredFile, requestId: string): [string, string][] {
   ];
 }
 
-function endWith(res: HttpResponse, status: number, headers: [string, string][], body: string | undefined): void {
+function endWith(res: HttpResponse, status: number, headers: [string, string][], body: string | undefined, closeConnection = false): void {
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [k, v] of headers) res.writeHeader(k, v);
-    if (body === undefined) res.endWithoutBody(0);
-    else res.end(body);
+    if (body === undefined) res.endWithoutBody(0, closeConnection);
+    else res.end(body, closeConnection);
   });
 }
 
@@ -221,6 +246,7 @@ const fileParameters = [
   { name: "id", in: "path", required: true, schema: { type: "string", pattern: "^file_[A-Za-z0-9_-]{22}$" } },
   { name: "Range", in: "header", required: false, schema: { type: "string" } },
   { name: "If-None-Match", in: "header", required: false, schema: { type: "string" } },
+  { name: "If-Range", in: "header", required: false, schema: { type: "string" } },
 ];
 const errorJson = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
 const fileResponses = {

@@ -72,7 +72,7 @@ export function jobRoutes(deps: JobRouteDeps) {
             fetched = await deps.media.fetcher.fetch(ctx.body.image_url, { accept: imageTypes, signal: ctx.signal });
           } catch (e) {
             if (!isOutboundFetchError(e)) throw e;
-            throw new TroupeError("invalid_request", `image_url cannot be used: ${e.message}`, { details: [{ path: "image_url", message: e.message, reason: e.reason }] });
+            throw new TroupeError("invalid_request", `image_url cannot be used: ${e.message}`, { details: [{ path: "body.image_url", message: e.message, reason: e.reason }] });
           }
           const stored = await deps.media.files.put({ body: fetched.body, contentType: fetched.contentType, organizationId: key.organization_id });
           image = { file_id: stored.id, content_type: fetched.contentType };

@@ -6,7 +6,9 @@ import { capabilitiesSchema, categorySchema, pricingSchema, tierSchema } from ".
 import type { Router } from "../../providers/router.ts";
 import { defineRoute, json } from "../route.ts";
 
-const modelsQuery = z.object({ category: categorySchema.optional() }).strict();
+// `?category=` (empty, as an HTML form or a client joining optional params
+// sends it) means no filter, as omitting it does; before, it was a 400.
+const modelsQuery = z.object({ category: z.union([categorySchema, z.literal("")]).optional() }).strict();
 
 export const modelListingSchema = z.object({
   id: z.string().describe("what requests put in `model`"),
@@ -28,7 +30,7 @@ export function modelRoutes(deps: { router: Router }) {
       auth: "any",
       query: modelsQuery,
       responses: { 200: z.object({ data: z.array(modelListingSchema) }) },
-      handler: async (ctx) => json(200, { data: deps.router.listModels(ctx.query.category) }),
+      handler: async (ctx) => json(200, { data: deps.router.listModels(ctx.query.category || undefined) }),
     }),
   ];
 }

@@ -62,7 +62,7 @@ t.test("live events over the WebSocket", async (t) => {
   );
   ws.close();
 
-  const refused = new WebSocket(`ws://127.0.0.1:${troupe.port}/v1/agents/conversations/${id}/events`, [`bearer.${b.testKey}`]);
+  const refused = new WebSocket(`ws://127.0.0.1:${troupe.port}/v1/agents/conversations/${id}/events`, ["troupe.v1", `bearer.${b.testKey}`]);
   const outcome = await new Promise<string>((resolve) => {
     refused.onopen = () => resolve("open");
     refused.onerror = () => resolve("refused");

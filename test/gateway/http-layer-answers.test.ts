@@ -1,10 +1,10 @@
 // Answers the HTTP layer gives outside the routes (issue 11): HEAD on the
-// health endpoints, 426 on a WebSocket path, 405 with Allow, 414 for long
+// health endpoints, 426 on a WebSocket path (once admitted), 405 with Allow, 414 for long
 // URLs, and the JSON bodies of the 400/431/505 that uWS's own parser
 // writes (patched by scripts/patch-uws-errors.ts). Each over a raw socket,
 // as a hostile client would send it, and each documented in OpenAPI.
 import t from "tap";
-import { field, startTestTroupe } from "../support/troupe.ts";
+import { field, signup, startTestTroupe } from "../support/troupe.ts";
 import { parseResponse, raw } from "./raw-http.ts";
 
 const troupe = await startTestTroupe();
@@ -35,8 +35,13 @@ t.test("HEAD on /healthz and /readyz answers as GET does, without a body", async
   }
 });
 
-t.test("a plain GET on the WebSocket path is 426 with Upgrade: websocket; other methods 405", async (t) => {
-  const plain = errorOf((await raw(troupe.port, get("/v1/agents/conversations/00000000-0000-4000-8000-000000000000/events"), 300)).text);
+t.test("a plain GET on the WebSocket path is 401 without a credential, 426 with Upgrade: websocket with one; other methods 405", async (t) => {
+  const path = "/v1/agents/conversations/00000000-0000-4000-8000-000000000000/events";
+  const anonymous = errorOf((await raw(troupe.port, get(path), 300)).text);
+  t.equal(anonymous.status, 401, "credentials are checked first");
+  t.equal(anonymous.code, "unauthorized");
+  const user = await signup(troupe, "upgrade");
+  const plain = errorOf((await raw(troupe.port, get(path, `authorization: Bearer ${user.testKey}\r\n`), 300)).text);
   t.equal(plain.status, 426);
   t.equal(plain.code, "upgrade_required");
   t.equal(plain.headers["upgrade"], "websocket");

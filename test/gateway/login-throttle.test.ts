@@ -1,7 +1,9 @@
-// Login throttling over real sockets: past the free failures an account (or
-// a client address) must wait, 429 rate_limited with Retry-After, the wait
-// doubling up to a cap; the right password after the wait works and resets
-// the account; another account from the same address is unaffected; two
+// Login throttling over real sockets: past the free failures an account
+// from one address (or a client address) must wait, 429 rate_limited with
+// Retry-After, the wait doubling up to a cap; the right password after the
+// wait works and resets the pair; another account from the same address is
+// unaffected, and so is the account from another address
+// (login-throttle-stranger.test.ts); two
 // replicas on one Redis share the counts exactly. Before, 200 wrong
 // passwords for one account in 11 s were all 401 with no throttle.
 import t from "tap";

@@ -86,12 +86,12 @@ function suite(name: string, start: () => Promise<TestTroupe>): void {
     const overCap = await index(a.testKey, "one byte too much metadata", { pad: "x".repeat(16 * 1024 - 9) });
     t.equal(overCap.status, 400, overCap.text);
     t.equal(field(overCap.body, "error", "code"), "invalid_request");
-    t.match(field(overCap.body, "error", "details"), [{ path: /^metadata$/, message: /at most 16384 bytes as JSON \(UTF-8\), got 16385/ }], "names metadata");
+    t.match(field(overCap.body, "error", "details"), [{ path: /^body\.metadata$/, message: /at most 16384 bytes as JSON \(UTF-8\), got 16385/ }], "names metadata");
     let deep: Record<string, unknown> = { leaf: 1 };
     for (let level = 1; level < 17; level++) deep = { child: deep };
     const tooDeep = await index(a.testKey, "too deep", deep);
     t.equal(tooDeep.status, 400, tooDeep.text);
-    t.match(field(tooDeep.body, "error", "details"), [{ path: /^metadata$/, message: /at most 16 levels deep/ }]);
+    t.match(field(tooDeep.body, "error", "details"), [{ path: /^body\.metadata$/, message: /at most 16 levels deep/ }]);
     const atCap = await index(a.testKey, "exactly 16 KiB of metadata", { pad: "x".repeat(16 * 1024 - 10) });
     t.equal(atCap.status, 200, "the 4th record, at the metadata cap, fills the quota of 4");
 

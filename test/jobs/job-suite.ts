@@ -218,7 +218,7 @@ export function jobSuite(t: Test, target: JobTarget): void {
     t.equal(updates.at(-1)?.job.status, "completed");
     t.ok(updates.some((f) => f.job.status === "processing" && f.job.progress > 0 && f.job.progress < 1), "an intermediate progress frame");
 
-    const refused = new WebSocket(`${target.wsUrl(0)}/v1/jobs/${id}/events`, [`bearer.${target.keyB}`]);
+    const refused = new WebSocket(`${target.wsUrl(0)}/v1/jobs/${id}/events`, ["troupe.v1", `bearer.${target.keyB}`]);
     const outcome = await new Promise<string>((resolve) => {
       refused.onopen = () => resolve("open");
       refused.onerror = () => resolve("refused");

@@ -128,12 +128,29 @@ t.test("DNS is resolved once and the connection goes to the checked address", as
   t.equal(calls, 1, "one resolution");
 });
 
-t.test("a name resolving to a private address is refused; any bad address in the answer is enough", async (t) => {
+t.test("a name resolving to a private address is refused; any bad address in the answer is enough; the answer is never shown", async (t) => {
   const resolver: Resolver = async () => [
     { address: "93.184.216.34", family: 4 },
     { address: "::ffff:169.254.169.254", family: 6 },
   ];
-  await refusal(t, loopback([], resolver).fetch("https://sneaky.test/x"), "refused", /169\.254\.169\.254/);
+  await refusal(t, loopback([], resolver).fetch("https://sneaky.test/x"), "refused", /sneaky\.test resolves to a non-public address/);
+  const e = (await loopback([], resolver).fetch("https://sneaky.test/x").catch((err: unknown) => err)) as Error;
+  t.notMatch(e.message, /169\.254|93\.184|ffff/, `no DNS answer in: ${e.message}`);
+  const internal: Resolver = async () => [{ address: "10.1.2.3", family: 4 }];
+  for (const p of [loopback([], internal).fetch("https://intranet.test/x"), loopback([], internal).checkUrl("https://intranet.test/x"), loopback([], internal).post("https://intranet.test/x", "{}", {}, 2_000)]) {
+    const refused = (await p.catch((err: unknown) => err)) as Error;
+    t.notMatch(refused.message, /10\.1\.2\.3/, `no DNS answer in: ${refused.message}`);
+  }
+});
+
+t.test("a connection error to an allowed name does not show the address it dialled", async (t) => {
+  const resolver: Resolver = async () => [{ address: "127.0.0.1", family: 4 }];
+  for (const p of [loopback(["internal.test"], resolver).fetch("http://internal.test:1/x"), loopback(["internal.test"], resolver).post("http://internal.test:1/x", "{}", {}, 2_000)]) {
+    const e = (await p.catch((err: unknown) => err)) as OutboundFetchError;
+    t.equal(e.reason, "unreachable");
+    t.match(e.message, /could not be fetched: .*ECONNREFUSED/);
+    t.notMatch(e.message, /127\.0\.0\.1/, e.message);
+  }
 });
 
 t.test("plain http to a public host is refused; https is required", async (t) => {

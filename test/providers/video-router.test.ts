@@ -197,7 +197,7 @@ t.test("validation helpers for the jobs route", async (t) => {
   t.notOk(takesImage(catalogue.get("gpt-4o")!));
   t.equal(longestClipSeconds(catalogue), 10);
   t.throws(() => assertVideoModelFits(catalogue, "gen4_turbo", false, "scenes.0.model"), { code: "invalid_request", details: [{ path: "scenes.0.model" }] });
-  t.throws(() => assertVideoModelFits(catalogue, "nope", true), { code: "invalid_request", details: [{ path: "model", message: /unknown model/ }] });
+  t.throws(() => assertVideoModelFits(catalogue, "nope", true), { code: "invalid_request", details: [{ path: "body.model", message: /unknown model/ }] });
   t.doesNotThrow(() => assertVideoModelFits(catalogue, "gen4_turbo", true));
   t.throws(() => nearestDuration(catalogue.get("gpt-4o")!, 5), /no clip durations/);
 });

@@ -29,7 +29,7 @@ t.test("caps before the embedding call; remember meets the same caps and quota",
     t.fail("oversized metadata accepted");
   } catch (error) {
     t.equal((error as TroupeError).code, "invalid_request");
-    t.match((error as TroupeError).details, [{ path: /^metadata$/, message: /at most 16384 bytes/ }]);
+    t.match((error as TroupeError).details, [{ path: /^body\.metadata$/, message: /at most 16384 bytes/ }]);
   }
   t.equal(embedded, 0, "nothing was embedded for the refused record");
 

@@ -29,6 +29,9 @@ t.test("lists the catalogue with availability; filters by category", async (t) =
   t.same(videoModels.find((m) => m.id === "gen4_turbo")?.pricing, { unit: "second", usd_per_unit: 0.05 });
   const bad = await h.troupe.request("GET", "/v1/models?category=smell", { token: h.key });
   t.equal(bad.status, 400);
+  const empty = await h.troupe.request("GET", "/v1/models?category=", { token: h.key });
+  t.equal(empty.status, 200, `an empty category is no filter: ${empty.text.slice(0, 200)}`);
+  t.same(field(empty.body, "data"), data, "the same list as without the parameter");
 });
 
 t.test("an open breaker shows as unavailable", async (t) => {
