@@ -36,7 +36,7 @@ function script(name: string, dataDir: string, dir: string) {
 
 t.test("a backup taken under load restores everything acknowledged before it began", async (t) => {
   t.setTimeout(120_000);
-  const troupe = await startTestTroupe({ SIMULATED_VIDEO_DELAY_MS: "50", LOGIN_FREE_FAILURES_PER_ADDRESS: "1000" });
+  const troupe = await startTestTroupe({ SIMULATED_VIDEO_DELAY_MS: "50", LOGIN_FREE_FAILURES_PER_ADDRESS: "1000", SIGNUP_LIMIT_PER_ADDRESS: "100000" });
   let restored: TestTroupe | undefined;
   t.teardown(async () => {
     await troupe.stop().catch(() => {});
@@ -102,7 +102,7 @@ t.test("a backup taken under load restores everything acknowledged before it beg
   await script("restore.ts", restoredDir, backupDir);
   t.equal(statSync(restoredDir).mode & 0o777, 0o700, "the restored data directory is the owner's only");
   await t.rejects(script("restore.ts", restoredDir, backupDir), "a restore never writes over a data directory in use");
-  restored = await startTestTroupe({ TROUPE_DATA_DIR: restoredDir, LOGIN_FREE_FAILURES_PER_ADDRESS: "1000" });
+  restored = await startTestTroupe({ TROUPE_DATA_DIR: restoredDir, LOGIN_FREE_FAILURES_PER_ADDRESS: "1000", SIGNUP_LIMIT_PER_ADDRESS: "100000" });
   const r = restored;
 
   for (const email of before.emails) {
