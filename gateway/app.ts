@@ -58,6 +58,7 @@ import { jobRoutes } from "./routes/jobs.ts";
 import { attachJobEvents, jobEventsRoute } from "./job-events-ws.ts";
 // Webhooks: the WebhookActor, its directory and the EventPublisher emitters use.
 import { createWebhookActor, type WebhookActorDefinition } from "../actors/webhooks/webhook-actor.ts";
+import { createSecretBox, webhookSecretKey } from "../actors/webhooks/secret-box.ts";
 import { WebhookDirectory } from "../actors/webhooks/directory.ts";
 import { DeliveryLog } from "../actors/webhooks/delivery-log.ts";
 import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
@@ -243,7 +244,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const webhookDirectory = new WebhookDirectory(store);
   await webhookDirectory.start();
   const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log, metrics });
-  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, log: new DeliveryLog(store), config: config.webhooks });
+  const secrets = createSecretBox(webhookSecretKey(config.webhooks.secretKey, config.dataDir));
+  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, log: new DeliveryLog(store), config: config.webhooks, secrets });
 
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log, tracing });
   actors.register([eraseDefinition(conversation), eraseDefinition(job), eraseDefinition(webhook)]);

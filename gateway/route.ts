@@ -87,8 +87,8 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   auth: A;
   /** Public routes that must still refuse an API key presented to them (login, signup). */
   refusesApiKeys?: boolean;
-  /** For api_key routes: the category the key's scopes must include. */
-  scope?: Scope;
+  /** For api_key routes: the category the key's scopes must include; "all": every category (only an unscoped key). */
+  scope?: Scope | "all";
   body?: B;
   query?: Q;
   /** Success responses for OpenAPI: status → schema (null for an empty body). */

@@ -138,7 +138,7 @@ export function createJobActor(deps: JobActorDeps) {
     const snapshot = toPublicJob(job);
     if (!job.event_published) {
       const type = job.status === "completed" ? "job.completed" : "job.failed";
-      await publisher.publish({ id: jobEventId(job.id, type), type, organization_id: job.owner.organization_id, created_at: job.updated_at, data: { job: snapshot } });
+      await publisher.publish({ id: jobEventId(job.id, type), type, organization_id: job.owner.organization_id, project_id: job.owner.project_id, environment_id: job.owner.environment_id, created_at: job.updated_at, data: { job: snapshot } });
       job.event_published = true;
     }
     if (job.callback && !job.callback_done) {
