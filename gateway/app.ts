@@ -321,7 +321,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     }),
   ];
   const eventsRoute = conversationEventsRoute({ actors, conversation });
-  const jobEventsWs = jobEventsRoute({ directory: jobDirectory });
+  const jobEventsWs = jobEventsRoute({ actors, job, directory: jobDirectory });
   const gateway = createGateway({
     routes,
     wsRoutes: [eventsRoute, jobEventsWs],

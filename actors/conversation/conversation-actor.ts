@@ -49,7 +49,8 @@ const createInput = z.object({
   system_prompt: z.string(),
   tools: z.array(customToolSchema),
 });
-const orgInput = z.object({ organization_id: z.string() });
+/** The caller: its organization and, for an API key, its environment (another environment's conversation is 404 to it). */
+const orgInput = z.object({ organization_id: z.string(), environment_id: z.string().optional() });
 const billing = { payer: payerSchema.optional(), request_id: z.string().default("") };
 const messageInput = orgInput.extend({ content: z.string(), ...billing });
 const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })), ...billing });
@@ -109,9 +110,10 @@ async function startVideo(
   return { job_id: jobId };
 }
 
-function owned(ctx: Ctx, organizationId: string): ConversationData {
+function owned(ctx: Ctx, caller: z.output<typeof orgInput>): ConversationData {
   const data = ctx.state.conversation;
-  if (!data || data.owner.organization_id !== organizationId) throw new TroupeError("not_found", "conversation not found");
+  if (!data || data.owner.organization_id !== caller.organization_id) throw new TroupeError("not_found", "conversation not found");
+  if (caller.environment_id !== undefined && data.owner.environment_id !== caller.environment_id) throw new TroupeError("not_found", "conversation not found");
   return data;
 }
 
@@ -174,17 +176,17 @@ export function createConversationActor(deps: ConversationActorDeps) {
             updated_at: at,
           };
           ctx.state.conversation = data;
-          await deps.directory.created(input.owner.organization_id, toSummary(data));
+          await deps.directory.created(input.owner, toSummary(data));
           return toPublic(data);
         },
       },
 
-      get: { input: orgInput, run: async (ctx, input): Promise<Conversation> => toPublic(owned(ctx, input.organization_id)) },
+      get: { input: orgInput, run: async (ctx, input): Promise<Conversation> => toPublic(owned(ctx, input)) },
 
       postMessage: {
         input: messageInput,
         run: async (ctx, input): Promise<Conversation> => {
-          const data = owned(ctx, input.organization_id);
+          const data = owned(ctx, input);
           const fingerprint = callFingerprint(input.request_id, { postMessage: input.content });
           if (fingerprint && ctx.state.handled_calls?.includes(fingerprint)) return toPublic(data);
           if (data.status !== "idle") {
@@ -205,7 +207,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
       submitToolOutputs: {
         input: toolOutputsInput,
         run: async (ctx, input): Promise<Conversation> => {
-          const data = owned(ctx, input.organization_id);
+          const data = owned(ctx, input);
           const fingerprint = callFingerprint(input.request_id, { submitToolOutputs: input.outputs });
           if (fingerprint && ctx.state.handled_calls?.includes(fingerprint)) return toPublic(data);
           if (data.status !== "requires_action") {

@@ -1,6 +1,8 @@
 // Agents (spec §4.6; DESIGN.md §4 "Agents"): each conversation is a
 // ConversationActor; the gateway checks the key and the body, then calls it.
-// The list reads the per-organization directory, so it works on both hosts.
+// The list reads the directory, so it works on both hosts. A conversation
+// belongs to the environment of the key that made it: keys of another
+// environment get 404, and the list holds the key's environment's.
 import { z } from "zod";
 import { TroupeError, invalidRequest, type ErrorCode } from "../../core/errors.ts";
 import { callActor, type ActorHost } from "../../actors/host.ts";
@@ -32,6 +34,7 @@ export interface AgentRouteDeps {
 /** What every turn-starting actor call carries: whose conversation, who pays, and the request id usage is keyed by. */
 interface TurnCaller {
   organization_id: string;
+  environment_id: string;
   payer: Payer;
   request_id: string;
 }
@@ -39,7 +42,7 @@ interface TurnCaller {
 /** Admits the turn (budgets), then runs `call` with the key's organization, payer and the request id. */
 async function startTurn<T>(deps: AgentRouteDeps, key: ApiKeyRecord, requestId: string, call: (caller: TurnCaller) => Promise<T>): Promise<T> {
   await admitUnderLimit(deps.billing, payerOf(key));
-  return call({ organization_id: key.organization_id, payer: payerOf(key), request_id: requestId });
+  return call({ organization_id: key.organization_id, environment_id: key.environment_id, payer: payerOf(key), request_id: requestId });
 }
 
 /** The message and tool-output routes both start a turn: same answer, same failures. */
@@ -118,13 +121,13 @@ export function agentRoutes(deps: AgentRouteDeps) {
     defineRoute({
       method: "get",
       path: "/v1/agents/conversations",
-      summary: "Conversations of the key's organization, newest first (summaries without messages)",
+      summary: "Conversations of the key's environment, newest first (summaries without messages)",
       tag: "agents",
       auth: "api_key",
       scope: "agents",
       query: pageQuery,
       responses: { 200: listOf(conversationSummarySchema) },
-      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.organization_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.environment_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "get",
@@ -136,7 +139,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       responses: { 200: conversationSchema },
       errors: ["not_found"],
       handler: async (ctx) =>
-        json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id })),
+        json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id })),
     }),
     defineRoute({
       ...turnRoute,
