@@ -60,6 +60,12 @@ export class ConversationDirectory {
     return this.flushing;
   }
 
+  /** The model a conversation was created with (null: routed, or unknown). */
+  async model(id: string): Promise<string | null> {
+    const parsed = conversationSummarySchema.safeParse(await this.store.get(summaryKey(id)));
+    return parsed.success ? parsed.data.model : null;
+  }
+
   /** The conversations of one environment, newest first. */
   async list(environmentId: string, limit: number, cursor: string | null | undefined): Promise<{ data: ConversationSummary[]; next_cursor: string | null }> {
     const page: IndexPage = await this.store.page(environmentIndexKey(environmentId), limit, cursor);

@@ -18,7 +18,7 @@ import type { Payer } from "../../providers/usage.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
-import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
+import { generationEstimateNanos, holdReservation, type CallBilling } from "../billed-call.ts";
 import { payerOf } from "../usage-context.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
@@ -39,10 +39,23 @@ interface TurnCaller {
   request_id: string;
 }
 
-/** Admits the turn (budgets), then runs `call` with the key's organization, payer and the request id. */
-async function startTurn<T>(deps: AgentRouteDeps, key: ApiKeyRecord, requestId: string, call: (caller: TurnCaller) => Promise<T>): Promise<T> {
-  await admitUnderLimit(deps.billing, payerOf(key));
-  return call({ organization_id: key.organization_id, environment_id: key.environment_id, payer: payerOf(key), request_id: requestId });
+/**
+ * Admits the turn (budgets), then runs `call` with the key's organization,
+ * payer and the request id. A hard-limited project's turn holds, while it
+ * runs, a reservation of one model call's most output (the conversation's
+ * model, or the dearest text model when routed), so a burst of turns cannot
+ * all start on the same unspent budget; its calls are billed as they end.
+ */
+async function startTurn<T>(deps: AgentRouteDeps, key: ApiKeyRecord, requestId: string, conversationId: string, call: (caller: TurnCaller) => Promise<T>): Promise<T> {
+  const payer = payerOf(key);
+  // Only live keys are ever stopped: test keys skip the read.
+  const model = key.live && deps.billing ? await deps.directory.model(conversationId) : null;
+  const held = await holdReservation(deps.billing, payer, () => generationEstimateNanos(deps.router.catalogue, "text", model, 0, null));
+  try {
+    return await call({ organization_id: key.organization_id, environment_id: key.environment_id, payer, request_id: requestId });
+  } finally {
+    await held.release();
+  }
 }
 
 /** The message and tool-output routes both start a turn: same answer, same failures. */
@@ -149,7 +162,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       body: messageBody,
       handler: async (ctx) => {
         const id = conversationId(ctx.params.id);
-        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, (caller) =>
+        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, id, (caller) =>
           callActor(actors, conversation, id, "postMessage", { ...caller, content: ctx.body.content }),
         );
         return json(200, answer);
@@ -163,7 +176,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       body: toolOutputsBody,
       handler: async (ctx) => {
         const id = conversationId(ctx.params.id);
-        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, (caller) =>
+        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, id, (caller) =>
           callActor(actors, conversation, id, "submitToolOutputs", { ...caller, outputs: ctx.body.outputs }),
         );
         return json(200, answer);
