@@ -136,6 +136,10 @@ const envSchema = z.object({
   VIDEO_NARRATION_MODEL: optionalString,
   /** Voice of video narration; unset: the first voice of the first speech model routing picks. */
   VIDEO_NARRATION_VOICE: optionalString,
+  /** Bytes (UTF-8) of one agent message: a user message, a tool output, the system prompt; more is 400 naming the field. */
+  AGENT_MESSAGE_MAX_BYTES: int(1024, 64 * 1024 * 1024).default(256 * 1024),
+  /** Bytes (JSON, UTF-8) of a conversation's messages and system prompt; a message that would pass it is 409 conflict. */
+  AGENT_CONVERSATION_MAX_BYTES: int(4096, 1024 * 1024 * 1024).default(4 * 1024 * 1024),
   /** A job's safety-net step: re-runs a job whose step was cut short by a crash after at most this long. */
   JOB_WATCHDOG_MS: int(200, 3_600_000).default(10_000),
   /** Deadline of one webhook delivery attempt (connect to answer); no 2xx within it is a failed attempt. */
@@ -293,6 +297,10 @@ export function loadConfig(env: RawEnv = process.env) {
       maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
       downloadTimeoutMs: e.MEDIA_DOWNLOAD_TIMEOUT_MS,
     },
+    agents: {
+      messageMaxBytes: e.AGENT_MESSAGE_MAX_BYTES,
+      conversationMaxBytes: e.AGENT_CONVERSATION_MAX_BYTES,
+    },
     jobs: {
       narrationModel: e.VIDEO_NARRATION_MODEL,
       narrationVoice: e.VIDEO_NARRATION_VOICE,
@@ -316,6 +324,7 @@ export type VectorsConfig = Config["vectors"];
 export type ActorsConfig = Config["actors"];
 export type MediaConfig = Config["media"];
 export type JobsConfig = Config["jobs"];
+export type AgentsConfig = Config["agents"];
 export type WebhooksConfig = Config["webhooks"];
 export type ObservabilityConfig = Config["observability"];
 

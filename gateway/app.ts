@@ -203,6 +203,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     memory: orgIndex,
     directory,
     events,
+    conversationMaxBytes: config.agents.conversationMaxBytes,
   });
   const files = await createFileStore(config.media, config.dataDir);
   const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
@@ -278,7 +279,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...translationRoutes(ai),
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
-    ...agentRoutes({ actors, conversation, directory, router, billing }),
+    ...agentRoutes({ actors, conversation, directory, router, billing, limits: config.agents }),
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
     ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),

@@ -40,6 +40,13 @@ export interface ConversationActorDeps {
   directory: ConversationDirectory;
   events: ConversationEventBus;
   maxSteps?: number;
+  /**
+   * AGENT_CONVERSATION_MAX_BYTES: a message or tool outputs that would take
+   * the conversation (its messages and system prompt as JSON) past this are
+   * refused with 409, so no conversation grows without bound (every turn
+   * reads, sends and commits the whole history). Undefined: no cap.
+   */
+  conversationMaxBytes?: number;
 }
 
 const createInput = z.object({
@@ -108,6 +115,21 @@ async function startVideo(
     throw error;
   }
   return { job_id: jobId };
+}
+
+/** Bytes of the conversation as it is kept and sent: its messages and system prompt as JSON (UTF-8). */
+function conversationBytes(data: ConversationData): number {
+  return Buffer.byteLength(data.system_prompt) + Buffer.byteLength(JSON.stringify(data.messages));
+}
+
+/** 409 unless `adding` more bytes (JSON of the new messages) keeps the conversation within `max`. */
+function assertRoom(data: ConversationData, adding: number, max: number | undefined, field: string): void {
+  if (max === undefined) return;
+  const size = conversationBytes(data);
+  if (size + adding <= max) return;
+  throw new TroupeError("conflict", `the conversation is full: it holds ${size} bytes, this would take it past its cap of ${max} bytes; start a new conversation`, {
+    details: [{ path: field, message: `the conversation has room for ${Math.max(0, max - size)} more bytes`, conversation_bytes: size, limit_bytes: max }],
+  });
 }
 
 function owned(ctx: Ctx, caller: z.output<typeof orgInput>): ConversationData {
@@ -195,6 +217,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
             });
           }
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "user", content: input.content, tool_calls: null, tool_call_id: null };
+          assertRoom(data, Buffer.byteLength(JSON.stringify(message)), deps.conversationMaxBytes, "body.content");
           data.messages.push(message);
           data.updated_at = now(ctx);
           deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
@@ -226,8 +249,12 @@ export function createConversationActor(deps: ConversationActorDeps) {
           if (missing.length > 0) issues.push({ path: "outputs", message: `missing outputs for pending tool calls: ${missing.join(", ")}` });
           if (issues.length > 0) throw invalidRequest(issues);
           const byId = new Map(input.outputs.map((o) => [o.tool_call_id, o.output]));
-          for (const id of data.pending_tool_call_ids) {
-            const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id };
+          const answers = data.pending_tool_call_ids.map(
+            (id): AgentMessage => ({ id: ctx.ids.uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id }),
+          );
+          // Checked before anything is appended or announced: a refused call changes nothing.
+          assertRoom(data, Buffer.byteLength(JSON.stringify(answers)), deps.conversationMaxBytes, "body.outputs");
+          for (const message of answers) {
             data.messages.push(message);
             deps.events.publish({ type: "message.appended", conversation_id: data.id, message });
           }

@@ -18,6 +18,7 @@ import type { Payer } from "../../providers/usage.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
+import type { AgentsConfig } from "../../core/config.ts";
 import { generationEstimateNanos, holdReservation, type CallBilling } from "../billed-call.ts";
 import { payerOf } from "../usage-context.ts";
 import { listOf, pageQuery } from "../schemas.ts";
@@ -29,6 +30,8 @@ export interface AgentRouteDeps {
   router: Router;
   /** Budgets: a hard-limited project's turn starts only while it is under its limit. */
   billing?: CallBilling | undefined;
+  /** AGENT_MESSAGE_MAX_BYTES (checked here) and AGENT_CONVERSATION_MAX_BYTES (by the ConversationActor). */
+  limits: AgentsConfig;
 }
 
 /** What every turn-starting actor call carries: whose conversation, who pays, and the request id usage is keyed by. */
@@ -67,26 +70,40 @@ const turnRoute = {
   errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"] satisfies ErrorCode[],
 };
 
-/** Longest user message accepted (characters); the body cap still applies. */
-export const MAX_MESSAGE_CHARS = 200_000;
 const MAX_CUSTOM_TOOLS = 64;
 
-const createBody = z
-  .object({
-    model: z.string().nullable().default(null),
-    routing_strategy: routingStrategySchema.default("auto"),
-    system_prompt: z.string().max(MAX_MESSAGE_CHARS).default(""),
-    tools: z.array(toolDefinitionSchema).max(MAX_CUSTOM_TOOLS).default([]),
-  })
-  .strict();
-const messageBody = z.object({ content: text({ min: 1, max: MAX_MESSAGE_CHARS }) }).strict();
-const toolOutputsBody = z
-  .object({
-    outputs: z
-      .array(z.object({ tool_call_id: z.string().min(1), output: text({ max: MAX_MESSAGE_CHARS }) }).strict())
-      .min(1, "must answer the pending tool calls"),
-  })
-  .strict();
+/**
+ * A message's text within AGENT_MESSAGE_MAX_BYTES of UTF-8 (400 naming the
+ * field past it). Documented as maxLength in characters, which bound bytes
+ * from below; the byte count is the rule.
+ */
+function messageText(maxBytes: number, min = 0) {
+  // meta again: a refinement is a new schema, and the OpenAPI document reads the bounds from its meta.
+  return text({ min, max: maxBytes })
+    .refine((s) => Buffer.byteLength(s) <= maxBytes, `must be at most ${maxBytes} bytes of UTF-8`)
+    .meta(min > 0 ? { minLength: min, maxLength: maxBytes } : { maxLength: maxBytes });
+}
+
+/** The request bodies, with the configured per-message cap. */
+function bodies(limits: AgentsConfig) {
+  const createBody = z
+    .object({
+      model: z.string().nullable().default(null),
+      routing_strategy: routingStrategySchema.default("auto"),
+      system_prompt: messageText(limits.messageMaxBytes).default(""),
+      tools: z.array(toolDefinitionSchema).max(MAX_CUSTOM_TOOLS).default([]),
+    })
+    .strict();
+  const messageBody = z.object({ content: messageText(limits.messageMaxBytes, 1) }).strict();
+  const toolOutputsBody = z
+    .object({
+      outputs: z
+        .array(z.object({ tool_call_id: z.string().min(1), output: messageText(limits.messageMaxBytes) }).strict())
+        .min(1, "must answer the pending tool calls"),
+    })
+    .strict();
+  return { createBody, messageBody, toolOutputsBody };
+}
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -98,6 +115,7 @@ function conversationId(id: string): string {
 
 export function agentRoutes(deps: AgentRouteDeps) {
   const { actors, conversation } = deps;
+  const { createBody, messageBody, toolOutputsBody } = bodies(deps.limits);
   // An agent's model must serve text with tools: the schema says which ids those are.
   const body = withModel(createBody, modelIdSchema(deps.router.catalogue, { category: "text", tools: true }).nullable().default(null));
   return [
