@@ -256,14 +256,22 @@ export function createWebhookActor(deps: WebhookActorDeps) {
   };
 
   /** Hands every due event of an active webhook to the turn's dispatch (sent once its writes are durable), each with a lease. */
-  const dispatchDue = (ctx: Ctx, w: TurnWrites): number => {
+  const dispatchDue = async (ctx: Ctx, w: TurnWrites): Promise<number> => {
     const webhook = ctx.state.webhook;
     if (webhook?.status !== "active") return 0;
     const now = ctx.clock.now();
     const due = ctx.state.outbox.filter((e) => e.in_flight_until === null && e.next_attempt_ms <= now);
-    for (const entry of due) entry.in_flight_until = now + leaseMs;
     if (due.length === 0) return 0;
-    const secret = deps.secrets.open(webhook.secret);
+    let secret: string;
+    try {
+      secret = deps.secrets.open(webhook.secret);
+    } catch {
+      // Sealed under another WEBHOOK_SECRET_KEY: no attempt can ever be signed, so the webhook stops (and says why)
+      // instead of failing every turn that would send, which would also refuse its events upstream.
+      await setStatus(ctx, w, webhook, "disabled", "its signing secret cannot be opened with the current WEBHOOK_SECRET_KEY (the key was changed); create the webhook again");
+      return 0;
+    }
+    for (const entry of due) entry.in_flight_until = now + leaseMs;
     w.send(due.map((e) => ({ delivery_id: e.delivery_id, url: webhook.url, secret, event: e.event })));
     return due.length;
   };
@@ -344,7 +352,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
               await enqueue(ctx, w, event, 0);
               accepted.push(event.id);
             }
-            dispatchDue(ctx, w);
+            await dispatchDue(ctx, w);
           }
           await w.finish();
           return { accepted };
@@ -368,7 +376,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
               expired.map((e) => ({ delivery_id: e.delivery_id, status: null, error: lost, retry_after: null, duration_ms: 0 })),
             );
           }
-          const dispatched = dispatchDue(ctx, w);
+          const dispatched = await dispatchDue(ctx, w);
           const wake = nextWakeMs(ctx.state);
           if (wake !== undefined) await armReminder(ctx, wake);
           else if (input.from_reminder) await ctx.clearReminder(reminderName);
@@ -395,7 +403,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
           requireActive(owned(ctx.state, input));
           const w = begin(ctx);
           const record = await enqueue(ctx, w, input.event, 0);
-          dispatchDue(ctx, w);
+          await dispatchDue(ctx, w);
           await w.finish();
           return record;
         },
@@ -415,7 +423,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
             // Waiting for a retry: it goes now. Already out: its attempt is the answer.
             if (waiting.in_flight_until === null) {
               waiting.next_attempt_ms = now; // its pending record, derived from the entry, says so
-              dispatchDue(ctx, w);
+              await dispatchDue(ctx, w);
             }
             await w.finish();
             return ctx.state.delivery_ids.includes(waiting.delivery_id) ? pendingRecordOf(waiting) : record;
@@ -426,7 +434,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
           ctx.state.recent_event_ids = ctx.state.recent_event_ids.filter((id) => id !== record.event_id);
           w.dropEvent(record.event_id);
           const queued = await enqueue(ctx, w, finished.event, finished.attempts);
-          dispatchDue(ctx, w);
+          await dispatchDue(ctx, w);
           await w.finish();
           return queued;
         },
