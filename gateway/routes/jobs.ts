@@ -7,7 +7,7 @@
 // environment of the key that made it: another environment's or another
 // organization's job is a 404, and the list holds the key's environment's.
 import { z } from "zod";
-import { TroupeError } from "../../core/errors.ts";
+import { isTroupeError, TroupeError } from "../../core/errors.ts";
 import { uuid } from "../../core/ids.ts";
 import { callActor, type ActorHost } from "../../actors/host.ts";
 import type { JobActorDefinition } from "../../actors/job/job-actor.ts";
@@ -57,7 +57,7 @@ export async function jobForKey(deps: { actors: ActorHost; job: JobActorDefiniti
   if (found.environment_id === key.environment_id) return found.job;
   if (found.environment_id !== null) return undefined;
   return callActor(deps.actors, deps.job, id, "get", { organization_id: key.organization_id, environment_id: key.environment_id }).catch((error: unknown) => {
-    if (error instanceof TroupeError && error.code === "not_found") return undefined;
+    if (isTroupeError(error) && error.code === "not_found") return undefined;
     throw error;
   });
 }
