@@ -104,14 +104,15 @@ async function startCluster(): Promise<Server> {
 }
 
 /** One organization and one webhook per slot, all pointing at the receiver (a path each). */
-async function setUp(url: string, receiver: WebhookReceiver): Promise<string[]> {
-  const orgs: string[] = [];
+async function setUp(url: string, receiver: WebhookReceiver): Promise<{ organization_id: string; project_id: string; environment_id: string }[]> {
+  // A webhook made with a key receives its key's environment's events: each event names the development environment.
+  const orgs: { organization_id: string; project_id: string; environment_id: string }[] = [];
   for (let i = 0; i < webhookCount; i++) {
     const user = await signup({ request: (m, p, o) => request(url, m, p, o) }, `bench-hooks-${i}`);
     const created = await request(url, "POST", "/v1/webhooks", { token: user.testKey, body: { url: `${receiver.url}/${i}`, events: ["job.completed"] } });
     if (created.status !== 201) throw new Error(`webhook creation failed: ${created.status} ${created.text}`);
     receiver.secrets.set(`/hook/${i}`, str(created.body, "secret"));
-    orgs.push(user.orgId);
+    orgs.push({ organization_id: user.orgId, project_id: user.projectId, environment_id: user.developmentEnvId });
   }
   return orgs;
 }
@@ -143,7 +144,7 @@ async function run(host: string, server: Server): Promise<Record<string, unknown
   let firstError: string | undefined;
   const inflight = new Set<Promise<void>>();
   const publish = (id: string, i: number, measured: boolean): void => {
-    const organization_id = orgs[i % orgs.length] ?? "";
+    const owner = orgs[i % orgs.length]!;
     const pool = pools[i % pools.length]!;
     const started = Date.now();
     publishedAt.set(id, started);
@@ -152,7 +153,7 @@ async function run(host: string, server: Server): Promise<Record<string, unknown
         method: "POST",
         path: publishPath,
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ id, type: "job.completed", organization_id, created_at: new Date(started).toISOString(), data: { job_id: `job_${i}` } }),
+        body: JSON.stringify({ id, type: "job.completed", ...owner, created_at: new Date(started).toISOString(), data: { job_id: `job_${i}` } }),
       })
       .then(async (res) => {
         const text = await res.body.text();

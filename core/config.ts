@@ -146,6 +146,10 @@ const envSchema = z.object({
   VIDEO_NARRATION_MODEL: optionalString,
   /** Voice of video narration; unset: the first voice of the first speech model routing picks. */
   VIDEO_NARRATION_VOICE: optionalString,
+  /** Bytes (UTF-8) of one agent message: a user message, a tool output, the system prompt; more is 400 naming the field. */
+  AGENT_MESSAGE_MAX_BYTES: int(1024, 64 * 1024 * 1024).default(256 * 1024),
+  /** Bytes (JSON, UTF-8) of a conversation's messages and system prompt; a message that would pass it is 409 conflict. */
+  AGENT_CONVERSATION_MAX_BYTES: int(4096, 1024 * 1024 * 1024).default(4 * 1024 * 1024),
   /** A job's safety-net step: re-runs a job whose step was cut short by a crash after at most this long. */
   JOB_WATCHDOG_MS: int(200, 3_600_000).default(10_000),
   /** Deadline of one webhook delivery attempt (connect to answer); no 2xx within it is a failed attempt. */
@@ -154,6 +158,12 @@ const envSchema = z.object({
   WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(100).default(1),
   /** Delivery records (attempts) kept per webhook, newest first; older ones are dropped. */
   WEBHOOK_MAX_DELIVERIES: int(10, 100_000).default(100),
+  /**
+   * 32 bytes, base64 or hex: the AES-256-GCM key webhook secrets are sealed with at rest. Required with
+   * TROUPE_MODE=dapr (every replica must open what another sealed); embedded and unset: generated once
+   * into <TROUPE_DATA_DIR>/webhook-secret.key (mode 0600).
+   */
+  WEBHOOK_SECRET_KEY: optionalString.refine((v) => v === undefined || secretKeyBytes(v) !== undefined, "must be 32 bytes as base64 (44 characters) or hex (64 characters)"),
   /** Set: Prometheus metrics are recorded and served at GET /metrics on this port (0 = any free port); unset: metrics off, nothing recorded. */
   METRICS_PORT: optionalString.transform((v) => (v === undefined ? undefined : Number(v))).pipe(z.number().int().min(0).max(65535).optional()),
   /** Interface the metrics listener binds (Prometheus scrapes it; the public gateway port never serves /metrics). */
@@ -171,6 +181,21 @@ export type RawEnv = Record<string, string | undefined>;
 
 /** Every environment variable Troupe reads (the Helm chart's check keeps its values in step). */
 export const settingNames: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
+/** A 32-byte key written as hex (64 characters) or base64 (standard or url-safe); undefined if it is neither. */
+function secretKeyBytes(text: string): Buffer | undefined {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, "hex");
+  if (!/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) return undefined;
+  const bytes = Buffer.from(text, "base64");
+  return bytes.length === 32 ? bytes : undefined;
+}
+
+/** The key bytes of a WEBHOOK_SECRET_KEY value (or of the key file holding one); throws on anything else. */
+export function decodeSecretKey(text: string): Buffer {
+  const bytes = secretKeyBytes(text);
+  if (!bytes) throw new Error("a webhook secret key must be 32 bytes as base64 or hex");
+  return bytes;
+}
 
 /** Shared by the replicas of one machine, so a clip one rendered is not rendered again. */
 export const defaultSimulatedVideoDir = join(tmpdir(), "troupe-simulated-video");
@@ -206,6 +231,9 @@ export function loadConfig(env: RawEnv = process.env) {
   const result = envSchema.safeParse(env);
   if (!result.success) throw new Error(`Invalid configuration:\n${z.prettifyError(result.error)}`);
   const e = result.data;
+  if (e.TROUPE_MODE === "dapr" && e.WEBHOOK_SECRET_KEY === undefined) {
+    throw new Error("Invalid configuration: WEBHOOK_SECRET_KEY is required with TROUPE_MODE=dapr (32 bytes, base64 or hex; e.g. `openssl rand -base64 32`)");
+  }
   const config = {
     port: e.PORT,
     host: e.HOST,
@@ -281,6 +309,10 @@ export function loadConfig(env: RawEnv = process.env) {
       maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
       downloadTimeoutMs: e.MEDIA_DOWNLOAD_TIMEOUT_MS,
     },
+    agents: {
+      messageMaxBytes: e.AGENT_MESSAGE_MAX_BYTES,
+      conversationMaxBytes: e.AGENT_CONVERSATION_MAX_BYTES,
+    },
     jobs: {
       narrationModel: e.VIDEO_NARRATION_MODEL,
       narrationVoice: e.VIDEO_NARRATION_VOICE,
@@ -290,6 +322,8 @@ export function loadConfig(env: RawEnv = process.env) {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryScale: e.WEBHOOK_RETRY_SCALE,
       maxDeliveries: e.WEBHOOK_MAX_DELIVERIES,
+      /** Undefined: embedded mode's key file in the data directory (secret-box.ts). */
+      secretKey: e.WEBHOOK_SECRET_KEY,
     },
   };
   return deepFreeze(config);
@@ -302,6 +336,7 @@ export type VectorsConfig = Config["vectors"];
 export type ActorsConfig = Config["actors"];
 export type MediaConfig = Config["media"];
 export type JobsConfig = Config["jobs"];
+export type AgentsConfig = Config["agents"];
 export type WebhooksConfig = Config["webhooks"];
 export type ObservabilityConfig = Config["observability"];
 

@@ -9,11 +9,20 @@
 
 export type OrganizationEventType = "job.completed" | "job.failed" | "budget.alert" | "webhook.test";
 
-/** The payload delivered to receivers is `{id, type, created_at, data}`; organization_id routes it. */
+/**
+ * The payload delivered to receivers is `{id, type, created_at, data}`;
+ * organization_id, project_id and environment_id route it: a webhook made
+ * with a session receives every event of its organization, one made with an
+ * API key only the events of that key's environment (docs/guides/access-control.md).
+ */
 export interface OrganizationEvent {
   id: string;
   type: OrganizationEventType;
   organization_id: string;
+  /** The project the event belongs to. */
+  project_id: string | null;
+  /** The environment it belongs to (a job's: its key's); null for an event of a whole project (budget.alert). */
+  environment_id: string | null;
   /** ISO 8601 UTC. */
   created_at: string;
   data: Record<string, unknown>;

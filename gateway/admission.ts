@@ -31,8 +31,8 @@ export interface AdmissionPolicy<A extends AuthMode = AuthMode> {
   auth: A;
   /** Public routes that must still refuse an API key presented to them (login, signup). */
   refusesApiKeys?: boolean;
-  /** For API keys: the category the key's scopes must include. */
-  scope?: Scope;
+  /** For API keys: the category the key's scopes must include; "all": every category (an unscoped key). */
+  scope?: Scope | "all";
   /** A header that may carry the API key instead of Authorization: Bearer (a compatibility mount's). */
   apiKeyHeader?: string;
 }
@@ -91,8 +91,9 @@ function takes(mode: AuthMode, auth: AuthContext): boolean {
 function checkScope(policy: AdmissionPolicy, key: ApiKeyRecord): void {
   const { scope } = policy;
   // A key with no scopes may call every category.
-  if (!scope || key.scopes.length === 0 || key.scopes.includes(scope)) return;
-  throw new TroupeError("insufficient_scope", `this API key's scopes (${key.scopes.join(", ")}) do not include "${scope}"`, {
+  if (!scope || key.scopes.length === 0 || (scope !== "all" && key.scopes.includes(scope))) return;
+  const message = scope === "all" ? `this endpoint needs an API key that grants every category (an empty scope list); this key's scopes are ${key.scopes.join(", ")}` : `this API key's scopes (${key.scopes.join(", ")}) do not include "${scope}"`;
+  throw new TroupeError("insufficient_scope", message, {
     details: { required_scope: scope, key_scopes: key.scopes },
   });
 }

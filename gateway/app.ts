@@ -59,6 +59,7 @@ import { jobRoutes } from "./routes/jobs.ts";
 import { attachJobEvents, jobEventsRoute } from "./job-events-ws.ts";
 // Webhooks: the WebhookActor, its directory and the EventPublisher emitters use.
 import { createWebhookActor, type WebhookActorDefinition } from "../actors/webhooks/webhook-actor.ts";
+import { createSecretBox, webhookSecretKey } from "../actors/webhooks/secret-box.ts";
 import { WebhookDirectory } from "../actors/webhooks/directory.ts";
 import { DeliveryLog } from "../actors/webhooks/delivery-log.ts";
 import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
@@ -223,6 +224,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     memory: orgIndex,
     directory,
     events,
+    conversationMaxBytes: config.agents.conversationMaxBytes,
   });
   const files = await createFileStore(config.media, config.dataDir);
   const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
@@ -264,7 +266,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const webhookDirectory = new WebhookDirectory(store);
   await webhookDirectory.start();
   const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log, metrics });
-  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, log: new DeliveryLog(store), config: config.webhooks });
+  const secrets = createSecretBox(webhookSecretKey(config.webhooks.secretKey, config.dataDir));
+  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, log: new DeliveryLog(store), config: config.webhooks, secrets });
 
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log, tracing });
   actors.register([eraseDefinition(conversation), eraseDefinition(job), eraseDefinition(webhook)]);
@@ -298,7 +301,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...translationRoutes(ai),
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
-    ...agentRoutes({ actors, conversation, directory, router, billing }),
+    ...agentRoutes({ actors, conversation, directory, router, billing, limits: config.agents }),
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
     ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
@@ -341,7 +344,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     }),
   ];
   const eventsRoute = conversationEventsRoute({ actors, conversation });
-  const jobEventsWs = jobEventsRoute({ directory: jobDirectory });
+  const jobEventsWs = jobEventsRoute({ actors, job, directory: jobDirectory });
   const gateway = createGateway({
     routes,
     wsRoutes: [eventsRoute, jobEventsWs],

@@ -4,7 +4,7 @@
 // bill. A reserved call is billed by settling its reservation at the real
 // cost before the response is sent, so the next call (on any replica) sees
 // it spent; every other call is recorded off the request path as before.
-import { priceOf, type Catalogue, type Category, type ModelEntry } from "../providers/catalogue.ts";
+import { maxOutputTokens, priceOf, type Catalogue, type Category, type ModelEntry } from "../providers/catalogue.ts";
 import type { Payer, UsageCategory, UsageContext, UsageFigures, UsageMeter, UsageRecord } from "../providers/usage.ts";
 import type { Reservation } from "../tenancy/ledger.ts";
 
@@ -27,16 +27,46 @@ export async function admitUnderLimit(billing: CallBilling | undefined, payer: P
 }
 
 /**
+ * Admits work billed by its parts as they end (an agent turn's model calls)
+ * under a reservation held until `release`: while it runs, others see the
+ * budget `estimate` lower. 402 before any provider call when the project is
+ * at its hard limit.
+ */
+export async function holdReservation(billing: CallBilling | undefined, payer: Payer, estimate: () => number): Promise<{ release(): Promise<void> }> {
+  const pending = billing?.admit(payer, estimate);
+  const reservation = pending ? await pending : undefined;
+  if (!reservation || !billing) return { release: async () => undefined };
+  return { release: () => billing.settle(reservation, undefined).catch(() => undefined) };
+}
+
+/**
  * A call's reservation: the most it may cost before it ran — its input at
  * the model's price plus `max_tokens` of output. Without a model (auto
  * routing) the dearest model of the category is assumed, so a burst can
  * never overshoot by more than one call.
  */
 export function estimateNanos(catalogue: Catalogue, category: Category, model: string | null | undefined, usage: { input_tokens: number; output_tokens?: number; units?: number }): number {
+  return dearest(catalogue, category, model, (m) => priceOf(m, usage));
+}
+
+/**
+ * The reservation of a call that generates text (chat, vision, translation):
+ * its input plus `max_tokens` of output, or without `max_tokens` the most
+ * output the model can produce in one call (its catalogue max_output_tokens).
+ * Reserving less would let a burst of such calls through at once, each
+ * admitted on a reservation its answer can overrun many times over
+ * (docs/guides/access-control.md).
+ */
+export function generationEstimateNanos(catalogue: Catalogue, category: Category, model: string | null | undefined, inputTokens: number, maxTokens: number | null | undefined): number {
+  return dearest(catalogue, category, model, (m) => priceOf(m, { input_tokens: inputTokens, output_tokens: maxTokens ?? maxOutputTokens(m) }));
+}
+
+/** The named model's cost, or without one (auto routing) the dearest of the category's. */
+function dearest(catalogue: Catalogue, category: Category, model: string | null | undefined, cost: (m: ModelEntry) => number): number {
   const entry = model ? catalogue.get(model) : undefined;
   const candidates: ModelEntry[] = entry ? [entry] : catalogue.ofCategory(category);
   let most = 0;
-  for (const m of candidates) most = Math.max(most, priceOf(m, usage));
+  for (const m of candidates) most = Math.max(most, cost(m));
   return Math.ceil(most * 1e9);
 }
 

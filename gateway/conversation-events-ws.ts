@@ -36,7 +36,7 @@ export function conversationEventsRoute(deps: { actors: ActorHost; conversation:
     accept: async (ctx): Promise<EventStreamSocket<unknown>> => {
       const id = ctx.params.id.toLowerCase();
       if (!uuidPattern.test(id)) throw new TroupeError("not_found", "conversation not found");
-      const snapshot = await callActor(deps.actors, deps.conversation, id, "get", { organization_id: ctx.auth.key.organization_id });
+      const snapshot = await callActor(deps.actors, deps.conversation, id, "get", { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id });
       return { id, snapshot, keyId: ctx.auth.key.id };
     },
   });

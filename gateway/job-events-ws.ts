@@ -4,15 +4,18 @@
 // frame is the job as it is (`{type: "job", job}`); then one
 // `{type: "job.updated", job_id, job}` frame per status or progress change.
 // Served by the shared event stream (gateway/event-stream-ws.ts). The socket
-// is closed (1000) once the job is final.
+// is closed (1000) once the job is final. Another environment's job is 404,
+// as on GET /v1/jobs/{id}.
 import type { TemplatedApp } from "uWebSockets.js";
 import { TroupeError } from "../core/errors.ts";
 import type { JobDirectory } from "../actors/job/directory.ts";
+import type { ActorHost } from "../actors/host.ts";
+import type { JobActorDefinition } from "../actors/job/job-actor.ts";
 import type { JobEvent } from "../actors/job/events.ts";
 import { isFinal, type Job } from "../actors/job/types.ts";
 import { attachEventStream, type EventStreamDeps, type EventStreamSocket } from "./event-stream-ws.ts";
 import { defineWsRoute } from "./route.ts";
-import { jobIdParam } from "./routes/jobs.ts";
+import { jobForKey, jobIdParam } from "./routes/jobs.ts";
 
 export type JobEventsRoute = ReturnType<typeof jobEventsRoute>;
 
@@ -20,7 +23,7 @@ export interface JobEventsDeps extends EventStreamDeps<JobEvent> {
   route: JobEventsRoute;
 }
 
-export function jobEventsRoute(deps: { directory: JobDirectory }) {
+export function jobEventsRoute(deps: { actors: ActorHost; job: JobActorDefinition; directory: JobDirectory }) {
   return defineWsRoute({
     kind: "ws",
     path: "/v1/jobs/:id/events",
@@ -32,7 +35,7 @@ export function jobEventsRoute(deps: { directory: JobDirectory }) {
     subprotocol: "troupe.v1",
     accept: async (ctx): Promise<EventStreamSocket<Job>> => {
       const id = jobIdParam(ctx.params.id);
-      const snapshot = await deps.directory.get(ctx.auth.key.organization_id, id);
+      const snapshot = await jobForKey(deps, ctx.auth.key, id);
       if (!snapshot) throw new TroupeError("not_found", "job not found");
       return { id, snapshot, keyId: ctx.auth.key.id };
     },

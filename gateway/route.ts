@@ -117,8 +117,8 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   auth: A;
   /** Public routes that must still refuse an API key presented to them (login, signup). */
   refusesApiKeys?: boolean;
-  /** For api_key routes: the category the key's scopes must include. */
-  scope?: Scope;
+  /** For api_key routes: the category the key's scopes must include; "all": every category (only an unscoped key). */
+  scope?: Scope | "all";
   /** A header that may carry the API key instead of Authorization: Bearer (Anthropic's x-api-key). */
   apiKeyHeader?: string;
   /** Errors in another API's shape (a compatibility mount); absent: Troupe's. */

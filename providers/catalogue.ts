@@ -14,6 +14,8 @@ export const capabilitiesSchema = z
     streaming: z.boolean().optional(),
     tools: z.boolean().optional(),
     max_input_tokens: z.number().int().positive().optional(),
+    /** The most output tokens one call can produce: what a budgeted call without max_tokens reserves. */
+    max_output_tokens: z.number().int().positive().optional(),
     dimensions: z.number().int().positive().optional(),
     custom_dimensions: z.boolean().optional(),
     sizes: z.array(z.string()).optional(),
@@ -139,6 +141,18 @@ export class Catalogue {
 
 export function serves(m: ModelEntry, category: Category): boolean {
   return m.category === category || m.also.includes(category);
+}
+
+/**
+ * Output tokens assumed for a model whose catalogue entry has no
+ * max_output_tokens (an openai-compatible endpoint's models): 32,768, the
+ * most of the current OpenAI models, so a budget reservation errs high.
+ */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
+
+/** The most output one call of `m` can produce (its catalogue entry, else the default above). */
+export function maxOutputTokens(m: ModelEntry): number {
+  return m.capabilities.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
 }
 
 export function priceOf(m: ModelEntry, usage: Usage): number {

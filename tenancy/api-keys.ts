@@ -8,7 +8,7 @@
 import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import type { TenancyConfig } from "../core/config.ts";
-import { TroupeError } from "../core/errors.ts";
+import { invalidRequest, TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { Logger } from "../core/log.ts";
 import { requireMembership, requireRole } from "./access.ts";
@@ -131,6 +131,10 @@ export class ApiKeyService {
   ) {
     const { env, membership } = await this.environmentFor(userId, environmentId);
     requireRole(membership, "admin", "creating API keys");
+    // `_live_` keys are production keys (spec §5): billed calls come only from production environments.
+    if (input.live && !env.production) {
+      throw invalidRequest([{ path: "body.live", message: `a live key can only be created in a production environment; ${env.name} is not one (use live: false for a test key)` }]);
+    }
     const built = this.build({ ...input, rateLimitPerMinute: input.rate_limit_per_minute, tokenLimitPerMinute: input.token_limit_per_minute }, env, this.clock.now());
     await this.store.apply(built.ops);
     return built.created;

@@ -147,6 +147,9 @@ export class Billing {
           id: alertEventId(alert),
           type: "budget.alert",
           organization_id: alert.organization_id,
+          // A whole project's spend, not one environment's: key-made webhooks get it when their key is live.
+          project_id: alert.project_id,
+          environment_id: null,
           created_at: isoTime(this.clock.now()),
           data: { project_id: alert.project_id, period: alert.period, threshold: alert.threshold, limit_usd: usd(alert.limit_nanos), spent_usd: usd(alert.spent_nanos) },
         });

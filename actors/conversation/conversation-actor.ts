@@ -42,6 +42,13 @@ export interface ConversationActorDeps {
   directory: ConversationDirectory;
   events: ConversationEventBus;
   maxSteps?: number;
+  /**
+   * AGENT_CONVERSATION_MAX_BYTES: a message or tool outputs that would take
+   * the conversation (its messages and system prompt as JSON) past this are
+   * refused with 409, so no conversation grows without bound (every turn
+   * reads, sends and commits the whole history). Undefined: no cap.
+   */
+  conversationMaxBytes?: number;
 }
 
 const createInput = z.object({
@@ -51,7 +58,8 @@ const createInput = z.object({
   system_prompt: z.string(),
   tools: z.array(customToolSchema),
 });
-const orgInput = z.object({ organization_id: z.string() });
+/** The caller: its organization and, for an API key, its environment (another environment's conversation is 404 to it). */
+const orgInput = z.object({ organization_id: z.string(), environment_id: z.string().optional() });
 const billing = { payer: payerSchema.optional(), request_id: z.string().default("") };
 const messageInput = orgInput.extend({ content: z.string(), ...billing });
 const toolOutputsInput = orgInput.extend({ outputs: z.array(z.object({ tool_call_id: z.string(), output: z.string() })), ...billing });
@@ -116,9 +124,25 @@ async function startVideo(
   return { job_id: jobId };
 }
 
-function owned(ctx: Ctx, organizationId: string): ConversationData {
+/** Bytes of the conversation as it is kept and sent: its messages and system prompt as JSON (UTF-8). */
+function conversationBytes(data: ConversationData): number {
+  return Buffer.byteLength(data.system_prompt) + Buffer.byteLength(JSON.stringify(data.messages));
+}
+
+/** 409 unless `adding` more bytes (JSON of the new messages) keeps the conversation within `max`. */
+function assertRoom(data: ConversationData, adding: number, max: number | undefined, field: string): void {
+  if (max === undefined) return;
+  const size = conversationBytes(data);
+  if (size + adding <= max) return;
+  throw new TroupeError("conflict", `the conversation is full: it holds ${size} bytes, this would take it past its cap of ${max} bytes; start a new conversation`, {
+    details: [{ path: field, message: `the conversation has room for ${Math.max(0, max - size)} more bytes`, conversation_bytes: size, limit_bytes: max }],
+  });
+}
+
+function owned(ctx: Ctx, caller: z.output<typeof orgInput>): ConversationData {
   const data = ctx.state.conversation;
-  if (!data || data.owner.organization_id !== organizationId) throw new TroupeError("not_found", "conversation not found");
+  if (!data || data.owner.organization_id !== caller.organization_id) throw new TroupeError("not_found", "conversation not found");
+  if (caller.environment_id !== undefined && data.owner.environment_id !== caller.environment_id) throw new TroupeError("not_found", "conversation not found");
   return data;
 }
 
@@ -193,17 +217,17 @@ export function createConversationActor(deps: ConversationActorDeps) {
             updated_at: at,
           };
           ctx.state.conversation = data;
-          await deps.directory.created(input.owner.organization_id, toSummary(data));
+          await deps.directory.created(input.owner, toSummary(data));
           return toPublic(data);
         },
       },
 
-      get: { input: orgInput, run: async (ctx, input): Promise<Conversation> => toPublic(owned(ctx, input.organization_id)) },
+      get: { input: orgInput, run: async (ctx, input): Promise<Conversation> => toPublic(owned(ctx, input)) },
 
       postMessage: {
         input: messageInput,
         run: async (ctx, input): Promise<Conversation> => {
-          const data = owned(ctx, input.organization_id);
+          const data = owned(ctx, input);
           const fingerprint = callFingerprint(input.request_id, { postMessage: input.content });
           if (fingerprint && ctx.state.handled_calls?.includes(fingerprint)) return toPublic(data);
           if (data.status !== "idle") {
@@ -212,6 +236,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
             });
           }
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "user", content: input.content, tool_calls: null, tool_call_id: null };
+          assertRoom(data, Buffer.byteLength(JSON.stringify(message)), deps.conversationMaxBytes, "body.content");
           data.messages.push(message);
           data.updated_at = now(ctx);
           announce(ctx, { type: "message.appended", conversation_id: data.id, message });
@@ -224,7 +249,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
       submitToolOutputs: {
         input: toolOutputsInput,
         run: async (ctx, input): Promise<Conversation> => {
-          const data = owned(ctx, input.organization_id);
+          const data = owned(ctx, input);
           const fingerprint = callFingerprint(input.request_id, { submitToolOutputs: input.outputs });
           if (fingerprint && ctx.state.handled_calls?.includes(fingerprint)) return toPublic(data);
           if (data.status !== "requires_action") {
@@ -243,8 +268,12 @@ export function createConversationActor(deps: ConversationActorDeps) {
           if (missing.length > 0) issues.push({ path: "body.outputs", message: `missing outputs for pending tool calls: ${missing.join(", ")}` });
           if (issues.length > 0) throw invalidRequest(issues);
           const byId = new Map(input.outputs.map((o) => [o.tool_call_id, o.output]));
-          for (const id of data.pending_tool_call_ids) {
-            const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id };
+          const answers = data.pending_tool_call_ids.map(
+            (id): AgentMessage => ({ id: ctx.ids.uuid(), role: "tool", content: byId.get(id) ?? "", tool_calls: null, tool_call_id: id }),
+          );
+          // Checked before anything is appended or announced: a refused call changes nothing.
+          assertRoom(data, Buffer.byteLength(JSON.stringify(answers)), deps.conversationMaxBytes, "body.outputs");
+          for (const message of answers) {
             data.messages.push(message);
             announce(ctx, { type: "message.appended", conversation_id: data.id, message });
           }

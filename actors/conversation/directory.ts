@@ -6,12 +6,18 @@
 // without holding the turn, coalesced per conversation and flushed every
 // 100 ms in one batch, so a turn costs one durable commit (the actor's own)
 // and the list lags a turn by at most ~100 ms.
+//
+// A conversation belongs to the environment of the key that made it: the
+// list is per environment (an API key's view). Conversations made before the
+// environment index existed are only in the organization's index: they are
+// no longer listed, and still read by id by their environment's keys.
 import type { IndexPage, DataStore } from "../../tenancy/data-store.ts";
 import { conversationSummarySchema, type ConversationSummary } from "./types.ts";
 
 const summaryKey = (id: string) => `conversation-summary:${id}`;
 const flushEveryMs = 100;
 const orgIndexKey = (orgId: string) => `org-conversations:${orgId}`;
+const environmentIndexKey = (envId: string) => `env-conversations:${envId}`;
 
 export class ConversationDirectory {
   private readonly store: DataStore;
@@ -25,10 +31,12 @@ export class ConversationDirectory {
     this.onError = onError;
   }
 
-  async created(organizationId: string, summary: ConversationSummary): Promise<void> {
+  async created(owner: { organization_id: string; environment_id: string }, summary: ConversationSummary): Promise<void> {
+    const score = Date.parse(summary.created_at);
     await this.store.apply([
       { op: "put", key: summaryKey(summary.id), value: summary },
-      { op: "index", key: orgIndexKey(organizationId), member: summary.id, score: Date.parse(summary.created_at) },
+      { op: "index", key: orgIndexKey(owner.organization_id), member: summary.id, score },
+      { op: "index", key: environmentIndexKey(owner.environment_id), member: summary.id, score },
     ]);
   }
 
@@ -52,8 +60,15 @@ export class ConversationDirectory {
     return this.flushing;
   }
 
-  async list(organizationId: string, limit: number, cursor: string | null | undefined): Promise<{ data: ConversationSummary[]; next_cursor: string | null }> {
-    const page: IndexPage = await this.store.page(orgIndexKey(organizationId), limit, cursor);
+  /** The model a conversation was created with (null: routed, or unknown). */
+  async model(id: string): Promise<string | null> {
+    const parsed = conversationSummarySchema.safeParse(await this.store.get(summaryKey(id)));
+    return parsed.success ? parsed.data.model : null;
+  }
+
+  /** The conversations of one environment, newest first. */
+  async list(environmentId: string, limit: number, cursor: string | null | undefined): Promise<{ data: ConversationSummary[]; next_cursor: string | null }> {
+    const page: IndexPage = await this.store.page(environmentIndexKey(environmentId), limit, cursor);
     const raws = await this.store.getMany(page.members.map(summaryKey));
     const data: ConversationSummary[] = [];
     for (const raw of raws) {

@@ -4,13 +4,31 @@
 // time the job changes; so GET /v1/jobs/{id} and the list answer from any
 // replica without queueing behind a running step (a composition may take
 // seconds), and a snapshot is never behind the actor's committed state.
+//
+// A job belongs to the environment of the key that made it (docs/guides/access-control.md): the snapshot names it and a per-environment index lists it, so a
+// key of another environment neither reads nor lists it. The per-organization
+// index stays for the operator's console.
 import type { DataStore } from "../../tenancy/data-store.ts";
 import { jobSchema, type Job } from "./types.ts";
 import { z } from "zod";
 
 const snapshotKey = (id: string) => `job:${id}`;
 const orgIndexKey = (orgId: string) => `org-jobs:${orgId}`;
-const snapshotSchema = z.object({ organization_id: z.string(), job: jobSchema });
+const environmentIndexKey = (envId: string) => `env-jobs:${envId}`;
+/** environment_id: null in snapshots written before it was kept (the JobActor's state still knows it). */
+const snapshotSchema = z.object({ organization_id: z.string(), environment_id: z.string().nullable().default(null), job: jobSchema });
+
+/** Whose a job is: its organization and environment (the JobActor's owner). */
+export interface JobPlace {
+  organization_id: string;
+  environment_id: string;
+}
+
+/** A job as the directory holds it, with the environment it belongs to (null: an old snapshot, ask the actor). */
+export interface JobEntry {
+  job: Job;
+  environment_id: string | null;
+}
 
 export class JobDirectory {
   private readonly store: DataStore;
@@ -19,26 +37,38 @@ export class JobDirectory {
     this.store = store;
   }
 
-  async created(organizationId: string, job: Job): Promise<void> {
+  async created(place: JobPlace, job: Job): Promise<void> {
+    const score = Date.parse(job.created_at);
     await this.store.apply([
-      { op: "put", key: snapshotKey(job.id), value: { organization_id: organizationId, job } },
-      { op: "index", key: orgIndexKey(organizationId), member: job.id, score: Date.parse(job.created_at) },
+      { op: "put", key: snapshotKey(job.id), value: { ...place, job } },
+      { op: "index", key: orgIndexKey(place.organization_id), member: job.id, score },
+      { op: "index", key: environmentIndexKey(place.environment_id), member: job.id, score },
     ]);
   }
 
-  async updated(organizationId: string, job: Job): Promise<void> {
-    await this.store.apply([{ op: "put", key: snapshotKey(job.id), value: { organization_id: organizationId, job } }]);
+  async updated(place: JobPlace, job: Job): Promise<void> {
+    await this.store.apply([{ op: "put", key: snapshotKey(job.id), value: { ...place, job } }]);
   }
 
-  /** The job if it exists and belongs to the organization. */
-  async get(organizationId: string, id: string): Promise<Job | undefined> {
+  /** The job if it exists and belongs to the organization, with its environment (the caller checks it). */
+  async get(organizationId: string, id: string): Promise<JobEntry | undefined> {
     const parsed = snapshotSchema.safeParse(await this.store.get(snapshotKey(id)));
     if (!parsed.success || parsed.data.organization_id !== organizationId) return undefined;
-    return parsed.data.job;
+    return { job: parsed.data.job, environment_id: parsed.data.environment_id };
   }
 
+  /** The jobs of one environment (an API key's view). Jobs made before environments were indexed are not listed; they are still read by id. */
+  async listEnvironment(environmentId: string, limit: number, cursor: string | null | undefined): Promise<{ data: Job[]; next_cursor: string | null }> {
+    return this.listIndex(environmentIndexKey(environmentId), limit, cursor);
+  }
+
+  /** Every job of the organization (the operator's console). */
   async list(organizationId: string, limit: number, cursor: string | null | undefined): Promise<{ data: Job[]; next_cursor: string | null }> {
-    const page = await this.store.page(orgIndexKey(organizationId), limit, cursor);
+    return this.listIndex(orgIndexKey(organizationId), limit, cursor);
+  }
+
+  private async listIndex(index: string, limit: number, cursor: string | null | undefined): Promise<{ data: Job[]; next_cursor: string | null }> {
+    const page = await this.store.page(index, limit, cursor);
     const raws = await this.store.getMany(page.members.map(snapshotKey));
     const data: Job[] = [];
     for (const raw of raws) {

@@ -71,7 +71,8 @@ export const createJobInput = z.object({
   callback: jobCallbackSchema.nullable(),
 });
 export type CreateJobInput = z.infer<typeof createJobInput>;
-const orgInput = z.object({ organization_id: z.string() });
+/** The caller: its organization and, for an API key, its environment (a job of another environment is 404 to it). */
+const orgInput = z.object({ organization_id: z.string(), environment_id: z.string().optional() });
 
 type Ctx = ActorContext<JobState>;
 
@@ -113,6 +114,10 @@ class Armings {
 /** The status inside a visibleOf() string (save() compares it to see a transition). */
 const statusOf = (visible: string): unknown => (JSON.parse(visible) as { status?: unknown }).status;
 
+function ownedBy(job: JobData, caller: z.output<typeof orgInput>): boolean {
+  return job.owner.organization_id === caller.organization_id && (caller.environment_id === undefined || job.owner.environment_id === caller.environment_id);
+}
+
 export function createJobActor(deps: JobActorDeps) {
   const publisher = deps.publisher ?? noEvents;
   const armings = new Armings();
@@ -124,7 +129,7 @@ export function createJobActor(deps: JobActorDeps) {
     job.updated_at = isoTime(ctx.clock.now());
     const snapshot = toPublicJob(job);
     job.snapshot_dirty = true;
-    await deps.directory.updated(job.owner.organization_id, snapshot);
+    await deps.directory.updated(job.owner, snapshot);
     job.snapshot_dirty = false;
     // Live watchers hear of it once the turn commits: a failed step announces nothing.
     ctx.afterCommit(() => deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot }));
@@ -149,7 +154,7 @@ export function createJobActor(deps: JobActorDeps) {
     const snapshot = toPublicJob(job);
     if (!job.event_published) {
       const type = job.status === "completed" ? "job.completed" : "job.failed";
-      await publisher.publish({ id: jobEventId(job.id, type), type, organization_id: job.owner.organization_id, created_at: job.updated_at, data: { job: snapshot } });
+      await publisher.publish({ id: jobEventId(job.id, type), type, organization_id: job.owner.organization_id, project_id: job.owner.project_id, environment_id: job.owner.environment_id, created_at: job.updated_at, data: { job: snapshot } });
       job.event_published = true;
     }
     if (job.callback && !job.callback_done) {
@@ -216,7 +221,7 @@ export function createJobActor(deps: JobActorDeps) {
           };
           armings.arm(job, ctx.clock.now());
           ctx.state.job = job;
-          await deps.directory.created(input.owner.organization_id, toPublicJob(job));
+          await deps.directory.created(input.owner, toPublicJob(job));
           deps.metrics?.jobTransition("queued");
           await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
           await schedule(ctx, job, 0);
@@ -228,7 +233,7 @@ export function createJobActor(deps: JobActorDeps) {
         input: orgInput,
         run: async (ctx, input): Promise<Job> => {
           const job = ctx.state.job;
-          if (!job || job.owner.organization_id !== input.organization_id) throw new TroupeError("not_found", "job not found");
+          if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
           return toPublicJob(job);
         },
       },
@@ -237,7 +242,7 @@ export function createJobActor(deps: JobActorDeps) {
         input: orgInput,
         run: async (ctx, input): Promise<Job> => {
           const job = ctx.state.job;
-          if (!job || job.owner.organization_id !== input.organization_id) throw new TroupeError("not_found", "job not found");
+          if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
           if (isFinal(job.status)) throw new TroupeError("conflict", `the job is already ${job.status}`, { details: { status: job.status } });
           const before = visibleOf(job);
           for (const segment of job.segments) {

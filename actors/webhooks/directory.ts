@@ -13,11 +13,19 @@
 // other replica through the store's broadcast channel (as revoked API keys
 // do); a stale entry can only name a webhook that is no longer active, and
 // its actor refuses events then.
-import type { DataStore } from "../../tenancy/data-store.ts";
-import { webhookSchema, type Webhook } from "./types.ts";
+//
+// A webhook made with an API key has an audience (its key's environment,
+// types.ts): the fan-out skips it for other environments' events, and it is
+// also indexed under its environment, the list such a key sees.
+import type { DataStore, StoreOp } from "../../tenancy/data-store.ts";
+import { audienceReceives, webhookAudienceSchema, webhookSchema, type EventOrigin, type Webhook, type WebhookAudience } from "./types.ts";
 
 const recordKey = (id: string) => `webhook:${id}`;
 const orgIndexKey = (orgId: string) => `org-webhooks:${orgId}`;
+const environmentIndexKey = (envId: string) => `env-webhooks:${envId}`;
+/** A record as stored: the public webhook and its audience (absent in records written before audiences: the organization's). */
+const entrySchema = webhookSchema.extend({ audience: webhookAudienceSchema.default(null) });
+type Entry = Webhook & { audience: WebhookAudience };
 /** Index pages read per step while collecting an organization's webhooks for a publish. */
 const scanPage = 100;
 /** Broadcast channel: the organization id whose webhook list changed. */
@@ -30,7 +38,7 @@ export interface DirectoryEntry extends Webhook {
 export class WebhookDirectory {
   private readonly store: DataStore;
   /** Organization id → its webhooks (every status), loading or loaded; dropped on any change. */
-  private readonly cache = new Map<string, Promise<Webhook[]>>();
+  private readonly cache = new Map<string, Promise<Entry[]>>();
 
   constructor(store: DataStore) {
     this.store = store;
@@ -41,16 +49,19 @@ export class WebhookDirectory {
     await this.store.subscribe(changedChannel, (organizationId) => this.cache.delete(organizationId));
   }
 
-  async created(organizationId: string, webhook: Webhook): Promise<void> {
-    await this.store.apply([
-      { op: "put", key: recordKey(webhook.id), value: { ...webhook, organization_id: organizationId } },
-      { op: "index", key: orgIndexKey(organizationId), member: webhook.id, score: Date.parse(webhook.created_at) },
-    ]);
+  async created(organizationId: string, webhook: Webhook, audience: WebhookAudience = null): Promise<void> {
+    const score = Date.parse(webhook.created_at);
+    const ops: StoreOp[] = [
+      { op: "put", key: recordKey(webhook.id), value: { ...webhook, organization_id: organizationId, audience } },
+      { op: "index", key: orgIndexKey(organizationId), member: webhook.id, score },
+    ];
+    if (audience) ops.push({ op: "index", key: environmentIndexKey(audience.environment_id), member: webhook.id, score });
+    await this.store.apply(ops);
     await this.changed(organizationId);
   }
 
-  async updated(organizationId: string, webhook: Webhook): Promise<void> {
-    await this.store.apply([{ op: "put", key: recordKey(webhook.id), value: { ...webhook, organization_id: organizationId } }]);
+  async updated(organizationId: string, webhook: Webhook, audience: WebhookAudience = null): Promise<void> {
+    await this.store.apply([{ op: "put", key: recordKey(webhook.id), value: { ...webhook, organization_id: organizationId, audience } }]);
     await this.changed(organizationId);
   }
 
@@ -59,13 +70,16 @@ export class WebhookDirectory {
     await this.store.publish(changedChannel, organizationId);
   }
 
-  async list(organizationId: string, limit: number, cursor: string | null | undefined): Promise<{ data: Webhook[]; next_cursor: string | null }> {
-    const page = await this.store.page(orgIndexKey(organizationId), limit, cursor);
-    return { data: await this.read(page.members), next_cursor: page.nextCursor };
+  /** The organization's webhooks (a session's list), or with `environmentId` only those made by that environment's keys (a key's list). */
+  async list(organizationId: string, limit: number, cursor: string | null | undefined, environmentId: string | null = null): Promise<{ data: Webhook[]; next_cursor: string | null }> {
+    const page = await this.store.page(environmentId === null ? orgIndexKey(organizationId) : environmentIndexKey(environmentId), limit, cursor);
+    const data = (await this.read(page.members)).map(({ audience: _audience, ...webhook }) => webhook);
+    return { data, next_cursor: page.nextCursor };
   }
 
-  /** Ids of the organization's active webhooks subscribed to `type`. */
-  async subscribed(organizationId: string, type: string): Promise<string[]> {
+  /** Ids of the organization's active webhooks subscribed to `type` whose audience takes an event from `origin`. */
+  async subscribed(origin: EventOrigin, type: string): Promise<string[]> {
+    const organizationId = origin.organization_id;
     let all = this.cache.get(organizationId);
     if (!all) {
       all = this.readAll(organizationId);
@@ -75,11 +89,11 @@ export class WebhookDirectory {
         if (this.cache.get(organizationId) === all) this.cache.delete(organizationId);
       });
     }
-    return (await all).filter((w) => w.status === "active" && (w.events as string[]).includes(type)).map((w) => w.id);
+    return (await all).filter((w) => w.status === "active" && (w.events as string[]).includes(type) && audienceReceives(w.audience, origin)).map((w) => w.id);
   }
 
-  private async readAll(organizationId: string): Promise<Webhook[]> {
-    const all: Webhook[] = [];
+  private async readAll(organizationId: string): Promise<Entry[]> {
+    const all: Entry[] = [];
     let cursor: string | null = null;
     do {
       const page = await this.store.page(orgIndexKey(organizationId), scanPage, cursor);
@@ -89,11 +103,11 @@ export class WebhookDirectory {
     return all;
   }
 
-  private async read(ids: string[]): Promise<Webhook[]> {
+  private async read(ids: string[]): Promise<Entry[]> {
     const raws = await this.store.getMany(ids.map(recordKey));
-    const out: Webhook[] = [];
+    const out: Entry[] = [];
     for (const raw of raws) {
-      const parsed = webhookSchema.safeParse(raw);
+      const parsed = entrySchema.safeParse(raw);
       if (parsed.success) out.push(parsed.data);
     }
     return out;

@@ -42,7 +42,7 @@ export class WebhookPublisher implements EventPublisher {
   }
 
   async publish(event: OrganizationEvent): Promise<void> {
-    const ids = await this.directory.subscribed(event.organization_id, event.type);
+    const ids = await this.directory.subscribed(event, event.type);
     const payload: EventPayload = { id: event.id, type: event.type, created_at: event.created_at, data: event.data };
     await Promise.all(ids.map((id) => this.accept(id, event.organization_id, payload)));
   }

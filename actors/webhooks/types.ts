@@ -66,7 +66,35 @@ const keptEventSchema = z.custom<EventPayload>(
   "an event payload",
 );
 
-const storedWebhookSchema = webhookSchema.extend({ organization_id: z.string(), secret: z.string() });
+/**
+ * Whose events a webhook receives (docs/guides/access-control.md). null: the whole
+ * organization's (made with an owner's or admin's session, or stored before
+ * audiences existed). Otherwise the events of one environment: the one of
+ * the API key that made it, plus its project's budget alerts when that key
+ * is live (budgets count live usage only).
+ */
+export const webhookAudienceSchema = z.object({ environment_id: z.string(), project_id: z.string(), live: z.boolean() }).nullable();
+export type WebhookAudience = z.infer<typeof webhookAudienceSchema>;
+
+/** Where an event belongs: a job's environment, or (environment null) a whole project's, as a budget alert. */
+export interface EventOrigin {
+  organization_id: string;
+  project_id: string | null;
+  environment_id: string | null;
+}
+
+/** Whether a webhook of `audience` receives an event of `origin` (same organization assumed). */
+export function audienceReceives(audience: WebhookAudience, origin: EventOrigin): boolean {
+  if (audience === null) return true;
+  if (origin.environment_id !== null) return origin.environment_id === audience.environment_id;
+  return audience.live && origin.project_id === audience.project_id;
+}
+
+/**
+ * `secret` is sealed (AES-256-GCM, secret-box.ts); one stored before
+ * encryption existed is plaintext until the actor's next turn seals it.
+ */
+const storedWebhookSchema = webhookSchema.extend({ organization_id: z.string(), secret: z.string(), audience: webhookAudienceSchema.default(null) });
 export type StoredWebhook = z.infer<typeof storedWebhookSchema>;
 
 /** An event still to deliver: its payload, attempts made so far, and its pending delivery record's id and creation time. */

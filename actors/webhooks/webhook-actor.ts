@@ -19,12 +19,14 @@ import { prefixedId } from "../../core/ids.ts";
 import { defineActor, type ActorContext } from "../actor.ts";
 import type { DeliveryLog, TurnWrites } from "./delivery-log.ts";
 import type { WebhookDirectory } from "./directory.ts";
+import type { SecretBox } from "./secret-box.ts";
 import { maxAttempts, nextDelayMs, parseRetryAfter } from "./schedule.ts";
 import {
   attemptResultSchema,
   eventPayloadSchema,
   subscribableEvents,
   toPublicWebhook,
+  webhookAudienceSchema,
   webhookStateSchema,
   type AttemptResult,
   type Delivery,
@@ -51,13 +53,18 @@ export interface WebhookActorDeps {
   /** Where the delivery records and finished events' payloads are kept. */
   log: DeliveryLog;
   config: WebhooksConfig;
+  /** Seals the signing secret in the state; opens it for each attempt. */
+  secrets: SecretBox;
 }
 
-const orgInput = z.object({ organization_id: z.string() });
+/** `environment_id`: an API key's caller sees only webhooks made by keys of its environment; null: a session, every webhook of the organization. */
+const orgInput = z.object({ organization_id: z.string(), environment_id: z.string().nullable().default(null) });
 const createInput = orgInput.extend({
   url: z.string(),
   events: z.array(z.enum(subscribableEvents)).min(1),
+  /** The plaintext secret (it leaves the turn only sealed). */
   secret: z.string(),
+  audience: webhookAudienceSchema.default(null),
 });
 /** `results`: the dispatcher's reports that waited for this call (recorded first, in the same turn). */
 const acceptInput = orgInput.extend({ events: z.array(eventPayloadSchema).min(1), results: z.array(attemptResultSchema).default([]) });
@@ -67,9 +74,11 @@ const pageInput = orgInput.extend({ limit: z.number().int().min(1).max(100), cur
 
 type Ctx = ActorContext<WebhookState>;
 
-function owned(state: WebhookState, organizationId: string): StoredWebhook {
+function owned(state: WebhookState, caller: { organization_id: string; environment_id: string | null }): StoredWebhook {
   const webhook = state.webhook;
-  if (!webhook || webhook.organization_id !== organizationId) throw new TroupeError("not_found", "webhook not found");
+  if (!webhook || webhook.organization_id !== caller.organization_id) throw new TroupeError("not_found", "webhook not found");
+  // A key manages only what its environment's keys made; another environment's webhook, or the organization's, does not exist for it.
+  if (caller.environment_id !== null && webhook.audience?.environment_id !== caller.environment_id) throw new TroupeError("not_found", "webhook not found");
   return webhook;
 }
 
@@ -102,7 +111,12 @@ export function createWebhookActor(deps: WebhookActorDeps) {
   /** The reminder's period: it fires again this long after a firing whose turn never finished (a crash). */
   const periodMs = leaseMs + 1000;
 
-  const begin = (ctx: Ctx): TurnWrites => log.begin(ctx.id, (attempts) => deps.dispatch(ctx.id, attempts));
+  /** Every writing turn starts here; it also seals a secret stored in the clear before encryption existed (committed with the turn). */
+  const begin = (ctx: Ctx): TurnWrites => {
+    const webhook = ctx.state.webhook;
+    if (webhook && !deps.secrets.isSealed(webhook.secret)) webhook.secret = deps.secrets.seal(webhook.secret);
+    return log.begin(ctx.id, (attempts) => deps.dispatch(ctx.id, attempts));
+  };
 
   /** Lists a new record (newest first) and writes it unless pending (derived from the outbox); the oldest past WEBHOOK_MAX_DELIVERIES go. */
   const addRecord = (ctx: Ctx, w: TurnWrites, record: Delivery): void => {
@@ -180,7 +194,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
     webhook.status = status;
     webhook.disabled_reason = reason;
     await cancelAll(ctx, w, status === "inactive" ? "cancelled: the webhook was deactivated" : `cancelled: the webhook was disabled (${reason})`);
-    await deps.directory.updated(webhook.organization_id, toPublicWebhook(webhook));
+    await deps.directory.updated(webhook.organization_id, toPublicWebhook(webhook), webhook.audience);
   };
 
   /** Records one attempt's outcome; returns the reason to disable the webhook, if this outcome calls for it. Finished entries are added to `done`. */
@@ -242,13 +256,23 @@ export function createWebhookActor(deps: WebhookActorDeps) {
   };
 
   /** Hands every due event of an active webhook to the turn's dispatch (sent once its writes are durable), each with a lease. */
-  const dispatchDue = (ctx: Ctx, w: TurnWrites): number => {
+  const dispatchDue = async (ctx: Ctx, w: TurnWrites): Promise<number> => {
     const webhook = ctx.state.webhook;
     if (webhook?.status !== "active") return 0;
     const now = ctx.clock.now();
     const due = ctx.state.outbox.filter((e) => e.in_flight_until === null && e.next_attempt_ms <= now);
+    if (due.length === 0) return 0;
+    let secret: string;
+    try {
+      secret = deps.secrets.open(webhook.secret);
+    } catch {
+      // Sealed under another WEBHOOK_SECRET_KEY: no attempt can ever be signed, so the webhook stops (and says why)
+      // instead of failing every turn that would send, which would also refuse its events upstream.
+      await setStatus(ctx, w, webhook, "disabled", "its signing secret cannot be opened with the current WEBHOOK_SECRET_KEY (the key was changed); create the webhook again");
+      return 0;
+    }
     for (const entry of due) entry.in_flight_until = now + leaseMs;
-    w.send(due.map((e) => ({ delivery_id: e.delivery_id, url: webhook.url, secret: webhook.secret, event: e.event })));
+    w.send(due.map((e) => ({ delivery_id: e.delivery_id, url: webhook.url, secret, event: e.event })));
     return due.length;
   };
 
@@ -279,20 +303,21 @@ export function createWebhookActor(deps: WebhookActorDeps) {
             status: "active",
             disabled_reason: null,
             created_at: isoTime(ctx.clock.now()),
-            secret: input.secret,
+            secret: deps.secrets.seal(input.secret),
+            audience: input.audience,
           };
           ctx.state.webhook = webhook;
-          await deps.directory.created(input.organization_id, toPublicWebhook(webhook));
+          await deps.directory.created(input.organization_id, toPublicWebhook(webhook), input.audience);
           return toPublicWebhook(webhook);
         },
       },
 
-      get: { input: orgInput, run: async (ctx, input): Promise<Webhook> => toPublicWebhook(owned(ctx.state, input.organization_id)) },
+      get: { input: orgInput, run: async (ctx, input): Promise<Webhook> => toPublicWebhook(owned(ctx.state, input)) },
 
       deactivate: {
         input: orgInput,
         run: async (ctx, input): Promise<Webhook> => {
-          const webhook = owned(ctx.state, input.organization_id);
+          const webhook = owned(ctx.state, input);
           const w = begin(ctx);
           if (webhook.status !== "inactive") await setStatus(ctx, w, webhook, "inactive", null);
           await w.finish();
@@ -327,7 +352,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
               await enqueue(ctx, w, event, 0);
               accepted.push(event.id);
             }
-            dispatchDue(ctx, w);
+            await dispatchDue(ctx, w);
           }
           await w.finish();
           return { accepted };
@@ -351,7 +376,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
               expired.map((e) => ({ delivery_id: e.delivery_id, status: null, error: lost, retry_after: null, duration_ms: 0 })),
             );
           }
-          const dispatched = dispatchDue(ctx, w);
+          const dispatched = await dispatchDue(ctx, w);
           const wake = nextWakeMs(ctx.state);
           if (wake !== undefined) await armReminder(ctx, wake);
           else if (input.from_reminder) await ctx.clearReminder(reminderName);
@@ -375,10 +400,10 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       test: {
         input: testInput,
         run: async (ctx, input): Promise<Delivery> => {
-          requireActive(owned(ctx.state, input.organization_id));
+          requireActive(owned(ctx.state, input));
           const w = begin(ctx);
           const record = await enqueue(ctx, w, input.event, 0);
-          dispatchDue(ctx, w);
+          await dispatchDue(ctx, w);
           await w.finish();
           return record;
         },
@@ -388,7 +413,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       retry: {
         input: deliveryInput,
         run: async (ctx, input): Promise<Delivery> => {
-          const webhook = owned(ctx.state, input.organization_id);
+          const webhook = owned(ctx.state, input);
           const record = await listedRecord(ctx, input.delivery_id);
           requireActive(webhook);
           const w = begin(ctx);
@@ -398,7 +423,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
             // Waiting for a retry: it goes now. Already out: its attempt is the answer.
             if (waiting.in_flight_until === null) {
               waiting.next_attempt_ms = now; // its pending record, derived from the entry, says so
-              dispatchDue(ctx, w);
+              await dispatchDue(ctx, w);
             }
             await w.finish();
             return ctx.state.delivery_ids.includes(waiting.delivery_id) ? pendingRecordOf(waiting) : record;
@@ -409,7 +434,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
           ctx.state.recent_event_ids = ctx.state.recent_event_ids.filter((id) => id !== record.event_id);
           w.dropEvent(record.event_id);
           const queued = await enqueue(ctx, w, finished.event, finished.attempts);
-          dispatchDue(ctx, w);
+          await dispatchDue(ctx, w);
           await w.finish();
           return queued;
         },
@@ -418,7 +443,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       delivery: {
         input: deliveryInput,
         run: async (ctx, input): Promise<Delivery> => {
-          owned(ctx.state, input.organization_id);
+          owned(ctx.state, input);
           return listedRecord(ctx, input.delivery_id);
         },
       },
@@ -427,7 +452,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       deliveries: {
         input: pageInput,
         run: async (ctx, input): Promise<{ data: Delivery[]; next_cursor: string | null }> => {
-          owned(ctx.state, input.organization_id);
+          owned(ctx.state, input);
           const all = ctx.state.delivery_ids;
           let start = 0;
           if (input.cursor !== null) {

@@ -1,6 +1,8 @@
 // Agents (docs/api/agents.md): each conversation is a
 // ConversationActor; the gateway checks the key and the body, then calls it.
-// The list reads the per-organization directory, so it works on both hosts.
+// The list reads the directory, so it works on both hosts. A conversation
+// belongs to the environment of the key that made it: keys of another
+// environment get 404, and the list holds the key's environment's.
 import { z } from "zod";
 import { TroupeError, invalidRequest, type ErrorCode } from "../../core/errors.ts";
 import { callActor, type ActorHost } from "../../actors/host.ts";
@@ -16,7 +18,8 @@ import type { Payer } from "../../providers/usage.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
-import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
+import type { AgentsConfig } from "../../core/config.ts";
+import { generationEstimateNanos, holdReservation, type CallBilling } from "../billed-call.ts";
 import { payerOf } from "../usage-context.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
@@ -27,19 +30,35 @@ export interface AgentRouteDeps {
   router: Router;
   /** Budgets: a hard-limited project's turn starts only while it is under its limit. */
   billing?: CallBilling | undefined;
+  /** AGENT_MESSAGE_MAX_BYTES (checked here) and AGENT_CONVERSATION_MAX_BYTES (by the ConversationActor). */
+  limits: AgentsConfig;
 }
 
 /** What every turn-starting actor call carries: whose conversation, who pays, and the request id usage is keyed by. */
 interface TurnCaller {
   organization_id: string;
+  environment_id: string;
   payer: Payer;
   request_id: string;
 }
 
-/** Admits the turn (budgets), then runs `call` with the key's organization, payer and the request id. */
-async function startTurn<T>(deps: AgentRouteDeps, key: ApiKeyRecord, requestId: string, call: (caller: TurnCaller) => Promise<T>): Promise<T> {
-  await admitUnderLimit(deps.billing, payerOf(key));
-  return call({ organization_id: key.organization_id, payer: payerOf(key), request_id: requestId });
+/**
+ * Admits the turn (budgets), then runs `call` with the key's organization,
+ * payer and the request id. A hard-limited project's turn holds, while it
+ * runs, a reservation of one model call's most output (the conversation's
+ * model, or the dearest text model when routed), so a burst of turns cannot
+ * all start on the same unspent budget; its calls are billed as they end.
+ */
+async function startTurn<T>(deps: AgentRouteDeps, key: ApiKeyRecord, requestId: string, conversationId: string, call: (caller: TurnCaller) => Promise<T>): Promise<T> {
+  const payer = payerOf(key);
+  // Only live keys are ever stopped: test keys skip the read.
+  const model = key.live && deps.billing ? await deps.directory.model(conversationId) : null;
+  const held = await holdReservation(deps.billing, payer, () => generationEstimateNanos(deps.router.catalogue, "text", model, 0, null));
+  try {
+    return await call({ organization_id: key.organization_id, environment_id: key.environment_id, payer, request_id: requestId });
+  } finally {
+    await held.release();
+  }
 }
 
 /** The message and tool-output routes both start a turn: same answer, same failures. */
@@ -51,26 +70,40 @@ const turnRoute = {
   errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"] satisfies ErrorCode[],
 };
 
-/** Longest user message accepted (characters); the body cap still applies. */
-export const MAX_MESSAGE_CHARS = 200_000;
 const MAX_CUSTOM_TOOLS = 64;
 
-const createBody = z
-  .object({
-    model: z.string().nullable().default(null),
-    routing_strategy: routingStrategySchema.default("auto"),
-    system_prompt: z.string().max(MAX_MESSAGE_CHARS).default(""),
-    tools: z.array(toolDefinitionSchema).max(MAX_CUSTOM_TOOLS).default([]),
-  })
-  .strict();
-const messageBody = z.object({ content: text({ min: 1, max: MAX_MESSAGE_CHARS }) }).strict();
-const toolOutputsBody = z
-  .object({
-    outputs: z
-      .array(z.object({ tool_call_id: z.string().min(1), output: text({ max: MAX_MESSAGE_CHARS }) }).strict())
-      .min(1, "must answer the pending tool calls"),
-  })
-  .strict();
+/**
+ * A message's text within AGENT_MESSAGE_MAX_BYTES of UTF-8 (400 naming the
+ * field past it). Documented as maxLength in characters, which bound bytes
+ * from below; the byte count is the rule.
+ */
+function messageText(maxBytes: number, min = 0) {
+  // meta again: a refinement is a new schema, and the OpenAPI document reads the bounds from its meta.
+  return text({ min, max: maxBytes })
+    .refine((s) => Buffer.byteLength(s) <= maxBytes, `must be at most ${maxBytes} bytes of UTF-8`)
+    .meta(min > 0 ? { minLength: min, maxLength: maxBytes } : { maxLength: maxBytes });
+}
+
+/** The request bodies, with the configured per-message cap. */
+function bodies(limits: AgentsConfig) {
+  const createBody = z
+    .object({
+      model: z.string().nullable().default(null),
+      routing_strategy: routingStrategySchema.default("auto"),
+      system_prompt: messageText(limits.messageMaxBytes).default(""),
+      tools: z.array(toolDefinitionSchema).max(MAX_CUSTOM_TOOLS).default([]),
+    })
+    .strict();
+  const messageBody = z.object({ content: messageText(limits.messageMaxBytes, 1) }).strict();
+  const toolOutputsBody = z
+    .object({
+      outputs: z
+        .array(z.object({ tool_call_id: z.string().min(1), output: messageText(limits.messageMaxBytes) }).strict())
+        .min(1, "must answer the pending tool calls"),
+    })
+    .strict();
+  return { createBody, messageBody, toolOutputsBody };
+}
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -82,6 +115,7 @@ function conversationId(id: string): string {
 
 export function agentRoutes(deps: AgentRouteDeps) {
   const { actors, conversation } = deps;
+  const { createBody, messageBody, toolOutputsBody } = bodies(deps.limits);
   // An agent's model must serve text with tools: the schema says which ids those are.
   const body = withModel(createBody, modelIdSchema(deps.router.catalogue, { category: "text", tools: true }).nullable().default(null));
   return [
@@ -118,13 +152,13 @@ export function agentRoutes(deps: AgentRouteDeps) {
     defineRoute({
       method: "get",
       path: "/v1/agents/conversations",
-      summary: "Conversations of the key's organization, newest first (summaries without messages)",
+      summary: "Conversations of the key's environment, newest first (summaries without messages)",
       tag: "agents",
       auth: "api_key",
       scope: "agents",
       query: pageQuery,
       responses: { 200: listOf(conversationSummarySchema) },
-      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.organization_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.environment_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "get",
@@ -136,7 +170,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       responses: { 200: conversationSchema },
       errors: ["not_found"],
       handler: async (ctx) =>
-        json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id })),
+        json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id })),
     }),
     defineRoute({
       ...turnRoute,
@@ -146,7 +180,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       body: messageBody,
       handler: async (ctx) => {
         const id = conversationId(ctx.params.id);
-        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, (caller) =>
+        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, id, (caller) =>
           callActor(actors, conversation, id, "postMessage", { ...caller, content: ctx.body.content }),
         );
         return json(200, answer);
@@ -160,7 +194,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
       body: toolOutputsBody,
       handler: async (ctx) => {
         const id = conversationId(ctx.params.id);
-        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, (caller) =>
+        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, id, (caller) =>
           callActor(actors, conversation, id, "submitToolOutputs", { ...caller, outputs: ctx.body.outputs }),
         );
         return json(200, answer);

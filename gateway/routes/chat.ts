@@ -9,7 +9,7 @@ import { chatRequestSchema } from "../../providers/chat-request.ts";
 import { chatResultSchema, isFinish, type StreamEvent } from "../../providers/types.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
 import { countChatInputTokens } from "../../providers/tokens.ts";
-import { admitCall, estimateNanos, type BilledCall } from "../billed-call.ts";
+import { admitCall, generationEstimateNanos, type BilledCall } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 /**
@@ -20,10 +20,10 @@ import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 const chatCompletionBodySchema = chatRequestSchema.extend({ stream: z.boolean().default(false) });
 type ChatCompletionBody = z.infer<typeof chatCompletionBodySchema>;
 
-/** The most this request may cost: its input plus max_tokens of output (what a hard budget reserves). */
+/** The most this request may cost: its input plus max_tokens of output, or the model's most without it (what a hard budget reserves). */
 function chatEstimate(deps: AiRouteDeps, body: ChatCompletionBody): number {
   const input = countChatInputTokens(body.messages, body.tools);
-  return estimateNanos(deps.router.catalogue, "text", body.model, { input_tokens: input, output_tokens: body.max_tokens ?? 0 });
+  return generationEstimateNanos(deps.router.catalogue, "text", body.model, input, body.max_tokens);
 }
 
 async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBody, undefined>, call: BilledCall): Promise<typeof streamed> {

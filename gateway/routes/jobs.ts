@@ -3,15 +3,16 @@
 // outbound guard, so a refused or failing URL is a 400 naming image_url) and
 // creates the JobActor, which runs the job on durable reminders; 202 at once.
 // Reads come from the job directory (any replica, never queued behind a
-// running step); cancellation goes to the actor. Another organization's job
-// is a 404.
+// running step); cancellation goes to the actor. A job belongs to the
+// environment of the key that made it: another environment's or another
+// organization's job is a 404, and the list holds the key's environment's.
 import { z } from "zod";
-import { TroupeError } from "../../core/errors.ts";
+import { isTroupeError, TroupeError } from "../../core/errors.ts";
 import { uuid } from "../../core/ids.ts";
 import { callActor, type ActorHost } from "../../actors/host.ts";
 import type { JobActorDefinition } from "../../actors/job/job-actor.ts";
 import type { JobDirectory } from "../../actors/job/directory.ts";
-import { jobSchema } from "../../actors/job/types.ts";
+import { jobSchema, type Job } from "../../actors/job/types.ts";
 import { videoGenerateBody } from "../../actors/job/video-request.ts";
 import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
@@ -22,6 +23,7 @@ import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
 import { defineRoute, json } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 import { payerOf } from "../usage-context.ts";
+import type { ApiKeyRecord } from "../../tenancy/types.ts";
 
 export interface JobRouteDeps {
   actors: ActorHost;
@@ -41,6 +43,23 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export function jobIdParam(id: string): string {
   if (!uuidPattern.test(id)) throw new TroupeError("not_found", "job not found");
   return id.toLowerCase();
+}
+
+/**
+ * The job `id` as `key` may see it: of the key's organization and
+ * environment, else undefined (the caller answers 404). A snapshot written
+ * before snapshots named their environment is checked by the JobActor, which
+ * knows its owner.
+ */
+export async function jobForKey(deps: { actors: ActorHost; job: JobActorDefinition; directory: JobDirectory }, key: ApiKeyRecord, id: string): Promise<Job | undefined> {
+  const found = await deps.directory.get(key.organization_id, id);
+  if (!found) return undefined;
+  if (found.environment_id === key.environment_id) return found.job;
+  if (found.environment_id !== null) return undefined;
+  return callActor(deps.actors, deps.job, id, "get", { organization_id: key.organization_id, environment_id: key.environment_id }).catch((error: unknown) => {
+    if (isTroupeError(error) && error.code === "not_found") return undefined;
+    throw error;
+  });
 }
 
 export function jobRoutes(deps: JobRouteDeps) {
@@ -96,13 +115,13 @@ export function jobRoutes(deps: JobRouteDeps) {
     defineRoute({
       method: "get",
       path: "/v1/jobs",
-      summary: "Jobs of the key's organization, newest first",
+      summary: "Jobs of the key's environment, newest first",
       tag: "video",
       auth: "api_key",
       scope: "video",
       query: pageQuery,
       responses: { 200: listOf(jobSchema) },
-      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.organization_id, ctx.query.limit, ctx.query.cursor)),
+      handler: async (ctx) => json(200, await deps.directory.listEnvironment(ctx.auth.key.environment_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
       method: "get",
@@ -114,7 +133,7 @@ export function jobRoutes(deps: JobRouteDeps) {
       responses: { 200: jobSchema },
       errors: ["not_found"],
       handler: async (ctx) => {
-        const found = await deps.directory.get(ctx.auth.key.organization_id, jobIdParam(ctx.params.id));
+        const found = await jobForKey(deps, ctx.auth.key, jobIdParam(ctx.params.id));
         if (!found) throw new TroupeError("not_found", "job not found");
         return json(200, found);
       },
@@ -131,8 +150,9 @@ export function jobRoutes(deps: JobRouteDeps) {
       handler: async (ctx) => {
         const id = jobIdParam(ctx.params.id);
         // The directory answers 404 for unknown ids without activating an actor.
-        if (!(await deps.directory.get(ctx.auth.key.organization_id, id))) throw new TroupeError("not_found", "job not found");
-        return json(200, await callActor(deps.actors, deps.job, id, "cancel", { organization_id: ctx.auth.key.organization_id }));
+        if (!(await jobForKey(deps, ctx.auth.key, id))) throw new TroupeError("not_found", "job not found");
+        const { organization_id, environment_id } = ctx.auth.key;
+        return json(200, await callActor(deps.actors, deps.job, id, "cancel", { organization_id, environment_id }));
       },
     }),
   ];

@@ -5,7 +5,7 @@ import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { translate, translationRequestSchema } from "../../providers/translation.ts";
 import { defineRoute, json } from "../route.ts";
 import { countTokens } from "../../providers/tokens.ts";
-import { estimateNanos, runBilled } from "../billed-call.ts";
+import { generationEstimateNanos, runBilled } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export const translationResponseSchema = z.object({
@@ -30,9 +30,9 @@ export function translationRoutes(deps: AiRouteDeps) {
       responses: { 200: translationResponseSchema },
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
-        // A translation's output is about as long as its input.
+        // A translation has no max_tokens and its output may outgrow its input (into another script): the model's most is reserved.
         const tokens = countTokens(ctx.body.text);
-        const estimate = () => estimateNanos(deps.router.catalogue, "translation", ctx.body.model, { input_tokens: tokens, output_tokens: tokens });
+        const estimate = () => generationEstimateNanos(deps.router.catalogue, "translation", ctx.body.model, tokens, null);
         const r = await runBilled(deps, usageContextOf(ctx), "translation", estimate, () => translate(deps.router, ctx.body, { signal: ctx.signal }), (result) => result);
         return json(200, { text: r.text, source_language: r.source_language, target_language: r.target_language, model: r.model, provider: r.provider });
       },

@@ -5,7 +5,7 @@ import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { analyzeImage, visionRequestSchema } from "../../providers/vision.ts";
 import { defineRoute, json } from "../route.ts";
 import { countTokens } from "../../providers/tokens.ts";
-import { estimateNanos, runBilled } from "../billed-call.ts";
+import { generationEstimateNanos, runBilled } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 
 export const visionResponseSchema = z.object({
@@ -30,8 +30,8 @@ export function visionRoutes(deps: AiRouteDeps) {
       responses: { 200: visionResponseSchema },
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
-        // The prompt plus one image (85 tokens, as counted for chat); the output is unknown before the call.
-        const estimate = () => estimateNanos(deps.router.catalogue, "vision", ctx.body.model, { input_tokens: countTokens(ctx.body.prompt) + 85 });
+        // The prompt plus one image (85 tokens, as counted for chat); the output: max_tokens, else the model's most.
+        const estimate = () => generationEstimateNanos(deps.router.catalogue, "vision", ctx.body.model, countTokens(ctx.body.prompt) + 85, ctx.body.max_tokens);
         const r = await runBilled(deps, usageContextOf(ctx), "vision", estimate, () => analyzeImage(deps.router, ctx.body, { signal: ctx.signal }), (result) => result);
         return json(200, r);
       },

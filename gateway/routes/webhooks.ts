@@ -1,9 +1,14 @@
 // Webhooks (docs/api/webhooks.md): each webhook is a
 // WebhookActor; the organization's list lives in the WebhookDirectory.
-// Managed with an API key of any scope or a session. A session's user may be
-// in several organizations: it names one with `?organization_id=`, else it
-// acts for the first organization the user joined. Another
-// organization's webhook or delivery answers 404.
+// Managed by the organization's owners and admins (a session; a member's is
+// 403 forbidden) or by an unscoped API key (empty scope list: every
+// category; a key limited to some is 403 insufficient_scope). A webhook made
+// with a session receives the organization's events and is seen by its
+// sessions only; one made with a key receives its key's environment's
+// events and is seen by that environment's keys (and the sessions). A
+// session's user may be in several organizations: it names one with
+// `?organization_id=`, else it acts for the first organization the user
+// joined. Another organization's webhook or delivery answers 404.
 import { z } from "zod";
 import { invalidRequest, TroupeError } from "../../core/errors.ts";
 import { prefixedId } from "../../core/ids.ts";
@@ -17,6 +22,7 @@ import { isoTime } from "../../core/clock.ts";
 import { decodeCursor, encodeCursor } from "../../tenancy/data-store.ts";
 import type { AccountService } from "../../tenancy/accounts.ts";
 import { isOutboundFetchError, type OutboundFetcher } from "../../media/outbound-fetch.ts";
+import { roleAtLeast } from "../../tenancy/access.ts";
 import type { ApiKeyAuth, SessionAuth } from "../auth-context.ts";
 import { defineRoute, json, type RouteContext } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
@@ -70,28 +76,30 @@ function deliveryId(id: string): string {
 export function webhookRoutes(deps: WebhookRouteDeps) {
   const { actors, webhook } = deps;
 
-  /** The organization the call acts for: the key's, or the session user's (named or only) one. */
-  const organizationOf = async (auth: SessionAuth | ApiKeyAuth, named: string | undefined): Promise<string> => {
+  /**
+   * Who the call acts as: the organization (the key's, or the session
+   * user's named or first one, where the user must be an owner or admin)
+   * and, for a key, its environment (null for a session: the whole
+   * organization). The key's scopes were checked by admission (`scope: "all"`).
+   */
+  const callerOf = async (auth: SessionAuth | ApiKeyAuth, named: string | undefined): Promise<{ organization_id: string; environment_id: string | null }> => {
     if (auth.kind === "api_key") {
       if (named !== undefined && named !== auth.key.organization_id) throw new TroupeError("not_found", "organization not found");
-      return auth.key.organization_id;
+      return { organization_id: auth.key.organization_id, environment_id: auth.key.environment_id };
     }
     const { memberships } = await deps.accounts.account(auth.userId);
-    if (named !== undefined) {
-      if (!memberships.some((m) => m.organization.id === named)) throw new TroupeError("not_found", "organization not found");
-      return named;
-    }
     // Unnamed: the first organization the user joined (the one signup made); memberships are listed newest first.
-    const first = memberships.at(-1);
-    if (!first) throw new TroupeError("not_found", "organization not found");
-    return first.organization.id;
+    const membership = named === undefined ? memberships.at(-1) : memberships.find((m) => m.organization.id === named);
+    if (!membership) throw new TroupeError("not_found", "organization not found");
+    if (!roleAtLeast(membership.role, "admin")) throw new TroupeError("forbidden", `managing webhooks requires the admin role or higher; you are ${membership.role}`);
+    return { organization_id: membership.organization.id, environment_id: null };
   };
 
   /** The actor sent it already; answers once the attempt settled (or its deadline passed), so the answer shows its outcome. */
-  const sendNow = async (id: string, organizationId: string, queued: { id: string }) => {
+  const sendNow = async (id: string, caller: { organization_id: string; environment_id: string | null }, queued: { id: string }) => {
     const deadline = Date.now() + deps.timeoutMs + 1000;
     for (;;) {
-      const record = await callActor(actors, webhook, id, "delivery", { organization_id: organizationId, delivery_id: queued.id });
+      const record = await callActor(actors, webhook, id, "delivery", { ...caller, delivery_id: queued.id });
       if (record.status !== "pending" || Date.now() > deadline) return record;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -99,23 +107,24 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
 
   /** GET and DELETE of one webhook: an actor method that takes only the organization, answered as it returns. */
   const webhookMethod = (method: "get" | "deactivate") => async (ctx: RouteContext<unknown, z.output<typeof orgQuery>, "/v1/webhooks/:webhook_id", "any">) => {
-    const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
-    return json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), method, { organization_id: organizationId }));
+    const caller = await callerOf(ctx.auth, ctx.query.organization_id);
+    return json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), method, caller));
   };
 
-  const common = { tag: "webhooks", auth: "any" as const };
+  // scope "all": a key must grant every category (its scope list is empty).
+  const common = { tag: "webhooks", auth: "any" as const, scope: "all" as const };
   return [
     defineRoute({
       ...common,
       method: "post",
       path: "/v1/webhooks",
-      summary: "Register a URL to receive the organization's events (the secret is shown only now)",
+      summary: "Register a URL to receive the organization's events (with a session) or the key's environment's (with an API key); the secret is shown only now",
       query: orgQuery,
       body: createBody,
       responses: { 201: createdSchema },
-      errors: ["not_found"],
+      errors: ["not_found", "forbidden"],
       handler: async (ctx) => {
-        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
         try {
           await deps.fetcher.checkUrl(ctx.body.url);
         } catch (error) {
@@ -123,11 +132,13 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
           throw error;
         }
         const secret = newWebhookSecret();
+        const { key } = ctx.auth.kind === "api_key" ? ctx.auth : { key: undefined };
         const created = await callActor(actors, webhook, prefixedId("whk", deps.clock.now()), "create", {
-          organization_id: organizationId,
+          ...caller,
           url: ctx.body.url,
           events: ctx.body.events,
           secret,
+          audience: key ? { environment_id: key.environment_id, project_id: key.project_id, live: key.live } : null,
         });
         return json(201, { webhook: created, secret });
       },
@@ -136,13 +147,13 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       ...common,
       method: "get",
       path: "/v1/webhooks",
-      summary: "The organization's webhooks, newest first",
+      summary: "The organization's webhooks (a session), or those made by the key's environment (an API key), newest first",
       query: listQuery,
       responses: { 200: listOf(webhookSchema) },
-      errors: ["not_found"],
+      errors: ["not_found", "forbidden"],
       handler: async (ctx) => {
-        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
-        return json(200, await deps.directory.list(organizationId, ctx.query.limit, ctx.query.cursor));
+        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
+        return json(200, await deps.directory.list(caller.organization_id, ctx.query.limit, ctx.query.cursor, caller.environment_id));
       },
     }),
     defineRoute({
@@ -152,7 +163,7 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       summary: "One webhook, with the reason when it was disabled",
       query: orgQuery,
       responses: { 200: webhookSchema },
-      errors: ["not_found"],
+      errors: ["not_found", "forbidden"],
       handler: webhookMethod("get"),
     }),
     defineRoute({
@@ -162,7 +173,7 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       summary: "Deactivate a webhook: status inactive, pending retries cancelled, no further deliveries",
       query: orgQuery,
       responses: { 200: webhookSchema },
-      errors: ["not_found"],
+      errors: ["not_found", "forbidden"],
       handler: webhookMethod("deactivate"),
     }),
     defineRoute({
@@ -172,12 +183,12 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       summary: "Delivery history: one record per attempt, newest first",
       query: listQuery,
       responses: { 200: listOf(deliverySchema) },
-      errors: ["not_found"],
+      errors: ["not_found", "forbidden"],
       handler: async (ctx) => {
-        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
         const after = ctx.query.cursor ? (decodeCursor(ctx.query.cursor)?.member ?? null) : null;
         const page = await callActor(actors, webhook, webhookId(ctx.params.webhook_id), "deliveries", {
-          organization_id: organizationId,
+          ...caller,
           limit: ctx.query.limit,
           cursor: after,
         });
@@ -191,14 +202,14 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       summary: "Send a signed webhook.test event now; answers with the attempt's delivery record",
       query: orgQuery,
       responses: { 200: deliverySchema },
-      errors: ["not_found", "conflict"],
+      errors: ["not_found", "conflict", "forbidden"],
       handler: async (ctx) => {
-        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
         const id = webhookId(ctx.params.webhook_id);
         const now = deps.clock.now();
         const event: EventPayload = { id: prefixedId("evt", now), type: "webhook.test", created_at: isoTime(now), data: { webhook_id: id } };
-        const queued = await callActor(actors, webhook, id, "test", { organization_id: organizationId, event });
-        return json(200, await sendNow(id, organizationId, queued));
+        const queued = await callActor(actors, webhook, id, "test", { ...caller, event });
+        return json(200, await sendNow(id, caller, queued));
       },
     }),
     defineRoute({
@@ -208,12 +219,12 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       summary: "Send that delivery's event again now (same event id); answers with the new attempt's record",
       query: orgQuery,
       responses: { 200: deliverySchema },
-      errors: ["not_found", "conflict"],
+      errors: ["not_found", "conflict", "forbidden"],
       handler: async (ctx) => {
-        const organizationId = await organizationOf(ctx.auth, ctx.query.organization_id);
+        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
         const id = webhookId(ctx.params.webhook_id);
-        const queued = await callActor(actors, webhook, id, "retry", { organization_id: organizationId, delivery_id: deliveryId(ctx.params.delivery_id) });
-        return json(200, await sendNow(id, organizationId, queued));
+        const queued = await callActor(actors, webhook, id, "retry", { ...caller, delivery_id: deliveryId(ctx.params.delivery_id) });
+        return json(200, await sendNow(id, caller, queued));
       },
     }),
   ];

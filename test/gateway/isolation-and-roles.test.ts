@@ -106,6 +106,28 @@ t.test("key creation validates scopes and fields", async (t) => {
   t.match(str(defaults.body, "key"), /^trp_test_/, "live defaults to false → a test key");
 });
 
+t.test("live keys only in production environments: elsewhere 400 naming live", async (t) => {
+  const user = await signup(troupe, "live");
+  const staging = await troupe.request("POST", `/v1/projects/${user.projectId}/environments`, { token: user.token, body: { name: "staging" } });
+  const stagingId = str(staging.body, "environment", "id");
+  const secondProduction = await troupe.request("POST", `/v1/projects/${user.projectId}/environments`, { token: user.token, body: { name: "eu", production: true } });
+  for (const envId of [user.developmentEnvId, stagingId]) {
+    const refused = await troupe.request("POST", `/v1/environments/${envId}/api-keys`, { token: user.token, body: { name: "live elsewhere", live: true } });
+    t.equal(refused.status, 400);
+    t.equal(field(refused.body, "error", "code"), "invalid_request");
+    t.match(field(refused.body, "error", "details"), [{ path: "body.live" }]);
+  }
+  const listed = await troupe.request("GET", `/v1/environments/${stagingId}/api-keys`, { token: user.token });
+  t.notOk((field(listed.body, "data") as { live: boolean }[]).some((k) => k.live), "nothing was created");
+  for (const envId of [user.productionEnvId, str(secondProduction.body, "environment", "id")]) {
+    const created = await troupe.request("POST", `/v1/environments/${envId}/api-keys`, { token: user.token, body: { name: "live", live: true } });
+    t.equal(created.status, 201, "a production environment takes live keys");
+    t.match(str(created.body, "key"), /^trp_live_/);
+  }
+  const test = await troupe.request("POST", `/v1/environments/${stagingId}/api-keys`, { token: user.token, body: { name: "test", live: false } });
+  t.equal(test.status, 201, "test keys anywhere");
+});
+
 t.test("lists page newest first with cursors", async (t) => {
   const user = await signup(troupe);
   for (let i = 0; i < 5; i++) await troupe.request("POST", `/v1/orgs/${user.orgId}/projects`, { token: user.token, body: { name: `p${i}` } });

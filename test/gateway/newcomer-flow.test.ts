@@ -22,11 +22,11 @@ t.test("signup, login, environment, scoped key, scope/401/revocation", async (t)
   const envId = str(env.body, "environment", "id");
   t.match(str(env.body, "test_key", "key"), /^trp_test_/, "non-production environment gets its test key, once");
 
-  const created = await troupe.request("POST", `/v1/environments/${envId}/api-keys`, { token: session, body: { name: "images only", scopes: ["images"], live: true } });
+  const created = await troupe.request("POST", `/v1/environments/${envId}/api-keys`, { token: session, body: { name: "images only", scopes: ["images"], live: false } });
   t.equal(created.status, 201);
   const key = str(created.body, "key");
-  t.match(key, /^trp_live_/);
-  t.match(created.body, { scopes: ["images"], live: true, environment_id: envId, project_id: user.projectId, organization_id: user.orgId, revoked_at: null });
+  t.match(key, /^trp_test_/);
+  t.match(created.body, { scopes: ["images"], live: false, environment_id: envId, project_id: user.projectId, organization_id: user.orgId, revoked_at: null });
 
   const listed = await troupe.request("GET", `/v1/environments/${envId}/api-keys`, { token: session });
   t.equal(listed.status, 200);

@@ -141,8 +141,10 @@ const input = (over: Partial<CreateJobInput>): CreateJobInput => ({
 let n = 0;
 const newId = () => `00000000-0000-4000-8000-${String(++n).padStart(12, "0")}`;
 const final = async (id: string) => {
-  await waitFor(async () => ["completed", "failed"].includes((await directory.get("org_1", id))?.status ?? ""), 20_000, `job ${id} to finish`);
-  return (await directory.get("org_1", id))!;
+  await waitFor(async () => ["completed", "failed"].includes((await directory.get("org_1", id))?.job.status ?? ""), 20_000, `job ${id} to finish`);
+  const entry = (await directory.get("org_1", id))!;
+  t.equal(entry.environment_id, "env_1", "the snapshot names the job's environment");
+  return entry.job;
 };
 
 t.test("a router failure at submit fails the job with the router's code; job.failed is published once, with a deterministic id, after a failed publish", async (t) => {

@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, openSync, closeSync, readdirSync, readFileSync, 
 import { join } from "node:path";
 import { daprBinDir, freePorts, repoDir, requireDaprPrerequisites } from "./dapr-prerequisites.ts";
 
+import { webhookSecretKey } from "../../actors/webhooks/secret-box.ts";
 export { daprBinDir, freePorts, repoDir, requireDaprPrerequisites } from "./dapr-prerequisites.ts";
 export const daprAppId = "troupe";
 
@@ -257,6 +258,9 @@ export class LocalCluster {
     }
     if (!this.apps.has(index)) {
       const env: Record<string, string> = {
+        // Every replica seals and opens webhook secrets with one key (required with TROUPE_MODE=dapr):
+        // the inherited WEBHOOK_SECRET_KEY, else one generated once into the cluster's data directory.
+        WEBHOOK_SECRET_KEY: process.env["WEBHOOK_SECRET_KEY"] ?? webhookSecretKey(undefined, options.dataDir).toString("base64"),
         ...options.appEnv,
         TROUPE_MODE: options.mode,
         PORT: String(ports.gateway),

@@ -16,6 +16,9 @@ const eventBody = z
     id: z.string().min(1),
     type: z.enum(["job.completed", "job.failed", "budget.alert"]),
     organization_id: z.string().min(1),
+    /** Where the event belongs: a webhook made with an API key receives only its key's environment's events. */
+    project_id: z.string().nullable().default(null),
+    environment_id: z.string().nullable().default(null),
     created_at: z.string(),
     data: z.record(z.string(), z.unknown()),
   })

@@ -6,6 +6,7 @@
 // (only outcomes are written), finished payloads are trimmed to the last 50 and
 // serve "retry a delivery", the committed state holds only ids, and a turn
 // whose store write fails sends nothing (the write comes before the send).
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +21,7 @@ import { ActorStore } from "../../actors/hosts/embedded/store.ts";
 import { DeliveryLog } from "../../actors/webhooks/delivery-log.ts";
 import { WebhookDirectory } from "../../actors/webhooks/directory.ts";
 import type { DispatchedAttempt, EventPayload } from "../../actors/webhooks/types.ts";
+import { createSecretBox } from "../../actors/webhooks/secret-box.ts";
 import { createWebhookActor, MAX_RECENT_EVENTS, WEBHOOK_ACTOR } from "../../actors/webhooks/webhook-actor.ts";
 import type { DataStore } from "../../tenancy/data-store.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
@@ -58,7 +60,8 @@ async function suite(t: Test, kind: string, store: DataStore): Promise<void> {
     dispatch: (_id, attempts) => sent.push(...attempts),
     directory: new WebhookDirectory(faulty),
     log: new DeliveryLog(faulty),
-    config: { timeoutMs: 1000, retryScale: 0.0001, maxDeliveries },
+    config: { timeoutMs: 1000, retryScale: 0.0001, maxDeliveries, secretKey: undefined },
+    secrets: createSecretBox(randomBytes(32)),
   });
   const host = new EmbeddedActorHost({ dataDir, idleTimeoutMs: 60_000, clock: systemClock, log: createLogger("silent") });
   host.register([eraseDefinition(actor)]);

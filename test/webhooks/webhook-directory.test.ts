@@ -23,6 +23,9 @@ const replicaB = new WebhookDirectory(storeB);
 await replicaA.start();
 await replicaB.start();
 
+/** An event of the organization as a whole: every session-made webhook (no audience) receives it. */
+const origin = (org: string) => ({ organization_id: org, project_id: null, environment_id: null });
+
 const hook = (id: string, status: Webhook["status"] = "active"): Webhook => ({
   id,
   url: "https://receiver.example/hook",
@@ -34,19 +37,19 @@ const hook = (id: string, status: Webhook["status"] = "active"): Webhook => ({
 
 t.test("a webhook created on one replica is found by the other's cached lookup", async (t) => {
   const org = "org_dir_1";
-  t.same(await replicaB.subscribed(org, "job.completed"), [], "B caches the empty list");
+  t.same(await replicaB.subscribed(origin(org), "job.completed"), [], "B caches the empty list");
   await replicaA.created(org, hook("wh_dir_1"));
-  t.same(await replicaA.subscribed(org, "job.completed"), ["wh_dir_1"], "A sees it at once");
-  await waitFor(async () => (await replicaB.subscribed(org, "job.completed")).length === 1, 5000, "B to see the new webhook");
-  t.same(await replicaB.subscribed(org, "job.completed"), ["wh_dir_1"]);
-  t.same(await replicaB.subscribed(org, "job.failed"), [], "not subscribed to job.failed");
+  t.same(await replicaA.subscribed(origin(org), "job.completed"), ["wh_dir_1"], "A sees it at once");
+  await waitFor(async () => (await replicaB.subscribed(origin(org), "job.completed")).length === 1, 5000, "B to see the new webhook");
+  t.same(await replicaB.subscribed(origin(org), "job.completed"), ["wh_dir_1"]);
+  t.same(await replicaB.subscribed(origin(org), "job.failed"), [], "not subscribed to job.failed");
 });
 
 t.test("a webhook deactivated on one replica leaves the other's lookup", async (t) => {
   const org = "org_dir_2";
   await replicaA.created(org, hook("wh_dir_2"));
-  await waitFor(async () => (await replicaB.subscribed(org, "job.completed")).length === 1, 5000, "B to see the webhook");
+  await waitFor(async () => (await replicaB.subscribed(origin(org), "job.completed")).length === 1, 5000, "B to see the webhook");
   await replicaA.updated(org, hook("wh_dir_2", "inactive"));
-  t.same(await replicaA.subscribed(org, "job.completed"), [], "A at once");
-  await waitFor(async () => (await replicaB.subscribed(org, "job.completed")).length === 0, 5000, "B to drop the inactive webhook");
+  t.same(await replicaA.subscribed(origin(org), "job.completed"), [], "A at once");
+  await waitFor(async () => (await replicaB.subscribed(origin(org), "job.completed")).length === 0, 5000, "B to drop the inactive webhook");
 });

@@ -7,7 +7,9 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { randomBytes } from "node:crypto";
 import t from "tap";
+import { createSecretBox } from "../../actors/webhooks/secret-box.ts";
 import { systemClock } from "../../core/clock.ts";
 import { prefixedId } from "../../core/ids.ts";
 import { createLogger } from "../../core/log.ts";
@@ -34,7 +36,8 @@ t.test(`past ${MAX_OUTBOX} waiting events, an event is refused with a failed rec
     directory: new WebhookDirectory(store),
     log: new DeliveryLog(store),
     // Attempts stay out (in flight, unanswered) for the whole test: a long lease.
-    config: { timeoutMs: 120_000, retryScale: 1, maxDeliveries: 2 * MAX_OUTBOX },
+    config: { timeoutMs: 120_000, retryScale: 1, maxDeliveries: 2 * MAX_OUTBOX, secretKey: undefined },
+    secrets: createSecretBox(randomBytes(32)),
   });
   const host = new EmbeddedActorHost({ dataDir, idleTimeoutMs: 60_000, clock: systemClock, log: createLogger("silent") });
   host.register([eraseDefinition(actor)]);

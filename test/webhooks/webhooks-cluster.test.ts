@@ -60,7 +60,7 @@ t.test("kill -9 of a replica and its daprd mid-retry: every event delivered, sam
   const ids = Array.from({ length: 10 }, (_, i) => `evt_cluster_${i}`);
   for (const id of ids) {
     const res = await at0.request("POST", publishPath, {
-      body: { id, type: "job.completed", organization_id: user.orgId, created_at: new Date().toISOString(), data: { job_id: id } },
+      body: { id, type: "job.completed", organization_id: user.orgId, project_id: user.projectId, environment_id: user.developmentEnvId, created_at: new Date().toISOString(), data: { job_id: id } },
     });
     t.equal(res.status, 202, `publish ${id}`);
   }

@@ -52,7 +52,7 @@ t.test("kill -9 mid-retry: every event is delivered after the restart, with its 
   const ids = Array.from({ length: count }, (_, i) => `evt_restart_${i}`);
   for (const id of ids) {
     const res = await request(base, "POST", publishPath, {
-      body: { id, type: "job.completed", organization_id: user.orgId, created_at: new Date().toISOString(), data: { job_id: id } },
+      body: { id, type: "job.completed", organization_id: user.orgId, project_id: user.projectId, environment_id: user.developmentEnvId, created_at: new Date().toISOString(), data: { job_id: id } },
     });
     t.equal(res.status, 202, `publish ${id}`);
   }

@@ -13,14 +13,18 @@ import { field, signup, startTestTroupe, str, type TestTroupe } from "../support
 
 const env = { OUTBOUND_ALLOW_HOSTS: "127.0.0.1,localhost", WEBHOOK_RETRY_SCALE: "0.0002", WEBHOOK_TIMEOUT_MS: "1000" };
 
-function event(organizationId: string, type: OrganizationEvent["type"] = "job.completed", id = `evt_${ulid()}`): OrganizationEvent {
-  return { id, type, organization_id: organizationId, created_at: new Date().toISOString(), data: { job_id: "job_1", status: "completed" } };
+/** An event of the development environment, whose test key makes the webhooks here (a key-made webhook receives its environment's events). */
+function event(owner: { orgId: string; projectId: string; developmentEnvId: string }, type: OrganizationEvent["type"] = "job.completed", id = `evt_${ulid()}`): OrganizationEvent {
+  const where = { organization_id: owner.orgId, project_id: owner.projectId, environment_id: owner.developmentEnvId };
+  return { id, type, ...where, created_at: new Date().toISOString(), data: { job_id: "job_1", status: "completed" } };
 }
 
 interface Setup {
   troupe: TestTroupe;
   key: string;
   orgId: string;
+  projectId: string;
+  developmentEnvId: string;
   session: string;
 }
 
@@ -41,7 +45,7 @@ t.test("webhooks", async (t) => {
   const troupe = await startTestTroupe(env);
   t.teardown(() => troupe.stop());
   const user = await signup(troupe, "hooks");
-  const s: Setup = { troupe, key: user.testKey, orgId: user.orgId, session: user.token };
+  const s: Setup = { troupe, key: user.testKey, orgId: user.orgId, projectId: user.projectId, developmentEnvId: user.developmentEnvId, session: user.token };
   const publish = (e: OrganizationEvent) => troupe.services.publisher.publish(e);
 
   t.test("creation validates the URL and the events, and returns the secret once", async (t) => {
@@ -78,7 +82,7 @@ t.test("webhooks", async (t) => {
     const receiver = await startWebhookReceiver();
     t.teardown(() => receiver.close());
     const id = await createWebhook(troupe, s.key, receiver);
-    const e = event(s.orgId);
+    const e = event(s);
     await publish(e);
     await waitFor(async () => receiver.received.length === 1, 5000, "the delivery");
     const got = receiver.received[0]!;
@@ -93,7 +97,7 @@ t.test("webhooks", async (t) => {
     t.match(String(record?.["id"]), /^dlv_/);
 
     await publish(e);
-    await publish(event(s.orgId, "budget.alert"));
+    await publish(event(s, "budget.alert"));
     await new Promise((r) => setTimeout(r, 300));
     t.equal(receiver.received.length, 1, "a re-published id and an unsubscribed kind are not delivered");
   });
@@ -103,7 +107,7 @@ t.test("webhooks", async (t) => {
     t.teardown(() => receiver.close());
     receiver.script = [{ status: 500 }, { status: 500 }];
     const id = await createWebhook(troupe, s.key, receiver);
-    const e = event(s.orgId, "job.failed");
+    const e = event(s, "job.failed");
     await publish(e);
     await waitFor(async () => receiver.received.length === 3, 10_000, "three attempts");
     t.same(
@@ -137,7 +141,7 @@ t.test("webhooks", async (t) => {
     t.teardown(() => receiver.close());
     receiver.script = [{ status: 503, headers: { "retry-after": "1" } }];
     await createWebhook(troupe, s.key, receiver);
-    await publish(event(s.orgId));
+    await publish(event(s));
     await waitFor(async () => receiver.received.length === 2, 5000, "the retry");
     const gap = receiver.received[1]!.receivedAtMs - receiver.received[0]!.receivedAtMs;
     t.ok(gap >= 950, `waited ${gap} ms (the scaled schedule alone would wait 1 ms)`);
@@ -150,7 +154,7 @@ t.test("webhooks", async (t) => {
     receiver.script = [{ status: 503, headers: { "retry-after": "99999999" } }];
     const id = await createWebhook(troupe, s.key, receiver);
     const before = Date.now();
-    await publish(event(s.orgId));
+    await publish(event(s));
     const failedFirst = async () => (await deliveries(troupe, s.key, id)).find((r) => r["attempt"] === 1 && r["status"] === "failed");
     await waitFor(async () => (await failedFirst()) !== undefined, 5000, "the failed attempt");
     const after = Date.now();
@@ -168,13 +172,13 @@ t.test("webhooks", async (t) => {
     t.teardown(() => receiver.close());
     receiver.fallback = { status: 410 };
     const id = await createWebhook(troupe, s.key, receiver);
-    await publish(event(s.orgId));
+    await publish(event(s));
     await waitFor(async () => field((await troupe.request("GET", `/v1/webhooks/${id}`, { token: s.key })).body, "status") === "disabled", 5000, "disabled");
     const got = await troupe.request("GET", `/v1/webhooks/${id}`, { token: s.key });
     t.match(str(got.body, "disabled_reason"), /410/);
     const list = await troupe.request("GET", "/v1/webhooks?limit=100", { token: s.key });
     t.equal(field((field(list.body, "data") as unknown[]).find((w) => field(w, "id") === id), "status"), "disabled", "the list shows it too");
-    await publish(event(s.orgId));
+    await publish(event(s));
     await new Promise((r) => setTimeout(r, 300));
     t.equal(receiver.received.length, 1, "nothing more is sent");
     const records = await deliveries(troupe, s.key, id);
@@ -213,7 +217,7 @@ t.test("webhooks", async (t) => {
     t.teardown(() => receiver.close());
     receiver.fallback = { status: 500, headers: { "retry-after": "2" } };
     const id = await createWebhook(troupe, s.key, receiver);
-    await publish(event(s.orgId));
+    await publish(event(s));
     await waitFor(async () => receiver.received.length === 1, 5000, "the first attempt");
     await waitFor(async () => (await deliveries(troupe, s.key, id)).length === 2, 5000, "the pending retry");
     const del = await troupe.request("DELETE", `/v1/webhooks/${id}`, { token: s.key });
@@ -257,7 +261,7 @@ t.test("webhooks", async (t) => {
     t.ok((field(byDefault.body, "data") as unknown[]).some((w) => field(w, "id") === id), "default: the signup organization");
     const inSecond = await troupe.request("GET", `/v1/webhooks?organization_id=${secondId}`, { token: s.session });
     t.same(field(inSecond.body, "data"), [], "named: the second organization's (none)");
-    await publish(event(other.orgId));
+    await publish(event(other));
     await new Promise((r) => setTimeout(r, 200));
     t.equal(receiver.received.length, 0, "another organization's events are not delivered");
   });
@@ -271,7 +275,7 @@ t.test("a webhook failing through the whole schedule is disabled", async (t) => 
   t.teardown(() => receiver.close());
   receiver.fallback = { status: 500 };
   const id = await createWebhook(troupe, user.testKey, receiver);
-  const e = event(user.orgId);
+  const e = event(user);
   await troupe.services.publisher.publish(e);
   await waitFor(async () => field((await troupe.request("GET", `/v1/webhooks/${id}`, { token: user.testKey })).body, "status") === "disabled", 20_000, "disabled");
   t.equal(receiver.received.length, 10, "ten attempts (immediately, then nine retries)");
