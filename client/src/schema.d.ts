@@ -421,7 +421,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Conversations of the key's organization, newest first (summaries without messages) */
+        /** Conversations of the key's environment, newest first (summaries without messages) */
         get: operations["getV1AgentsConversations"];
         put?: never;
         /** Start a conversation with a server-side agent */
@@ -507,7 +507,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Jobs of the key's organization, newest first */
+        /** Jobs of the key's environment, newest first */
         get: operations["getV1Jobs"];
         put?: never;
         post?: never;
@@ -542,10 +542,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's webhooks, newest first */
+        /** The organization's webhooks (a session), or those made by the key's environment (an API key), newest first */
         get: operations["getV1Webhooks"];
         put?: never;
-        /** Register a URL to receive the organization's events (the secret is shown only now) */
+        /** Register a URL to receive the organization's events (with a session) or the key's environment's (with an API key); the secret is shown only now */
         post: operations["postV1Webhooks"];
         delete?: never;
         options?: never;
@@ -958,6 +958,15 @@ export interface operations {
             };
             /** @description unsupported_media_type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2981,7 +2990,7 @@ export interface operations {
     getV1Models: {
         parameters: {
             query?: {
-                category?: "text" | "image" | "audio" | "video" | "embedding" | "vision" | "translation";
+                category?: ("text" | "image" | "audio" | "video" | "embedding" | "vision" | "translation") | "";
             };
             header?: never;
             path?: never;
@@ -3010,6 +3019,7 @@ export interface operations {
                                 streaming?: boolean;
                                 tools?: boolean;
                                 max_input_tokens?: number;
+                                max_output_tokens?: number;
                                 dimensions?: number;
                                 custom_dimensions?: boolean;
                                 sizes?: string[];
@@ -6809,7 +6819,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | insufficient_scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6941,7 +6951,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | insufficient_scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7081,7 +7091,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | insufficient_scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7203,7 +7213,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | insufficient_scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7335,7 +7345,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | insufficient_scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7462,7 +7472,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | insufficient_scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7599,7 +7609,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | insufficient_scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8500,6 +8510,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unauthorized */
             401: {
                 headers: {
@@ -8545,7 +8564,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description upgrade_required (a plain GET on a WebSocket path; the Upgrade header says websocket) */
+            /** @description upgrade_required (a plain GET on a WebSocket path, once its credential is admitted; the Upgrade header says websocket) */
             426: {
                 headers: {
                     [name: string]: unknown;
@@ -8610,6 +8629,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unauthorized */
             401: {
                 headers: {
@@ -8655,7 +8683,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description upgrade_required (a plain GET on a WebSocket path; the Upgrade header says websocket) */
+            /** @description upgrade_required (a plain GET on a WebSocket path, once its credential is admitted; the Upgrade header says websocket) */
             426: {
                 headers: {
                     [name: string]: unknown;
@@ -8708,6 +8736,7 @@ export interface operations {
             header?: {
                 Range?: string;
                 "If-None-Match"?: string;
+                "If-Range"?: string;
             };
             path: {
                 id: string;
@@ -8808,6 +8837,7 @@ export interface operations {
             header?: {
                 Range?: string;
                 "If-None-Match"?: string;
+                "If-Range"?: string;
             };
             path: {
                 id: string;
