@@ -8,6 +8,9 @@ import { openaiEmbed } from "./embed.ts";
 import { openaiImages } from "./images.ts";
 import { openaiSpeech } from "./speech.ts";
 import { openaiTranscribe } from "./transcribe.ts";
+import { z } from "zod";
+import { optionalString } from "../../core/env.ts";
+import { defineProvider } from "../descriptor.ts";
 
 export interface OpenAIAdapterOptions {
   provider?: string;
@@ -40,3 +43,14 @@ export function createOpenAIAdapter(opts: OpenAIAdapterOptions): ProviderAdapter
     },
   };
 }
+
+/** OPENAI_API_KEY turns OpenAI on. */
+export const descriptor = defineProvider({
+  name: "openai",
+  title: "OpenAI",
+  key: "openai",
+  env: { OPENAI_API_KEY: optionalString, OPENAI_BASE_URL: z.url().default("https://api.openai.com/v1") },
+  secretEnv: ["OPENAI_API_KEY"],
+  settings: (e) => ({ apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL }),
+  create: (s, deps) => (s.apiKey ? [createOpenAIAdapter({ baseUrl: s.baseUrl, apiKey: s.apiKey, ...(deps.client ? { client: deps.client } : {}) })] : []),
+})
