@@ -2,7 +2,7 @@
 import type { ChatRequest } from "../chat-request.ts";
 import type { CallOptions, ChatCallOptions, EmbedRequest, ProviderAdapter } from "../types.ts";
 import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
-import type { OpenAIApiConfig } from "./api.ts";
+import type { OpenAIApiConfig, OpenAIDialect } from "./api.ts";
 import { openaiChat, openaiChatStream } from "./chat.ts";
 import { openaiEmbed } from "./embed.ts";
 import { openaiImages } from "./images.ts";
@@ -17,6 +17,8 @@ export interface OpenAIAdapterOptions {
   baseUrl: string;
   apiKey?: string | undefined;
   maxTokensField?: OpenAIApiConfig["maxTokensField"];
+  /** A provider speaking OpenAI's format with differences (azure/, mistral/). */
+  dialect?: OpenAIDialect;
   /** Injected in tests; defaults to a keep-alive HTTP/1.1 client (http1/) owned by the adapter. */
   client?: UpstreamClient;
 }
@@ -27,6 +29,7 @@ export function createOpenAIAdapter(opts: OpenAIAdapterOptions): ProviderAdapter
     baseUrl: opts.baseUrl,
     apiKey: opts.apiKey,
     maxTokensField: opts.maxTokensField ?? "max_completion_tokens",
+    dialect: opts.dialect,
   };
   const owned = opts.client === undefined;
   const client = opts.client ?? createUpstreamClient();

@@ -119,7 +119,7 @@ t.test("… and passes once they are added; a secret accepted as a plain value f
 
 t.test("the registry refuses a name twice and a shared variable declared two ways", async (t) => {
   t.throws(() => buildEnvShape([newcomer, newcomer]), /newcomer is registered twice/);
-  const other = defineProvider({ ...newcomer, name: "other", key: "other", env: { NEWCOMER_BASE_URL: z.url() } });
+  const other: AnyProviderDescriptor = { ...newcomer, name: "other", key: "other", secretEnv: [], env: { NEWCOMER_BASE_URL: z.url() } };
   t.throws(() => buildEnvShape([newcomer, other]), /NEWCOMER_BASE_URL is declared by two providers differently/);
   const badSecret: AnyProviderDescriptor = { ...newcomer, secretEnv: ["NOT_A_SETTING"] };
   t.throws(() => buildEnvShape([badSecret]), /secret NOT_A_SETTING/);
