@@ -17,6 +17,7 @@ import { descriptor as bfl } from "./bfl/index.ts";
 import { descriptor as runway } from "./runway/index.ts";
 import { descriptor as luma } from "./luma/index.ts";
 import { descriptor as simulated } from "./simulated/index.ts";
+import { descriptor as azure } from "./azure/index.ts";
 
 export const providerRegistry = [
   simulated,
@@ -30,6 +31,7 @@ export const providerRegistry = [
   runway,
   luma,
   openaiCompatible,
+  azure,
 ] as const;
 
 type Registered = (typeof providerRegistry)[number];
