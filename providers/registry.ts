@@ -18,6 +18,7 @@ import { descriptor as runway } from "./runway/index.ts";
 import { descriptor as luma } from "./luma/index.ts";
 import { descriptor as simulated } from "./simulated/index.ts";
 import { descriptor as azure } from "./azure/index.ts";
+import { descriptor as mistral } from "./mistral/index.ts";
 
 export const providerRegistry = [
   simulated,
@@ -32,6 +33,7 @@ export const providerRegistry = [
   luma,
   openaiCompatible,
   azure,
+  mistral,
 ] as const;
 
 type Registered = (typeof providerRegistry)[number];
