@@ -156,7 +156,7 @@ DERIVED="$derived" node --input-type=module -e '
   const missing = settingNames.filter((name) => !handled.has(name));
   const secretsInValues = inValues.filter((name) => secretOnly.includes(name));
   if (invented.length) console.error(`chart-check: the chart names settings Troupe does not read: ${invented.join(", ")}`);
-  if (missing.length) console.error(`chart-check: Troupe settings the chart cannot set (add them to values.schema.json config, or to scripts/chart-check.sh derived or a provider descriptor's secretEnv, and to charts/troupe/README.md): ${missing.join(", ")}`);
+  if (missing.length) console.error(`chart-check: Troupe settings the chart cannot set (add them to values.schema.json config, or to scripts/chart-check.sh derived or a provider descriptor secretEnv, and to charts/troupe/README.md): ${missing.join(", ")}`);
   if (secretsInValues.length) console.error(`chart-check: secret settings accepted in values: ${secretsInValues.join(", ")}`);
   if (invented.length || missing.length || secretsInValues.length) process.exit(1);
   console.log(`chart-check: ${inValues.length} settings in values.config, ${handled.size - inValues.length} derived or from Secrets; ${settingNames.length} in core/config.ts`);
