@@ -7,11 +7,12 @@ import type { Test } from "tap";
 import { field, signup, startTestTroupe, type TestTroupe } from "../support/troupe.ts";
 
 export interface Started {
-  troupe: TestTroupe;
+  /** One embedded Troupe, or (the Dapr-mode test) a client of a replica. */
+  troupe: Pick<TestTroupe, "request" | "port">;
   key: string;
 }
 
-export async function startWith(env: Record<string, string>): Promise<Started> {
+export async function startWith(env: Record<string, string>): Promise<Started & { troupe: TestTroupe }> {
   const troupe = await startTestTroupe({ PROVIDER_TIMEOUT_MS: "5000", ...env });
   const user = await signup(troupe, "provider");
   return { troupe, key: user.testKey };
