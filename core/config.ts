@@ -2,35 +2,9 @@
 // and passed down. Nothing else reads process.env. Defaults live here, with
 // their units in the names. docs/configuration.md has one row per setting
 // (test/core/config-docs.test.ts fails when the two drift).
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { z } from "zod";
-
-const bool = z
-  .enum(["true", "false", "1", "0", "yes", "no"])
-  .transform((v) => v === "true" || v === "1" || v === "yes");
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-const optionalString = z
-  .string()
-  .optional()
-  .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
-const commaList = z
-  .string()
-  .default("")
-  .transform((v) =>
-    v
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s.length > 0),
-  );
-
-/** One openai-compatible endpoint (Mistral, Groq, vLLM, Ollama…). */
-const compatibleEndpoint = z.object({
-  name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lower-case letters, digits and dashes"),
-  base_url: z.url(),
-  api_key: z.string().optional(),
-  models: z.array(z.string().min(1)).min(1),
-});
+import { bool, commaList, int, optionalString } from "./env.ts";
+import { providerEnvShape, providerSettings } from "../providers/registry.ts";
 
 const envSchema = z.object({
   PORT: int(0, 65535).default(8080),
@@ -76,21 +50,8 @@ const envSchema = z.object({
   /** Behind a proxy: the header whose last entry is the client address (e.g. x-forwarded-for); unset = the socket's peer. */
   CLIENT_ADDRESS_HEADER: optionalString,
 
-  OPENAI_API_KEY: optionalString,
-  OPENAI_BASE_URL: z.url().default("https://api.openai.com/v1"),
-  ANTHROPIC_API_KEY: optionalString,
-  ANTHROPIC_BASE_URL: z.url().default("https://api.anthropic.com"),
-  GEMINI_API_KEY: optionalString,
-  GEMINI_BASE_URL: z.url().default("https://generativelanguage.googleapis.com"),
-  COHERE_API_KEY: optionalString,
-  COHERE_BASE_URL: z.url().default("https://api.cohere.com"),
-  /** JSON array of {name, base_url, api_key?, models: [...]}. */
-  OPENAI_COMPATIBLE_ENDPOINTS: z.string().default("[]"),
   PROVIDER_TIMEOUT_MS: int(100, 600_000).default(60_000),
   PROVIDER_MAX_ATTEMPTS: int(1, 10).default(3),
-  SIMULATED_LATENCY_MS: int(0, 600_000).default(0),
-  /** 0 streams the whole simulated answer at once. */
-  SIMULATED_TOKENS_PER_SECOND: int(0, 1_000_000).default(0),
 
   ELASTICSEARCH_URL: optionalString,
   ELASTICSEARCH_INDEX: z.string().default("troupe-vectors"),
@@ -112,24 +73,6 @@ const envSchema = z.object({
 
   OUTBOUND_ALLOW_HOSTS: commaList,
 
-  ELEVENLABS_API_KEY: optionalString,
-  ELEVENLABS_BASE_URL: z.url().default("https://api.elevenlabs.io"),
-  STABILITY_API_KEY: optionalString,
-  STABILITY_BASE_URL: z.url().default("https://api.stability.ai"),
-  BFL_API_KEY: optionalString,
-  BFL_BASE_URL: z.url().default("https://api.bfl.ai"),
-  /** Black Forest Labs is submit-then-poll: how often its result is asked for. */
-  BFL_POLL_INTERVAL_MS: int(10, 60_000).default(500),
-  RUNWAY_API_KEY: optionalString,
-  RUNWAY_BASE_URL: z.url().default("https://api.dev.runwayml.com"),
-  LUMA_API_KEY: optionalString,
-  LUMA_BASE_URL: z.url().default("https://api.lumalabs.ai"),
-  /** Video tasks (Runway, Luma): how long after a submit or an unfinished poll the next poll is due. */
-  VIDEO_POLL_INTERVAL_MS: int(10, 600_000).default(5_000),
-  /** The simulated video provider's clip is ready this long after submission. */
-  SIMULATED_VIDEO_DELAY_MS: int(0, 600_000).default(2_000),
-  /** Where the simulated video provider caches rendered clips; default: <os temp dir>/troupe-simulated-video. */
-  SIMULATED_VIDEO_DIR: optionalString,
 
   /** Set: files live in this S3-compatible bucket (distributed mode); unset: under TROUPE_DATA_DIR/files. */
   S3_ENDPOINT: optionalString.pipe(z.url().optional()),
@@ -179,8 +122,11 @@ const envSchema = z.object({
 
 export type RawEnv = Record<string, string | undefined>;
 
+/** The whole environment schema: the settings above plus each registered provider's (providers/registry.ts). */
+const fullSchema = envSchema.extend(providerEnvShape);
+
 /** Every environment variable Troupe reads (the Helm chart's check keeps its values in step). */
-export const settingNames: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+export const settingNames: readonly string[] = Object.freeze(Object.keys(fullSchema.shape));
 
 /** A 32-byte key written as hex (64 characters) or base64 (standard or url-safe); undefined if it is neither. */
 function secretKeyBytes(text: string): Buffer | undefined {
@@ -197,20 +143,7 @@ export function decodeSecretKey(text: string): Buffer {
   return bytes;
 }
 
-/** Shared by the replicas of one machine, so a clip one rendered is not rendered again. */
-export const defaultSimulatedVideoDir = join(tmpdir(), "troupe-simulated-video");
-
-function parseCompatible(raw: string): z.infer<typeof compatibleEndpoint>[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new Error("OPENAI_COMPATIBLE_ENDPOINTS must be a JSON array");
-  }
-  const result = z.array(compatibleEndpoint).safeParse(parsed);
-  if (!result.success) throw new Error(`OPENAI_COMPATIBLE_ENDPOINTS: ${z.prettifyError(result.error)}`);
-  return result.data;
-}
+export { defaultSimulatedVideoDir } from "../providers/simulated/index.ts";
 
 /** The S3 backend's settings, or undefined for the data directory; half a configuration is refused. */
 function s3Settings(e: z.infer<typeof envSchema>) {
@@ -228,9 +161,10 @@ function tracingSettings(e: z.infer<typeof envSchema>) {
 }
 
 export function loadConfig(env: RawEnv = process.env) {
-  const result = envSchema.safeParse(env);
+  const result = fullSchema.safeParse(env);
   if (!result.success) throw new Error(`Invalid configuration:\n${z.prettifyError(result.error)}`);
-  const e = result.data;
+  // The provider keys are typed loosely (the registry builds them); each descriptor reads its own.
+  const e = result.data as z.output<typeof envSchema>;
   if (e.TROUPE_MODE === "dapr" && e.WEBHOOK_SECRET_KEY === undefined) {
     throw new Error("Invalid configuration: WEBHOOK_SECRET_KEY is required with TROUPE_MODE=dapr (32 bytes, base64 or hex; e.g. `openssl rand -base64 32`)");
   }
@@ -263,23 +197,9 @@ export function loadConfig(env: RawEnv = process.env) {
       clientAddressHeader: e.CLIENT_ADDRESS_HEADER?.toLowerCase(),
     },
     providers: {
-      openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
-      anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL },
-      gemini: { apiKey: e.GEMINI_API_KEY, baseUrl: e.GEMINI_BASE_URL },
-      cohere: { apiKey: e.COHERE_API_KEY, baseUrl: e.COHERE_BASE_URL },
-      openaiCompatible: parseCompatible(e.OPENAI_COMPATIBLE_ENDPOINTS),
       timeoutMs: e.PROVIDER_TIMEOUT_MS,
       maxAttempts: e.PROVIDER_MAX_ATTEMPTS,
-      simulated: {
-        latencyMs: e.SIMULATED_LATENCY_MS,
-        tokensPerSecond: e.SIMULATED_TOKENS_PER_SECOND,
-        video: { delayMs: e.SIMULATED_VIDEO_DELAY_MS, cacheDir: e.SIMULATED_VIDEO_DIR ?? defaultSimulatedVideoDir },
-      },
-      elevenlabs: { apiKey: e.ELEVENLABS_API_KEY, baseUrl: e.ELEVENLABS_BASE_URL },
-      stability: { apiKey: e.STABILITY_API_KEY, baseUrl: e.STABILITY_BASE_URL },
-      bfl: { apiKey: e.BFL_API_KEY, baseUrl: e.BFL_BASE_URL, pollIntervalMs: e.BFL_POLL_INTERVAL_MS },
-      runway: { apiKey: e.RUNWAY_API_KEY, baseUrl: e.RUNWAY_BASE_URL, pollIntervalMs: e.VIDEO_POLL_INTERVAL_MS },
-      luma: { apiKey: e.LUMA_API_KEY, baseUrl: e.LUMA_BASE_URL, pollIntervalMs: e.VIDEO_POLL_INTERVAL_MS },
+      ...providerSettings(result.data),
     },
     vectors: {
       elasticsearchUrl: e.ELASTICSEARCH_URL,

@@ -1,9 +1,11 @@
-// The model catalogue: catalogue.json (validated with zod at load) plus one
-// entry per model of each configured openai-compatible endpoint. It answers
+// The model catalogue: catalogue.json (validated with zod at load), the
+// models registered providers bring in their folders (providers/registry.ts),
+// plus one entry per model of each configured openai-compatible endpoint. It answers
 // "what is this model, what can it do, what does it cost"; the router adds
 // availability (provider configured, breaker not open).
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { descriptors } from "./registry.ts";
 
 export const categorySchema = z.enum(["text", "image", "audio", "video", "embedding", "vision", "translation"]);
 export type Category = z.infer<typeof categorySchema>;
@@ -56,6 +58,8 @@ export const modelEntrySchema = z
   })
   .strict();
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
+/** A catalogue entry as written (in catalogue.json or a provider folder's models.ts), before defaults. */
+export type ModelEntryInput = z.input<typeof modelEntrySchema>;
 
 const fileSchema = z.object({ $comment: z.string().optional(), models: z.array(modelEntrySchema) }).strict();
 
@@ -95,12 +99,21 @@ export class Catalogue {
     }
   }
 
-  /** Loads catalogue.json (or `file`) and adds the openai-compatible endpoints' models as `<name>/<model>`. */
+  /**
+   * Loads catalogue.json (or `file`), adds the registered providers' own
+   * models and the openai-compatible endpoints' models as `<name>/<model>`.
+   * Every entry must name a registered provider; a folder's entries, its own.
+   */
   static load(compatible: readonly CompatibleModels[] = [], file?: string): Catalogue {
     const raw: unknown = JSON.parse(readFileSync(file ?? new URL("./catalogue.json", import.meta.url), "utf8"));
     const parsed = fileSchema.safeParse(raw);
     if (!parsed.success) throw new Error(`catalogue: ${z.prettifyError(parsed.error)}`);
+    const registered = new Set(descriptors.map((d) => d.name));
+    for (const m of parsed.data.models) {
+      if (!registered.has(m.provider)) throw new Error(`catalogue: model ${m.id} names provider ${m.provider}, which providers/registry.ts does not list`);
+    }
     const models = [...parsed.data.models];
+    const fromFolders = descriptors.flatMap((d) => folderModels(d.name, d.models ?? []));
     // Compatible endpoints go before the simulated models so auto prefers them.
     const firstSimulated = models.findIndex((m) => m.provider === "simulated");
     const extra: ModelEntry[] = compatible.flatMap((ep) =>
@@ -118,7 +131,7 @@ export class Catalogue {
         }),
       ),
     );
-    models.splice(firstSimulated === -1 ? models.length : firstSimulated, 0, ...extra);
+    models.splice(firstSimulated === -1 ? models.length : firstSimulated, 0, ...fromFolders, ...extra);
     return new Catalogue(models);
   }
 
@@ -137,6 +150,16 @@ export class Catalogue {
     if (!m) return 0;
     return priceOf(m, usage);
   }
+}
+
+/** A provider folder's entries, validated like catalogue.json's; each must be that provider's. */
+function folderModels(provider: string, entries: readonly ModelEntryInput[]): ModelEntry[] {
+  const parsed = z.array(modelEntrySchema).safeParse(entries);
+  if (!parsed.success) throw new Error(`catalogue: providers/${provider} models: ${z.prettifyError(parsed.error)}`);
+  for (const m of parsed.data) {
+    if (m.provider !== provider) throw new Error(`catalogue: model ${m.id} in providers/${provider} names provider ${m.provider}`);
+  }
+  return parsed.data;
 }
 
 export function serves(m: ModelEntry, category: Category): boolean {

@@ -1,9 +1,19 @@
 // What the Runway and Luma adapters share: a task read whose 404 means the
 // provider no longer knows the task (`lost`: the JobActor may resubmit), a
 // DELETE that treats "already gone" as done, and an image as a data URI.
+import { int } from "../core/env.ts";
 import { isProviderCallError } from "./errors.ts";
 import { send, sendForJson, type UpstreamClient } from "./upstream-request.ts";
 import type { VideoImage } from "./video.ts";
+
+/**
+ * One setting both video providers read: the registry accepts a variable
+ * declared by two descriptors only when it is this same schema object.
+ */
+export const videoPollIntervalEnv = {
+  /** Video tasks (Runway, Luma): how long after a submit or an unfinished poll the next poll is due. */
+  VIDEO_POLL_INTERVAL_MS: int(10, 600_000).default(5_000),
+};
 
 /** GET a task's JSON; undefined when the provider answers 404 (task expired or unknown there). */
 export async function readTask(provider: string, client: UpstreamClient, url: string, headers: Record<string, string>, signal: AbortSignal): Promise<unknown> {

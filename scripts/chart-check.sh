@@ -104,7 +104,9 @@ printf '\n=== Dapr resources against the Dapr 1.18.3 CRDs\n'
 "$KV_VENV/bin/python" scripts/validate_dapr_resources.py "$(dapr_crd_dir)" "${rendered[@]}" || die "a Dapr resource does not match its CRD"
 
 printf '\n=== the rendered pods, Dapr annotations and components agree with each other\n'
-"$KV_VENV/bin/python" scripts/chart_consistency.py "${rendered[@]}" || die "the rendered chart is inconsistent"
+# The providers' secret settings come from the registry, as in the values check below.
+provider_secrets=$(node --input-type=module -e 'import { providerSecretEnv } from "./providers/registry.ts"; console.log(providerSecretEnv.join(" "))')
+PROVIDER_SECRET_SETTINGS="$provider_secrets" "$KV_VENV/bin/python" scripts/chart_consistency.py "${rendered[@]}" || die "the rendered chart is inconsistent"
 
 printf '\n=== wrong values fail at install (values.schema.json)\n'
 # Each case: the --set flags, then a fragment the error must contain.
@@ -140,19 +142,21 @@ done
 printf '\n=== values.config matches the settings Troupe reads\n'
 # Derived by the chart from other values, or secret-only (from Secrets, never values).
 derived="PORT HOST TROUPE_MODE TROUPE_REPLICA TROUPE_DATA_DIR REDIS_URL ELASTICSEARCH_URL ELASTICSEARCH_INDEX DAPR_HOST DAPR_HTTP_PORT ACTOR_CALLBACK_PORT S3_ENDPOINT S3_BUCKET S3_REGION S3_ACCESS_KEY_ID S3_SECRET_ACCESS_KEY"
-secret_only="OPENAI_API_KEY ANTHROPIC_API_KEY GEMINI_API_KEY COHERE_API_KEY ELEVENLABS_API_KEY STABILITY_API_KEY BFL_API_KEY RUNWAY_API_KEY LUMA_API_KEY OPENAI_COMPATIBLE_ENDPOINTS WEBHOOK_SECRET_KEY"
-DERIVED="$derived" SECRET_ONLY="$secret_only" node --input-type=module -e '
+# The secret-only ones are the providers' (providers/registry.ts: each descriptor's secretEnv).
+DERIVED="$derived" node --input-type=module -e '
   import { readFileSync } from "node:fs";
   import { settingNames } from "./core/config.ts";
+  import { providerSecretEnv } from "./providers/registry.ts";
+  const secretOnly = [...providerSecretEnv, "WEBHOOK_SECRET_KEY"];
   const schema = JSON.parse(readFileSync("charts/troupe/values.schema.json", "utf8"));
   const inValues = Object.keys(schema.properties.config.properties);
-  const handled = new Set([...inValues, ...process.env.DERIVED.split(" "), ...process.env.SECRET_ONLY.split(" ")]);
+  const handled = new Set([...inValues, ...process.env.DERIVED.split(" "), ...secretOnly]);
   const troupe = new Set(settingNames);
   const invented = [...handled].filter((name) => !troupe.has(name));
   const missing = settingNames.filter((name) => !handled.has(name));
-  const secretsInValues = inValues.filter((name) => process.env.SECRET_ONLY.split(" ").includes(name));
+  const secretsInValues = inValues.filter((name) => secretOnly.includes(name));
   if (invented.length) console.error(`chart-check: the chart names settings Troupe does not read: ${invented.join(", ")}`);
-  if (missing.length) console.error(`chart-check: Troupe settings the chart cannot set (add them to values.schema.json config, or to scripts/chart-check.sh derived/secret_only, and to charts/troupe/README.md): ${missing.join(", ")}`);
+  if (missing.length) console.error(`chart-check: Troupe settings the chart cannot set (add them to values.schema.json config, or to scripts/chart-check.sh derived or a provider descriptor secretEnv, and to charts/troupe/README.md): ${missing.join(", ")}`);
   if (secretsInValues.length) console.error(`chart-check: secret settings accepted in values: ${secretsInValues.join(", ")}`);
   if (invented.length || missing.length || secretsInValues.length) process.exit(1);
   console.log(`chart-check: ${inValues.length} settings in values.config, ${handled.size - inValues.length} derived or from Secrets; ${settingNames.length} in core/config.ts`);

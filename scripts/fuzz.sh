@@ -38,9 +38,13 @@ trap cleanup EXIT
 # Embedded everything, simulated provider only: no Redis, Elasticsearch or
 # real provider, whatever the calling shell (CI exports REDIS_URL) has set.
 # Schemathesis signs up far more often than any person: the per-address
-# signup limit is lifted (its 429 is tested in test/gateway/login-throttle.test.ts).
-env -u REDIS_URL -u ELASTICSEARCH_URL -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u GEMINI_API_KEY -u COHERE_API_KEY \
-  -u OPENAI_COMPATIBLE_ENDPOINTS \
+# signup limit is lifted (its 429 is tested in test/gateway/signup-throttle.test.ts).
+# The provider keys are every registered provider's secret settings.
+unset_providers=()
+for name in $(node --input-type=module -e 'import { providerSecretEnv } from "./providers/registry.ts"; console.log(providerSecretEnv.join(" "))'); do
+  unset_providers+=(-u "$name")
+done
+env -u REDIS_URL -u ELASTICSEARCH_URL "${unset_providers[@]}" \
   PORT="$port" HOST=127.0.0.1 TROUPE_DATA_DIR="$run_dir/data" TROUPE_MODE=embedded LOG_LEVEL=warn \
   OUTBOUND_ALLOW_HOSTS=127.0.0.1,localhost SIMULATED_VIDEO_DELAY_MS=600000 WEBHOOK_TIMEOUT_MS=1000 \
   SIGNUP_LIMIT_PER_ADDRESS=1000000 \

@@ -3167,7 +3167,7 @@ export interface operations {
                         content?: string | null;
                         tool_call_id: string;
                     })[];
-                    model?: ("gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large") | null;
+                    model?: ("gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "azure/gpt-4o" | "azure/gpt-4o-mini" | "mistral-large-latest" | "mistral-small-latest" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large") | null;
                     /**
                      * @default auto
                      * @enum {string}
@@ -4000,7 +4000,7 @@ export interface operations {
             content: {
                 "application/json": {
                     input: string | string[];
-                    model?: ("text-embedding-3-small" | "embed-v4.0" | "text-embedding-3-large" | "embed-english-v3.0" | "simulated-embed") | null;
+                    model?: ("azure/text-embedding-3-small" | "mistral-embed" | "text-embedding-3-small" | "embed-v4.0" | "text-embedding-3-large" | "embed-english-v3.0" | "simulated-embed") | null;
                     /**
                      * @default auto
                      * @enum {string}
@@ -4479,7 +4479,7 @@ export interface operations {
                     image_url: string;
                     /** @default Describe this image. */
                     prompt?: string;
-                    model?: ("gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large") | null;
+                    model?: ("gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "azure/gpt-4o" | "azure/gpt-4o-mini" | "mistral-small-latest" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large") | null;
                     /**
                      * @default auto
                      * @enum {string}
@@ -4655,7 +4655,7 @@ export interface operations {
                     text: string;
                     target_language: string;
                     source_language?: string | null;
-                    model?: ("gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large") | null;
+                    model?: ("gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "azure/gpt-4o" | "azure/gpt-4o-mini" | "mistral-large-latest" | "mistral-small-latest" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large") | null;
                     /**
                      * @default auto
                      * @enum {string}
@@ -5469,7 +5469,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @default null */
-                    model?: ("gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large") | null;
+                    model?: ("gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "azure/gpt-4o" | "azure/gpt-4o-mini" | "mistral-large-latest" | "mistral-small-latest" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large") | null;
                     /**
                      * @default auto
                      * @enum {string}

@@ -4,6 +4,9 @@ import type { ChatCallOptions, ProviderAdapter } from "../types.ts";
 import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import type { AnthropicApiConfig } from "./api.ts";
 import { anthropicChat, anthropicChatStream } from "./chat.ts";
+import { z } from "zod";
+import { optionalString } from "../../core/env.ts";
+import { defineProvider } from "../descriptor.ts";
 
 export interface AnthropicAdapterOptions {
   baseUrl: string;
@@ -31,3 +34,13 @@ export function createAnthropicAdapter(opts: AnthropicAdapterOptions): ProviderA
     },
   };
 }
+
+export const descriptor = defineProvider({
+  name: "anthropic",
+  title: "Anthropic",
+  key: "anthropic",
+  env: { ANTHROPIC_API_KEY: optionalString, ANTHROPIC_BASE_URL: z.url().default("https://api.anthropic.com") },
+  secretEnv: ["ANTHROPIC_API_KEY"],
+  settings: (e) => ({ apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL }),
+  create: (s, deps) => (s.apiKey ? [createAnthropicAdapter({ baseUrl: s.baseUrl, apiKey: s.apiKey, ...(deps.client ? { client: deps.client } : {}) })] : []),
+})

@@ -10,6 +10,8 @@ import { createUpstreamClient, sendForJson, type UpstreamClient } from "../upstr
 import type { ImageGenerationRequest, ProviderImage } from "../media-types.ts";
 import { parseUpstream } from "../parse-upstream.ts";
 import type { CallOptions, ProviderAdapter } from "../types.ts";
+import { int, optionalString } from "../../core/env.ts";
+import { defineProvider } from "../descriptor.ts";
 
 interface BflConfig {
   provider: string;
@@ -87,3 +89,19 @@ export function createBflAdapter(opts: { baseUrl: string; apiKey: string; pollIn
     },
   };
 }
+
+export const descriptor = defineProvider({
+  name: "bfl",
+  title: "Black Forest Labs",
+  key: "bfl",
+  env: {
+    BFL_API_KEY: optionalString,
+    BFL_BASE_URL: z.url().default("https://api.bfl.ai"),
+    /** Black Forest Labs is submit-then-poll: how often its result is asked for. */
+    BFL_POLL_INTERVAL_MS: int(10, 60_000).default(500),
+  },
+  secretEnv: ["BFL_API_KEY"],
+  settings: (e) => ({ apiKey: e.BFL_API_KEY, baseUrl: e.BFL_BASE_URL, pollIntervalMs: e.BFL_POLL_INTERVAL_MS }),
+  create: (s, deps) =>
+    s.apiKey ? [createBflAdapter({ baseUrl: s.baseUrl, apiKey: s.apiKey, pollIntervalMs: s.pollIntervalMs, ...(deps.client ? { client: deps.client } : {}) })] : [],
+})

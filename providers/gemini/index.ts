@@ -5,6 +5,9 @@ import type { ChatCallOptions, ProviderAdapter } from "../types.ts";
 import { createUpstreamClient, type UpstreamClient } from "../upstream-request.ts";
 import type { GeminiApiConfig } from "./api.ts";
 import { geminiChat, geminiChatStream } from "./chat.ts";
+import { z } from "zod";
+import { optionalString } from "../../core/env.ts";
+import { defineProvider } from "../descriptor.ts";
 
 export interface GeminiAdapterOptions {
   baseUrl: string;
@@ -31,3 +34,13 @@ export function createGeminiAdapter(opts: GeminiAdapterOptions): ProviderAdapter
     },
   };
 }
+
+export const descriptor = defineProvider({
+  name: "gemini",
+  title: "Gemini",
+  key: "gemini",
+  env: { GEMINI_API_KEY: optionalString, GEMINI_BASE_URL: z.url().default("https://generativelanguage.googleapis.com") },
+  secretEnv: ["GEMINI_API_KEY"],
+  settings: (e) => ({ apiKey: e.GEMINI_API_KEY, baseUrl: e.GEMINI_BASE_URL }),
+  create: (s, deps) => (s.apiKey ? [createGeminiAdapter({ baseUrl: s.baseUrl, apiKey: s.apiKey, ...(deps.client ? { client: deps.client } : {}) })] : []),
+})

@@ -12,9 +12,11 @@ import { z } from "zod";
 import { ProviderCallError } from "../errors.ts";
 import { parseUpstream } from "../parse-upstream.ts";
 import { createUpstreamClient, sendForJson, type UpstreamClient } from "../upstream-request.ts";
-import { deleteTask, readTask } from "../video-http.ts";
+import { deleteTask, readTask, videoPollIntervalEnv } from "../video-http.ts";
 import type { VideoAdapter, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../video.ts";
 import type { ProviderAdapter } from "../types.ts";
+import { optionalString } from "../../core/env.ts";
+import { defineProvider } from "../descriptor.ts";
 
 const generationSchema = z
   .object({
@@ -145,3 +147,14 @@ export function createLumaAdapter(opts: LumaOptions): ProviderAdapter {
     },
   };
 }
+
+export const descriptor = defineProvider({
+  name: "luma",
+  title: "Luma",
+  key: "luma",
+  env: { LUMA_API_KEY: optionalString, LUMA_BASE_URL: z.url().default("https://api.lumalabs.ai"), ...videoPollIntervalEnv },
+  secretEnv: ["LUMA_API_KEY"],
+  settings: (e) => ({ apiKey: e.LUMA_API_KEY, baseUrl: e.LUMA_BASE_URL, pollIntervalMs: e.VIDEO_POLL_INTERVAL_MS }),
+  create: (s, deps) =>
+    s.apiKey ? [createLumaAdapter({ baseUrl: s.baseUrl, apiKey: s.apiKey, pollIntervalMs: s.pollIntervalMs, ...(deps.client ? { client: deps.client } : {}) })] : [],
+})

@@ -20,7 +20,7 @@ type OpenAIMessage =
     }
   | { role: "tool"; tool_call_id: string; content: string };
 
-export function toOpenAIMessages(messages: ChatMessage[]): OpenAIMessage[] {
+export function toOpenAIMessages(messages: ChatMessage[], toolCallId: (id: string) => string = (id) => id): OpenAIMessage[] {
   return messages.map((m): OpenAIMessage => {
     switch (m.role) {
       case "system":
@@ -41,7 +41,7 @@ export function toOpenAIMessages(messages: ChatMessage[]): OpenAIMessage[] {
         const msg: OpenAIMessage = { role: "assistant", content: m.content === "" && m.tool_calls?.length ? null : m.content };
         if (m.tool_calls && m.tool_calls.length > 0) {
           msg.tool_calls = m.tool_calls.map((c) => ({
-            id: c.id,
+            id: toolCallId(c.id),
             type: "function",
             function: { name: c.name, arguments: JSON.stringify(c.arguments) },
           }));
@@ -49,13 +49,13 @@ export function toOpenAIMessages(messages: ChatMessage[]): OpenAIMessage[] {
         return msg;
       }
       case "tool":
-        return { role: "tool", tool_call_id: m.tool_call_id ?? "", content: m.content };
+        return { role: "tool", tool_call_id: toolCallId(m.tool_call_id ?? ""), content: m.content };
     }
   });
 }
 
 export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, model: string, stream: boolean): Record<string, unknown> {
-  const body: Record<string, unknown> = { model, messages: toOpenAIMessages(req.messages) };
+  const body: Record<string, unknown> = { model, messages: toOpenAIMessages(req.messages, cfg.dialect?.toolCallId) };
   if (req.max_tokens != null) body[cfg.maxTokensField] = req.max_tokens;
   if (req.temperature != null) body.temperature = req.temperature;
   if (req.tools && req.tools.length > 0) {
@@ -70,7 +70,7 @@ export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, model: stri
   }
   if (stream) {
     body.stream = true;
-    body.stream_options = { include_usage: true };
+    if (cfg.dialect?.streamUsageOption !== false) body.stream_options = { include_usage: true };
   }
   return body;
 }
@@ -106,7 +106,8 @@ const chunkSchema = z.object({
             tool_calls: z
               .array(
                 z.object({
-                  index: z.number().int(),
+                  // Mistral may leave it out: it sends each tool call whole, in one chunk.
+                  index: z.number().int().optional(),
                   id: z.string().nullable().optional(),
                   function: z.object({ name: z.string().nullable().optional(), arguments: z.string().nullable().optional() }).optional(),
                 }),
@@ -128,7 +129,7 @@ export async function openaiChat(
   req: ChatRequest,
   opts: ChatCallOptions,
 ): Promise<ChatResult> {
-  const answer = await sendForJson(cfg.provider, client, openaiUrls.chat(cfg), {
+  const answer = await sendForJson(cfg.provider, client, openaiUrls.chat(cfg, opts.upstreamModel), {
     headers: openaiHeaders(cfg),
     body: toOpenAIBody(cfg, req, opts.upstreamModel, false),
     signal: opts.signal,
@@ -142,7 +143,7 @@ export async function openaiChat(
   }));
   return {
     content: choice.message.content ?? "",
-    finish_reason: mapOpenAIFinishReason(choice.finish_reason, toolCalls.length > 0),
+    finish_reason: (cfg.dialect?.finishReason ?? mapOpenAIFinishReason)(choice.finish_reason, toolCalls.length > 0),
     model: data.model ?? opts.upstreamModel,
     provider: cfg.provider,
     input_tokens: data.usage?.prompt_tokens ?? 0,
@@ -157,7 +158,7 @@ export async function* openaiChatStream(
   req: ChatRequest,
   opts: ChatCallOptions,
 ): AsyncGenerator<StreamEvent> {
-  const body = await send(cfg.provider, client, openaiUrls.chat(cfg), {
+  const body = await send(cfg.provider, client, openaiUrls.chat(cfg, opts.upstreamModel), {
     headers: { ...openaiHeaders(cfg), accept: "text/event-stream" },
     body: toOpenAIBody(cfg, req, opts.upstreamModel, true),
     signal: opts.signal,
@@ -180,12 +181,14 @@ export async function* openaiChatStream(
     for (const choice of chunk.choices) {
       const content = choice.delta?.content;
       if (content) yield { delta: content };
-      for (const tc of choice.delta?.tool_calls ?? []) {
-        const entry = pending.get(tc.index) ?? { id: "", name: "", args: "" };
+      const known = pending.size;
+      for (const [position, tc] of (choice.delta?.tool_calls ?? []).entries()) {
+        const index = tc.index ?? known + position;
+        const entry = pending.get(index) ?? { id: "", name: "", args: "" };
         if (tc.id) entry.id = tc.id;
         if (tc.function?.name) entry.name += tc.function.name;
         if (tc.function?.arguments) entry.args += tc.function.arguments;
-        pending.set(tc.index, entry);
+        pending.set(index, entry);
       }
       if (choice.finish_reason) finishReason = choice.finish_reason;
     }
@@ -197,7 +200,7 @@ export async function* openaiChatStream(
     yield { tool_call: { id: tc.id, name: tc.name, arguments: parseToolArguments(cfg.provider, tc.args) } };
   }
   yield {
-    finish_reason: mapOpenAIFinishReason(finishReason, pending.size > 0),
+    finish_reason: (cfg.dialect?.finishReason ?? mapOpenAIFinishReason)(finishReason, pending.size > 0),
     input_tokens: usage?.prompt_tokens ?? 0,
     output_tokens: usage?.completion_tokens ?? 0,
     model: opts.upstreamModel,

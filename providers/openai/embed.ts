@@ -17,9 +17,12 @@ export async function openaiEmbed(
   req: EmbedRequest,
   opts: CallOptions,
 ): Promise<EmbedResult> {
-  const payload: Record<string, unknown> = { model: req.model, input: req.input, encoding_format: "float" };
-  if (req.dimensions != null) payload.dimensions = req.dimensions;
-  const answer = await sendForJson(cfg.provider, client, openaiUrls.embeddings(cfg), {
+  const payload: Record<string, unknown> = { model: req.model, input: req.input };
+  if (cfg.dialect?.embedOptions !== false) {
+    payload.encoding_format = "float";
+    if (req.dimensions != null) payload.dimensions = req.dimensions;
+  }
+  const answer = await sendForJson(cfg.provider, client, openaiUrls.embeddings(cfg, req.model), {
     headers: openaiHeaders(cfg),
     body: payload,
     signal: opts.signal,

@@ -9,9 +9,11 @@ import { z } from "zod";
 import { ProviderCallError } from "../errors.ts";
 import { parseUpstream } from "../parse-upstream.ts";
 import { createUpstreamClient, sendForJson, type UpstreamClient } from "../upstream-request.ts";
-import { dataUri, deleteTask, readTask } from "../video-http.ts";
+import { dataUri, deleteTask, readTask, videoPollIntervalEnv } from "../video-http.ts";
 import type { VideoAdapter, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../video.ts";
 import type { ProviderAdapter } from "../types.ts";
+import { optionalString } from "../../core/env.ts";
+import { defineProvider } from "../descriptor.ts";
 
 /** The API version this adapter speaks (Runway requires the header on every call). */
 export const runwayApiVersion = "2024-11-06";
@@ -95,3 +97,14 @@ export function createRunwayAdapter(opts: RunwayOptions): ProviderAdapter {
     },
   };
 }
+
+export const descriptor = defineProvider({
+  name: "runway",
+  title: "Runway",
+  key: "runway",
+  env: { RUNWAY_API_KEY: optionalString, RUNWAY_BASE_URL: z.url().default("https://api.dev.runwayml.com"), ...videoPollIntervalEnv },
+  secretEnv: ["RUNWAY_API_KEY"],
+  settings: (e) => ({ apiKey: e.RUNWAY_API_KEY, baseUrl: e.RUNWAY_BASE_URL, pollIntervalMs: e.VIDEO_POLL_INTERVAL_MS }),
+  create: (s, deps) =>
+    s.apiKey ? [createRunwayAdapter({ baseUrl: s.baseUrl, apiKey: s.apiKey, pollIntervalMs: s.pollIntervalMs, ...(deps.client ? { client: deps.client } : {}) })] : [],
+})

@@ -2,7 +2,11 @@
 // is set, and the load testers' upstream. One adapter object grows a method
 // per category with the same rules: deterministic, derived from the input,
 // paced by `latencyMs` (video: ready `video.delayMs` after submission).
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { int, optionalString } from "../../core/env.ts";
 import type { ChatRequest } from "../chat-request.ts";
+import { defineProvider } from "../descriptor.ts";
 import type { CallOptions, ChatCallOptions, EmbedRequest, ProviderAdapter } from "../types.ts";
 import { sleep } from "../deadline.ts";
 import { simulatedChat, simulatedChatStream, type SimulatedTiming } from "./chat.ts";
@@ -45,3 +49,29 @@ export function createSimulatedAdapter(opts: SimulatedOptions = {}): ProviderAda
     ...(opts.video ? { video: createSimulatedVideo(opts.video) } : {}),
   };
 }
+
+/** Shared by the replicas of one machine, so a clip one rendered is not rendered again. */
+export const defaultSimulatedVideoDir = join(tmpdir(), "troupe-simulated-video");
+
+/** Always on: it needs no key (createAdapters adds it whatever the settings). */
+export const descriptor = defineProvider({
+  name: "simulated",
+  title: "simulated",
+  key: "simulated",
+  env: {
+    SIMULATED_LATENCY_MS: int(0, 600_000).default(0),
+    /** 0 streams the whole simulated answer at once. */
+    SIMULATED_TOKENS_PER_SECOND: int(0, 1_000_000).default(0),
+    /** The simulated video provider's clip is ready this long after submission. */
+    SIMULATED_VIDEO_DELAY_MS: int(0, 600_000).default(2_000),
+    /** Where the simulated video provider caches rendered clips; default: <os temp dir>/troupe-simulated-video. */
+    SIMULATED_VIDEO_DIR: optionalString,
+  },
+  secretEnv: [],
+  settings: (e) => ({
+    latencyMs: e.SIMULATED_LATENCY_MS,
+    tokensPerSecond: e.SIMULATED_TOKENS_PER_SECOND,
+    video: { delayMs: e.SIMULATED_VIDEO_DELAY_MS, cacheDir: e.SIMULATED_VIDEO_DIR ?? defaultSimulatedVideoDir },
+  }),
+  create: (s) => [createSimulatedAdapter(s)],
+});

@@ -6,6 +6,9 @@ import { createUpstreamClient, send, type UpstreamClient } from "../upstream-req
 import type { ImageGenerationRequest, ProviderImage } from "../media-types.ts";
 import { maxProviderBytes, multipart, readBytes } from "../media-http.ts";
 import type { CallOptions, ProviderAdapter } from "../types.ts";
+import { z } from "zod";
+import { optionalString } from "../../core/env.ts";
+import { defineProvider } from "../descriptor.ts";
 
 export const stabilityAspectRatios: Readonly<Record<string, string>> = {
   "1024x1024": "1:1",
@@ -45,3 +48,13 @@ export function createStabilityAdapter(opts: { baseUrl: string; apiKey: string; 
     },
   };
 }
+
+export const descriptor = defineProvider({
+  name: "stability",
+  title: "Stability",
+  key: "stability",
+  env: { STABILITY_API_KEY: optionalString, STABILITY_BASE_URL: z.url().default("https://api.stability.ai") },
+  secretEnv: ["STABILITY_API_KEY"],
+  settings: (e) => ({ apiKey: e.STABILITY_API_KEY, baseUrl: e.STABILITY_BASE_URL }),
+  create: (s, deps) => (s.apiKey ? [createStabilityAdapter({ baseUrl: s.baseUrl, apiKey: s.apiKey, ...(deps.client ? { client: deps.client } : {}) })] : []),
+})

@@ -47,7 +47,12 @@ function textOf(content: unknown): string {
   return "";
 }
 
-async function chat(ctx: FakeContext): Promise<void> {
+/**
+ * POST …/chat/completions, OpenAI's way. Exported for the Azure OpenAI fake,
+ * whose wire format this is; `prelude` are frames a stream starts with
+ * (Azure's prompt_filter_results chunk), `model` the model answering.
+ */
+export async function chat(ctx: FakeContext, extras: { prelude?: string[]; model?: string } = {}): Promise<void> {
   const body = ctx.req.body as {
     model?: string;
     messages?: Msg[];
@@ -57,6 +62,7 @@ async function chat(ctx: FakeContext): Promise<void> {
     max_tokens?: number;
     max_completion_tokens?: number;
   };
+  if (extras.model && body) body.model = extras.model;
   if (!body?.model || !Array.isArray(body.messages) || body.messages.length === 0) {
     return sendJson(ctx, 400, errorBody(400, "model and messages are required"));
   }
@@ -100,6 +106,7 @@ async function chat(ctx: FakeContext): Promise<void> {
     const chunk = (delta: unknown, finish: string | null) =>
       `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] })}`;
     const frames = [
+      ...(extras.prelude ?? []),
       chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }, null),
       ...fragments(call.args).map((f) => chunk({ tool_calls: [{ index: 0, function: { arguments: f } }] }, null)),
       chunk({}, "tool_calls"),
@@ -123,7 +130,7 @@ async function chat(ctx: FakeContext): Promise<void> {
   }
   const chunk = (delta: unknown, finishReason: string | null) =>
     `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] })}`;
-  const frames = [chunk({ role: "assistant", content: "" }, null), ...wordDeltas(text).map((d) => chunk({ content: d }, null)), chunk({}, finish)];
+  const frames = [...(extras.prelude ?? []), chunk({ role: "assistant", content: "" }, null), ...wordDeltas(text).map((d) => chunk({ content: d }, null)), chunk({}, finish)];
   if (body.stream_options?.include_usage) {
     frames.push(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [], usage })}`);
   }
@@ -143,7 +150,8 @@ export function fakeVector(text: string, dims: number): number[] {
   return v.map((x) => x / norm);
 }
 
-function embeddings(ctx: FakeContext): void {
+/** POST …/embeddings, OpenAI's way (Azure's too). */
+export function embeddings(ctx: FakeContext): void {
   const body = ctx.req.body as { model?: string; input?: unknown; dimensions?: number; encoding_format?: string };
   const inputs = typeof body?.input === "string" ? [body.input] : body?.input;
   if (!body?.model || !Array.isArray(inputs) || inputs.some((i) => typeof i !== "string")) {

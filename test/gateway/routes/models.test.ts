@@ -19,7 +19,7 @@ t.test("lists the catalogue with availability; filters by category", async (t) =
   t.ok(text.every((m) => m.category === "text"));
   t.ok(text.some((m) => m.id === "claude-haiku-4-5" && m.available));
   const emb = field((await h.troupe.request("GET", "/v1/models?category=embedding", { token: h.key })).body, "data") as Listing[];
-  t.same(emb.map((m) => m.id).sort(), ["embed-english-v3.0", "embed-v4.0", "simulated-embed", "text-embedding-3-large", "text-embedding-3-small"]);
+  t.same(emb.map((m) => m.id).sort(), ["azure/text-embedding-3-small", "embed-english-v3.0", "embed-v4.0", "mistral-embed", "simulated-embed", "text-embedding-3-large", "text-embedding-3-small"]);
   const image = field((await h.troupe.request("GET", "/v1/models?category=image", { token: h.key })).body, "data") as Listing[];
   t.same(image.map((m) => m.id), ["gpt-image-1", "dall-e-3", "stable-image-core", "flux-pro-1.1", "simulated-image"], "image models with their sizes and n");
   t.same(image.find((m) => m.id === "dall-e-3")?.capabilities, { sizes: ["1024x1024", "1792x1024", "1024x1792"], n_max: 4, images_per_call: 1 });
