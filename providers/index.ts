@@ -42,6 +42,7 @@ export function createRouter(cfg: ProvidersSettings, overrides: ProviderOverride
     adapters: createAdapters(cfg, overrides.client),
     timeoutMs: cfg.timeoutMs,
     maxAttempts: cfg.maxAttempts,
+    settingsOf: (provider) => descriptors.find((d) => d.name === provider)?.secretEnv ?? [],
     ...(overrides.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: overrides.attemptTimeoutMs } : {}),
     ...(overrides.breaker ? { breaker: overrides.breaker } : {}),
     ...(overrides.backoff ? { backoff: overrides.backoff } : {}),

@@ -36,6 +36,11 @@ export interface RouterOptions {
   backoff?: { initialDelayMs?: number; maxDelayMs?: number };
   random?: () => number;
   now?: () => number;
+  /**
+   * The settings that configure a provider (its credentials), to name in the
+   * 400 a request for a model of an unconfigured provider gets; default: none named.
+   */
+  settingsOf?: (provider: string) => readonly string[];
 }
 
 /** How an attempt ended, for whoever observes attempts (metrics, traces). */
@@ -83,7 +88,10 @@ export class Router {
   private readonly now: () => number;
   private observer: AttemptObserver | undefined;
 
+  private readonly settingsOf: (provider: string) => readonly string[];
+
   constructor(opts: RouterOptions) {
+    this.settingsOf = opts.settingsOf ?? (() => []);
     this.catalogue = opts.catalogue;
     this.adapters = opts.adapters;
     this.timeoutMs = opts.timeoutMs;
@@ -157,9 +165,7 @@ export class Router {
       const problem = capabilityProblem(entry, need);
       if (problem) throw invalidRequest([{ path: "body.model", message: problem }]);
       if (strategy === "manual") {
-        if (!this.adapters.has(entry.provider) || !this.adapterServes(entry, need.category)) {
-          throw new TroupeError("no_provider_available", `provider ${entry.provider} of model ${entry.id} is not configured`);
-        }
+        if (!this.adapters.has(entry.provider) || !this.adapterServes(entry, need.category)) throw this.notConfigured([entry]);
         const h = this.healthOf(entry.provider);
         if (!h.accepting) {
           const retryAfter = h.retryAfterSeconds();
@@ -203,12 +209,29 @@ export class Router {
       return true;
     });
     if (candidates.length === 0) {
+      // Nothing in the pool is configured at all: not a passing condition, so a 4xx that says what to set.
+      // Some is, but failing: 503, worth retrying.
+      if (pool.length > 0 && pool.every((m) => !this.adapters.has(m.provider) || !this.adapterServes(m, need.category))) throw this.notConfigured(pool);
       throw new TroupeError(
         "no_provider_available",
         `no configured, healthy provider can serve this ${need.category} request` + (model ? ` (model ${model})` : ""),
       );
     }
     return candidates;
+  }
+
+  /**
+   * A request only unconfigured providers could serve: 400 naming the model
+   * and the settings that would configure its provider (503 is kept for
+   * configured providers that are failing, which a retry may get past).
+   */
+  private notConfigured(pool: readonly ModelEntry[]): TroupeError {
+    const [first] = pool;
+    const providers = [...new Set(pool.map((m) => m.provider))];
+    const settings = providers.flatMap((p) => this.settingsOf(p));
+    const which = settings.length > 0 ? `; set ${settings.join(" or ")} to configure it` : "";
+    const message = `model ${first?.id ?? "?"} needs provider ${providers.join(" or ")}, which is not configured on this Troupe${which}`;
+    return invalidRequest([{ path: "body.model", message }]);
   }
 
   private order(pool: ModelEntry[], strategy: RoutingStrategy): ModelEntry[] {

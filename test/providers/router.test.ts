@@ -1,4 +1,6 @@
 import t from "tap";
+import { loadConfig } from "../../core/config.ts";
+import { createRouter } from "../../providers/index.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
 import { Router, type RouterOptions } from "../../providers/router.ts";
@@ -47,7 +49,7 @@ async function troupeError(p: Promise<unknown>): Promise<TroupeError> {
   return e;
 }
 
-t.test("manual: exactly the named model, 400s for bad requests, 503 for unconfigured providers", async (t) => {
+t.test("manual: exactly the named model, 400s for bad requests and for unconfigured providers", async (t) => {
   const r = router();
   const res = await r.chat({ model: "claude-haiku-4-5", routing_strategy: "manual", messages: hello });
   t.equal(res.model, "claude-haiku-4-5");
@@ -63,8 +65,8 @@ t.test("manual: exactly the named model, 400s for bad requests, 503 for unconfig
   t.equal(wrongCategory.status, 400);
   t.match(wrongCategory.message, /embedding model and cannot serve text/);
   const gemini = await troupeError(r.chat({ model: "gemini-2.5-flash", routing_strategy: "manual", messages: hello }));
-  t.equal(gemini.code, "no_provider_available");
-  t.match(gemini.message, /gemini .* not configured/);
+  t.equal(gemini.code, "invalid_request", "an unconfigured provider is a 400, not a passing 503");
+  t.match(gemini.details, [{ path: "body.model", message: /gemini-2\.5-flash needs provider gemini, which is not configured/ }]);
   const embed = await troupeError(r.embed({ model: "claude-haiku-4-5", input: ["x"] }));
   t.equal(embed.status, 400);
   t.equal(openaiFake.requests.length + anthropicFake.requests.length, 1, "only the valid request reached a provider");
@@ -103,7 +105,8 @@ t.test("auto with model null: first capable real model; simulated only when no r
   const e = await simOnly.embed({ input: ["x"] });
   t.equal(e.model, "simulated-embed");
   const named = await troupeError(simOnly.chat({ model: "gpt-4.1-mini", messages: hello }));
-  t.equal(named.code, "no_provider_available", "simulated never silently replaces a named real model");
+  t.equal(named.code, "invalid_request", "simulated never silently replaces a named real model");
+  t.match(named.details, [{ path: "body.model", message: /needs provider openai or .*not configured/ }]);
 });
 
 t.test("cost: cheapest capable model; latency: lowest EWMA", async (t) => {
@@ -289,4 +292,15 @@ t.test("embedding fallbacks keep the named model's dimension", async (t) => {
   t.equal(res.dimensions, 768, "asked for the named model's dimension");
   t.equal((cohereFake.requests.at(-1)!.body as { output_dimension: number }).output_dimension, 768);
   reset(openaiFake);
+});
+
+t.test("a model of an unconfigured provider: 400 naming the setting that configures it", async (t) => {
+  const r = createRouter(loadConfig({}).providers);
+  const manual = await troupeError(r.chat({ model: "gemini-2.5-flash", routing_strategy: "manual", messages: hello }));
+  t.equal(manual.status, 400);
+  t.match(manual.details, [{ path: "body.model", message: /set GEMINI_API_KEY to configure it/ }]);
+  const auto = await troupeError(r.chat({ model: "claude-haiku-4-5", messages: hello }));
+  t.equal(auto.status, 400, "auto too, when no equivalent is configured either");
+  t.match(auto.details, [{ message: /ANTHROPIC_API_KEY/ }]);
+  await r.close();
 });
