@@ -4,9 +4,9 @@
 // WebSocket routes are documented from their declarations the same way, as
 // a GET answering 101.
 import { z } from "zod";
-import { errorCatalog, type ErrorCode } from "../core/errors.ts";
+import { errorCatalog, TroupeError, type ErrorCode } from "../core/errors.ts";
 import { streamEventSchema } from "../providers/types.ts";
-import { paramNamesOf, type RouteDefinition, type WsRouteDefinition } from "./route.ts";
+import { paramNamesOf, type Dialect, type RouteDefinition, type WsRouteDefinition } from "./route.ts";
 
 type JsonObject = Record<string, unknown>;
 
@@ -45,16 +45,20 @@ const parserErrorBodySchema: JsonObject = {
 /** Errors any request can get from the HTTP layer, whatever its path. */
 const httpLayerErrors: ErrorCode[] = ["method_not_allowed", "uri_too_long", "headers_too_large", "http_version_not_supported"];
 const parserStatuses = new Set([431, 505]);
+/** Written before or beside a route's pipeline (the HTTP layer, the body reader): Troupe's body even on a dialect's route. */
+const undialected = new Set<ErrorCode>([...httpLayerErrors, "payload_too_large"]);
 
-function errorResponses(codes: Iterable<ErrorCode>): JsonObject {
+function errorResponses(codes: Iterable<ErrorCode>, dialect?: Dialect): JsonObject {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
-    const status = errorCatalog[code].status;
+    // A dialect may answer a code with another status (OpenAI's 429 for an exhausted budget).
+    const status = dialect && !undialected.has(code) ? dialect.error(new TroupeError(code), "").status : errorCatalog[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   const responses: JsonObject = {};
   for (const [status, list] of byStatus) {
-    const schema = parserStatuses.has(status) ? "ParserError" : "Error";
+    const own = dialect && list.some((code) => !undialected.has(code));
+    const schema = parserStatuses.has(status) ? "ParserError" : own ? dialect.errorSchemaName : "Error";
     let description = list.join(" | ");
     if (status === 405) description += " (a method this path does not serve; the Allow header lists those it does)";
     if (status === 426) description += " (a plain GET on a WebSocket path; the Upgrade header says websocket)";
@@ -75,7 +79,7 @@ function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
  * `[DONE]`. Built with the document (on its first request), not at import:
  * the start-up does not pay for the JSON Schema conversion.
  */
-function sseEventSchema(): JsonObject {
+function sseEventSchema(event?: z.ZodType): JsonObject {
   return {
     type: "object",
     required: ["data"],
@@ -84,15 +88,17 @@ function sseEventSchema(): JsonObject {
       data: {
         type: "string",
         if: { const: "[DONE]" },
-        else: { contentMediaType: "application/json", contentSchema: toSchema(streamEventSchema, "output") },
+        else: { contentMediaType: "application/json", contentSchema: toSchema(event ?? streamEventSchema, "output") },
       },
     },
-    description: "Server-Sent Events: data lines carrying a delta, a tool call, the finish (or an error), then [DONE]; see the README",
+    description: event
+      ? "Server-Sent Events: data lines carrying one JSON chunk each (or an error), then [DONE]"
+      : "Server-Sent Events: data lines carrying a delta, a tool call, the finish (or an error), then [DONE]; see the README",
   };
 }
 
 /** What the error list and security of an operation depend on; HTTP and WebSocket routes both have it. */
-type Admitted = Pick<RouteDefinition, "auth" | "refusesApiKeys" | "scope" | "body" | "query" | "errors">;
+type Admitted = Pick<RouteDefinition, "auth" | "refusesApiKeys" | "scope" | "body" | "query" | "errors"> & { dialect?: Dialect | undefined };
 
 function impliedErrors(route: Admitted): ErrorCode[] {
   const codes: ErrorCode[] = ["internal_error", ...httpLayerErrors];
@@ -107,7 +113,7 @@ function impliedErrors(route: Admitted): ErrorCode[] {
 
 /** The error responses of a route: those its admission implies plus those it declares. */
 function routeErrorResponses(route: Admitted, extra: ErrorCode[] = []): JsonObject {
-  return errorResponses(new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? []), ...extra]));
+  return errorResponses(new Set<ErrorCode>([...impliedErrors(route), ...(route.errors ?? []), ...extra]), route.dialect);
 }
 
 function security(route: Admitted): JsonObject[] {
@@ -174,7 +180,7 @@ export function buildOpenApi(
     for (const [status, schema] of Object.entries(route.responses)) {
       const content: JsonObject = {};
       if (schema) content["application/json"] = { schema: toSchema(schema, "output") };
-      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: sseEventSchema() };
+      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: sseEventSchema(route.streams === true ? undefined : route.streams) };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }
     Object.assign(responses, routeErrorResponses(route));
@@ -219,12 +225,14 @@ export function buildOpenApi(
     }
     paths[path] = item;
   }
+  const dialectSchemas: JsonObject = {};
+  for (const route of routes) if (route.dialect) dialectSchemas[route.dialect.errorSchemaName] = route.dialect.errorSchema;
   return {
     openapi: "3.1.0",
     info: { title: info.title, version: info.version },
     paths,
     components: {
-      schemas: { Error: errorBodySchema, ParserError: parserErrorBodySchema },
+      schemas: { Error: errorBodySchema, ParserError: parserErrorBodySchema, ...dialectSchemas },
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "An API key: trp_live_… or trp_test_…" },
         session: { type: "http", scheme: "bearer", description: "A dashboard session token from /v1/auth/login" },

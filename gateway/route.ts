@@ -8,7 +8,7 @@
 // re-checks either. WebSocket endpoints are declared the same way
 // (`defineWsRoute`).
 import type { z } from "zod";
-import type { ErrorCode } from "../core/errors.ts";
+import type { ErrorCode, TroupeError } from "../core/errors.ts";
 import type { AuthFor } from "./admission.ts";
 
 export const scopeValues = ["chat", "images", "vision", "audio", "video", "embeddings", "translation", "agents"] as const;
@@ -76,6 +76,21 @@ export interface JsonResult {
 }
 
 export const streamed = Symbol("streamed");
+
+/**
+ * How a compatibility mount (gateway/compat/) answers in its clients'
+ * dialect: whatever the pipeline refuses (credential, scope, rate limit,
+ * validation, the handler's errors) is rendered by it instead of Troupe's
+ * error body, and the API key's rate-limit headers get its names.
+ */
+export interface Dialect {
+  error(error: TroupeError, requestId: string): { status: number; body: unknown; headers?: [string, string][] };
+  rateLimitHeaders(headers: [string, string][]): [string, string][];
+  /** OpenAPI: the error body's JSON Schema. */
+  errorSchema: Record<string, unknown>;
+  /** OpenAPI: the error body's component name. */
+  errorSchemaName: string;
+}
 export type RouteResult = JsonResult | typeof streamed;
 
 export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends string = string, A extends AuthMode = AuthMode> {
@@ -95,8 +110,10 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   responses: Record<number, z.ZodType | null>;
   /** Error codes this route can answer besides the ones its auth mode implies. */
   errors?: ErrorCode[];
-  /** Documents a text/event-stream alternative response. */
-  streams?: boolean;
+  /** Documents a text/event-stream alternative response (the schema of one event's JSON, when not Troupe's stream event). */
+  streams?: boolean | z.ZodType;
+  /** Errors and rate-limit headers in another API's dialect (the compatibility mounts). */
+  dialect?: Dialect;
   handler: (ctx: RouteContext<z.output<B>, z.output<Q>, P, A>) => Promise<RouteResult>;
 }
 

@@ -15,7 +15,7 @@ import { bodyFraming, captureRequest, readBody, ResponseState, writeHead, writeJ
 import { buildOpenApi, type RawPath } from "./openapi.ts";
 import { loadedPageState } from "./uws-error-pages.ts";
 import { decodePathParam, framingError, uriTooLong } from "./request-guards.ts";
-import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
+import { streamed, type CookieSpec, type Dialect, type RouteContext, type RouteDefinition, type RouteResult, type SseWriter, type WsRouteDefinition } from "./route.ts";
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
@@ -94,7 +94,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (inflight === 0) for (const w of drainWaiters.splice(0)) w();
   };
 
-  const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest, closeConnection = false): void => {
+  const sendError = (res: HttpResponse, state: ResponseState, requestId: string, error: unknown, req?: CapturedRequest, closeConnection = false, dialect?: Dialect): void => {
     // The client went away: nothing to answer and nothing to report (its abort surfaces as an error here).
     if (state.aborted) return;
     let troupe: TroupeError;
@@ -109,7 +109,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     ];
     if (troupe.retryAfterSeconds !== undefined) headers.push(["retry-after", String(troupe.retryAfterSeconds)]);
     // Refused at admission (429): the error carries the window; later, the state does.
-    if (troupe.headers && !state.headers) headers.push(...troupe.headers);
+    if (troupe.headers && !state.headers) headers.push(...(dialect ? dialect.rateLimitHeaders(troupe.headers) : troupe.headers));
+    if (dialect) {
+      const answer = dialect.error(troupe, requestId);
+      writeResponse(res, state, answer.status, [...headers, ...(answer.headers ?? [])], JSON.stringify(answer.body), closeConnection);
+      return;
+    }
     writeResponse(res, state, troupe.status, headers, JSON.stringify(errorBody(troupe, requestId)), closeConnection);
   };
 
@@ -198,7 +203,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Awaits only when something is not already in memory (cold key, Redis).
       const admitted = options.admission.admit(route, req.method, req.headers);
       const auth: AuthContext = admitted instanceof Promise ? await admitted : admitted;
-      if (auth.kind === "api_key" && auth.rateLimit) state.headers = rateLimitHeaders(auth.rateLimit);
+      if (auth.kind === "api_key" && auth.rateLimit) {
+        state.headers = route.dialect ? route.dialect.rateLimitHeaders(rateLimitHeaders(auth.rateLimit)) : rateLimitHeaders(auth.rateLimit);
+      }
       let body: unknown;
       if (bodyPromise) {
         const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);
@@ -227,7 +234,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
     } catch (error) {
       if (recorder && isTroupeError(error)) countRefusal(error, route.path);
-      sendError(res, state, requestId, error, req);
+      sendError(res, state, requestId, error, req, false, route.dialect);
     } finally {
       finished();
       recorder?.observe(state.status, (performance.now() - started) / 1000);
