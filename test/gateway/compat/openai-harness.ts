@@ -15,7 +15,7 @@ import { signup, startTestTroupe, type TestTroupe } from "../../support/troupe.t
 export interface CompatHarness {
   troupe: TestTroupe;
   user: Awaited<ReturnType<typeof signup>>;
-  fakes: { openai: FakeServer; anthropic: FakeServer; gemini: FakeServer; cohere: FakeServer };
+  fakes: { openai: FakeServer; anthropic: FakeServer; gemini: FakeServer; cohere: FakeServer; compatible: FakeServer };
   /** An SDK client for `apiKey` (default: the user's test key); no retries, so refusals surface at once. */
   client(apiKey?: string): OpenAI;
   baseURL: string;
@@ -28,6 +28,8 @@ export async function startCompatHarness(): Promise<CompatHarness> {
     anthropic: await startAnthropicFake({ apiKey: "ak-fake" }),
     gemini: await startGeminiFake({ apiKey: "g-fake" }),
     cohere: await startCohereFake({ apiKey: "co-fake" }),
+    // An openai-compatible endpoint: its models are text-only (no vision), unlike the catalogue's own.
+    compatible: await startOpenAIFake(),
   };
   const config = loadConfig({
     OPENAI_API_KEY: "sk-fake",
@@ -38,6 +40,7 @@ export async function startCompatHarness(): Promise<CompatHarness> {
     GEMINI_BASE_URL: fakes.gemini.url,
     COHERE_API_KEY: "co-fake",
     COHERE_BASE_URL: fakes.cohere.url,
+    OPENAI_COMPATIBLE_ENDPOINTS: JSON.stringify([{ name: "local", base_url: `${fakes.compatible.url}/v1`, models: ["llama-3.1-8b"] }]),
     PROVIDER_TIMEOUT_MS: "5000",
   });
   const router = createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } });
