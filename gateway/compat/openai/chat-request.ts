@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { invalidRequest, type FieldIssue } from "../../../core/errors.ts";
 import type { Catalogue } from "../../../providers/catalogue.ts";
-import type { ChatMessage, ChatRequest, ToolChoice } from "../../../providers/chat-request.ts";
+import type { ChatMessage, ChatRequest, JsonResponseFormat, ToolChoice } from "../../../providers/chat-request.ts";
 import { routingStrategySchema, type ToolCall } from "../../../providers/types.ts";
 import { imageFromUrl } from "../../../providers/vision.ts";
 import { resolveModel } from "./model-name.ts";
@@ -160,6 +160,13 @@ function toMessages(body: OpenAiChatRequest, issues: FieldIssue[]): { messages: 
   return { messages, imageAt };
 }
 
+function jsonFormatOf(format: OpenAiChatRequest["response_format"]): JsonResponseFormat | undefined {
+  if (!format || format.type === "text") return undefined;
+  if (format.type === "json_object") return { type: "json_object" };
+  const { name, schema, strict } = format.json_schema;
+  return { type: "json_schema", name, schema: schema ?? { type: "object" }, strict: strict ?? undefined };
+}
+
 function toolChoiceOf(choice: OpenAiChatRequest["tool_choice"]): ToolChoice | undefined {
   if (choice === undefined || typeof choice === "string") return choice;
   return { name: choice.function.name };
@@ -173,19 +180,20 @@ export function toChatRequest(catalogue: Catalogue, body: OpenAiChatRequest): Tr
   const category = imageAt ? "vision" : "text";
   const tools = body.tools?.length ? body.tools : undefined;
   const streaming = body.stream === true;
+  const format = jsonFormatOf(body.response_format);
   let routed;
   try {
-    routed = resolveModel(catalogue, body.model, { category, tools: tools !== undefined, streaming }, body.routing_strategy);
+    routed = resolveModel(catalogue, body.model, { category, tools: tools !== undefined, streaming, json: format !== undefined }, body.routing_strategy);
   } catch (error) {
-    // A text model given an image: the image part is the field at fault.
+    // The field at fault is the one the model cannot take: an image part, or the JSON format.
     const entry = catalogue.get(body.model);
     if (imageAt && entry && !entry.also.includes("vision") && entry.category === "text") {
       throw invalidRequest([{ path: imageAt, message: `model ${entry.id} does not take images (GET /openai/v1/models; vision-capable models serve the vision category)` }]);
     }
+    if (format && entry?.category === "text" && !entry.capabilities.json_output) {
+      throw invalidRequest([{ path: "response_format", message: `${format.type} is not supported by model ${entry.id}; use text, or a model that can answer in JSON (OpenAI, Gemini)` }]);
+    }
     throw error;
-  }
-  if (body.response_format && body.response_format.type !== "text") {
-    throw invalidRequest([{ path: "response_format", message: `${body.response_format.type} is not supported by model ${body.model}; use text` }]);
   }
   const request: ChatRequest = {
     messages,
@@ -199,6 +207,10 @@ export function toChatRequest(catalogue: Catalogue, body: OpenAiChatRequest): Tr
       parameters: t.function.parameters ?? { type: "object", properties: {} },
     })),
     tool_choice: tools ? toolChoiceOf(body.tool_choice) : undefined,
+    top_p: body.top_p,
+    stop: typeof body.stop === "string" ? [body.stop] : (body.stop ?? undefined),
+    seed: body.seed,
+    response_format: format,
   };
   return { request, category };
 }
