@@ -13,6 +13,7 @@ import { openAiChatRequestSchema, toChatRequest, type OpenAiChatRequest, type Tr
 import { chatCompletionChunkSchema, chatCompletionSchema, completionId, toChatCompletion } from "./chat-response.ts";
 import { chunkStream } from "./chat-stream.ts";
 import { openAiDialect, openAiError } from "./errors.ts";
+import { modelNameSchema } from "./model-name.ts";
 
 export interface OpenAiRouteDeps extends AiRouteDeps {
   /** Milliseconds since the epoch: `created` of what is answered. */
@@ -56,7 +57,7 @@ export function openAiChatRoutes(deps: OpenAiRouteDeps) {
       tag: "OpenAI-compatible",
       auth: "api_key",
       scope: "chat",
-      body: openAiChatRequestSchema,
+      body: openAiChatRequestSchema.extend({ model: modelNameSchema(deps.router.catalogue, { category: "text" }) }),
       responses: { 200: chatCompletionSchema },
       streams: chatCompletionChunkSchema,
       dialect: openAiDialect,

@@ -9,7 +9,7 @@ import { estimateNanos, runBilled } from "../../billed-call.ts";
 import { defineRoute, json } from "../../route.ts";
 import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
 import { openAiDialect } from "./errors.ts";
-import { resolveModel } from "./model-name.ts";
+import { modelNameSchema, resolveModel } from "./model-name.ts";
 
 export const openAiEmbeddingRequestSchema = z
   .object({
@@ -52,7 +52,7 @@ export function openAiEmbeddingRoutes(deps: AiRouteDeps) {
       tag: "OpenAI-compatible",
       auth: "api_key",
       scope: "embeddings",
-      body: openAiEmbeddingRequestSchema,
+      body: openAiEmbeddingRequestSchema.extend({ model: modelNameSchema(deps.router.catalogue, { category: "embedding" }) }),
       responses: { 200: embeddingResponseSchema },
       dialect: openAiDialect,
       errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],

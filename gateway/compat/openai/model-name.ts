@@ -4,6 +4,7 @@
 // (`troupe/auto` = model null, routing_strategy auto, for the endpoint's
 // category). An id the catalogue does not know is OpenAI's 404
 // `model_not_found`; a known model of the wrong kind is a 400 naming `model`.
+import { z } from "zod";
 import { TroupeError } from "../../../core/errors.ts";
 import { capabilityProblem, type Catalogue, type Need } from "../../../providers/catalogue.ts";
 import type { RoutingStrategy } from "../../../providers/types.ts";
@@ -40,4 +41,15 @@ export function resolveModel(catalogue: Catalogue, name: string, need: Need, str
   const problem = capabilityProblem(entry, need);
   if (problem) throw new TroupeError("invalid_request", problem, { details: [{ path: "model", message: problem }] });
   return { model: entry.id, routing_strategy: strategy ?? "auto" };
+}
+
+/**
+ * `model` as the body schema takes it: any string (an unknown id is a 404
+ * `model_not_found` and a model of the wrong kind a 400, as OpenAI answers),
+ * documented as an enum of what serves: the routing names and the catalogue
+ * ids that can serve the endpoint's category.
+ */
+export function modelNameSchema(catalogue: Catalogue, need: Need) {
+  const ids = [...Object.keys(routingModelNames), ...catalogue.models.filter((m) => capabilityProblem(m, need) === undefined).map((m) => m.id)];
+  return z.string().min(1).meta({ enum: ids, description: "a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency" });
 }

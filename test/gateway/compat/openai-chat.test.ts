@@ -26,11 +26,18 @@ for (const [provider, model] of Object.entries(modelsByProvider)) {
     t.match(data.usage, { prompt_tokens: Number, completion_tokens: Number, total_tokens: Number });
     t.equal(data.usage!.total_tokens, data.usage!.prompt_tokens + data.usage!.completion_tokens);
     t.ok(request_id, "the SDK reads x-request-id");
+    t.match(
+      h.usage.filter((u) => u.request_id === request_id),
+      [{ category: "chat", model, provider, input_tokens: data.usage!.prompt_tokens, output_tokens: data.usage!.completion_tokens }],
+      "metered once, under the request id",
+    );
     t.equal(h.fakes[provider as keyof typeof modelsByProvider].requests.length, before + 1, `${provider} served it`);
   });
 
   t.test(`${provider} (${model}): streamed chunks with include_usage`, async (t) => {
-    const stream = await client.chat.completions.create({ model, messages: [{ role: "user", content: "hello stream" }], stream: true, stream_options: { include_usage: true } });
+    const { data: stream, request_id } = await client.chat.completions
+      .create({ model, messages: [{ role: "user", content: "hello stream" }], stream: true, stream_options: { include_usage: true } })
+      .withResponse();
     const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     t.ok(chunks.length >= 4, "role, content, finish, usage");
@@ -45,6 +52,7 @@ for (const [provider, model] of Object.entries(modelsByProvider)) {
     t.same(last.choices, [], "the usage chunk has empty choices");
     t.match(last.usage, { prompt_tokens: Number, completion_tokens: Number, total_tokens: Number });
     t.ok(chunks.slice(0, -1).every((c) => c.usage === null), "usage null on the others");
+    t.match(h.usage.filter((u) => u.request_id === request_id), [{ category: "chat", model, input_tokens: last.usage!.prompt_tokens, output_tokens: last.usage!.completion_tokens }], "billed before the last chunk");
   });
 
   for (const stream of [false, true]) {

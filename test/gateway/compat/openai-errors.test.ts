@@ -9,7 +9,7 @@ import { field } from "../../support/troupe.ts";
 import { startCompatHarness } from "./openai-harness.ts";
 
 t.setTimeout(60_000);
-const h = await startCompatHarness();
+const h = await startCompatHarness({ durableUsage: true });
 t.teardown(() => h.stop());
 const hello = { model: "gpt-4.1-mini", messages: [{ role: "user" as const, content: "hello there" }] };
 

@@ -5,6 +5,7 @@
 import OpenAI from "openai";
 import { loadConfig } from "../../../core/config.ts";
 import { createRouter } from "../../../providers/index.ts";
+import type { UsageRecord } from "../../../providers/usage.ts";
 import { startAnthropicFake } from "../../fakes/anthropic-fake.ts";
 import { startCohereFake } from "../../fakes/cohere-fake.ts";
 import type { FakeServer } from "../../fakes/fake-server.ts";
@@ -14,6 +15,8 @@ import { signup, startTestTroupe, type TestTroupe } from "../../support/troupe.t
 
 export interface CompatHarness {
   troupe: TestTroupe;
+  /** Usage records, unless the harness writes them to the ledger (`durableUsage`). */
+  usage: UsageRecord[];
   user: Awaited<ReturnType<typeof signup>>;
   fakes: { openai: FakeServer; anthropic: FakeServer; gemini: FakeServer; cohere: FakeServer; compatible: FakeServer };
   /** An SDK client for `apiKey` (default: the user's test key); no retries, so refusals surface at once. */
@@ -22,7 +25,14 @@ export interface CompatHarness {
   stop(): Promise<void>;
 }
 
-export async function startCompatHarness(): Promise<CompatHarness> {
+/**
+ * `durableUsage`: usage goes to the ledger (budgets, GET /v1/projects/{id}/usage), as in
+ * production. Otherwise records are collected in `usage`, as the /v1 route tests do: with the
+ * ledger, a file making many calls sometimes sees the ledger thread die on an lmdb
+ * "Attempt to reset an invalid read txn" and the usage recorder then retry its flush forever
+ * after stop, keeping the test process alive (a Troupe shutdown issue, not this mount's).
+ */
+export async function startCompatHarness(options: { durableUsage?: boolean } = {}): Promise<CompatHarness> {
   const fakes = {
     openai: await startOpenAIFake({ apiKey: "sk-fake" }),
     anthropic: await startAnthropicFake({ apiKey: "ak-fake" }),
@@ -44,11 +54,13 @@ export async function startCompatHarness(): Promise<CompatHarness> {
     PROVIDER_TIMEOUT_MS: "5000",
   });
   const router = createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } });
-  const troupe = await startTestTroupe({}, { router });
+  const usage: UsageRecord[] = [];
+  const troupe = await startTestTroupe({}, options.durableUsage ? { router } : { router, usage: { record: (u) => void usage.push(u) } });
   const user = await signup(troupe, "openai-compat");
   const baseURL = `http://127.0.0.1:${troupe.port}/openai/v1`;
   return {
     troupe,
+    usage,
     user,
     fakes,
     baseURL,
