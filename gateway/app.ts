@@ -281,7 +281,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
     ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
-    ...openAiCompatRoutes({ ...ai, now: () => clock.now() }),
+    ...openAiCompatRoutes({ ...ai, media, now: () => clock.now() }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];

@@ -180,6 +180,7 @@ export function buildOpenApi(
     for (const [status, schema] of Object.entries(route.responses)) {
       const content: JsonObject = {};
       if (schema) content["application/json"] = { schema: toSchema(schema, "output") };
+      if (route.produces && Number(status) === 200) for (const type of route.produces) content[type] = { schema: { type: "string", contentMediaType: type } };
       if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: sseEventSchema(route.streams === true ? undefined : route.streams) };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }

@@ -91,7 +91,14 @@ export interface Dialect {
   /** OpenAPI: the error body's component name. */
   errorSchemaName: string;
 }
-export type RouteResult = JsonResult | typeof streamed;
+/** A non-JSON body (the OpenAI-compatible mount's speech audio). */
+export interface BinaryResult {
+  status: number;
+  bytes: Buffer;
+  contentType: string;
+}
+
+export type RouteResult = JsonResult | BinaryResult | typeof streamed;
 
 export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends string = string, A extends AuthMode = AuthMode> {
   method: HttpMethod;
@@ -110,6 +117,8 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   responses: Record<number, z.ZodType | null>;
   /** Error codes this route can answer besides the ones its auth mode implies. */
   errors?: ErrorCode[];
+  /** Media types of a binary success answer (BinaryResult), for the document. */
+  produces?: readonly string[];
   /** Documents a text/event-stream alternative response (the schema of one event's JSON, when not Troupe's stream event). */
   streams?: boolean | z.ZodType;
   /** Errors and rate-limit headers in another API's dialect (the compatibility mounts). */
@@ -165,4 +174,8 @@ export function defineWsRoute<const P extends string, A extends AuthMode, Data>(
 
 export function json(status: number, body?: unknown, headers?: Record<string, string>): JsonResult {
   return headers ? { status, body, headers } : { status, body };
+}
+
+export function binary(status: number, bytes: Buffer, contentType: string): BinaryResult {
+  return { status, bytes, contentType };
 }

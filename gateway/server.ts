@@ -223,6 +223,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       const ctx = new HandlerContext(res, state, requestId, params, body, query, req.headers, auth, options.secureCookies);
       const result: RouteResult = await route.handler(ctx);
       if (result === streamed) return;
+      if ("bytes" in result) {
+        writeResponse(res, state, result.status, [["x-request-id", requestId], ["content-type", result.contentType]], result.bytes);
+        return;
+      }
       if (!ctx.cookies && !result.headers && result.body !== undefined) {
         writeJson(res, state, result.status, requestId, JSON.stringify(result.body));
         return;

@@ -18,7 +18,8 @@ another and is refused by the server with a 400 that names the field:
 - a webhook's `url` must resolve to an address the outbound policy allows:
   it is pointed at the fuzzed Troupe itself (same origin as FUZZ_AUDIO_URL);
 - on the OpenAI-compatible mount, a tool call's `arguments` is a JSON object
-  in a string, and a JSON `response_format` needs a model with json_output.
+  in a string, a JSON `response_format` needs a model with json_output, and
+  a troupe/<strategy> name cannot be routed `manual`.
 
 Positive (schema-valid) generated bodies are brought within these rules
 before they are sent; negative ones are left alone, so what they break stays
@@ -176,6 +177,22 @@ def _openai_chat(body):
         body["response_format"] = {"type": "text"}
 
 
+def _openai_routed(fix, first_voice=False, image=False):
+    """The mount's troupe/<strategy> names choose among the simulated models here: give them what those take."""
+    def apply(body):
+        model = body.get("model", "troupe/auto")
+        if isinstance(model, str) and model.startswith("troupe/"):
+            # A routing name is not a model: routing_strategy manual needs one.
+            if body.get("routing_strategy") == "manual":
+                del body["routing_strategy"]
+            if first_voice:
+                body["voice"] = "alto"
+            elif image:
+                body["size"] = "1024x1024"
+        fix(body)
+    return apply
+
+
 def _agent(body):
     _unique_tool_names(body.get("tools"), RESERVED_TOOL_NAMES)
 
@@ -189,8 +206,10 @@ FIXES = {
     ("POST", "/v1/images/generations"): _images,
     ("POST", "/v1/video/generate"): _video,
     ("POST", "/v1/webhooks"): _webhook,
-    ("POST", "/openai/v1/chat/completions"): _openai_chat,
-    ("POST", "/openai/v1/embeddings"): _embeddings,
+    ("POST", "/openai/v1/chat/completions"): _openai_routed(_openai_chat),
+    ("POST", "/openai/v1/embeddings"): _openai_routed(_embeddings),
+    ("POST", "/openai/v1/images/generations"): _openai_routed(_images, image=True),
+    ("POST", "/openai/v1/audio/speech"): _openai_routed(_speech, first_voice=True),
 }
 
 
