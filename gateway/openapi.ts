@@ -197,7 +197,8 @@ export function buildOpenApi(
     if (route.body) {
       // The server reads an empty body as {} (server.ts), so the body is required exactly when {} is refused.
       const required = !route.body.safeParse({}).success;
-      operation["requestBody"] = { required, content: { "application/json": { schema: toSchema(route.body, "input") } } };
+      const mediaType = route.bodyType === "multipart" ? "multipart/form-data" : "application/json";
+      operation["requestBody"] = { required, content: { [mediaType]: { schema: toSchema(route.body, "input") } } };
     }
     paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
   }

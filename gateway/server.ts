@@ -19,7 +19,7 @@ import { streamed, type CookieSpec, type Dialect, type RouteContext, type RouteD
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
-import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
+import { parseJsonBody, parseMultipartBody, parseQuery, parseWith } from "./validation.ts";
 
 export interface GatewayOptions {
   routes: RouteDefinition[];
@@ -208,7 +208,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       let body: unknown;
       if (bodyPromise) {
-        const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);
+        const raw = await bodyPromise;
+        const parsed = route.bodyType === "multipart" ? await parseMultipartBody(raw, req.headers["content-type"]) : parseJsonBody(raw, req.headers["content-type"]);
         body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
       }
       const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;

@@ -210,6 +210,7 @@ FIXES = {
     ("POST", "/openai/v1/embeddings"): _openai_routed(_embeddings),
     ("POST", "/openai/v1/images/generations"): _openai_routed(_images, image=True),
     ("POST", "/openai/v1/audio/speech"): _openai_routed(_speech, first_voice=True),
+    ("POST", "/openai/v1/audio/transcriptions"): _openai_routed(lambda body: None),
 }
 
 

@@ -6,11 +6,12 @@ import type { RouteDefinition } from "../../route.ts";
 import { openAiChatRoutes, type OpenAiRouteDeps } from "./chat-route.ts";
 import { openAiEmbeddingRoutes } from "./embeddings-route.ts";
 import { openAiMediaRoutes } from "./media-routes.ts";
+import { openAiTranscriptionRoutes } from "./transcription-route.ts";
 import type { MediaDeps } from "../../../media/rehost.ts";
 import { openAiModelRoutes } from "./models-route.ts";
 
 export type { OpenAiRouteDeps } from "./chat-route.ts";
 
 export function openAiCompatRoutes(deps: OpenAiRouteDeps & { media: MediaDeps }): RouteDefinition[] {
-  return [...openAiChatRoutes(deps), ...openAiModelRoutes(deps), ...openAiEmbeddingRoutes(deps), ...openAiMediaRoutes(deps)];
+  return [...openAiChatRoutes(deps), ...openAiModelRoutes(deps), ...openAiEmbeddingRoutes(deps), ...openAiMediaRoutes(deps), ...openAiTranscriptionRoutes(deps)];
 }

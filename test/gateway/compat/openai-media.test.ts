@@ -1,8 +1,9 @@
 // The official `openai` SDK against /openai/v1/images/generations (stored
 // images as URLs, or b64_json) and /openai/v1/audio/speech (the audio in the
-// body), through the simulated provider's real PNG and WAV output.
+// body) and /openai/v1/audio/transcriptions (a multipart upload), through the
+// simulated provider's real PNG and WAV output.
 import t from "tap";
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 import { imageInfo } from "../../../media/png.ts";
 import { startCompatHarness } from "./openai-harness.ts";
 
@@ -51,4 +52,22 @@ t.test("speech: a voice the model does not have is a 400 naming voice", async (t
   const e = await client.audio.speech.create({ model: "simulated-speech", voice: "alloy", input: "x" }).catch((e: unknown) => e);
   t.type(e, OpenAI.BadRequestError);
   t.equal((e as InstanceType<typeof OpenAI.BadRequestError>).param, "voice");
+});
+
+t.test("transcriptions: the SDK's multipart upload, json and text", async (t) => {
+  const speech = await client.audio.speech.create({ model: "simulated-speech", voice: "bass", input: "Some words to transcribe again" });
+  const wav = Buffer.from(await speech.arrayBuffer());
+  const { data: r, request_id } = await client.audio.transcriptions.create({ model: "simulated-transcribe", file: await toFile(wav, "speech.wav"), language: "en" }).withResponse();
+  t.match(r.text, /^[A-Z].+\.$/, "a transcript");
+  const usage = h.usage.filter((u) => u.request_id === request_id);
+  t.match(usage, [{ category: "audio", model: "simulated-transcribe", units: Number }]);
+  t.ok(usage[0]!.units! > 0, "billed by seconds of audio");
+  const text = await client.audio.transcriptions.create({ model: "simulated-transcribe", file: await toFile(wav, "speech.wav"), language: "en", response_format: "text" });
+  t.equal(text, r.text, "response_format text: the plain transcript");
+  const bad = await client.audio.transcriptions.create({ model: "tts-1", file: await toFile(wav, "speech.wav") }).catch((e: unknown) => e);
+  t.type(bad, OpenAI.BadRequestError, "a speech model cannot transcribe");
+  t.equal((bad as InstanceType<typeof OpenAI.BadRequestError>).param, "model");
+  const json = await h.troupe.request("POST", "/openai/v1/audio/transcriptions", { token: h.user.testKey, body: { model: "simulated-transcribe" } });
+  t.equal(json.status, 415, "a JSON body is not an upload");
+  t.match(json.body, { error: { type: "invalid_request_error", code: "unsupported_media_type" } });
 });
