@@ -129,6 +129,18 @@ t.test("a hard budget: 429 RateLimitError insufficient_quota before any provider
   t.equal(h.fakes.openai.requests.length, before, "the fake saw no request");
 });
 
+t.test("a provider failure: 5xx InternalServerError in OpenAI's shape", async (t) => {
+  h.fakes.openai.faults.failureRate = 1;
+  h.fakes.openai.faults.failureStatus = 500;
+  t.teardown(() => void (h.fakes.openai.faults.failureRate = 0));
+  // Troupe's routing_strategy extension, as an extra body field: no fallback to another provider.
+  const pinned = { ...hello, routing_strategy: "manual" } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
+  const e = await refusal(t, h.client().chat.completions.create(pinned));
+  t.type(e, OpenAI.InternalServerError);
+  t.equal(e.status, 502);
+  t.match(e.error, { type: "server_error", code: "provider_error", param: null });
+});
+
 t.test("a compat call appears in the project's usage", async (t) => {
   const before = await h.troupe.request("GET", `/v1/projects/${h.user.projectId}/usage?group_by=model`, { token: h.user.token });
   const calls = (body: unknown) => Number(field(body, "test", "calls") ?? 0);

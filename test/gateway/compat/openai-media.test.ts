@@ -69,5 +69,12 @@ t.test("transcriptions: the SDK's multipart upload, json and text", async (t) =>
   t.equal((bad as InstanceType<typeof OpenAI.BadRequestError>).param, "model");
   const json = await h.troupe.request("POST", "/openai/v1/audio/transcriptions", { token: h.user.testKey, body: { model: "simulated-transcribe" } });
   t.equal(json.status, 415, "a JSON body is not an upload");
+  const form = new FormData();
+  form.append("model", "simulated-transcribe");
+  form.append("model", "whisper-1");
+  form.append("file", new Blob([wav], { type: "audio/wav" }), "speech.wav");
+  const twice = await fetch(`${h.baseURL}/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${h.user.testKey}` }, body: form });
+  t.equal(twice.status, 400);
+  t.match(await twice.json(), { error: { param: "model", message: /more than once/ } }, "a field given twice");
   t.match(json.body, { error: { type: "invalid_request_error", code: "unsupported_media_type" } });
 });
