@@ -85,6 +85,7 @@ import type { LedgerStore } from "../tenancy/ledger.ts";
 import { UsageReports } from "../tenancy/usage-report.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { anthropicRoutes } from "./compat/anthropic/routes.ts";
+import { openAiCompatRoutes } from "./compat/openai/routes.ts";
 
 export interface TroupeServices {
   config: Config;
@@ -305,6 +306,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
     ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
+    ...openAiCompatRoutes({ ...ai, media, now: () => clock.now() }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];

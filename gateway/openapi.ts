@@ -4,7 +4,7 @@
 // WebSocket routes are documented from their declarations the same way, as
 // a GET answering 101.
 import { z } from "zod";
-import { errorCatalog, type ErrorCode } from "../core/errors.ts";
+import { errorCatalog, TroupeError, type ErrorCode } from "../core/errors.ts";
 import { streamEventSchema } from "../providers/types.ts";
 import { paramNamesOf, type RouteDefinition, type RouteDialect, type WsRouteDefinition } from "./route.ts";
 
@@ -83,7 +83,7 @@ function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
  * `[DONE]`. Built with the document (on its first request), not at import:
  * the start-up does not pay for the JSON Schema conversion.
  */
-function sseEventSchema(): JsonObject {
+function sseEventSchema(event?: z.ZodType): JsonObject {
   return {
     type: "object",
     required: ["data"],
@@ -92,10 +92,12 @@ function sseEventSchema(): JsonObject {
       data: {
         type: "string",
         if: { const: "[DONE]" },
-        else: { contentMediaType: "application/json", contentSchema: toSchema(streamEventSchema, "output") },
+        else: { contentMediaType: "application/json", contentSchema: toSchema(event ?? streamEventSchema, "output") },
       },
     },
-    description: "Server-Sent Events: data lines carrying a delta, a tool call, the finish (or an error), then [DONE]; see the README",
+    description: event
+      ? "Server-Sent Events: data lines carrying one JSON chunk each (or an error), then [DONE]"
+      : "Server-Sent Events: data lines carrying a delta, a tool call, the finish (or an error), then [DONE]; see the README",
   };
 }
 
@@ -191,7 +193,8 @@ export function buildOpenApi(
     for (const [status, schema] of Object.entries(route.responses)) {
       const content: JsonObject = {};
       if (schema) content["application/json"] = { schema: toSchema(schema, "output") };
-      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: route.dialect?.openApi.eventStream?.() ?? sseEventSchema() };
+      if (route.produces && Number(status) === 200) for (const type of route.produces) content[type] = { schema: { type: "string", contentMediaType: type } };
+      if (route.streams && Number(status) === 200) content["text/event-stream"] = { schema: route.dialect?.openApi.eventStream?.() ?? sseEventSchema(route.streams === true ? undefined : route.streams) };
       responses[status] = Object.keys(content).length > 0 ? { description: "Success", content } : { description: "Success" };
     }
     Object.assign(responses, routeErrorResponses(route));
@@ -207,7 +210,8 @@ export function buildOpenApi(
     if (route.body) {
       // The server reads an empty body as {} (server.ts), so the body is required exactly when {} is refused.
       const required = !route.body.safeParse({}).success;
-      operation["requestBody"] = { required, content: { "application/json": { schema: toSchema(route.body, "input") } } };
+      const mediaType = route.bodyType === "multipart" ? "multipart/form-data" : "application/json";
+      operation["requestBody"] = { required, content: { [mediaType]: { schema: toSchema(route.body, "input") } } };
     }
     paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
   }

@@ -78,7 +78,15 @@ export interface JsonResult {
 }
 
 export const streamed = Symbol("streamed");
-export type RouteResult = JsonResult | typeof streamed;
+
+/** A non-JSON body (the OpenAI-compatible mount's speech audio). */
+export interface BinaryResult {
+  status: number;
+  bytes: Buffer;
+  contentType: string;
+}
+
+export type RouteResult = JsonResult | BinaryResult | typeof streamed;
 
 /** An error as a dialect answers it: status, JSON body, headers besides content-type and x-request-id. */
 export interface ErrorAnswer {
@@ -94,6 +102,8 @@ export interface ErrorAnswer {
  */
 export interface RouteDialect {
   renderError(error: TroupeError, requestId: string): ErrorAnswer;
+  /** The key's rate-limit headers under the dialect's names too (OpenAI's x-ratelimit-*-requests); absent: Troupe's only. */
+  rateLimitHeaders?(headers: [string, string][]): [string, string][];
   /** How the OpenAPI document describes this dialect's errors and credential. */
   openApi: {
     /** components.schemas name and schema of the error body (built with the document, not at start). */
@@ -129,8 +139,12 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   responses: Record<number, z.ZodType | null>;
   /** Error codes this route can answer besides the ones its auth mode implies. */
   errors?: ErrorCode[];
-  /** Documents a text/event-stream alternative response. */
-  streams?: boolean;
+  /** How the body is encoded: JSON (the default), or multipart/form-data (gateway/validation.ts parseMultipartBody). */
+  bodyType?: "json" | "multipart";
+  /** Media types of a binary success answer (BinaryResult), for the document. */
+  produces?: readonly string[];
+  /** Documents a text/event-stream alternative response (the schema of one event's JSON, when not Troupe's stream event). */
+  streams?: boolean | z.ZodType;
   handler: (ctx: RouteContext<z.output<B>, z.output<Q>, P, A>) => Promise<RouteResult>;
 }
 
@@ -182,4 +196,8 @@ export function defineWsRoute<const P extends string, A extends AuthMode, Data>(
 
 export function json(status: number, body?: unknown, headers?: Record<string, string>): JsonResult {
   return headers ? { status, body, headers } : { status, body };
+}
+
+export function binary(status: number, bytes: Buffer, contentType: string): BinaryResult {
+  return { status, bytes, contentType };
 }

@@ -20,7 +20,7 @@ import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, typ
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
-import { parseJsonBody, parseQuery, parseWith } from "./validation.ts";
+import { parseJsonBody, parseMultipartBody, parseQuery, parseWith } from "./validation.ts";
 
 export interface GatewayOptions {
   routes: RouteDefinition[];
@@ -114,7 +114,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const answer = errorAnswer(troupe, requestId, dialect);
     // Refused at admission (429): the error carries the window; later, the state does.
-    if (troupe.headers && !state.headers) answer.headers.push(...troupe.headers);
+    if (troupe.headers && !state.headers) answer.headers.push(...(dialect?.rateLimitHeaders ? dialect.rateLimitHeaders(troupe.headers) : troupe.headers));
     writeResponse(res, state, answer.status, answer.headers, answer.body, closeConnection);
   };
 
@@ -203,10 +203,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Awaits only when something is not already in memory (cold key, Redis).
       const admitted = options.admission.admit(route, req.method, req.headers);
       const auth: AuthContext = admitted instanceof Promise ? await admitted : admitted;
-      if (auth.kind === "api_key" && auth.rateLimit) state.headers = rateLimitHeaders(auth.rateLimit);
+      if (auth.kind === "api_key" && auth.rateLimit) {
+        state.headers = route.dialect?.rateLimitHeaders ? route.dialect.rateLimitHeaders(rateLimitHeaders(auth.rateLimit)) : rateLimitHeaders(auth.rateLimit);
+      }
       let body: unknown;
       if (bodyPromise) {
-        const parsed = parseJsonBody(await bodyPromise, req.headers["content-type"]);
+        const raw = await bodyPromise;
+        const parsed = route.bodyType === "multipart" ? await parseMultipartBody(raw, req.headers["content-type"]) : parseJsonBody(raw, req.headers["content-type"]);
         body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
       }
       const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
@@ -221,6 +224,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       const ctx = new HandlerContext(res, state, requestId, params, body, query, req.headers, auth, options.secureCookies);
       const result: RouteResult = await route.handler(ctx);
       if (result === streamed) return;
+      if ("bytes" in result) {
+        writeResponse(res, state, result.status, [["x-request-id", requestId], ["content-type", result.contentType]], result.bytes);
+        return;
+      }
       if (!ctx.cookies && !result.headers && result.body !== undefined) {
         writeJson(res, state, result.status, requestId, JSON.stringify(result.body));
         return;

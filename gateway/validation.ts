@@ -98,3 +98,43 @@ export function parseQuery(raw: string): Record<string, string> {
   for (const [k, v] of new URLSearchParams(raw)) out[k] = v;
   return out;
 }
+
+/** A file of a multipart/form-data body. */
+export interface UploadedFile {
+  kind: "upload";
+  bytes: Buffer;
+  filename: string;
+  /** As the client declared it; empty when it declared none. */
+  contentType: string;
+}
+
+export function isUpload(value: unknown): value is UploadedFile {
+  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "upload";
+}
+
+const multipartType = /^multipart\/form-data\s*;/i;
+
+/**
+ * A multipart/form-data body (the OpenAI-compatible transcription upload) as
+ * an object: text fields as strings, files as UploadedFile. Parsed by the
+ * platform's own FormData reader (undici). A field given twice is refused.
+ */
+export async function parseMultipartBody(raw: Buffer, contentType: string | undefined): Promise<Record<string, string | UploadedFile> | undefined> {
+  if (raw.length === 0) return undefined;
+  if (!contentType || !multipartType.test(contentType)) {
+    throw new TroupeError("unsupported_media_type", `the request body must be multipart/form-data, got ${contentType ? JSON.stringify(contentType) : "no content-type"}`);
+  }
+  let form: FormData;
+  try {
+    form = await new Response(raw, { headers: { "content-type": contentType } }).formData();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : "unparseable";
+    throw new TroupeError("invalid_request", `the request body is not valid multipart/form-data: ${reason}`, { details: [{ path: "body", message: "malformed multipart body" }] });
+  }
+  const out: Record<string, string | UploadedFile> = {};
+  for (const [name, value] of form) {
+    if (Object.hasOwn(out, name)) throw invalidRequest([{ path: `body.${name}`, message: "given more than once" }]);
+    out[name] = typeof value === "string" ? value : { kind: "upload", bytes: Buffer.from(await value.arrayBuffer()), filename: value.name, contentType: value.type };
+  }
+  return out;
+}

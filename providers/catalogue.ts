@@ -29,6 +29,8 @@ export const capabilitiesSchema = z
     image_input: z.enum(["none", "optional", "required"]).optional(),
     /** An audio model that transcribes (speech models list voices instead). */
     transcription: z.boolean().optional(),
+    /** A chat model that can be held to a JSON answer (OpenAI's response_format json_object / json_schema). */
+    json_output: z.boolean().optional(),
     /** Images one upstream call makes; a request for more is split into parallel calls. */
     images_per_call: z.number().int().positive().optional(),
   })
@@ -202,6 +204,8 @@ export interface Need {
   category: Category;
   tools?: boolean;
   streaming?: boolean;
+  /** A JSON answer (response_format). */
+  json?: boolean;
   /** Embeddings with an explicit `dimensions`. */
   dimensions?: number | null | undefined;
   /** Further checks of a media request (voice, size, n); a message when the model cannot serve it. */
@@ -255,6 +259,7 @@ export function capabilityProblem(m: ModelEntry, need: Need): string | undefined
   }
   if (need.tools && !m.capabilities.tools) return `model ${m.id} does not support tools`;
   if (need.streaming && !m.capabilities.streaming) return `model ${m.id} does not support streaming`;
+  if (need.json && !m.capabilities.json_output) return `model ${m.id} cannot be held to a JSON answer (response_format)`;
   if (need.dimensions != null && need.dimensions !== m.capabilities.dimensions && !m.capabilities.custom_dimensions) {
     return `model ${m.id} only produces ${m.capabilities.dimensions} dimensions`;
   }

@@ -79,4 +79,20 @@ export interface ChatMessage {
 export type ChatRequest = Omit<ParsedChatRequest, "messages" | "routing_strategy"> & {
   messages: ChatMessage[];
   routing_strategy?: RoutingStrategy | undefined;
-};
+} & SamplingOptions;
+
+/**
+ * Controls the OpenAI-compatible mount (gateway/compat/openai/) passes on;
+ * not in /v1's body. Each adapter maps those its provider takes and ignores
+ * the rest (Anthropic has no seed); `response_format` is routed only to
+ * models whose catalogue entry declares `json_output`.
+ */
+export interface SamplingOptions {
+  top_p?: number | null | undefined;
+  stop?: string[] | undefined;
+  seed?: number | null | undefined;
+  response_format?: JsonResponseFormat | undefined;
+}
+
+/** A JSON answer: any JSON object, or one matching `schema`. */
+export type JsonResponseFormat = { type: "json_object" } | { type: "json_schema"; name: string; schema: Record<string, unknown>; strict?: boolean | undefined };

@@ -416,6 +416,7 @@ export class Router {
       category,
       tools: (req.tools?.length ?? 0) > 0,
       streaming,
+      json: req.response_format !== undefined,
     });
   }
 

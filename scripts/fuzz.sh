@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 version=4.32.5
 cache="${TROUPE_CACHE_DIR:-$HOME/.cache/troupe}/schemathesis"
 seed="${FUZZ_SEED:-20261123}"
+# FUZZ_INCLUDE_PATH_REGEX narrows a run to some paths (e.g. '^/openai/';
+# with FUZZ_MIN_CASES=0, the whole-run minimum below does not apply).
 # Test cases per operation and phase: 45 gives about 6,000 requests over
 # both passes of 31 operations (5,640 at 40), in about 5 minutes on 2 cores.
 examples="${FUZZ_EXAMPLES:-45}"
@@ -97,7 +99,7 @@ for pass in api-key session; do
   set +e
   "$cache/bin/st" run "$base/v1/openapi.json" \
     --header "Authorization: Bearer $token" \
-    --exclude-path /v1/auth/logout \
+    --exclude-path /v1/auth/logout ${FUZZ_INCLUDE_PATH_REGEX:+--include-path-regex "$FUZZ_INCLUDE_PATH_REGEX"} \
     --seed "$seed" --max-examples "$examples" --workers "$workers" \
     --generation-database none --no-color \
     --report junit --report-dir "${FUZZ_REPORT_DIR:-.cache/fuzz-report}/$pass" 2>&1 | tee "$run_dir/$pass.out"

@@ -16,7 +16,10 @@ another and is refused by the server with a 400 that names the field:
   a URL; whether something answers there it cannot): it is pointed at an
   audio file the fuzzed Troupe stored (scripts/fuzz.sh, FUZZ_AUDIO_URL);
 - a webhook's `url` must resolve to an address the outbound policy allows:
-  it is pointed at the fuzzed Troupe itself (same origin as FUZZ_AUDIO_URL).
+  it is pointed at the fuzzed Troupe itself (same origin as FUZZ_AUDIO_URL);
+- on the OpenAI-compatible mount, a tool call's `arguments` is a JSON object
+  in a string, a JSON `response_format` needs a model with json_output, and
+  a troupe/<strategy> name cannot be routed `manual`.
 
 Positive (schema-valid) generated bodies are brought within these rules
 before they are sent; negative ones are left alone, so what they break stays
@@ -82,7 +85,7 @@ def _chat(body):
                     # Nothing to answer: the same text as a user message.
                     del m["tool_call_id"]
                     m["role"] = "user"
-        if messages and all(isinstance(m, dict) and m.get("role") == "system" for m in messages):
+        if messages and all(isinstance(m, dict) and m.get("role") in ("system", "developer") for m in messages):
             messages.append({"role": "user", "content": "Hello"})
     _unique_tool_names(body.get("tools"))
     names = _tool_names(body.get("tools"))
@@ -203,6 +206,42 @@ def _webhook(body):
         body["url"] = origin + "/fuzz-webhook-receiver"
 
 
+def _openai_chat(body):
+    # OpenAI's tool calls carry their arguments as a JSON object in a string.
+    for m in body.get("messages") or []:
+        if isinstance(m, dict) and isinstance(m.get("tool_calls"), list):
+            for call in m["tool_calls"]:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict):
+                    try:
+                        ok = isinstance(json.loads(fn.get("arguments", "")), dict)
+                    except (TypeError, ValueError):
+                        ok = False
+                    if not ok:
+                        fn["arguments"] = "{}"
+    _chat(body)
+    fmt = body.get("response_format")
+    model = body.get("model")
+    if isinstance(fmt, dict) and fmt.get("type") != "text" and isinstance(model, str) and not MODELS.get(model, {}).get("json_output"):
+        body["response_format"] = {"type": "text"}
+
+
+def _openai_routed(fix, first_voice=False, image=False):
+    """The mount's troupe/<strategy> names choose among the simulated models here: give them what those take."""
+    def apply(body):
+        model = body.get("model", "troupe/auto")
+        if isinstance(model, str) and model.startswith("troupe/"):
+            # A routing name is not a model: routing_strategy manual needs one.
+            if body.get("routing_strategy") == "manual":
+                del body["routing_strategy"]
+            if first_voice:
+                body["voice"] = "alto"
+            elif image:
+                body["size"] = "1024x1024"
+        fix(body)
+    return apply
+
+
 def _agent(body):
     _unique_tool_names(body.get("tools"), RESERVED_TOOL_NAMES)
 
@@ -218,6 +257,11 @@ FIXES = {
     ("POST", "/v1/images/generations"): _images,
     ("POST", "/v1/video/generate"): _video,
     ("POST", "/v1/webhooks"): _webhook,
+    ("POST", "/openai/v1/chat/completions"): _openai_routed(_openai_chat),
+    ("POST", "/openai/v1/embeddings"): _openai_routed(_embeddings),
+    ("POST", "/openai/v1/images/generations"): _openai_routed(_images, image=True),
+    ("POST", "/openai/v1/audio/speech"): _openai_routed(_speech, first_voice=True),
+    ("POST", "/openai/v1/audio/transcriptions"): _openai_routed(lambda body: None),
 }
 
 

@@ -75,6 +75,8 @@ export function toAnthropicBody(cfg: AnthropicApiConfig, req: ChatRequest, model
   if (system !== undefined) body.system = system;
   // Anthropic's temperature range is 0..1: values above 1 are clamped to 1.
   if (req.temperature != null) body.temperature = Math.min(1, req.temperature);
+  if (req.top_p != null) body.top_p = req.top_p;
+  if (req.stop?.length) body.stop_sequences = req.stop;
   if (req.tools && req.tools.length > 0) {
     body.tools = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters }));
     const choice = req.tool_choice;

@@ -94,6 +94,11 @@ export function toGeminiBody(req: ChatRequest): Record<string, unknown> {
   const generationConfig: Record<string, unknown> = {};
   if (req.max_tokens != null) generationConfig.maxOutputTokens = req.max_tokens;
   if (req.temperature != null) generationConfig.temperature = req.temperature;
+  if (req.top_p != null) generationConfig.topP = req.top_p;
+  if (req.stop?.length) generationConfig.stopSequences = req.stop;
+  if (req.seed != null) generationConfig.seed = req.seed;
+  if (req.response_format) generationConfig.responseMimeType = "application/json";
+  if (req.response_format?.type === "json_schema") generationConfig.responseJsonSchema = req.response_format.schema;
   if (Object.keys(generationConfig).length > 0) body.generationConfig = generationConfig;
   if (req.tools && req.tools.length > 0) {
     body.tools = [

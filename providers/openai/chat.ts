@@ -58,6 +58,12 @@ export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, model: stri
   const body: Record<string, unknown> = { model, messages: toOpenAIMessages(req.messages, cfg.dialect?.toolCallId) };
   if (req.max_tokens != null) body[cfg.maxTokensField] = req.max_tokens;
   if (req.temperature != null) body.temperature = req.temperature;
+  if (req.top_p != null) body.top_p = req.top_p;
+  if (req.stop?.length) body.stop = req.stop;
+  if (req.seed != null) body.seed = req.seed;
+  const format = req.response_format;
+  if (format?.type === "json_object") body.response_format = { type: "json_object" };
+  else if (format) body.response_format = { type: "json_schema", json_schema: { name: format.name, schema: format.schema, ...(format.strict != null ? { strict: format.strict } : {}) } };
   if (req.tools && req.tools.length > 0) {
     body.tools = req.tools.map((t) => ({
       type: "function",

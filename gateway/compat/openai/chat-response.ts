@@ -1,0 +1,97 @@
+// Troupe's chat result in OpenAI's exact `chat.completion` shape, and the
+// pieces the streamed `chat.completion.chunk`s share with it (ids, finish
+// reasons, usage, tool calls with their arguments as JSON strings).
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import type { ChatResult, FinishReason, ToolCall } from "../../../providers/types.ts";
+
+/** `chatcmpl-` and 24 random base62-ish characters, as OpenAI's ids look. */
+export function completionId(): string {
+  return `chatcmpl-${randomBytes(18).toString("base64url").replace(/[-_]/g, "x")}`;
+}
+
+/** OpenAI has no `error` finish reason: a call that ended on an upstream error is reported as stopped. */
+export function openAiFinishReason(reason: FinishReason): "stop" | "length" | "tool_calls" | "content_filter" {
+  return reason === "error" ? "stop" : reason;
+}
+
+export function openAiUsage(input: number, output: number) {
+  return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+}
+
+export function openAiToolCall(call: ToolCall) {
+  return { id: call.id, type: "function" as const, function: { name: call.name, arguments: JSON.stringify(call.arguments) } };
+}
+
+const usageSchema = z.object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() });
+const toolCallOutSchema = z.object({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.object({ name: z.string(), arguments: z.string().describe("the arguments as a JSON object in a string") }),
+});
+const finishSchema = z.enum(["stop", "length", "tool_calls", "content_filter"]);
+
+export const chatCompletionSchema = z.object({
+  id: z.string(),
+  object: z.literal("chat.completion"),
+  created: z.number().int().describe("Unix seconds"),
+  model: z.string().describe("the catalogue model that answered (after any fallback)"),
+  choices: z.array(
+    z.object({
+      index: z.number().int(),
+      message: z.object({
+        role: z.literal("assistant"),
+        content: z.string().nullable(),
+        refusal: z.null(),
+        tool_calls: z.array(toolCallOutSchema).optional(),
+      }),
+      finish_reason: finishSchema,
+      logprobs: z.null(),
+    }),
+  ),
+  usage: usageSchema,
+  system_fingerprint: z.null(),
+});
+export type ChatCompletion = z.infer<typeof chatCompletionSchema>;
+
+export const chatCompletionChunkSchema = z.object({
+  id: z.string(),
+  object: z.literal("chat.completion.chunk"),
+  created: z.number().int(),
+  model: z.string(),
+  choices: z.array(
+    z.object({
+      index: z.number().int(),
+      delta: z.object({
+        role: z.literal("assistant").optional(),
+        content: z.string().optional(),
+        tool_calls: z.array(toolCallOutSchema.extend({ index: z.number().int() })).optional(),
+      }),
+      finish_reason: finishSchema.nullable(),
+      logprobs: z.null(),
+    }),
+  ),
+  usage: usageSchema.nullable().optional(),
+  system_fingerprint: z.null(),
+});
+
+export function toChatCompletion(result: ChatResult, id: string, createdSeconds: number): ChatCompletion {
+  const calls = result.tool_calls?.length ? result.tool_calls : undefined;
+  return {
+    id,
+    object: "chat.completion",
+    created: createdSeconds,
+    model: result.model,
+    choices: [
+      {
+        index: 0,
+        // OpenAI: null content when the answer is only tool calls.
+        message: { role: "assistant", content: calls && result.content === "" ? null : result.content, refusal: null, ...(calls ? { tool_calls: calls.map(openAiToolCall) } : {}) },
+        finish_reason: openAiFinishReason(result.finish_reason),
+        logprobs: null,
+      },
+    ],
+    usage: openAiUsage(result.input_tokens, result.output_tokens),
+    system_fingerprint: null,
+  };
+}

@@ -1,0 +1,91 @@
+// POST /openai/v1/chat/completions: OpenAI's request translated onto Troupe's
+// chat (chat-request.ts), admitted, routed, billed and cut off exactly as
+// POST /v1/chat/completions is (gateway/routes/chat.ts): the same budget
+// reservation, the bill settled before the last event, the upstream call
+// stopped when the client stops reading.
+import { isTroupeError, TroupeError } from "../../../core/errors.ts";
+import { countChatInputTokens } from "../../../providers/tokens.ts";
+import { isFinish, type StreamEvent } from "../../../providers/types.ts";
+import { admitCall, generationEstimateNanos, type BilledCall } from "../../billed-call.ts";
+import { defineRoute, json, streamed, type RouteContext } from "../../route.ts";
+import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
+import { openAiChatRequestSchema, toChatRequest, type OpenAiChatRequest, type TranslatedChat } from "./chat-request.ts";
+import { chatCompletionChunkSchema, chatCompletionSchema, completionId, toChatCompletion } from "./chat-response.ts";
+import { chunkStream } from "./chat-stream.ts";
+import { openAiDialect, openAiError } from "./errors.ts";
+import { modelNameSchema } from "./model-name.ts";
+
+export interface OpenAiRouteDeps extends AiRouteDeps {
+  /** Milliseconds since the epoch: `created` of what is answered. */
+  now(): number;
+}
+
+async function streamChat(deps: OpenAiRouteDeps, ctx: RouteContext<OpenAiChatRequest, undefined>, chat: TranslatedChat, call: BilledCall): Promise<typeof streamed> {
+  const events = deps.router.chatStream(chat.request, { signal: ctx.signal, category: chat.category });
+  // The first upstream event comes before the response starts: refusals and
+  // unavailable providers still get their HTTP status.
+  const first = await events.next();
+  const sse = ctx.sse();
+  const chunks = chunkStream(completionId(), Math.floor(deps.now() / 1000), ctx.body.model, ctx.body.stream_options?.include_usage === true);
+  let event: StreamEvent | undefined = first.done ? undefined : first.value;
+  try {
+    while (event !== undefined) {
+      // Billed before the client learns the call ended, so its next call sees it spent.
+      if (isFinish(event)) await call.bill("chat", event);
+      for (const chunk of chunks.chunks(event)) await sse.send(chunk);
+      if (isFinish(event) || sse.closed) break;
+      const next = await events.next();
+      event = next.done ? undefined : next.value;
+    }
+  } catch (error) {
+    // After the stream started: OpenAI's error object as an event (the SDKs raise it), then [DONE].
+    await sse.send(openAiError(isTroupeError(error) ? error : new TroupeError("internal_error", error instanceof Error ? error.message : "stream failed")).body);
+  } finally {
+    await events.return(undefined).catch(() => undefined);
+    await call.abandon();
+  }
+  sse.done();
+  return streamed;
+}
+
+export function openAiChatRoutes(deps: OpenAiRouteDeps) {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/openai/v1/chat/completions",
+      summary: "OpenAI-compatible chat completion (JSON, or chat.completion.chunk Server-Sent Events with stream: true)",
+      tag: "OpenAI-compatible",
+      auth: "api_key",
+      scope: "chat",
+      body: openAiChatRequestSchema.extend({ model: modelNameSchema(deps.router.catalogue, { category: "text" }) }),
+      responses: { 200: chatCompletionSchema },
+      streams: chatCompletionChunkSchema,
+      dialect: openAiDialect,
+      errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        const chat = toChatRequest(deps.router.catalogue, ctx.body);
+        // As /v1: without max_tokens a hard budget reserves the model's most output, so a burst cannot run past it.
+        const estimate = () =>
+          generationEstimateNanos(deps.router.catalogue, chat.category, chat.request.model, countChatInputTokens(chat.request.messages, chat.request.tools), chat.request.max_tokens);
+        const call = await admitCall(deps.billing, deps.usage, usageContextOf(ctx), estimate);
+        if (ctx.body.stream) {
+          try {
+            return await streamChat(deps, ctx, chat, call);
+          } catch (error) {
+            await call.abandon();
+            throw error;
+          }
+        }
+        let result;
+        try {
+          result = await deps.router.chat(chat.request, { signal: ctx.signal, category: chat.category });
+        } catch (error) {
+          await call.abandon();
+          throw error;
+        }
+        await call.bill("chat", result);
+        return json(200, toChatCompletion(result, completionId(), Math.floor(deps.now() / 1000)));
+      },
+    }),
+  ];
+}

@@ -1,0 +1,53 @@
+// Troupe's stream events (docs/api/chat.md, streaming) as OpenAI's
+// `chat.completion.chunk`s: a role delta first, each text fragment as a
+// content delta, each tool call as one tool_calls delta carrying its id, name
+// and whole arguments (OpenAI's clients accumulate by index, so one piece is
+// a valid stream), a finish chunk, and with `stream_options.include_usage` a
+// last chunk with empty choices and the usage. `[DONE]` is the writer's.
+import type { StreamEvent } from "../../../providers/types.ts";
+import { isFinish } from "../../../providers/types.ts";
+import { openAiFinishReason, openAiToolCall, openAiUsage } from "./chat-response.ts";
+
+export interface ChunkStream {
+  /** The chunks for one Troupe event (the finish event gives the finish chunk and, when asked, the usage chunk). */
+  chunks(event: StreamEvent): object[];
+}
+
+/**
+ * `model` in the chunks before the finish is the requested name (the serving
+ * model is known only once the call finished, after any fallback); the
+ * finish and usage chunks carry the model that answered.
+ */
+export function chunkStream(id: string, createdSeconds: number, requestedModel: string, includeUsage: boolean): ChunkStream {
+  let started = false;
+  let toolIndex = 0;
+  const chunk = (model: string, delta: object, finish: string | null = null): object => ({
+    id,
+    object: "chat.completion.chunk",
+    created: createdSeconds,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+    ...(includeUsage ? { usage: null } : {}),
+    system_fingerprint: null,
+  });
+  return {
+    chunks(event) {
+      const out: object[] = [];
+      if (!started) {
+        started = true;
+        out.push(chunk(requestedModel, { role: "assistant", content: "" }));
+      }
+      if (isFinish(event)) {
+        out.push(chunk(event.model, {}, openAiFinishReason(event.finish_reason)));
+        if (includeUsage) {
+          out.push({ id, object: "chat.completion.chunk", created: createdSeconds, model: event.model, choices: [], usage: openAiUsage(event.input_tokens, event.output_tokens), system_fingerprint: null });
+        }
+      } else if ("delta" in event) {
+        if (event.delta !== "") out.push(chunk(requestedModel, { content: event.delta }));
+      } else {
+        out.push(chunk(requestedModel, { tool_calls: [{ index: toolIndex++, ...openAiToolCall(event.tool_call) }] }));
+      }
+      return out;
+    },
+  };
+}

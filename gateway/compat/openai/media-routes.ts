@@ -1,0 +1,118 @@
+// POST /openai/v1/images/generations and /openai/v1/audio/speech: OpenAI's
+// requests onto Troupe's image and speech routing, billed like /v1's.
+// Images are re-hosted as on /v1 (`response_format: "url"`, the default,
+// answers the stored file's URL; `b64_json` its bytes); speech answers the
+// audio itself, as OpenAI does, in the format the serving provider makes
+// (its Content-Type says which).
+import { z } from "zod";
+import { invalidRequest } from "../../../core/errors.ts";
+import { imageInfo } from "../../../media/png.ts";
+import { rehostAll } from "../../../media/rehost.ts";
+import { generateImages } from "../../../providers/images.ts";
+import { speaks, synthesizeSpeech } from "../../../providers/speech.ts";
+import { routingStrategySchema } from "../../../providers/types.ts";
+import { estimateNanos, runBilled } from "../../billed-call.ts";
+import { binary, defineRoute, json } from "../../route.ts";
+import type { MediaRouteDeps } from "../../routes/audio.ts";
+import { usageContextOf } from "../../usage-context.ts";
+import { openAiDialect } from "./errors.ts";
+import { modelNameSchema, resolveModel } from "./model-name.ts";
+
+const imageBodySchema = z
+  .object({
+    prompt: z.string().min(1).max(4000),
+    model: z.string().min(1).default("troupe/auto"),
+    n: z.number().int().min(1).max(4).nullable().optional(),
+    size: z.string().regex(/^[1-9]\d{1,4}x[1-9]\d{1,4}$/, "<width>x<height>, e.g. 1024x1024").nullable().optional(),
+    response_format: z.enum(["url", "b64_json"]).nullable().optional(),
+    user: z.string().optional(),
+    routing_strategy: routingStrategySchema.optional(),
+  })
+  .strict();
+
+const imagesResponseSchema = z.object({
+  created: z.number().int(),
+  data: z.array(z.union([z.object({ url: z.string().describe("the stored image (GET, no credentials)") }), z.object({ b64_json: z.string() })])),
+});
+
+const speechBodySchema = z
+  .object({
+    model: z.string().min(1),
+    input: z.string().min(1).max(4096),
+    voice: z.string().min(1).max(100),
+    // Accepted for the SDKs' sake; the answer is in the format the provider makes (see the guide).
+    response_format: z.enum(["mp3", "opus", "aac", "flac", "wav", "pcm"]).optional(),
+    routing_strategy: routingStrategySchema.optional(),
+  })
+  .strict();
+
+async function bytesOf(deps: MediaRouteDeps, id: string): Promise<Buffer> {
+  const got = await deps.media.files.get(id);
+  if (!got) throw new Error(`stored image ${id} vanished`);
+  const chunks: Buffer[] = [];
+  for await (const chunk of got.body) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
+  const { catalogue } = deps.router;
+  const common = { tag: "OpenAI-compatible", auth: "api_key", dialect: openAiDialect, method: "post" } as const;
+  const errors = ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"] as const;
+  return [
+    defineRoute({
+      ...common,
+      path: "/openai/v1/images/generations",
+      summary: "OpenAI-compatible image generation (stored images as URLs, or b64_json)",
+      scope: "images",
+      body: imageBodySchema.extend({ model: modelNameSchema(catalogue, { category: "image" }).default("troupe/auto") }),
+      responses: { 200: imagesResponseSchema },
+      errors: [...errors],
+      handler: async (ctx) => {
+        const body = ctx.body;
+        const routed = resolveModel(catalogue, body.model, { category: "image" }, body.routing_strategy);
+        const request = { prompt: body.prompt, ...routed, size: body.size ?? "1024x1024", n: body.n ?? 1 };
+        // The router would blame `model`; for a named model the field at fault is size or n.
+        const caps = routed.model ? catalogue.get(routed.model)?.capabilities : undefined;
+        if (caps?.sizes && !caps.sizes.includes(request.size)) throw invalidRequest([{ path: "size", message: `model ${routed.model} does not make ${request.size} images; its sizes: ${caps.sizes.join(", ")}` }]);
+        if (caps && request.n > (caps.n_max ?? 1)) throw invalidRequest([{ path: "n", message: `model ${routed.model} makes at most ${caps.n_max ?? 1} images per request` }]);
+        const [width = 0, height = 0] = request.size.split("x").map(Number);
+        const estimate = () => estimateNanos(catalogue, "image", routed.model, { input_tokens: 0, units: (request.n * width * height) / 1_000_000 });
+        const generate = async () => {
+          const r = await generateImages(deps.router, request, { signal: ctx.signal });
+          const files = await rehostAll(deps.media, r.images, {
+            organizationId: ctx.auth.key.organization_id,
+            provider: r.provider,
+            accept: ["image/png", "image/jpeg"],
+            check: (bytes) => (imageInfo(bytes) ? undefined : "an image is neither PNG nor JPEG"),
+            contentTypeOf: (bytes) => (imageInfo(bytes)?.format === "jpeg" ? "image/jpeg" : "image/png"),
+          });
+          return { r, files };
+        };
+        const { r, files } = await runBilled(deps, usageContextOf(ctx), "images", estimate, generate, ({ r, files }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000 }));
+        const data =
+          body.response_format === "b64_json"
+            ? await Promise.all(files.map(async (f) => ({ b64_json: (await bytesOf(deps, f.id)).toString("base64") })))
+            : files.map((f) => ({ url: deps.media.fileUrl(f.id) }));
+        return json(200, { created: Math.floor(deps.now() / 1000), data });
+      },
+    }),
+    defineRoute({
+      ...common,
+      path: "/openai/v1/audio/speech",
+      summary: "OpenAI-compatible text to speech: the audio itself in the body",
+      scope: "audio",
+      body: speechBodySchema.extend({ model: modelNameSchema(catalogue, { category: "audio", media: speaks }) }),
+      responses: { 200: null },
+      produces: ["audio/mpeg", "audio/wav"],
+      errors: [...errors],
+      handler: async (ctx) => {
+        const body = ctx.body;
+        const routed = resolveModel(catalogue, body.model, { category: "audio", media: speaks }, body.routing_strategy);
+        const request = { text: body.input, voice: body.voice, ...routed };
+        const estimate = () => estimateNanos(catalogue, "audio", routed.model, { input_tokens: 0, units: body.input.length });
+        const r = await runBilled(deps, usageContextOf(ctx), "audio", estimate, () => synthesizeSpeech(deps.router, request, { signal: ctx.signal }), (r) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters }));
+        return binary(200, r.audio.bytes, r.audio.contentType);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,78 @@
+// POST /openai/v1/audio/transcriptions: OpenAI's multipart upload (the file
+// itself, as the SDKs send it) onto Troupe's transcription routing, billed
+// per second of audio like POST /v1/audio/transcriptions (which fetches an
+// audio_url instead). `response_format` json (the default) answers
+// `{"text"}`, text the plain transcript.
+import { z } from "zod";
+import { audioDurationSeconds } from "../../../media/audio-duration.ts";
+import { transcribeAudio, transcribes } from "../../../providers/transcription.ts";
+import { routingStrategySchema } from "../../../providers/types.ts";
+import { runBilled } from "../../billed-call.ts";
+import { binary, defineRoute, json } from "../../route.ts";
+import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
+import { isUpload, type UploadedFile } from "../../validation.ts";
+import { openAiDialect } from "./errors.ts";
+import { modelNameSchema, resolveModel } from "./model-name.ts";
+
+// 25 MB: OpenAI's own limit for an uploaded file (the body limit applies first).
+const maxUploadBytes = 25 * 1024 * 1024;
+
+const uploadSchema = z
+  .custom<UploadedFile>((v) => isUpload(v) && v.bytes.length > 0 && v.bytes.length <= maxUploadBytes, { message: "an audio file of 1 byte to 25 MB" })
+  .meta({ type: "string", format: "binary", description: "the audio file" });
+
+const transcriptionBodySchema = z
+  .object({
+    file: uploadSchema,
+    model: z.string().min(1),
+    language: z
+      .string()
+      .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$/, "a language code such as en or pt-BR")
+      .optional(),
+    // Accepted for the SDKs' sake, not forwarded (see the guide).
+    prompt: z.string().max(10_000).optional(),
+    temperature: z.string().regex(/^(0(\.\d+)?|1(\.0+)?)$/, "a number from 0 to 1").optional(),
+    response_format: z.enum(["json", "text"]).optional(),
+    routing_strategy: routingStrategySchema.optional(),
+  })
+  .strict();
+
+const extensionTypes: Record<string, string> = { wav: "audio/wav", mp3: "audio/mpeg", mpeg: "audio/mpeg", mpga: "audio/mpeg", m4a: "audio/mp4", mp4: "audio/mp4", ogg: "audio/ogg", oga: "audio/ogg", webm: "audio/webm", flac: "audio/flac" };
+
+/** The SDKs often send a file without a type: then its extension says it. */
+function audioTypeOf(file: UploadedFile): string {
+  if (file.contentType && file.contentType !== "application/octet-stream") return file.contentType;
+  return extensionTypes[file.filename.split(".").pop()?.toLowerCase() ?? ""] ?? "application/octet-stream";
+}
+
+export function openAiTranscriptionRoutes(deps: AiRouteDeps) {
+  const { catalogue } = deps.router;
+  return [
+    defineRoute({
+      method: "post",
+      path: "/openai/v1/audio/transcriptions",
+      summary: "OpenAI-compatible transcription of an uploaded audio file (multipart/form-data)",
+      tag: "OpenAI-compatible",
+      auth: "api_key",
+      scope: "audio",
+      dialect: openAiDialect,
+      bodyType: "multipart",
+      body: transcriptionBodySchema.extend({ model: modelNameSchema(catalogue, { category: "audio", media: transcribes }) }),
+      responses: { 200: z.object({ text: z.string() }) },
+      produces: ["text/plain"],
+      errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      handler: async (ctx) => {
+        const body = ctx.body;
+        const routed = resolveModel(catalogue, body.model, { category: "audio", media: transcribes }, body.routing_strategy);
+        const audio = { bytes: body.file.bytes, contentType: audioTypeOf(body.file) };
+        // The duration is known only once transcribed: admitted on what is spent (nothing reserved), as on /v1.
+        const transcribe = async () => {
+          const r = await transcribeAudio(deps.router, { ...routed, language: body.language }, audio, { signal: ctx.signal });
+          return { r, seconds: r.durationSeconds ?? (await audioDurationSeconds(audio.bytes)) ?? 0 };
+        };
+        const { r } = await runBilled(deps, usageContextOf(ctx), "audio", () => 0, transcribe, ({ r, seconds }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 }));
+        return body.response_format === "text" ? binary(200, Buffer.from(r.text, "utf8"), "text/plain; charset=utf-8") : json(200, { text: r.text });
+      },
+    }),
+  ];
+}

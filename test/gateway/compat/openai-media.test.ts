@@ -1,0 +1,80 @@
+// The official `openai` SDK against /openai/v1/images/generations (stored
+// images as URLs, or b64_json) and /openai/v1/audio/speech (the audio in the
+// body) and /openai/v1/audio/transcriptions (a multipart upload), through the
+// simulated provider's real PNG and WAV output.
+import t from "tap";
+import OpenAI, { toFile } from "openai";
+import { imageInfo } from "../../../media/png.ts";
+import { startCompatHarness } from "./openai-harness.ts";
+
+t.setTimeout(60_000);
+const h = await startCompatHarness();
+t.teardown(() => h.stop());
+const client = h.client();
+
+t.test("images: URLs of stored images by default", async (t) => {
+  const { data: r, request_id } = await client.images.generate({ model: "simulated-image", prompt: "a red square", n: 2, size: "256x256" }).withResponse();
+  t.type(r.created, "number");
+  t.equal(r.data!.length, 2);
+  for (const image of r.data!) {
+    t.match(image.url, new RegExp(`^http://127\\.0\\.0\\.1:${h.troupe.port}/v1/files/file_`), "a Troupe file URL, never a provider's");
+    const got = await fetch(image.url!);
+    t.equal(got.status, 200);
+    t.match(imageInfo(Buffer.from(await got.arrayBuffer())), { format: "png", width: 256, height: 256 });
+  }
+  t.match(h.usage.filter((u) => u.request_id === request_id), [{ category: "images", model: "simulated-image", units: (2 * 256 * 256) / 1e6 }]);
+});
+
+t.test("images: b64_json", async (t) => {
+  const r = await client.images.generate({ model: "simulated-image", prompt: "a blue square", size: "512x512", response_format: "b64_json" });
+  t.equal(r.data!.length, 1);
+  t.notOk(r.data![0]!.url);
+  t.match(imageInfo(Buffer.from(r.data![0]!.b64_json!, "base64")), { format: "png", width: 512, height: 512 });
+});
+
+t.test("images: a size the model cannot make is a 400 naming size", async (t) => {
+  const e = await client.images.generate({ model: "simulated-image", prompt: "x", size: "1536x1024" }).catch((e: unknown) => e);
+  t.type(e, OpenAI.BadRequestError);
+  t.equal((e as InstanceType<typeof OpenAI.BadRequestError>).param, "size");
+});
+
+t.test("speech: the audio itself in the body", async (t) => {
+  const res = await client.audio.speech.create({ model: "simulated-speech", voice: "alto", input: "Hello from Troupe" });
+  t.equal(res.headers.get("content-type"), "audio/wav");
+  const bytes = Buffer.from(await res.arrayBuffer());
+  t.equal(bytes.subarray(0, 4).toString("latin1"), "RIFF");
+  t.equal(bytes.subarray(8, 12).toString("latin1"), "WAVE");
+  const request_id = res.headers.get("x-request-id");
+  t.match(h.usage.filter((u) => u.request_id === request_id), [{ category: "audio", model: "simulated-speech", units: "Hello from Troupe".length }]);
+});
+
+t.test("speech: a voice the model does not have is a 400 naming voice", async (t) => {
+  const e = await client.audio.speech.create({ model: "simulated-speech", voice: "alloy", input: "x" }).catch((e: unknown) => e);
+  t.type(e, OpenAI.BadRequestError);
+  t.equal((e as InstanceType<typeof OpenAI.BadRequestError>).param, "voice");
+});
+
+t.test("transcriptions: the SDK's multipart upload, json and text", async (t) => {
+  const speech = await client.audio.speech.create({ model: "simulated-speech", voice: "bass", input: "Some words to transcribe again" });
+  const wav = Buffer.from(await speech.arrayBuffer());
+  const { data: r, request_id } = await client.audio.transcriptions.create({ model: "simulated-transcribe", file: await toFile(wav, "speech.wav"), language: "en" }).withResponse();
+  t.match(r.text, /^[A-Z].+\.$/, "a transcript");
+  const usage = h.usage.filter((u) => u.request_id === request_id);
+  t.match(usage, [{ category: "audio", model: "simulated-transcribe", units: Number }]);
+  t.ok(usage[0]!.units! > 0, "billed by seconds of audio");
+  const text = await client.audio.transcriptions.create({ model: "simulated-transcribe", file: await toFile(wav, "speech.wav"), language: "en", response_format: "text" });
+  t.equal(text, r.text, "response_format text: the plain transcript");
+  const bad = await client.audio.transcriptions.create({ model: "tts-1", file: await toFile(wav, "speech.wav") }).catch((e: unknown) => e);
+  t.type(bad, OpenAI.BadRequestError, "a speech model cannot transcribe");
+  t.equal((bad as InstanceType<typeof OpenAI.BadRequestError>).param, "model");
+  const json = await h.troupe.request("POST", "/openai/v1/audio/transcriptions", { token: h.user.testKey, body: { model: "simulated-transcribe" } });
+  t.equal(json.status, 415, "a JSON body is not an upload");
+  const form = new FormData();
+  form.append("model", "simulated-transcribe");
+  form.append("model", "whisper-1");
+  form.append("file", new Blob([wav], { type: "audio/wav" }), "speech.wav");
+  const twice = await fetch(`${h.baseURL}/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${h.user.testKey}` }, body: form });
+  t.equal(twice.status, 400);
+  t.match(await twice.json(), { error: { param: "model", message: /more than once/ } }, "a field given twice");
+  t.match(json.body, { error: { type: "invalid_request_error", code: "unsupported_media_type" } });
+});
