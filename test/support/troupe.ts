@@ -28,7 +28,9 @@ export interface TestResponse {
 
 export async function startTestTroupe(env: RawEnv = {}, options: StartOptions = {}): Promise<TestTroupe> {
   const dataDir = env["TROUPE_DATA_DIR"] ?? mkdtempSync(join(tmpdir(), "troupe-test-"));
-  const config = loadConfig({ LOG_LEVEL: "warn", HOST: "127.0.0.1", PORT: "0", SHUTDOWN_GRACE_MS: "2000", ...env, TROUPE_DATA_DIR: dataDir });
+  // The per-address signup limit is lifted unless a test sets it: every test signs up from 127.0.0.1,
+  // and on CI's one shared Redis the counter would be shared by every test file (signup-throttle.test.ts tests it).
+  const config = loadConfig({ LOG_LEVEL: "warn", HOST: "127.0.0.1", PORT: "0", SHUTDOWN_GRACE_MS: "2000", SIGNUP_LIMIT_PER_ADDRESS: "1000000", ...env, TROUPE_DATA_DIR: dataDir });
   const troupe = await startTroupe(config, createLogger(config.logLevel), options);
   const base = `http://127.0.0.1:${troupe.port}`;
   return {
