@@ -8,12 +8,14 @@ import { parsePrometheus, type Sample } from "../support/prometheus-text.ts";
 
 export const cli = join(import.meta.dirname, "..", "..", "load", "cli.ts");
 
-export async function troupeWithKey(env: Record<string, string> = {}): Promise<{ troupe: TestTroupe; url: string; key: string }> {
-  const troupe = await startTestTroupe({ METRICS_PORT: "0", METRICS_HOST: "127.0.0.1", ...env });
+/** The Troupe, a key, and the request id of every billed call (to check the report's request ids are Troupe's own). */
+export async function troupeWithKey(env: Record<string, string> = {}): Promise<{ troupe: TestTroupe; url: string; key: string; billedRequestIds: Set<string> }> {
+  const billedRequestIds = new Set<string>();
+  const troupe = await startTestTroupe({ METRICS_PORT: "0", METRICS_HOST: "127.0.0.1", ...env }, { usage: { record: (u) => void billedRequestIds.add(u.request_id) } });
   const user = await signup(troupe, "load");
   const res = await troupe.request("POST", `/v1/environments/${user.developmentEnvId}/api-keys`, { token: user.token, body: { name: "load", rate_limit_per_minute: 10_000_000 } });
   if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
-  return { troupe, url: `http://127.0.0.1:${troupe.port}`, key: str(res.body, "key") };
+  return { troupe, url: `http://127.0.0.1:${troupe.port}`, key: str(res.body, "key"), billedRequestIds };
 }
 
 export interface CliRun {
