@@ -23,7 +23,7 @@ export function scheduledAtMs(i: number, rate: number, rampS: number): number {
 }
 
 export interface RunContext {
-  client: TroupeClient;
+  client: Pick<TroupeClient, "call">;
   recorder: Recorder;
   iteration: Iteration;
   options: LoadOptions;
