@@ -22,19 +22,31 @@ export class TroupeClient {
     this.headers = { authorization: `Bearer ${key}`, "content-type": "application/json", "user-agent": "troupe-load" };
   }
 
-  async call(method: "GET" | "POST", path: string, body?: unknown): Promise<Answer> {
+  /**
+   * `body`: an object (serialized here) or a string sent as is (fixed-body
+   * scenarios serialize once). `wantBody` false: a success's body is
+   * drained unread — parsing every chat answer cost the driver a third of
+   * its closed-loop throughput on two cores (bench/load-vs-autocannon.ts).
+   */
+  async call(method: "GET" | "POST", path: string, body?: unknown, wantBody = true): Promise<Answer> {
     try {
-      const res = await this.pool.request({ method, path, headers: this.headers, body: body === undefined ? null : JSON.stringify(body) });
-      const text = await res.body.text();
+      const payload = body === undefined ? null : typeof body === "string" ? body : JSON.stringify(body);
+      const res = await this.pool.request({ method, path, headers: this.headers, body: payload });
       const header = res.headers["x-request-id"];
       const requestId = Array.isArray(header) ? header[0] : header;
+      const failed = res.statusCode >= 400;
+      if (!failed && !wantBody) {
+        await res.body.dump({ limit: Number.MAX_SAFE_INTEGER });
+        return { status: res.statusCode, code: undefined, message: undefined, requestId, body: undefined };
+      }
+      const text = await res.body.text();
       let parsed: unknown;
       try {
         parsed = text ? JSON.parse(text) : undefined;
       } catch {
         parsed = undefined;
       }
-      return { status: res.statusCode, code: res.statusCode >= 400 ? errorField(parsed, "code") : undefined, message: res.statusCode >= 400 ? (errorField(parsed, "message") ?? text.slice(0, 200)) : undefined, requestId, body: parsed };
+      return { status: res.statusCode, code: failed ? errorField(parsed, "code") : undefined, message: failed ? (errorField(parsed, "message") ?? text.slice(0, 200)) : undefined, requestId, body: parsed };
     } catch (error) {
       return { status: 0, code: networkCode(error), message: error instanceof Error ? error.message : String(error), requestId: undefined, body: undefined };
     }

@@ -34,13 +34,13 @@ export interface RunContext {
 /** A Call that times each request (the first from `scheduledAt` when given) and records it. */
 function callRecorder(ctx: RunContext, scheduledAt: number | undefined): Call {
   let first = true;
-  return async (op, method, path, body) => {
+  return async (op, method, path, body, wantBody) => {
     const sentAt = performance.now();
     // Sent up to 1 ms early (a due time under a timer tick away is not slept for): time from the send then.
     const from = first && scheduledAt !== undefined ? Math.min(scheduledAt, sentAt) : sentAt;
     const lagMs = first && scheduledAt !== undefined ? Math.max(0, sentAt - scheduledAt) : 0;
     first = false;
-    const answer = await ctx.client.call(method, path, body);
+    const answer = await ctx.client.call(method, path, body, wantBody);
     const end = performance.now();
     ctx.recorder.record({ op, status: answer.status, code: answer.code, message: answer.message, latencyMs: end - from, lagMs, requestId: answer.requestId, atS: (end - ctx.startedAt) / 1000 });
     return answer;

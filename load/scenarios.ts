@@ -8,19 +8,19 @@ import type { Answer } from "./client.ts";
 import type { LoadOptions } from "./options.ts";
 
 /** Sends one timed request and records it; the first call of an iteration is timed from its schedule. */
-export type Call = (op: string, method: "GET" | "POST", path: string, body?: unknown) => Promise<Answer>;
+export type Call = (op: string, method: "GET" | "POST", path: string, body?: unknown, wantBody?: boolean) => Promise<Answer>;
 
 export type Iteration = (call: Call) => Promise<void>;
 
 export function iterationFor(options: LoadOptions): Iteration {
   switch (options.scenario) {
     case "chat": {
-      const body = { model: options.model, messages: [{ role: "user", content: options.prompt }], ...(options.maxTokens ? { max_tokens: options.maxTokens } : {}) };
-      return async (call) => void (await call("chat.completions", "POST", "/v1/chat/completions", body));
+      const body = JSON.stringify({ model: options.model, messages: [{ role: "user", content: options.prompt }], ...(options.maxTokens ? { max_tokens: options.maxTokens } : {}) });
+      return async (call) => void (await call("chat.completions", "POST", "/v1/chat/completions", body, false));
     }
     case "embeddings": {
-      const body = { model: options.model, input: options.prompt };
-      return async (call) => void (await call("embeddings", "POST", "/v1/embeddings", body));
+      const body = JSON.stringify({ model: options.model, input: options.prompt });
+      return async (call) => void (await call("embeddings", "POST", "/v1/embeddings", body, false));
     }
     case "agents":
       return agentConversation(options);
