@@ -38,7 +38,15 @@ t.test("agents at a concurrency of 3 for 2 s, 2 turns each", async (t) => {
   for (const [op, where] of Object.entries(routes)) t.equal(sampleValue(samples, "troupe_http_request_duration_seconds_count", where), counts[op], `Troupe counted every ${op}`);
   t.equal(sampleValue(samples, "troupe_http_request_duration_seconds_count", { route: "/v1/agents/conversations/:id/messages" }), counts["conversations.messages"], "and no message failed");
 
-  for (const s of report.slowest) t.ok(s.request_id && billedRequestIds.has(s.request_id), `${s.request_id} (${s.operation}) is a request Troupe billed`);
+  // Turns call the model and are billed under their request id; creating a
+  // conversation bills nothing, so its id is checked for this Troupe's prefix.
+  const prefix = /^req_[^_]+_/.exec([...billedRequestIds][0] ?? "")?.[0];
+  t.ok(prefix, `Troupe's request ids start with ${prefix}`);
+  for (const s of report.slowest) {
+    if (s.operation === "conversations.create") t.ok(s.request_id?.startsWith(prefix ?? "?"), `${s.request_id} (${s.operation}) is one of this Troupe's request ids`);
+    else t.ok(s.request_id && billedRequestIds.has(s.request_id), `${s.request_id} (${s.operation}) is a request Troupe billed`);
+  }
+  t.equal(new Set(report.slowest.map((s) => s.request_id)).size, report.slowest.length, "each a different request");
 
   // One conversation, read back: the memory tools ran inside the turns.
   const list = await troupe.request("GET", "/v1/agents/conversations?limit=1", { token: key });
