@@ -25,7 +25,8 @@ const optionsSchema = z
       duration: positive("duration").max(86_400, { error: "--duration must be at most 86400 seconds" }).default(10),
       "ramp-up": z.coerce.number({ error: "--ramp-up must be a number" }).min(0, { error: "--ramp-up must be 0 or more" }).default(0),
       connections: z.coerce.number({ error: "--connections must be a number" }).int({ error: "--connections must be a whole number" }).positive({ error: "--connections must be greater than 0" }).max(10_000, { error: "--connections must be at most 10000" }).default(256),
-      timeout: positive("timeout").default(30),
+      // undici times headers and bodies on a coarse clock (~0.5–1 s ticks): below 1 s a timeout would not mean what it says.
+      timeout: z.coerce.number({ error: "--timeout must be a number" }).min(1, { error: "--timeout must be at least 1 (seconds)" }).default(30),
       prompt: z.string().min(1, { error: "--prompt must not be empty" }).default("Say hello to the load test"),
       "max-tokens": z.coerce.number({ error: "--max-tokens must be a number" }).int({ error: "--max-tokens must be a whole number" }).positive({ error: "--max-tokens must be greater than 0" }).optional(),
       turns: z.coerce.number({ error: "--turns must be a number" }).int({ error: "--turns must be a whole number" }).positive({ error: "--turns must be greater than 0" }).max(1000, { error: "--turns must be at most 1000" }).default(3),

@@ -56,3 +56,19 @@ t.test("a Troupe that falls behind the schedule shows it in the latency", async 
   t.ok((report.latency_ms.all.p99 ?? 0) >= 1500, `p99 ${report.latency_ms.all.p99} ms counts the time spent waiting behind the stall`);
   t.ok((report.scheduler_lag_ms.p50 ?? Infinity) < 5, `while the driver itself kept its schedule (lag p50 ${report.scheduler_lag_ms.p50} ms): the wait was Troupe's`);
 });
+
+t.test("no answer in time is an error by its network code; no Troupe at all stops the run", async (t) => {
+  const { troupe, url, key } = await troupeWithKey({ SIMULATED_LATENCY_MS: "3000" });
+  t.teardown(() => troupe.stop());
+  const json = join(mkdtempSync(join(tmpdir(), "troupe-load-timeout-")), "timeout.json");
+  const run = await runCli(["--url", url, "--key", key, "--rate", "5", "--duration", "1", "--timeout", "1", "--json", json]);
+  t.equal(run.code, 0, run.stderr);
+  const report = reportSchema.parse(JSON.parse(readFileSync(json, "utf8")));
+  t.same(report.errors_by_code, { "network UND_ERR_HEADERS_TIMEOUT": 5 }, "every call timed out (the model answers after 3 s)");
+  t.match(report.error_examples["network UND_ERR_HEADERS_TIMEOUT"], /^chat\.completions: /);
+  t.match(run.stdout, /network UND_ERR_HEADERS_TIMEOUT +5/);
+
+  const closedPort = await runCli(["--url", "http://127.0.0.1:9", "--key", key, "--rate", "10", "--duration", "1"]);
+  t.equal(closedPort.code, 1);
+  t.match(closedPort.stderr, /--url http:\/\/127\.0\.0\.1:9: no answer \(ECONNREFUSED\)/);
+});
