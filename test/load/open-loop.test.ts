@@ -60,13 +60,17 @@ t.test("a Troupe that falls behind the schedule shows it in the latency", async 
 t.test("no answer in time is an error by its network code; no Troupe at all stops the run", async (t) => {
   const { troupe, url, key } = await troupeWithKey({ SIMULATED_LATENCY_MS: "3000" });
   t.teardown(() => troupe.stop());
-  const json = join(mkdtempSync(join(tmpdir(), "troupe-load-timeout-")), "timeout.json");
-  const run = await runCli(["--url", url, "--key", key, "--rate", "5", "--duration", "1", "--timeout", "1", "--json", json]);
+  const dir = mkdtempSync(join(tmpdir(), "troupe-load-timeout-"));
+  const json = join(dir, "timeout.json");
+  const html = join(dir, "timeout.html");
+  const run = await runCli(["--url", url, "--key", key, "--rate", "5", "--duration", "1", "--timeout", "1", "--json", json, "--html", html]);
   t.equal(run.code, 0, run.stderr);
   const report = reportSchema.parse(JSON.parse(readFileSync(json, "utf8")));
   t.same(report.errors_by_code, { "network UND_ERR_HEADERS_TIMEOUT": 5 }, "every call timed out (the model answers after 3 s)");
   t.match(report.error_examples["network UND_ERR_HEADERS_TIMEOUT"], /^chat\.completions: /);
   t.match(run.stdout, /network UND_ERR_HEADERS_TIMEOUT +5/);
+  t.equal(report.latency_ms.all.p50, null, "no success: no percentile (null, not NaN)");
+  t.match(readFileSync(html, "utf8"), /<td>network UND_ERR_HEADERS_TIMEOUT<\/td><td>5<\/td>/, "a run with no success still makes its HTML report");
 
   const closedPort = await runCli(["--url", "http://127.0.0.1:9", "--key", key, "--rate", "10", "--duration", "1"]);
   t.equal(closedPort.code, 1);
