@@ -28,7 +28,33 @@ export function connectRedis(target: RedisTarget, options: RedisOptions): RedisC
     // MOVED/ASK/TRYAGAIN/CLUSTERDOWN redirections per command before it fails.
     maxRedirections: 32,
   };
-  return new Cluster([...target.clusterNodes], clusterOptions);
+  const seeds = target.clusterNodes.map(parseNode);
+  // The client opens connections to primaries it discovers (CLUSTER SLOTS), not only to the seeds: credentials and TLS apply to all.
+  const secured = seeds.find((seed) => seed.password !== undefined || seed.tls);
+  if (secured) {
+    clusterOptions.redisOptions = {
+      ...clusterOptions.redisOptions,
+      ...(secured.username ? { username: secured.username } : {}),
+      ...(secured.password !== undefined ? { password: secured.password } : {}),
+      ...(secured.tls ? { tls: {} } : {}),
+    };
+  }
+  return new Cluster(
+    seeds.map(({ host, port }) => ({ host, port })),
+    clusterOptions,
+  );
+}
+
+/** `host:port` or `redis[s]://[[user]:password@]host:port` (REDIS_CLUSTER_NODES). */
+function parseNode(node: string): { host: string; port: number; username?: string; password?: string; tls: boolean } {
+  const url = new URL(node.includes("://") ? node : `redis://${node}`);
+  return {
+    host: url.hostname,
+    port: Number(url.port || 6379),
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    tls: url.protocol === "rediss:",
+  };
 }
 
 /** The primaries of a cluster client (each scanned in turn), or the single client itself. */
