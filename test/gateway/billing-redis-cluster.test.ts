@@ -1,5 +1,5 @@
 // Budgets and usage on two Troupes sharing a 3-primary Redis Cluster
-// (REDIS_CLUSTER_NODES), requests alternating between them: the billing
+// (TEST_REDIS_CLUSTER_NODES when set, else its own), requests alternating between them: the billing
 // suite, and 2,000 concurrent live calls under a hard limit whose ledger
 // total is the sum of the admitted calls' catalogue prices to the
 // nano-dollar. Reserve, settle and append are Lua scripts on the project's

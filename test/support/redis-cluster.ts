@@ -1,5 +1,7 @@
-// A 3-primary Redis Cluster for tests: REDIS_CLUSTER_NODES when set (CI
-// starts one with scripts/redis-cluster.sh), otherwise three private
+// A 3-primary Redis Cluster for tests: TEST_REDIS_CLUSTER_NODES when set
+// (CI starts one with scripts/redis-cluster.sh; not REDIS_CLUSTER_NODES
+// itself, which every Troupe a test spawns with the inherited environment
+// would obey), otherwise three private
 // redis-server processes in cluster mode on free loopback ports, joined with
 // `redis-cli --cluster create`, for this test file. A missing redis-server
 // binary is a loud failure, never a skip.
@@ -16,11 +18,11 @@ export interface TestRedisCluster {
 }
 
 export async function startTestRedisCluster(): Promise<TestRedisCluster> {
-  const shared = process.env["REDIS_CLUSTER_NODES"];
+  const shared = process.env["TEST_REDIS_CLUSTER_NODES"];
   if (shared) return { nodes: shared.split(",").map((s) => s.trim()).filter(Boolean), stop: async () => {} };
   for (const bin of ["redis-server", "redis-cli"]) {
     const which = spawnSync("sh", ["-c", `command -v ${bin}`], { encoding: "utf8" });
-    if (which.status !== 0) throw new Error(`${bin} is not installed (apt-get install -y redis-server) and REDIS_CLUSTER_NODES is not set`);
+    if (which.status !== 0) throw new Error(`${bin} is not installed (apt-get install -y redis-server) and TEST_REDIS_CLUSTER_NODES is not set`);
   }
   const root = mkdtempSync(join(tmpdir(), "troupe-redis-cluster-"));
   const children: ChildProcess[] = [];

@@ -22,8 +22,8 @@ t.test("REDIS_CLUSTER_NODES is a comma list of host:port or redis[s]:// URLs and
 t.test("a password in a seed URL authenticates every primary", async (t) => {
   const cluster = await startTestRedisCluster();
   t.teardown(() => cluster.stop());
-  if (process.env["REDIS_CLUSTER_NODES"]) {
-    t.comment("a shared cluster (REDIS_CLUSTER_NODES): not setting a password on it");
+  if (process.env["TEST_REDIS_CLUSTER_NODES"]) {
+    t.comment("a shared cluster (TEST_REDIS_CLUSTER_NODES): not setting a password on it");
     return;
   }
   const password = "cluster-test-secret";

@@ -1,4 +1,4 @@
-// The data store suite on a 3-primary Redis Cluster (REDIS_CLUSTER_NODES):
+// The data store suite on a 3-primary Redis Cluster (TEST_REDIS_CLUSTER_NODES when set, else its own):
 // every batch is one script, so its keys must share one slot there.
 import t from "tap";
 import { RedisDataStore } from "../../tenancy/redis-data-store.ts";

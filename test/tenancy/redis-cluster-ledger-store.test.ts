@@ -1,4 +1,4 @@
-// The ledger suite on a 3-primary Redis Cluster (REDIS_CLUSTER_NODES): each
+// The ledger suite on a 3-primary Redis Cluster (TEST_REDIS_CLUSTER_NODES when set, else its own): each
 // script touches one project's keys (one slot); projects spread over the
 // primaries.
 import t from "tap";
