@@ -6,6 +6,7 @@ import type { DataStore } from "../../tenancy/data-store.ts";
 import { startTestRedisCluster } from "../support/redis-cluster.ts";
 import { storeSuite } from "./data-store-suite.ts";
 
+t.setTimeout(60_000);
 const cluster = await startTestRedisCluster();
 t.teardown(() => cluster.stop());
 const target = { clusterNodes: cluster.nodes };
