@@ -20,6 +20,10 @@ const envSchema = z.object({
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
 
   REDIS_URL: optionalString,
+  /** A Redis Cluster instead of one Redis: comma-separated seed nodes (any of its primaries), `host:port` or `redis[s]://[[user]:password@]host:port`; wins over REDIS_URL. */
+  REDIS_CLUSTER_NODES: commaList.pipe(
+    z.array(z.string().regex(/^(rediss?:\/\/([^\s@/]*@)?)?[^\s:,/@]+:\d{1,5}$/, "host:port or redis[s]://[[user]:password@]host:port, comma-separated")),
+  ),
 
   SIGNUP_ENABLED: bool.default(true),
   SESSION_TTL_SECONDS: int(60, 365 * 24 * 3600).default(7 * 24 * 3600),
@@ -180,6 +184,7 @@ export function loadConfig(env: RawEnv = process.env) {
     maxBodyBytes: e.MAX_BODY_BYTES,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     redisUrl: e.REDIS_URL,
+    redisClusterNodes: e.REDIS_CLUSTER_NODES,
     tenancy: {
       signupEnabled: e.SIGNUP_ENABLED,
       sessionTtlSeconds: e.SESSION_TTL_SECONDS,

@@ -81,6 +81,7 @@ import { webhookFailures } from "./console/webhook-failures.ts";
 // Billing (issue 14): ledger, budgets, usage API.
 import { Billing } from "../tenancy/billing.ts";
 import { createLedgerStore } from "../tenancy/create-ledger-store.ts";
+import { redisTarget } from "../tenancy/redis-target.ts";
 import type { LedgerStore } from "../tenancy/ledger.ts";
 import { UsageReports } from "../tenancy/usage-report.ts";
 import { billingRoutes } from "./routes/billing.ts";
@@ -151,11 +152,12 @@ export interface RunningTroupe {
   stop(): Promise<void>;
 }
 
-/** The Redis store (ioredis) is imported only when REDIS_URL is set: the embedded start must not pay for it. */
+/** The Redis store (ioredis) is imported only when REDIS_URL or REDIS_CLUSTER_NODES is set: the embedded start must not pay for it. */
 export async function createDataStore(config: Config, clock: Clock): Promise<DataStore> {
-  if (config.redisUrl) {
+  const redis = redisTarget(config);
+  if (redis) {
     const { RedisDataStore } = await import("../tenancy/redis-data-store.ts");
-    return new RedisDataStore(config.redisUrl);
+    return new RedisDataStore(redis);
   }
   return new EmbeddedDataStore(config.dataDir, clock);
 }

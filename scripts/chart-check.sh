@@ -117,6 +117,8 @@ rejects=(
   "--set-string replicaCount=three|replicaCount"
   "--set config.OPENAI_API_KEY=sk-in-values|OPENAI_API_KEY"
   "--set config.REDIS_URL=redis://x:6379|REDIS_URL"
+  "--set config.REDIS_CLUSTER_NODES=x:6379|REDIS_CLUSTER_NODES"
+  "--set redis.clusterNodes=redis://x:6379|clusterNodes"
   "--set config.NOT_A_TROUPE_SETTING=1|NOT_A_TROUPE_SETTING"
   "--set config.LOG_LEVEL=loud|LOG_LEVEL"
   "--set-string config.MAX_BODY_BYTES=big|MAX_BODY_BYTES"
@@ -141,7 +143,7 @@ done
 
 printf '\n=== values.config matches the settings Troupe reads\n'
 # Derived by the chart from other values, or secret-only (from Secrets, never values).
-derived="PORT HOST TROUPE_MODE TROUPE_REPLICA TROUPE_DATA_DIR REDIS_URL ELASTICSEARCH_URL ELASTICSEARCH_INDEX DAPR_HOST DAPR_HTTP_PORT ACTOR_CALLBACK_PORT S3_ENDPOINT S3_BUCKET S3_REGION S3_ACCESS_KEY_ID S3_SECRET_ACCESS_KEY"
+derived="PORT HOST TROUPE_MODE TROUPE_REPLICA TROUPE_DATA_DIR REDIS_URL REDIS_CLUSTER_NODES ELASTICSEARCH_URL ELASTICSEARCH_INDEX DAPR_HOST DAPR_HTTP_PORT ACTOR_CALLBACK_PORT S3_ENDPOINT S3_BUCKET S3_REGION S3_ACCESS_KEY_ID S3_SECRET_ACCESS_KEY"
 # The secret-only ones are the providers' (providers/registry.ts: each descriptor's secretEnv).
 DERIVED="$derived" node --input-type=module -e '
   import { readFileSync } from "node:fs";

@@ -1,15 +1,17 @@
-// The ledger follows the data store: Redis when REDIS_URL is set (every
-// replica shares it), lmdb under the data directory otherwise, on its own
-// thread (threaded-ledger-store.ts). ioredis is imported only when needed,
+// The ledger follows the data store: Redis when REDIS_URL or
+// REDIS_CLUSTER_NODES is set (every replica shares it), lmdb under the data
+// directory otherwise, on its own thread (threaded-ledger-store.ts). ioredis is imported only when needed,
 // as for the data store.
 import type { Config } from "../core/config.ts";
 import { ThreadedLedgerStore } from "./threaded-ledger-store.ts";
 import type { LedgerStore } from "./ledger.ts";
+import { redisTarget } from "./redis-target.ts";
 
 export async function createLedgerStore(config: Config): Promise<LedgerStore> {
-  if (config.redisUrl) {
+  const redis = redisTarget(config);
+  if (redis) {
     const { RedisLedgerStore } = await import("./redis-ledger-store.ts");
-    return new RedisLedgerStore(config.redisUrl);
+    return new RedisLedgerStore(redis);
   }
   return new ThreadedLedgerStore(config.dataDir);
 }

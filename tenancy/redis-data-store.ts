@@ -3,7 +3,16 @@
 // claims are checked first and nothing is written when one is taken. Every
 // script declares the keys it touches in KEYS[].
 // Durability is Redis's own (the local cluster runs it with appendonly).
-import { Redis } from "ioredis";
+//
+// On a Redis Cluster (REDIS_CLUSTER_NODES) a batch is not per organization
+// (signup claims the e-mail and writes the user, its organization, project
+// and session in one batch; accepting an invitation writes the user's and
+// the organization's indexes together), so every
+// document, claim and index key carries one hash tag, the prefix in braces
+// (`{troupe:}doc:…`): one slot, one primary, every batch atomic as on one
+// server. Counters and backoff state are single-key and keep untagged names,
+// so they spread over the primaries. On one Redis the names stay untagged:
+// existing data is read as before (docs/decisions.md).
 import {
   ClaimTakenError,
   decodeCursor,
@@ -14,6 +23,7 @@ import {
   type IndexPage,
   type StoreOp,
 } from "./data-store.ts";
+import { connectRedis, isCluster, type RedisClient, type RedisTarget } from "./redis-connection.ts";
 
 // KEYS[i] is the Redis key of ops[i]: the script touches only declared keys,
 // as Redis Cluster requires (a batch whose keys span hash slots is refused
@@ -76,7 +86,7 @@ if attempts > 0 then redis.call("HINCRBY", KEYS[1], "a", -1) end
 return attempts
 `;
 
-type RedisWithScripts = Redis & {
+type RedisWithScripts = RedisClient & {
   troupeApply(...keysThenArgs: string[]): Promise<string | null>;
   troupeBackoff(key: string, now: number, free: number, baseMs: number, capMs: number, forgetMs: number): Promise<[number, number, number]>;
   troupeRefund(key: string): Promise<number>;
@@ -86,18 +96,23 @@ type RedisWithScripts = Redis & {
 export class RedisDataStore implements DataStore {
   readonly kind = "redis" as const;
   private readonly redis: RedisWithScripts;
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
   private readonly handlers = new Map<string, ((message: string) => void)[]>();
   private readonly prefix: string;
+  /** The prefix of documents, claims and indexes: hash-tagged in cluster mode. */
+  private readonly recordPrefix: string;
 
-  constructor(url: string, prefix = "troupe:") {
+  /** `target`: a redis:// URL (one server) or a cluster's seed nodes. */
+  constructor(target: string | RedisTarget, prefix = "troupe:") {
+    const where = typeof target === "string" ? { url: target } : target;
     this.prefix = prefix;
+    this.recordPrefix = isCluster(where) ? `{${prefix}}` : prefix;
     // A Redis outage of a few seconds (a failover, a network blip) delays
     // commands instead of failing them: ioredis queues them while it
     // reconnects every 250 ms and fails them after 40 attempts (~10 s).
     // Measured by `npm run chaos` (a 5 s cut): with 2 attempts every request
     // arriving during the cut failed with a 500.
-    const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 40, retryStrategy: () => 250, enableOfflineQueue: true });
+    const redis = connectRedis(where, { lazyConnect: false, maxRetriesPerRequest: 40, retryStrategy: () => 250, enableOfflineQueue: true });
     redis.defineCommand("troupeApply", { lua: applyScript }); // numberOfKeys varies: passed first on each call
     redis.defineCommand("troupeBackoff", { numberOfKeys: 1, lua: backoffScript });
     redis.defineCommand("troupeRefund", { numberOfKeys: 1, lua: refundScript });
@@ -106,7 +121,7 @@ export class RedisDataStore implements DataStore {
   }
 
   private doc(key: string): string {
-    return `${this.prefix}doc:${key}`;
+    return `${this.recordPrefix}doc:${key}`;
   }
 
   async get(key: string): Promise<unknown> {
@@ -121,7 +136,7 @@ export class RedisDataStore implements DataStore {
   }
 
   async lookup(claimKey: string): Promise<string | undefined> {
-    const value = await this.redis.get(`${this.prefix}claim:${claimKey}`);
+    const value = await this.redis.get(`${this.recordPrefix}claim:${claimKey}`);
     return value ?? undefined;
   }
 
@@ -140,16 +155,16 @@ export class RedisDataStore implements DataStore {
         return this.doc(op.key);
       case "claim":
       case "release":
-        return `${this.prefix}claim:${op.key}`;
+        return `${this.recordPrefix}claim:${op.key}`;
       case "index":
       case "unindex":
-        return `${this.prefix}idx:${op.key}`;
+        return `${this.recordPrefix}idx:${op.key}`;
     }
   }
 
   async page(indexKey: string, limit: number, cursor?: string | null): Promise<IndexPage> {
     const after = cursor ? decodeCursor(cursor) : undefined;
-    const key = `${this.prefix}idx:${indexKey}`;
+    const key = `${this.recordPrefix}idx:${indexKey}`;
     const max = after ? String(after.score) : "+inf";
     const members: { member: string; score: number }[] = [];
     let offset = 0;

@@ -19,9 +19,10 @@ export function recordingPublisher(): RecordingPublisher {
   return { events, publish: async (event) => void events.push(event) };
 }
 
-export async function startFakeOpenAI(): Promise<{ fake: FakeServer; router: () => Router }> {
+/** `providerTimeoutMs`: longer for thousands of concurrent calls in one test process (they queue in its event loop). */
+export async function startFakeOpenAI(providerTimeoutMs = 5000): Promise<{ fake: FakeServer; router: () => Router }> {
   const fake = await startOpenAIFake({ apiKey: "sk-fake" });
-  const config = loadConfig({ OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: `${fake.url}/v1`, PROVIDER_TIMEOUT_MS: "5000" });
+  const config = loadConfig({ OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: `${fake.url}/v1`, PROVIDER_TIMEOUT_MS: String(providerTimeoutMs) });
   return { fake, router: () => createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } }) };
 }
 

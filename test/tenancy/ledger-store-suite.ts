@@ -191,6 +191,38 @@ export function ledgerSuite(t: Test, target: LedgerTarget): void {
     await ledger.close();
   });
 
+  // The usage recorder flushes records of many projects in one append; a
+  // cluster runs one script per project (each project is its own slot).
+  t.test(`${target.name}: one append of several projects settles, alerts and counts each`, async (t) => {
+    const ledger = await target.create();
+    const [p1, p2] = [`prj_multi_a_${Date.now()}`, `prj_multi_b_${Date.now()}`];
+    await ledger.putBudget(p1, budget(0.00001, true)); // marks at 5,000 / 8,000 / 10,000
+    await ledger.putBudget(p2, budget(0.00001, false));
+    const at = Date.UTC(2026, 2, 15);
+    const reservation = { project_id: p1, period: "2026-03", id: "rsv_multi" };
+    t.same(await ledger.reserve(reservation, 9000, at + 60_000, at), { admitted: true });
+    const key = `key_multi_${Date.now()}`;
+    const alerts = await ledger.append(
+      [usage({ project_id: p1, api_key_id: key, cost_nanos: 5000 }), usage({ project_id: p2, api_key_id: key, cost_nanos: 8000 }), usage({ project_id: p2, api_key_id: key, cost_nanos: 1 })],
+      reservation,
+    );
+    t.same(alerts.map((a) => `${a.project_id === p1 ? "a" : "b"}:${a.threshold}`).sort(), ["a:0.5", "b:0.5", "b:0.8"], "each project's thresholds");
+    t.equal(await ledger.spent(p1, "2026-03"), 5000);
+    t.equal(await ledger.spent(p2, "2026-03"), 8001);
+    // An append without a reservation resolves once durable (embedded: after the commit that also holds the one above).
+    await ledger.append([usage({ project_id: p2, api_key_id: key, cost_nanos: 1 })]);
+    t.equal((await ledger.records(p2, "2026-03")).length, 3);
+    t.same(await ledger.reserve({ ...reservation, id: "rsv_after" }, 4999, at + 60_000, at), { admitted: true }, "the settled reservation no longer holds the budget");
+    const toDate = (await ledger.usageToDate([key])).get(key);
+    t.equal(toDate?.cost_nanos, 13_002, "a key's usage to date sums over projects");
+    t.equal(toDate?.calls, 4);
+    const pending = (await ledger.pendingAlerts()).filter((a) => a.project_id === p1 || a.project_id === p2);
+    t.equal(pending.length, 3, "both projects' alerts pending");
+    for (const a of pending) await ledger.ackAlert(a);
+    t.same((await ledger.pendingAlerts()).filter((a) => a.project_id === p1 || a.project_id === p2), [], "acknowledged");
+    await ledger.close();
+  });
+
   const twin = target.twin;
   if (twin) {
     t.test(`${target.name}: two replicas racing — alerts once, the limit holds`, async (t) => {
