@@ -62,6 +62,8 @@ export class UsageRecorder implements UsageSink {
   private readonly journal: UsageJournal | undefined;
   /** The journal could not be written: logged once until it can again. */
   private journalFailing = false;
+  /** close() ran: nothing more is scheduled (a retry timer would keep the process alive after its ledger closed). */
+  private closed = false;
 
   constructor(write: WriteUsage, log: Logger, options: UsageRecorderOptions = {}) {
     this.write = write;
@@ -71,6 +73,11 @@ export class UsageRecorder implements UsageSink {
   }
 
   record(usage: UsageRecord): void {
+    if (this.closed) {
+      // A call answered after shutdown began (the gateway drains first, so rare): said, not retried against a closed ledger.
+      this.log.warn("usage recorded after the recorder closed: not billed", { usage_key: usage.usage_key });
+      return;
+    }
     if (this.journal) this.journalAppend(usage);
     this.push(usage);
   }
@@ -137,7 +144,7 @@ export class UsageRecorder implements UsageSink {
         this.buffer = batch.concat(this.buffer);
         this.cancelFlush?.();
         this.flushIsEarly = false;
-        this.cancelFlush = this.schedule(() => void this.flush(), retryFlushAfterMs);
+        this.cancelFlush = this.closed ? undefined : this.schedule(() => void this.flush(), retryFlushAfterMs);
       },
     );
     await this.flushing;
@@ -145,7 +152,10 @@ export class UsageRecorder implements UsageSink {
 
   /** Flushes what is buffered; called on shutdown. What the ledger did not take stays in the journal for the next start. */
   async close(): Promise<void> {
+    this.closed = true;
     await this.flush();
+    this.cancelFlush?.();
+    this.cancelFlush = undefined;
     this.journal?.close(this.buffer.length === 0 && !this.failing);
   }
 }

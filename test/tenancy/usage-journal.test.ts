@@ -111,3 +111,22 @@ t.test("a crashed run's records are read back and applied once, a torn last line
   t.same(readJournal(dir).records, [], "the old segments went with the batch that held their records");
   await restarted.close();
 });
+
+t.test("a close with the ledger down leaves no retry timer behind, and later records are not taken", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  const l = ledger();
+  const scheduled: { cancelled: boolean }[] = [];
+  const schedule: ScheduleFlush = () => {
+    const entry = { cancelled: false };
+    scheduled.push(entry);
+    return () => void (entry.cancelled = true);
+  };
+  const recorder = new UsageRecorder(l.write, log, { schedule, journal: new UsageJournal(dir, log) });
+  recorder.record(record(1));
+  l.fail(true);
+  await recorder.close();
+  t.same(scheduled.filter((s) => !s.cancelled), [], "nothing left scheduled to keep the process alive");
+  recorder.record(record(2));
+  t.same(scheduled.filter((s) => !s.cancelled), [], "a record after close schedules nothing");
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1"], "the unapplied record waits in the journal for the next start");
+});
