@@ -169,6 +169,33 @@ def _models():
 MODELS = _models()
 
 
+def _catalogue():
+    """GET /v1/models: id -> (category, available)."""
+    path = os.environ.get("FUZZ_MODELS_FILE")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return {m["id"]: (m.get("category"), m.get("available", True)) for m in json.load(f)["data"]}
+
+
+CATALOGUE = _catalogue()
+
+
+def _servable_model(body):
+    """Which providers this Troupe configured is a deployment fact no schema states: the
+    fuzz server configures none, and a model of an unconfigured provider is the documented
+    400 naming the setting to set. A valid request names a model it can serve: the first
+    available model of the same category (the simulated one here)."""
+    model = body.get("model")
+    if not isinstance(model, str) or model not in CATALOGUE or CATALOGUE[model][1]:
+        return
+    category = CATALOGUE[model][0]
+    for other, (other_category, available) in CATALOGUE.items():
+        if available and other_category == category:
+            body["model"] = other
+            return
+
+
 def _speech(body):
     voices = MODELS.get(body.get("model"), {}).get("voices") if isinstance(body.get("model"), str) else None
     if voices and body.get("voice") not in voices:
@@ -270,11 +297,13 @@ def map_case(context, case):
     fix = FIXES.get((case.operation.method.upper(), case.operation.path))
     meta = case.meta
     positive = meta is not None and meta.generation.mode == GenerationMode.POSITIVE
-    if fix is not None and positive and isinstance(case.body, dict):
+    if positive and isinstance(case.body, dict) and case.operation.method.upper() == "POST":
         # A fixed copy assigned whole: Schemathesis tracks in-place edits per
         # key and would restore a deleted key from the generated value.
         body = copy.deepcopy(case.body)
-        fix(body)
+        _servable_model(body)
+        if fix is not None:
+            fix(body)
         if body != case.body:
             case.body = body
     return case
