@@ -269,6 +269,14 @@ def _openai_routed(fix, first_voice=False, image=False):
     return apply
 
 
+def _api_key(body):
+    # A live key can only be made in a production environment, and whether the
+    # environment in the path is one is state no schema states (the fuzzer's
+    # stateful phase makes non-production ones): valid requests make test keys.
+    if body.get("live") is True:
+        body["live"] = False
+
+
 def _agent(body):
     _unique_tool_names(body.get("tools"), RESERVED_TOOL_NAMES)
 
@@ -284,6 +292,7 @@ FIXES = {
     ("POST", "/v1/images/generations"): _images,
     ("POST", "/v1/video/generate"): _video,
     ("POST", "/v1/webhooks"): _webhook,
+    ("POST", "/v1/environments/{environment_id}/api-keys"): _api_key,
     ("POST", "/openai/v1/chat/completions"): _openai_routed(_openai_chat),
     ("POST", "/openai/v1/embeddings"): _openai_routed(_embeddings),
     ("POST", "/openai/v1/images/generations"): _openai_routed(_images, image=True),

@@ -9351,7 +9351,7 @@ export interface operations {
                 "multipart/form-data": {
                     /**
                      * Format: binary
-                     * @description the audio file
+                     * @description the audio file (1 byte to 25 MB)
                      */
                     file: string;
                     /**

@@ -19,7 +19,7 @@ const maxUploadBytes = 25 * 1024 * 1024;
 
 const uploadSchema = z
   .custom<UploadedFile>((v) => isUpload(v) && v.bytes.length > 0 && v.bytes.length <= maxUploadBytes, { message: "an audio file of 1 byte to 25 MB" })
-  .meta({ type: "string", format: "binary", description: "the audio file" });
+  .meta({ type: "string", format: "binary", minLength: 1, description: "the audio file (1 byte to 25 MB)" });
 
 const transcriptionBodySchema = z
   .object({
