@@ -105,24 +105,29 @@ t.test("a backup taken under load restores everything acknowledged before it beg
   restored = await startTestTroupe({ TROUPE_DATA_DIR: restoredDir, LOGIN_FREE_FAILURES_PER_ADDRESS: "1000", SIGNUP_LIMIT_PER_ADDRESS: "100000" });
   const r = restored;
 
+  const loginsRefused: string[] = [];
   for (const email of before.emails) {
     const login = await r.request("POST", "/v1/auth/login", { body: { email, password: "correct horse battery" } });
-    if (login.status !== 200) t.fail(`${email} cannot log in after restore: ${login.status}`);
+    if (login.status !== 200) loginsRefused.push(`${email}: ${login.status}`);
   }
+  t.same(loginsRefused, [], `every one of ${before.emails.length} accounts logs in after the restore`);
   const usage = await r.request("GET", `/v1/projects/${p.projectId}/usage?group_by=category`, { token: owner.token });
   t.equal(usage.status, 200, usage.text);
   const chatGroup = (field(usage.body, "groups") as { key: string; live: { calls: number } }[]).find((g) => g.key === "chat");
   const chatCalls = chatGroup?.live.calls ?? 0;
   t.ok(chatCalls >= before.chats, `usage holds every chat answered before the backup: ${chatCalls} chat records for ${before.chats} chats`);
+  const conversationsLost: string[] = [];
   for (const c of before.conversations) {
     const got = await r.request("GET", `/v1/agents/conversations/${c.id}`, { token: p.liveKey });
-    if (got.status !== 200 || (field(got.body, "messages") as unknown[]).length < c.messages) t.fail(`conversation ${c.id} after restore: ${got.status}`);
+    if (got.status !== 200 || (field(got.body, "messages") as unknown[]).length < c.messages) conversationsLost.push(`${c.id}: ${got.status}`);
   }
+  t.same(conversationsLost, [], `every one of ${before.conversations.length} conversations reads back with its messages`);
+  const jobsLost: string[] = [];
   for (const id of before.jobs) {
     const got = await r.request("GET", `/v1/jobs/${id}`, { token: p.liveKey });
-    if (got.status !== 200) t.fail(`job ${id} after restore: ${got.status}`);
+    if (got.status !== 200) jobsLost.push(`${id}: ${got.status}`);
   }
-  t.pass(`${before.emails.length} accounts, ${before.conversations.length} conversations and ${before.jobs.length} jobs read back`);
+  t.same(jobsLost, [], `every one of ${before.jobs.length} jobs reads back`);
 
   const after = await r.request("POST", "/v1/chat/completions", { token: p.liveKey, body: chat });
   t.equal(after.status, 200, "the restored Troupe serves with the keys it had");

@@ -10,29 +10,12 @@ import { createLogger } from "../../core/log.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import { readJournal, UsageJournal } from "../../tenancy/usage-journal.ts";
 import { UsageRecorder, type ScheduleFlush } from "../../tenancy/usage-recorder.ts";
+import { usage } from "./ledger-store-suite.ts";
 
 const log = createLogger("silent");
 
-function record(i: number): UsageRecord {
-  return {
-    organization_id: "org_1",
-    project_id: "prj_1",
-    environment_id: "env_1",
-    api_key_id: "key_1",
-    live: true,
-    category: "chat",
-    model: "gpt-4.1-mini",
-    provider: "openai",
-    input_tokens: 10,
-    output_tokens: 5,
-    units: 0,
-    cost_usd: 0.000001,
-    cost_nanos: 1000,
-    request_id: `req_${i}`,
-    usage_key: `req_${i}`,
-    created_at: "2026-11-25T00:00:00.000Z",
-  };
-}
+/** A ledger record whose usage_key is `req_<i>` (the suite's builder, keyed for these assertions). */
+const record = (i: number): UsageRecord => usage({ request_id: `req_${i}`, usage_key: `req_${i}` });
 
 /** No timers: flushes happen only when the test calls flush(). */
 const never: ScheduleFlush = () => () => undefined;
