@@ -18,6 +18,12 @@ const envSchema = z.object({
   UWS_BINARY_CHECK: z.enum(["warn", "refuse"]).default("warn"),
   MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+  /**
+   * How long the ledger keeps each call's own record (kept at least this, at most 1.5×; usage reports
+   * come from per-day counters kept for good). Also the usage_key idempotency window: keep it longer
+   * than the longest a record can wait for the ledger (an outage, a journal replayed at the next start).
+   */
+  USAGE_RECORD_RETENTION_SECONDS: int(10, 10 * 366 * 24 * 3600).default(7 * 24 * 3600),
 
   REDIS_URL: optionalString,
   /** A Redis Cluster instead of one Redis: comma-separated seed nodes (any of its primaries), `host:port` or `redis[s]://[[user]:password@]host:port`; wins over REDIS_URL. */
@@ -183,6 +189,7 @@ export function loadConfig(env: RawEnv = process.env) {
     uwsBinaryCheck: e.UWS_BINARY_CHECK,
     maxBodyBytes: e.MAX_BODY_BYTES,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    usageRetentionSeconds: e.USAGE_RECORD_RETENTION_SECONDS,
     redisUrl: e.REDIS_URL,
     redisClusterNodes: e.REDIS_CLUSTER_NODES,
     tenancy: {

@@ -11,7 +11,7 @@ export async function createLedgerStore(config: Config): Promise<LedgerStore> {
   const redis = redisTarget(config);
   if (redis) {
     const { RedisLedgerStore } = await import("./redis-ledger-store.ts");
-    return new RedisLedgerStore(redis);
+    return new RedisLedgerStore(redis, undefined, config.usageRetentionSeconds * 1000);
   }
-  return new ThreadedLedgerStore(config.dataDir);
+  return new ThreadedLedgerStore(config.dataDir, config.usageRetentionSeconds * 1000);
 }

@@ -1,8 +1,9 @@
 // The ledger embedded: lmdb under the data directory, for the single-process
 // mode. Each append's writes are queued in one event turn, so lmdb commits
-// them in one transaction (the idempotency marks, the records, the counters
-// and the alert claims change together, and survive a crash once
-// committed); reservations of calls in flight live in memory, as the calls
+// them in one transaction (the per-call entries, which are also the
+// idempotency marks, the counters and the alert claims change together, and
+// survive a crash once committed); entries are compact and kept for the
+// retention window only (tenancy/ledger-entry.ts), reports read the counters; reservations of calls in flight live in memory, as the calls
 // themselves do. The rules are those of the Redis scripts.
 // The writes are lmdb's asynchronous puts, performed on its write thread,
 // never in a transaction callback on the event loop: an append costs the
@@ -33,6 +34,18 @@ import {
   type UsageRow,
   type UsageToDate,
 } from "./ledger.ts";
+import {
+  byCreation,
+  compactEntry,
+  defaultRetentionMs,
+  dimensionKey,
+  expandEntry,
+  generationOf,
+  liveGenerations,
+  parseDimensionKey,
+  type CompactEntry,
+  type Dimension,
+} from "./ledger-entry.ts";
 
 /**
  * One lmdb database written behind the main thread: `put` queues the write
@@ -52,6 +65,11 @@ class WriteBehind<V> {
   get(key: string): V | undefined {
     const pending = this.pending.get(key);
     return pending ? pending.value : this.db.get(key);
+  }
+
+  /** The database was cleared: nothing written before reads back. */
+  forgetAll(): void {
+    this.pending.clear();
   }
 
   /** Queues the write; `commits` gets the promise of its commit and what to forget then. */
@@ -99,13 +117,25 @@ interface Held {
   expiresAt: number;
 }
 
+export interface EmbeddedLedgerOptions {
+  /** How long per-call entries (and so the usage_key idempotency marks) are kept: at least this, at most 1.5 times it. */
+  retentionMs?: number;
+  /** The clock generations follow (tests move it). */
+  now?: () => number;
+}
+
 export class EmbeddedLedgerStore implements LedgerStore {
   readonly kind = "embedded" as const;
   private readonly root: RootDatabase;
-  /** `<project>\n<usage_key>` → true: what was billed. */
-  private readonly ids: WriteBehind<true>;
-  /** [project, period, seq] → the record: the append-only ledger. */
-  private readonly entries: Database<UsageRecord, [string, string, number]>;
+  /** One database per live generation (slot = generation % 3): `<project>\n<usage_key>` → the compact entry. */
+  private readonly slots: WriteBehind<CompactEntry>[];
+  /** The generation each slot holds (-1: empty), mirrored in `meta`. */
+  private readonly slotGeneration: number[];
+  private readonly meta: Database<number, string>;
+  /** Dimension id → `<project>\n<dimension key>`; `dimensionIds` is its reverse, in memory. */
+  private readonly dimensions: Database<string, number>;
+  private readonly dimensionIds = new Map<string, number>();
+  private readonly dimensionById = new Map<number, Dimension>();
   /** Integer counters: aggregates, period spend, usage to date. */
   private readonly counters: WriteBehind<number>;
   private readonly budgets: Database<StoredBudget, string>;
@@ -113,36 +143,90 @@ export class EmbeddedLedgerStore implements LedgerStore {
   private readonly pending: Database<BudgetAlert, string>;
   /** Reservations in flight per `<project>:<period>`. */
   private readonly held = new Map<string, Map<string, Held>>();
+  private readonly retentionMs: number;
+  private readonly now: () => number;
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, options: EmbeddedLedgerOptions = {}) {
+    this.retentionMs = options.retentionMs ?? defaultRetentionMs;
+    this.now = options.now ?? Date.now;
     const dir = join(dataDir, "billing");
     mkdirSync(dir, { recursive: true });
     this.root = open({ path: join(dir, "ledger.lmdb"), compression: false });
-    this.ids = new WriteBehind(this.root.openDB<true, string>({ name: "ids", encoding: "msgpack" }));
-    this.entries = this.root.openDB<UsageRecord, [string, string, number]>({ name: "entries", encoding: "msgpack" });
+    this.slots = Array.from({ length: liveGenerations }, (_, i) => new WriteBehind(this.root.openDB<CompactEntry, string>({ name: `calls-${i}`, encoding: "msgpack" })));
+    this.meta = this.root.openDB<number, string>({ name: "generations", encoding: "msgpack" });
+    this.slotGeneration = this.slots.map((_, i) => this.meta.get(`slot-${i}`) ?? -1);
+    this.dimensions = this.root.openDB<string, number>({ name: "dimensions", encoding: "string" });
+    for (const { key, value } of this.dimensions.getRange({})) this.learnDimension(key, value);
     this.counters = new WriteBehind(this.root.openDB<number, string>({ name: "counters", encoding: "msgpack" }));
     this.budgets = this.root.openDB<StoredBudget, string>({ name: "budgets", encoding: "msgpack" });
     this.texts = new WriteBehind(this.root.openDB<string, string>({ name: "texts", encoding: "string" }));
     this.pending = this.root.openDB<BudgetAlert, string>({ name: "pending", encoding: "msgpack" });
+    // Before compact entries, every record was kept whole and forever (`entries`, `ids`): dropped
+    // here, since reports come from the counters, which are unchanged.
+    for (const legacy of ["entries", "ids"]) void this.root.openDB({ name: legacy }).drop();
+    this.sweep();
+  }
+
+  private learnDimension(id: number, text: string): void {
+    const cut = text.indexOf("\n");
+    this.dimensionIds.set(text, id);
+    this.dimensionById.set(id, parseDimensionKey(text.slice(0, cut), text.slice(cut + 1)));
+  }
+
+  private dimensionOf(r: UsageRecord): number {
+    const text = `${r.project_id}\n${dimensionKey(r)}`;
+    let id = this.dimensionIds.get(text);
+    if (id === undefined) {
+      id = this.dimensionIds.size + 1;
+      this.learnDimension(id, text);
+      // Written with the entry's append; a crash before its commit loses both together.
+      void this.dimensions.put(id, text);
+    }
+    return id;
+  }
+
+  /**
+   * Deletes the generations older than the retention window (one drop
+   * each) and makes the current one's slot ready; returns that slot. Runs at
+   * every append and on the worker's timer, so an idle ledger is swept too;
+   * the slot map is on disk, so a restart deletes what expired meanwhile.
+   */
+  sweep(): WriteBehind<CompactEntry> {
+    const current = generationOf(this.now(), this.retentionMs);
+    for (let i = 0; i < liveGenerations; i++) {
+      const held = this.slotGeneration[i] ?? -1;
+      const wanted = i === current % liveGenerations ? current : -1;
+      if (held === wanted || (wanted === -1 && held > current - liveGenerations)) continue;
+      const slot = this.slots[i] as WriteBehind<CompactEntry>;
+      if (held !== -1) void slot.db.clearAsync();
+      slot.forgetAll();
+      this.slotGeneration[i] = wanted;
+      void this.meta.put(`slot-${i}`, wanted);
+    }
+    return this.slots[current % liveGenerations] as WriteBehind<CompactEntry>;
+  }
+
+  /** The entry of a usage key in any live generation. */
+  private billed(id: string): boolean {
+    for (const slot of this.slots) if (slot.get(id) !== undefined) return true;
+    return false;
   }
 
   async append(records: UsageRecord[], settle?: Reservation): Promise<BudgetAlert[]> {
     // Everything up to the await runs in one event turn, so lmdb commits all
-    // of it in one transaction: the idempotency marks, the records, the
+    // of it in one transaction: the entries (idempotency marks too), the
     // counters and the alert claims land together or not at all. Counters
     // are summed over the batch first, so each changes once per append.
     const commits: Commits = { last: undefined, forget: [] };
     const rows = new Map<string, Counts>();
     const users = new Map<string, Counts>();
     const spend = new Map<string, { record: UsageRecord; period: string; nanos: number }>();
-    let seq = this.counters.get("seq") ?? 0;
+    const slot = records.length > 0 ? this.sweep() : undefined;
     for (const r of records) {
       const id = `${r.project_id}\n${r.usage_key}`;
-      if (this.ids.get(id)) continue;
-      this.ids.put(id, true, commits);
+      if (this.billed(id)) continue;
+      slot?.put(id, compactEntry(r, this.dimensionOf(r)), commits);
       const period = periodOf(r.created_at);
-      seq += 1;
-      void this.entries.put([r.project_id, period, seq], r);
       const row = countsOf(rows, `agg\t${r.project_id}\t${period}\t${rowKey(r)}`);
       row.c += r.cost_nanos;
       row.i += r.input_tokens;
@@ -167,7 +251,6 @@ export class EmbeddedLedgerStore implements LedgerStore {
       const add = (key: string, by: number) => {
         if (by !== 0) this.counters.put(key, (this.counters.get(key) ?? 0) + by, commits);
       };
-      this.counters.put("seq", seq, commits);
       for (const [field, row] of rows) for (const counter of ["c", "i", "o", "u", "n"] as const) add(`${field}\t${counter}`, row[counter]);
       for (const [user, use] of users) {
         add(`use\t${user}\tc`, use.c);
@@ -259,8 +342,18 @@ export class EmbeddedLedgerStore implements LedgerStore {
   }
 
   async records(projectId: string, period: string): Promise<UsageRecord[]> {
-    // Keys are [project, period, seq]: everything between [project, period] and the next period string.
-    return [...this.entries.getRange({ start: [projectId, period, 0], end: [projectId, `${period}\u0000`, 0] }).map(({ value }) => value)];
+    // Committed entries only (lmdb's reads), of every live generation, in the order calls were made.
+    const out: UsageRecord[] = [];
+    const current = generationOf(this.now(), this.retentionMs);
+    this.slots.forEach((slot, i) => {
+      if ((this.slotGeneration[i] ?? -1) <= current - liveGenerations) return;
+      for (const { key, value } of slot.db.getRange({ start: `${projectId}\n`, end: `${projectId}\u000b` })) {
+        const dimension = this.dimensionById.get(value[0]);
+        const record = dimension && expandEntry(key.slice(projectId.length + 1), value, dimension);
+        if (record && periodOf(record.created_at) === period) out.push(record);
+      }
+    });
+    return out.sort(byCreation);
   }
 
   async usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]> {

@@ -9,8 +9,11 @@ import { isLedgerMethod, type LedgerCall, type LedgerReply } from "./ledger-rpc.
 
 const port = parentPort;
 if (!port) throw new Error("tenancy/ledger-worker.ts runs as a worker thread (threaded-ledger-store.ts starts it)");
-const { dataDir } = workerData as { dataDir: string };
-const store = new EmbeddedLedgerStore(dataDir);
+const { dataDir, retentionMs } = workerData as { dataDir: string; retentionMs: number };
+const store = new EmbeddedLedgerStore(dataDir, { retentionMs });
+// The sweeper: expired generations go even while no call is appended (appends sweep too).
+const sweeper = setInterval(() => store.sweep(), Math.min(60_000, Math.max(1_000, Math.floor(retentionMs / 8))));
+sweeper.unref();
 
 port.on("message", (call: LedgerCall) => {
   void answer(call).then((reply) => port.postMessage(reply));

@@ -32,114 +32,19 @@ import {
   type UsageToDate,
 } from "./ledger.ts";
 import { connectRedis, isCluster, primaries, type RedisClient, type RedisTarget } from "./redis-connection.ts";
-
-// Per record: KEYS = ids, ledger list, aggregates, period counters, budget,
-// the project's set of periods with usage, then (ARGV[3] = "8", one Redis)
-// key usage and environment usage. After them: pending alerts, then the
-// settled reservation's period counters and expiry set (when ARGV[2] is not
-// ""). Returns the alerts crossed and the (1-based) indexes of the records
-// that were new.
-const appendScript = `
-local records = cjson.decode(ARGV[1])
-local per = tonumber(ARGV[3])
-local n = #records * per
-local pending = KEYS[n + 1]
-local alerts = {}
-local fresh = {}
-local function bump(key, r)
-  redis.call("HINCRBY", key, "c", r.c)
-  redis.call("HINCRBY", key, "n", 1)
-  local last = redis.call("HGET", key, "t")
-  if not last or last < r.t then redis.call("HSET", key, "t", r.t) end
-end
-for i, r in ipairs(records) do
-  local b = (i - 1) * per
-  if redis.call("HSETNX", KEYS[b + 1], r.k, "1") == 1 then
-    table.insert(fresh, i)
-    redis.call("RPUSH", KEYS[b + 2], r.json)
-    local agg = KEYS[b + 3]
-    redis.call("HINCRBY", agg, r.f .. "\\tc", r.c)
-    redis.call("HINCRBY", agg, r.f .. "\\ti", r.i)
-    redis.call("HINCRBY", agg, r.f .. "\\to", r.o)
-    redis.call("HINCRBY", agg, r.f .. "\\tu", r.u)
-    redis.call("HINCRBY", agg, r.f .. "\\tn", 1)
-    redis.call("SADD", KEYS[b + 6], r.period)
-    if per == 8 then
-      bump(KEYS[b + 7], r)
-      bump(KEYS[b + 8], r)
-    end
-    if r.live == "1" then
-      local bud = KEYS[b + 4]
-      local spent = redis.call("HINCRBY", bud, "spent", r.c)
-      local marks = redis.call("HGET", KEYS[b + 5], "marks")
-      if marks then
-        local limit = redis.call("HGET", KEYS[b + 5], "limit")
-        for _, m in ipairs(cjson.decode(marks)) do
-          if spent >= tonumber(m[2]) and redis.call("HSETNX", bud, "alert:" .. m[1], tostring(spent)) == 1 then
-            local alert = cjson.encode({r.org, r.project, r.period, m[1], limit, tostring(spent)})
-            redis.call("HSET", pending, r.project .. ":" .. r.period .. ":" .. m[1], alert)
-            table.insert(alerts, alert)
-          end
-        end
-      end
-    end
-  end
-end
-if ARGV[2] ~= "" then
-  local bud, exp = KEYS[n + 2], KEYS[n + 3]
-  local amount = redis.call("HGET", bud, "r:" .. ARGV[2])
-  if amount then
-    redis.call("HDEL", bud, "r:" .. ARGV[2])
-    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
-  end
-  redis.call("ZREM", exp, ARGV[2])
-end
-return {alerts, fresh}
-`;
-
-// Cluster mode: a key's or environment's usage to date, added after the
-// append (ARGV = cost, calls, latest created_at).
-const useScript = `
-redis.call("HINCRBY", KEYS[1], "c", ARGV[1])
-redis.call("HINCRBY", KEYS[1], "n", ARGV[2])
-local last = redis.call("HGET", KEYS[1], "t")
-if not last or last < ARGV[3] then redis.call("HSET", KEYS[1], "t", ARGV[3]) end
-return 0
-`;
-
-// KEYS = period counters, reservation expiry set, budget. ARGV = id, amount,
-// expires at (ms), now (ms). Reservations of a replica that died mid-call
-// expire, so they cannot hold the budget forever.
-const reserveScript = `
-local bud, exp, cfg = KEYS[1], KEYS[2], KEYS[3]
-local limit = redis.call("HGET", cfg, "hard")
-if not limit then return {1, 0, 0, 0} end
-for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[4])) do
-  local amount = redis.call("HGET", bud, "r:" .. id)
-  if amount then
-    redis.call("HDEL", bud, "r:" .. id)
-    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
-  end
-  redis.call("ZREM", exp, id)
-end
-local spent = tonumber(redis.call("HGET", bud, "spent") or "0")
-local reserved = tonumber(redis.call("HGET", bud, "reserved") or "0")
-if spent + reserved >= tonumber(limit) then return {0, tostring(spent), tostring(reserved), limit} end
-redis.call("HSET", bud, "r:" .. ARGV[1], ARGV[2])
-redis.call("HINCRBY", bud, "reserved", ARGV[2])
-redis.call("ZADD", exp, ARGV[3], ARGV[1])
-return {1, 0, 0, 0}
-`;
-
-const releaseScript = `
-local amount = redis.call("HGET", KEYS[1], "r:" .. ARGV[1])
-if amount then
-  redis.call("HDEL", KEYS[1], "r:" .. ARGV[1])
-  redis.call("HINCRBY", KEYS[1], "reserved", -tonumber(amount))
-end
-redis.call("ZREM", KEYS[2], ARGV[1])
-return 0
-`;
+import { appendScript, releaseScript, reserveScript, useScript } from "./redis-ledger-scripts.ts";
+import {
+  byCreation,
+  compactEntry,
+  defaultRetentionMs,
+  dimensionKey,
+  entryText,
+  expandEntry,
+  generationExpiresAtMs,
+  generationOf,
+  parseDimensionKey,
+  parseEntryText,
+} from "./ledger-entry.ts";
 
 type RedisWithScripts = RedisClient & {
   troupeLedgerAppend(...keysThenArgs: string[]): Promise<[string[], number[]]>;
@@ -153,9 +58,17 @@ export class RedisLedgerStore implements LedgerStore {
   private readonly redis: RedisWithScripts;
   private readonly p: string;
   private readonly cluster: boolean;
+  private readonly retentionMs: number;
+  private readonly now: () => number;
 
-  /** `target`: a redis:// URL (one server) or a cluster's seed nodes. */
-  constructor(target: string | RedisTarget, prefix = "troupe:bill:") {
+  /**
+   * `target`: a redis:// URL (one server) or a cluster's seed nodes.
+   * `retentionMs`: how long per-call entries are kept (Redis expires each
+   * generation's hash); `now`: the clock generations follow.
+   */
+  constructor(target: string | RedisTarget, prefix = "troupe:bill:", retentionMs = defaultRetentionMs, now: () => number = Date.now) {
+    this.retentionMs = retentionMs;
+    this.now = now;
     const where = typeof target === "string" ? { url: target } : target;
     this.p = prefix;
     this.cluster = isCluster(where);
@@ -183,11 +96,12 @@ export class RedisLedgerStore implements LedgerStore {
   private agg(projectId: string, period: string): string {
     return `${this.p}agg:${this.tag(projectId)}:${period}`;
   }
-  private ids(projectId: string): string {
-    return `${this.p}ids:${this.tag(projectId)}`;
+  /** A generation's entries: usage_key → compact entry, expiring with the generation. */
+  private calls(projectId: string, generation: number): string {
+    return `${this.p}calls:${this.tag(projectId)}:${generation}`;
   }
-  private ledger(projectId: string, period: string): string {
-    return `${this.p}ledger:${this.tag(projectId)}:${period}`;
+  private dims(projectId: string): string {
+    return `${this.p}dims:${this.tag(projectId)}`;
   }
   private use(id: string): string {
     return `${this.p}use:${id}`;
@@ -216,14 +130,17 @@ export class RedisLedgerStore implements LedgerStore {
   /** One atomic append; `project` names the pending-alerts key (every record is of it in cluster mode). */
   private async appendScript(records: UsageRecord[], settle: Reservation | undefined, project: string): Promise<BudgetAlert[]> {
     const keys: string[] = [];
+    // One generation ahead too: a replica whose clock runs a little fast may have written there.
+    const current = generationOf(this.now(), this.retentionMs);
     const wire = records.map((r) => {
       const period = periodOf(r.created_at);
-      keys.push(this.ids(r.project_id), this.ledger(r.project_id, period), this.agg(r.project_id, period));
-      keys.push(this.bud(r.project_id, period), this.cfg(r.project_id), this.periods(r.project_id));
+      keys.push(this.calls(r.project_id, current + 1), this.calls(r.project_id, current), this.calls(r.project_id, current - 1), this.calls(r.project_id, current - 2));
+      keys.push(this.agg(r.project_id, period), this.bud(r.project_id, period), this.cfg(r.project_id), this.periods(r.project_id), this.dims(r.project_id));
       if (!this.cluster) keys.push(this.use(r.api_key_id), this.use(r.environment_id));
       return {
         k: r.usage_key,
-        json: JSON.stringify(r),
+        d: dimensionKey(r),
+        e: entryText(compactEntry(r, 0)).slice(2),
         f: rowKey(r),
         c: String(r.cost_nanos),
         i: String(r.input_tokens),
@@ -244,7 +161,8 @@ export class RedisLedgerStore implements LedgerStore {
       ...keys,
       wire.length === 0 ? "[]" : JSON.stringify(wire),
       settle?.id ?? "",
-      this.cluster ? "6" : "8",
+      this.cluster ? "9" : "11",
+      String(generationExpiresAtMs(current, this.retentionMs)),
     );
     if (this.cluster) await this.addUsageToDate(fresh.map((i) => records[i - 1]).filter((r) => r !== undefined));
     return alerts.map(decodeAlert);
@@ -308,8 +226,21 @@ export class RedisLedgerStore implements LedgerStore {
   }
 
   async records(projectId: string, period: string): Promise<UsageRecord[]> {
-    const raw = await this.redis.lrange(this.ledger(projectId, period), 0, -1);
-    return raw.map((text) => JSON.parse(text) as UsageRecord);
+    const current = generationOf(this.now(), this.retentionMs);
+    const [dims, ...generations] = await Promise.all([
+      this.redis.hgetall(this.dims(projectId)),
+      ...[1, 0, -1, -2].map((g) => this.redis.hgetall(this.calls(projectId, current + g))),
+    ]);
+    const out: UsageRecord[] = [];
+    for (const generation of generations) {
+      for (const [usageKey, text] of Object.entries(generation ?? {})) {
+        const entry = parseEntryText(text);
+        const dimension = dims?.[`#${entry[0]}`];
+        const record = dimension === undefined ? undefined : expandEntry(usageKey, entry, parseDimensionKey(projectId, dimension));
+        if (record && periodOf(record.created_at) === period) out.push(record);
+      }
+    }
+    return out.sort(byCreation);
   }
 
   async usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]> {

@@ -15,6 +15,7 @@ import { Worker } from "node:worker_threads";
 import type { LedgerCall, LedgerMethod, LedgerMethods, LedgerReply } from "./ledger-rpc.ts";
 import type { BudgetAlert, LedgerStore, Reservation, ReserveOutcome, StoredBudget, UsageRow, UsageToDate } from "./ledger.ts";
 import type { UsageRecord } from "../providers/usage.ts";
+import { defaultRetentionMs } from "./ledger-entry.ts";
 
 // Sources run as .ts (tests, the cluster launcher); `npm start` runs the
 // bundle in .dist/, where scripts/build-dist.ts emits the worker beside it.
@@ -28,18 +29,21 @@ interface Waiting {
 export class ThreadedLedgerStore implements LedgerStore {
   readonly kind = "embedded" as const;
   private readonly dataDir: string;
+  private readonly retentionMs: number;
   private worker: Worker | undefined;
   private readonly waiting = new Map<number, Waiting>();
   private nextId = 1;
   private closed = false;
 
-  constructor(dataDir: string) {
+  /** `retentionMs`: how long per-call entries are kept (EmbeddedLedgerStore). */
+  constructor(dataDir: string, retentionMs = defaultRetentionMs) {
     this.dataDir = dataDir;
+    this.retentionMs = retentionMs;
     this.worker = this.spawn();
   }
 
   private spawn(): Worker {
-    const worker = new Worker(workerUrl, { workerData: { dataDir: this.dataDir } });
+    const worker = new Worker(workerUrl, { workerData: { dataDir: this.dataDir, retentionMs: this.retentionMs } });
     // Referenced only while a call waits: an idle ledger never keeps the process alive.
     worker.unref();
     worker.on("message", (reply: LedgerReply) => this.answer(reply));

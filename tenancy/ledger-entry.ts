@@ -1,0 +1,101 @@
+// The per-call ledger entry as stored, in one place for both ledger stores:
+// a compact form of a UsageRecord, and the generations that bound how long
+// entries are kept (docs/operations/usage-retention.md).
+//
+// Compact: the fields every call of one key, model and provider repeats
+// (organization, environment, key, live, category, model, provider) are one
+// small integer, a "dimension" stored once per project; the entry keeps the
+// call's own figures only. Usage reports never read entries: they come from
+// the aggregate counters (one row per day × live × category × model ×
+// environment × key), so entries serve idempotency and audits.
+//
+// Generations: an entry is written into the generation of the time it is
+// appended (the retention window split in halves), and a generation is
+// deleted whole once the one three after it begins. So every entry is kept
+// at least the retention window and at most 1.5 times it, and deleting is
+// one drop per generation (lmdb) or one key expiry (Redis), never a scan.
+// The entry is also the usage_key's idempotency mark: a record appended
+// again while any live generation holds its key is not billed again.
+import type { UsageCategory, UsageRecord } from "../providers/usage.ts";
+import { unitsMicro } from "./ledger.ts";
+
+/** USAGE_RECORD_RETENTION_SECONDS's default: 7 days. */
+export const defaultRetentionMs = 7 * 24 * 3600_000;
+
+/** Live generations: the current one and the two before it. */
+export const liveGenerations = 3;
+
+/** The fields an entry shares with every call of its dimension. */
+export interface Dimension {
+  organization_id: string;
+  project_id: string;
+  environment_id: string;
+  api_key_id: string;
+  live: boolean;
+  category: UsageCategory;
+  model: string;
+  provider: string;
+}
+
+/** A call's own figures: [dimension id, created_at (ms), input tokens, output tokens, units (millionths), cost (nano-dollars)]. */
+export type CompactEntry = [number, number, number, number, number, number];
+
+/** A dimension's identity within its project (tabs never occur in ids or model names). */
+export function dimensionKey(r: UsageRecord): string {
+  return [r.organization_id, r.environment_id, r.api_key_id, r.live ? "1" : "0", r.category, r.model, r.provider].join("\t");
+}
+
+export function parseDimensionKey(projectId: string, key: string): Dimension {
+  const [organization_id = "", environment_id = "", api_key_id = "", live = "0", category = "chat", model = "", provider = ""] = key.split("\t");
+  return { organization_id, project_id: projectId, environment_id, api_key_id, live: live === "1", category: category as UsageCategory, model, provider };
+}
+
+export function compactEntry(r: UsageRecord, dimension: number): CompactEntry {
+  return [dimension, Date.parse(r.created_at), r.input_tokens, r.output_tokens, unitsMicro(r), r.cost_nanos];
+}
+
+/** Redis keeps an entry as one short string. */
+export function entryText(entry: CompactEntry): string {
+  return entry.join(",");
+}
+
+export function parseEntryText(text: string): CompactEntry {
+  const [d = 0, t = 0, i = 0, o = 0, u = 0, c = 0] = text.split(",").map(Number);
+  return [d, t, i, o, u, c];
+}
+
+/** The usage record an entry stands for (request_id: the usage_key up to its call number). */
+export function expandEntry(usageKey: string, entry: CompactEntry, dimension: Dimension): UsageRecord {
+  const [, createdMs, input, output, units, cost] = entry;
+  const hash = usageKey.lastIndexOf("#");
+  return {
+    ...dimension,
+    input_tokens: input,
+    output_tokens: output,
+    units: units / 1_000_000,
+    cost_usd: cost / 1e9,
+    cost_nanos: cost,
+    request_id: hash > 0 ? usageKey.slice(0, hash) : usageKey,
+    usage_key: usageKey,
+    created_at: new Date(createdMs).toISOString(),
+  };
+}
+
+/** A generation lasts half the retention window. */
+export function generationMs(retentionMs: number): number {
+  return Math.max(1, Math.floor(retentionMs / 2));
+}
+
+export function generationOf(nowMs: number, retentionMs: number): number {
+  return Math.floor(nowMs / generationMs(retentionMs));
+}
+
+/** When generation `g` may be deleted: once generation g + 3 begins (its last entry is then older than the window). */
+export function generationExpiresAtMs(g: number, retentionMs: number): number {
+  return (g + liveGenerations) * generationMs(retentionMs);
+}
+
+/** Audits read entries in the order calls were made. */
+export function byCreation(a: UsageRecord, b: UsageRecord): number {
+  return a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.usage_key < b.usage_key ? -1 : a.usage_key > b.usage_key ? 1 : 0;
+}

@@ -1,0 +1,125 @@
+// The Redis ledger's Lua scripts (tenancy/redis-ledger-store.ts): each step
+// is one script, so it is atomic whatever the number of replicas.
+// Per record: KEYS = the entry generations (current + 1, current, the two
+// before: an entry in any of them is the usage_key's idempotency mark),
+// aggregates, period counters, budget, the project's set of periods with
+// usage, its dimensions, then (ARGV[3] = "11", one Redis) key usage and
+// environment usage. After them: pending alerts, then the settled
+// reservation's period counters and expiry set (when ARGV[2] is not "").
+// ARGV[4]: when the current generation expires (ms). Returns the alerts
+// crossed and the (1-based) indexes of the records that were new.
+export const appendScript = `
+local records = cjson.decode(ARGV[1])
+local per = tonumber(ARGV[3])
+local n = #records * per
+local pending = KEYS[n + 1]
+local alerts = {}
+local fresh = {}
+local function bump(key, r)
+  redis.call("HINCRBY", key, "c", r.c)
+  redis.call("HINCRBY", key, "n", 1)
+  local last = redis.call("HGET", key, "t")
+  if not last or last < r.t then redis.call("HSET", key, "t", r.t) end
+end
+local function billed(b, k)
+  for g = 1, 4 do
+    if redis.call("HEXISTS", KEYS[b + g], k) == 1 then return true end
+  end
+  return false
+end
+for i, r in ipairs(records) do
+  local b = (i - 1) * per
+  if not billed(b, r.k) then
+    table.insert(fresh, i)
+    local dims = KEYS[b + 9]
+    local d = redis.call("HGET", dims, r.d)
+    if not d then
+      d = tostring(redis.call("HINCRBY", dims, "#", 1))
+      redis.call("HSET", dims, r.d, d, "#" .. d, r.d)
+    end
+    redis.call("HSET", KEYS[b + 2], r.k, d .. "," .. r.e)
+    redis.call("PEXPIREAT", KEYS[b + 2], ARGV[4])
+    local agg = KEYS[b + 5]
+    redis.call("HINCRBY", agg, r.f .. "\\tc", r.c)
+    redis.call("HINCRBY", agg, r.f .. "\\ti", r.i)
+    redis.call("HINCRBY", agg, r.f .. "\\to", r.o)
+    redis.call("HINCRBY", agg, r.f .. "\\tu", r.u)
+    redis.call("HINCRBY", agg, r.f .. "\\tn", 1)
+    redis.call("SADD", KEYS[b + 8], r.period)
+    if per == 11 then
+      bump(KEYS[b + 10], r)
+      bump(KEYS[b + 11], r)
+    end
+    if r.live == "1" then
+      local bud = KEYS[b + 6]
+      local spent = redis.call("HINCRBY", bud, "spent", r.c)
+      local marks = redis.call("HGET", KEYS[b + 7], "marks")
+      if marks then
+        local limit = redis.call("HGET", KEYS[b + 7], "limit")
+        for _, m in ipairs(cjson.decode(marks)) do
+          if spent >= tonumber(m[2]) and redis.call("HSETNX", bud, "alert:" .. m[1], tostring(spent)) == 1 then
+            local alert = cjson.encode({r.org, r.project, r.period, m[1], limit, tostring(spent)})
+            redis.call("HSET", pending, r.project .. ":" .. r.period .. ":" .. m[1], alert)
+            table.insert(alerts, alert)
+          end
+        end
+      end
+    end
+  end
+end
+if ARGV[2] ~= "" then
+  local bud, exp = KEYS[n + 2], KEYS[n + 3]
+  local amount = redis.call("HGET", bud, "r:" .. ARGV[2])
+  if amount then
+    redis.call("HDEL", bud, "r:" .. ARGV[2])
+    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
+  end
+  redis.call("ZREM", exp, ARGV[2])
+end
+return {alerts, fresh}
+`;
+
+// Cluster mode: a key's or environment's usage to date, added after the
+// append (ARGV = cost, calls, latest created_at).
+export const useScript = `
+redis.call("HINCRBY", KEYS[1], "c", ARGV[1])
+redis.call("HINCRBY", KEYS[1], "n", ARGV[2])
+local last = redis.call("HGET", KEYS[1], "t")
+if not last or last < ARGV[3] then redis.call("HSET", KEYS[1], "t", ARGV[3]) end
+return 0
+`;
+
+// KEYS = period counters, reservation expiry set, budget. ARGV = id, amount,
+// expires at (ms), now (ms). Reservations of a replica that died mid-call
+// expire, so they cannot hold the budget forever.
+export const reserveScript = `
+local bud, exp, cfg = KEYS[1], KEYS[2], KEYS[3]
+local limit = redis.call("HGET", cfg, "hard")
+if not limit then return {1, 0, 0, 0} end
+for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[4])) do
+  local amount = redis.call("HGET", bud, "r:" .. id)
+  if amount then
+    redis.call("HDEL", bud, "r:" .. id)
+    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
+  end
+  redis.call("ZREM", exp, id)
+end
+local spent = tonumber(redis.call("HGET", bud, "spent") or "0")
+local reserved = tonumber(redis.call("HGET", bud, "reserved") or "0")
+if spent + reserved >= tonumber(limit) then return {0, tostring(spent), tostring(reserved), limit} end
+redis.call("HSET", bud, "r:" .. ARGV[1], ARGV[2])
+redis.call("HINCRBY", bud, "reserved", ARGV[2])
+redis.call("ZADD", exp, ARGV[3], ARGV[1])
+return {1, 0, 0, 0}
+`;
+
+export const releaseScript = `
+local amount = redis.call("HGET", KEYS[1], "r:" .. ARGV[1])
+if amount then
+  redis.call("HDEL", KEYS[1], "r:" .. ARGV[1])
+  redis.call("HINCRBY", KEYS[1], "reserved", -tonumber(amount))
+end
+redis.call("ZREM", KEYS[2], ARGV[1])
+return 0
+`;
+
