@@ -198,7 +198,9 @@ export class EmbeddedLedgerStore implements LedgerStore {
       const wanted = i === current % liveGenerations ? current : -1;
       if (held === wanted || (wanted === -1 && held > current - liveGenerations)) continue;
       const slot = this.slots[i] as WriteBehind<CompactEntry>;
-      if (held !== -1) void slot.db.clearAsync();
+      // Synchronous (one drop of the generation's pages, on the ledger's own thread): reads never see
+      // a cleared generation's entries in the slot that now holds the current one.
+      if (held !== -1) slot.db.clearSync();
       slot.forgetAll();
       this.slotGeneration[i] = wanted;
       void this.meta.put(`slot-${i}`, wanted);

@@ -1,0 +1,133 @@
+// The ledger does not grow with the number of calls: each call's own entry
+// is compact and kept for the retention window only (embedded: the
+// generation's lmdb database is cleared; Redis: its hash expires), while the
+// per-day counters the usage reports read keep every call.
+import { mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { open } from "lmdb";
+import t from "tap";
+import { prefixedId } from "../../core/ids.ts";
+import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
+import type { LedgerStore } from "../../tenancy/ledger.ts";
+import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
+import { startTestRedis } from "../support/redis.ts";
+import { usage } from "./ledger-store-suite.ts";
+
+const retentionMs = 60_000;
+const march = "2026-03";
+
+async function calls(ledger: LedgerStore, projectId: string): Promise<number> {
+  return (await ledger.usageRows(projectId, march, march)).reduce((sum, row) => sum + row.calls, 0);
+}
+
+/** Bytes of lmdb pages the per-call databases use, and their entries (the store closed). */
+function entryPages(dir: string): { bytes: number; entries: number } {
+  const root = open({ path: join(dir, "billing", "ledger.lmdb"), readOnly: true });
+  let bytes = 0;
+  let entries = 0;
+  for (let i = 0; i < 3; i++) {
+    const stats = root.openDB({ name: `calls-${i}` }).getStats() as { entryCount: number; treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number; pageSize: number };
+    entries += stats.entryCount;
+    bytes += (stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages) * stats.pageSize;
+  }
+  void root.close();
+  return { bytes, entries };
+}
+
+t.test("embedded: entries are kept for the retention window, the counters for good", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-"));
+  let now = Date.parse("2026-03-15T10:00:00.000Z");
+  let ledger = new EmbeddedLedgerStore(dir, { retentionMs, now: () => now });
+  const first = usage({ project_id: "prj_ret" });
+  await ledger.append([first]);
+  now += 0.9 * retentionMs;
+  await ledger.append([first]);
+  t.equal(await calls(ledger, "prj_ret"), 1, "appended again within the window: billed once");
+  t.same((await ledger.records("prj_ret", march)).map((r) => r.usage_key), [first.usage_key]);
+
+  now += 0.7 * retentionMs;
+  const second = usage({ project_id: "prj_ret" });
+  await ledger.append([second]);
+  t.same((await ledger.records("prj_ret", march)).map((r) => r.usage_key), [second.usage_key], "the entry older than 1.5 windows is gone");
+  t.equal(await calls(ledger, "prj_ret"), 2, "the report still counts it");
+  t.equal(await ledger.spent("prj_ret", march), 2000);
+
+  // Many calls over many windows: the entries on disk are those of the last 1.5 windows at most.
+  for (let step = 0; step < 40; step++) {
+    now += retentionMs / 10;
+    await ledger.append(Array.from({ length: 50 }, () => usage({ project_id: "prj_ret" })));
+  }
+  t.equal(await calls(ledger, "prj_ret"), 2002, "every call in the counters");
+  await ledger.close();
+  const kept = entryPages(dir).entries;
+  t.ok(kept >= 500 && kept <= 750, `${kept} entries kept: the last 10 to 15 steps of 50`);
+
+  // Durable: a restart long after deletes what expired meanwhile, with no call appended.
+  now += 2 * retentionMs;
+  ledger = new EmbeddedLedgerStore(dir, { retentionMs, now: () => now });
+  t.same(await ledger.records("prj_ret", march), []);
+  t.equal(await calls(ledger, "prj_ret"), 2002);
+  await ledger.close();
+  t.equal(entryPages(dir).entries, 0, "the expired generations are cleared on disk");
+});
+
+t.test("embedded: a call's entry takes at most 200 bytes on disk", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-"));
+  const ledger = new EmbeddedLedgerStore(dir);
+  // Real id shapes: a project, two environments, a few keys and models, a ULID request id per call.
+  const project = prefixedId("prj");
+  const payers = Array.from({ length: 6 }, (_, i) => ({ organization_id: prefixedId("org"), environment_id: prefixedId("env"), api_key_id: prefixedId("key"), model: i % 2 ? "gpt-4.1-mini" : "claude-sonnet-4" }));
+  const organization_id = payers[0]?.organization_id ?? "";
+  const total = 20_000;
+  const appends: Array<Promise<unknown>> = [];
+  for (let i = 0; i < total; i += 16) {
+    const batch = Array.from({ length: 16 }, (_, j) => {
+      const payer = payers[(i + j) % payers.length];
+      const request_id = prefixedId("req");
+      return usage({ ...payer, organization_id, project_id: project, request_id, usage_key: request_id, input_tokens: 1200 + j, output_tokens: 300 + j, cost_nanos: 123_456 + j, created_at: new Date().toISOString() });
+    });
+    // As the usage recorder's flushes do: several appends per commit.
+    appends.push(ledger.append(batch));
+    if (appends.length === 64) await Promise.all(appends.splice(0));
+  }
+  await Promise.all(appends);
+  await ledger.close();
+  const { bytes, entries } = entryPages(dir);
+  t.equal(entries, total);
+  t.ok(bytes / entries <= 200, `${(bytes / entries).toFixed(0)} bytes of pages per entry`);
+  const file = statSync(join(dir, "billing", "ledger.lmdb")).blocks * 512;
+  t.ok(file / total <= 200 + 100, `the whole ledger file: ${(file / total).toFixed(0)} bytes per call`);
+});
+
+t.test("redis: a generation's hash expires; the counters stay", async (t) => {
+  const server = await startTestRedis();
+  t.teardown(() => server.stop());
+  const redis = { url: server.url, client: new Redis(server.url) };
+  t.teardown(() => redis.client.quit());
+  const shortMs = 1_000;
+  const ledger = new RedisLedgerStore(redis.url, "ret:", shortMs);
+  t.teardown(() => ledger.close());
+  const now = new Date().toISOString();
+  const first = usage({ project_id: "prj_ret", created_at: now });
+  await ledger.append([first]);
+  await ledger.append([first]);
+  t.equal((await ledger.records("prj_ret", now.slice(0, 7))).length, 1, "billed once within the window");
+  const memory = await redis.client.call("MEMORY", "USAGE", (await redis.client.keys("ret:calls:*"))[0] ?? "");
+  t.ok(Number(memory) < 400, `one entry's hash: ${String(memory)} bytes`);
+  await new Promise((resolve) => setTimeout(resolve, 1.6 * shortMs));
+  t.same(await redis.client.keys("ret:calls:*"), [], "Redis expired the generation");
+  t.same(await ledger.records("prj_ret", now.slice(0, 7)), []);
+  const rows = await ledger.usageRows("prj_ret", now.slice(0, 7), now.slice(0, 7));
+  t.equal(rows.reduce((sum, row) => sum + row.calls, 0), 1, "the report still counts the call");
+  // Compact: 2,000 calls of one key and model.
+  const batch = Array.from({ length: 2_000 }, () => {
+    const request_id = prefixedId("req");
+    return usage({ project_id: "prj_compact", request_id, usage_key: request_id, created_at: new Date().toISOString() });
+  });
+  await ledger.append(batch);
+  const [hash] = await redis.client.keys("ret:calls:*");
+  const bytes = Number(await redis.client.call("MEMORY", "USAGE", hash ?? "", "SAMPLES", "0"));
+  t.ok(bytes / 2_000 <= 200, `${(bytes / 2_000).toFixed(0)} bytes of Redis memory per entry`);
+});
