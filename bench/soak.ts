@@ -1,0 +1,168 @@
+// `npm run soak`: does Troupe stay the same size under endless load? It
+// starts bench/chat.ts's fake OpenAI upstream and a Troupe routing chat to
+// it (embedded by default, `--redis` on a fresh redis-server), makes a live
+// key, and drives POST /v1/chat/completions at saturation with wrk for
+// `--minutes` (default 10). Every `--sample-seconds` (default 5) it prints
+// Troupe's RSS, the size of its data directory (blocks in use) and, with
+// --redis, Redis's used_memory. After the warm-up it checks each series is
+// flat: the peak of the second half of the samples within 10 % of the peak
+// of the first half (peaks, because the ledger deletes a generation of
+// per-call records at a time, a saw tooth by design; growth shows as rising
+// peaks). Exits 1 when one is not, or when wrk saw errors.
+//
+// Per-call ledger records are kept `--retention-seconds` (default 20, so a
+// steady state shows within minutes; the product's default is 7 days), and
+// the warm-up (default: the larger of 4 retention windows and a third of
+// the run) covers their first deletions.
+//
+//   node bench/soak.ts [--minutes=10] [--redis] [--retention-seconds=20] [--connections=16]
+//                      [--sample-seconds=5] [--warmup-seconds=N] [--root=<checkout>]
+// (--root: run the upstream and Troupe of another checkout's bench/chat.ts,
+//  e.g. the main branch before a change, under the same load and sampling.)
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, lstatSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Redis } from "ioredis";
+import { liveKeyFor } from "./lib/bench-account.ts";
+import { startChildServer, type ChildServer } from "./lib/child-server.ts";
+import { requireWrk } from "./lib/wrk.ts";
+
+const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string | undefined]));
+const minutes = Number(args.get("minutes") ?? 10);
+const retentionSeconds = Number(args.get("retention-seconds") ?? 20);
+const connections = Number(args.get("connections") ?? 16);
+const sampleSeconds = Number(args.get("sample-seconds") ?? 5);
+const totalSeconds = Math.round(minutes * 60);
+const warmupSeconds = Number(args.get("warmup-seconds") ?? Math.max(4 * retentionSeconds, Math.round(totalSeconds / 3)));
+const root = resolve(args.get("root") ?? join(import.meta.dirname, ".."));
+const useRedis = args.has("redis");
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+
+/** Blocks in use under `dir` (sparse files count what they hold, not their length). */
+function diskBytes(dir: string): number {
+  let total = 0;
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    try {
+      const stat = lstatSync(path);
+      total += stat.isDirectory() ? diskBytes(path) : stat.blocks * 512;
+    } catch {
+      // Deleted between the listing and the stat (a journal segment): it holds nothing now.
+    }
+  }
+  return total;
+}
+
+function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m?.[1] ?? NaN) * 1024;
+}
+
+async function startRedis(): Promise<{ url: string; process: ChildProcess }> {
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const dir = mkdtempSync(join(tmpdir(), "troupe-soak-redis-"));
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    if (spawnSync("redis-cli", ["-p", String(port), "ping"], { encoding: "utf8" }).stdout.trim() === "PONG") return { url: `redis://127.0.0.1:${port}`, process: child };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`redis-server on port ${port} did not start`);
+}
+
+interface Sample {
+  t: number;
+  rss: number;
+  data: number;
+  redis: number | undefined;
+}
+
+/** Flat: the peak of the second half within 10 % of the first half's. */
+function flat(values: number[]): { ok: boolean; first: number; second: number } {
+  const half = Math.floor(values.length / 2);
+  const first = Math.max(...values.slice(0, half));
+  const second = Math.max(...values.slice(half));
+  return { ok: second <= first * 1.1, first, second };
+}
+
+async function main(): Promise<number> {
+  requireWrk();
+  const children: Array<ChildServer | { process: ChildProcess }> = [];
+  const stopAll = () => {
+    for (const child of children) child.process.kill("SIGKILL");
+  };
+  process.on("exit", stopAll);
+  const chat = join(root, "bench", "chat.ts");
+  const upstream = await startChildServer(chat, { BENCH_CHAT_ROLE: "upstream" }, "world");
+  children.push(upstream);
+  const redis = useRedis ? await startRedis() : undefined;
+  if (redis) children.push(redis);
+  // Troupe's data directory is the one mkdtemp makes under its TMPDIR: this one.
+  const tmp = mkdtempSync(join(tmpdir(), "troupe-soak-"));
+  const troupe = await startChildServer(chat, {
+    BENCH_CHAT_ROLE: "troupe",
+    BENCH_UPSTREAM: `http://127.0.0.1:${upstream.port}`,
+    BENCH_RETENTION_SECONDS: String(retentionSeconds),
+    TMPDIR: tmp,
+    ...(redis ? { BENCH_REDIS_URL: redis.url } : {}),
+  });
+  children.push(troupe);
+  const pid = troupe.process.pid ?? 0;
+  const dataDir = join(tmp, readdirSync(tmp).find((n) => n.startsWith("troupe-bench-chat-")) ?? "");
+  const base = `http://127.0.0.1:${troupe.port}`;
+  const key = await (await liveKeyFor(base)).project(undefined);
+  const redisClient = redis ? new Redis(redis.url) : undefined;
+
+  console.log(`soak: ${root === resolve(import.meta.dirname, "..") ? "this checkout" : root}, ${redis ? "Redis data store" : "embedded"}, ${minutes} min at saturation (wrk, ${connections} connections, one live key, chat on a fake upstream)`);
+  console.log(`per-call record retention ${retentionSeconds} s; warm-up ${warmupSeconds} s; a sample every ${sampleSeconds} s`);
+  const script = join(tmp, "request.lua");
+  const body = JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", messages: [{ role: "user", content: "Hello, how are you?" }] });
+  writeFileSync(script, [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(body)}`, `wrk.headers["content-type"] = "application/json"`, `wrk.headers["authorization"] = "Bearer ${key}"`].join("\n") + "\n");
+  const wrk = spawn("wrk", ["-t1", `-c${connections}`, `-d${totalSeconds}s`, "--latency", "-s", script, `${base}/v1/chat/completions`], { stdio: ["ignore", "pipe", "inherit"] });
+  let wrkOut = "";
+  wrk.stdout.on("data", (chunk: Buffer) => (wrkOut += chunk.toString()));
+  const wrkDone = new Promise<void>((done) => wrk.once("exit", () => done()));
+
+  const samples: Sample[] = [];
+  const started = Date.now();
+  console.log("     t      RSS (MB)   data dir (MB)" + (redis ? "   Redis used_memory (MB)" : ""));
+  let finished = false;
+  void wrkDone.then(() => (finished = true));
+  while (!finished) {
+    await Promise.race([new Promise((r) => setTimeout(r, sampleSeconds * 1000)), wrkDone]);
+    if (finished) break;
+    const t = Math.round((Date.now() - started) / 1000);
+    const usedMemory = redisClient ? Number(/used_memory:(\d+)/.exec(await redisClient.info("memory"))?.[1] ?? NaN) : undefined;
+    const sample: Sample = { t, rss: rssBytes(pid), data: diskBytes(dataDir), redis: usedMemory };
+    samples.push(sample);
+    console.log(`${String(t).padStart(5)} s  ${mb(sample.rss).padStart(10)}  ${mb(sample.data).padStart(14)}` + (usedMemory === undefined ? "" : `  ${mb(usedMemory).padStart(22)}`) + (t <= warmupSeconds ? "   (warm-up)" : ""));
+  }
+  await redisClient?.quit();
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(wrkOut)?.[1] ?? NaN);
+  const requests = Number(/(\d+) requests in/.exec(wrkOut)?.[1] ?? NaN);
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(wrkOut)?.[1] ?? 0);
+  const socketErrors = /Socket errors:.*/.exec(wrkOut)?.[0];
+  console.log(`load: ${requests} requests, ${rps.toFixed(0)} req/s, ${non2xx} non-2xx${socketErrors ? `; ${socketErrors}` : ""}`);
+
+  const steady = samples.filter((s) => s.t > warmupSeconds);
+  if (steady.length < 4) {
+    console.log(`FAIL: only ${steady.length} samples after the warm-up: run longer (--minutes) or sample more often`);
+    return 1;
+  }
+  const series: Array<[string, number[]]> = [
+    ["RSS", steady.map((s) => s.rss)],
+    ["data dir", steady.map((s) => s.data)],
+  ];
+  if (redis) series.push(["Redis used_memory", steady.map((s) => s.redis ?? NaN)]);
+  let ok = non2xx === 0 && Number.isFinite(rps);
+  for (const [name, values] of series) {
+    const result = flat(values);
+    ok &&= result.ok;
+    console.log(`${result.ok ? "flat" : "GROWING"}: ${name} peak ${mb(result.first)} MB in the first half after warm-up, ${mb(result.second)} MB in the second (${(((result.second - result.first) / result.first) * 100).toFixed(1)} %, limit +10 %)`);
+  }
+  if (non2xx > 0) console.log("FAIL: wrk saw non-2xx answers");
+  return ok ? 0 : 1;
+}
+
+process.exitCode = await main();
+process.exit();
