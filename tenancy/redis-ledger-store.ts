@@ -3,6 +3,9 @@
 // once-per-threshold alerts hold exactly whatever the number of replicas.
 // Every script declares the keys it touches in KEYS[]. Numbers travel as
 // strings: Lua prints large doubles in exponent form, which HINCRBY refuses.
+// Per-call entries are compact (tenancy/ledger-entry.ts) and live in one
+// hash per project and generation that Redis expires: memory is bounded by
+// the calls of 1.5 retention windows plus the per-day counters.
 //
 // On a Redis Cluster every key of a project carries the project id as its
 // hash tag (`troupe:bill:bud:{prj_…}:2026-03`), so each script touches one

@@ -1,0 +1,59 @@
+// `node bench/ledger-append.ts [--records=100000] [--root=<checkout>]`: what
+// the embedded ledger's thread pays per usage record. Appends chat records
+// (one live key of four, a ULID request id each) in steps of 16, as
+// Billing.write sends them, 64 steps per lmdb commit, and prints the CPU
+// time of this process per record (the thread's reads, sums and encoding,
+// plus lmdb's commit thread) and the ledger's bytes on disk per record.
+// --root measures another checkout's EmbeddedLedgerStore the same way.
+import { mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { prefixedId } from "../core/ids.ts";
+import type { UsageRecord } from "../providers/usage.ts";
+import type { LedgerStore } from "../tenancy/ledger.ts";
+
+const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string | undefined]));
+const total = Number(args.get("records") ?? 100_000);
+const root = resolve(args.get("root") ?? join(import.meta.dirname, ".."));
+const { EmbeddedLedgerStore } = (await import(join(root, "tenancy", "embedded-ledger-store.ts"))) as { EmbeddedLedgerStore: new (dir: string) => LedgerStore };
+
+const project = prefixedId("prj");
+const organization = prefixedId("org");
+const environment = prefixedId("env");
+const keys = Array.from({ length: 4 }, () => prefixedId("key"));
+
+function record(i: number): UsageRecord {
+  const request_id = prefixedId("req");
+  return {
+    organization_id: organization,
+    project_id: project,
+    environment_id: environment,
+    api_key_id: keys[i % keys.length] ?? "",
+    live: true,
+    category: "chat",
+    model: "gpt-4.1-mini",
+    provider: "openai",
+    input_tokens: 12,
+    output_tokens: 8,
+    units: 0,
+    cost_usd: 0.0000176,
+    cost_nanos: 17_600,
+    request_id,
+    usage_key: request_id,
+    created_at: new Date().toISOString(),
+  };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-append-"));
+const ledger = new EmbeddedLedgerStore(dir);
+const batches: UsageRecord[][] = [];
+for (let i = 0; i < total; i += 16) batches.push(Array.from({ length: 16 }, (_, j) => record(i + j)));
+const cpu = process.cpuUsage();
+const started = performance.now();
+for (let b = 0; b < batches.length; b += 64) await Promise.all(batches.slice(b, b + 64).map((batch) => ledger.append(batch)));
+const elapsed = performance.now() - started;
+const used = process.cpuUsage(cpu);
+await ledger.close();
+const bytes = statSync(join(dir, "billing", "ledger.lmdb")).blocks * 512;
+const n = batches.length * 16;
+console.log(`${root}: ${n} records, ${(((used.user + used.system) / n) as number).toFixed(1)} µs CPU per record (${((elapsed * 1000) / n).toFixed(1)} µs wall), ledger file ${(bytes / n).toFixed(0)} bytes per record`);
