@@ -28,7 +28,6 @@ import { mkdtempSync, readdirSync, readFileSync, lstatSync, writeFileSync } from
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
-import { liveKeyFor } from "./lib/bench-account.ts";
 import { startChildServer, type ChildServer } from "./lib/child-server.ts";
 import { requireWrk } from "./lib/wrk.ts";
 
@@ -61,6 +60,24 @@ function diskBytes(dir: string): number {
 function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return Number(m?.[1] ?? NaN) * 1024;
+}
+
+async function post(url: string, token: string | undefined, body: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+  if (res.status >= 300) throw new Error(`POST ${url}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+/** A signup, a project and a live key of its production environment; the session reads the usage report at the end. */
+async function liveKey(base: string): Promise<{ key: string; session: string; projectId: string }> {
+  const signup = await post(`${base}/v1/auth/signup`, undefined, { email: `soak-${Date.now()}@example.test`, password: "soak-test-password" });
+  const session = String(signup["session_token"]);
+  const orgId = String((signup["organization"] as { id: string }).id);
+  const created = await post(`${base}/v1/orgs/${orgId}/projects`, session, { name: "soak" });
+  const projectId = (created["project"] as { id: string }).id;
+  const envId = (created["environments"] as { environment: { id: string } }[])[0]?.environment.id ?? "";
+  const key = String((await post(`${base}/v1/environments/${envId}/api-keys`, session, { name: "soak", live: true }))["key"]);
+  return { key, session, projectId };
 }
 
 async function startRedis(): Promise<{ url: string; process: ChildProcess }> {
@@ -116,7 +133,7 @@ async function main(): Promise<number> {
   const pid = troupe.process.pid ?? 0;
   const dataDir = join(tmp, readdirSync(tmp).find((n) => n.startsWith("troupe-bench-chat-")) ?? "");
   const base = `http://127.0.0.1:${troupe.port}`;
-  const key = await (await liveKeyFor(base)).project(undefined);
+  const { key, session, projectId } = await liveKey(base);
   const redisClient = redis ? new Redis(redis.url) : undefined;
 
   console.log(`soak: ${root === resolve(import.meta.dirname, "..") ? "this checkout" : root}, ${redis ? "Redis data store" : "embedded"}, ${minutes} min at saturation (wrk, ${connections} connections, one live key, chat on a fake upstream)`);
@@ -149,6 +166,14 @@ async function main(): Promise<number> {
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(wrkOut)?.[1] ?? 0);
   const socketErrors = /Socket errors:.*/.exec(wrkOut)?.[0];
   console.log(`load: ${requests} requests, ${rps.toFixed(0)} req/s, ${non2xx} non-2xx${socketErrors ? `; ${socketErrors}` : ""}`);
+  // Every answered call billed: the usage report (from the ledger's counters) once the last flush is in.
+  let billed = 0;
+  for (let i = 0; i < 20 && billed < requests; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    const report = (await (await fetch(`${base}/v1/projects/${projectId}/usage`, { headers: { authorization: `Bearer ${session}` } })).json()) as { live?: { calls?: number } };
+    billed = report.live?.calls ?? 0;
+  }
+  console.log(`ledger: ${billed} calls billed for ${requests} answered (wrk counts only answers it read before stopping)`);
 
   const steady = samples.filter((s) => s.t > warmupSeconds);
   if (steady.length < 4) {
@@ -160,7 +185,8 @@ async function main(): Promise<number> {
     ["data dir", steady.map((s) => s.data)],
   ];
   if (redis) series.push(["Redis used_memory", steady.map((s) => s.redis ?? NaN)]);
-  let ok = non2xx === 0 && Number.isFinite(rps);
+  let ok = non2xx === 0 && Number.isFinite(rps) && billed >= requests;
+  if (billed < requests) console.log("FAIL: fewer calls billed than answered");
   for (const [name, values] of series) {
     const result = flat(values);
     ok &&= result.ok;
