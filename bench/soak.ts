@@ -148,7 +148,15 @@ async function main(): Promise<number> {
 
   const samples: Sample[] = [];
   const started = Date.now();
-  console.log("     t      RSS (MB)   data dir (MB)" + (redis ? "   Redis used_memory (MB)" : ""));
+  // The calls billed so far (the usage report's counters): the rate per sample, since what 1–1.5
+  // retention windows of records hold follows the rate, which other work on the machine moves.
+  const billedSoFar = async () => {
+    const report = (await (await fetch(`${base}/v1/projects/${projectId}/usage`, { headers: { authorization: `Bearer ${session}` } })).json()) as { live?: { calls?: number } };
+    return report.live?.calls ?? 0;
+  };
+  let lastBilled = 0;
+  let lastAt = Date.now();
+  console.log("     t      RSS (MB)   data dir (MB)" + (redis ? "   Redis used_memory (MB)" : "") + "   billed/s");
   let finished = false;
   void wrkDone.then(() => (finished = true));
   while (!finished) {
@@ -158,7 +166,15 @@ async function main(): Promise<number> {
     const usedMemory = redisClient ? Number(/used_memory:(\d+)/.exec(await redisClient.info("memory"))?.[1] ?? NaN) : undefined;
     const sample: Sample = { t, rss: rssBytes(pid), data: diskBytes(dataDir), redis: usedMemory };
     samples.push(sample);
-    console.log(`${String(t).padStart(5)} s  ${mb(sample.rss).padStart(10)}  ${mb(sample.data).padStart(14)}` + (usedMemory === undefined ? "" : `  ${mb(usedMemory).padStart(22)}`) + (t <= warmupSeconds ? "   (warm-up)" : ""));
+    const billedNow = await billedSoFar();
+    const rate = ((billedNow - lastBilled) * 1000) / Math.max(1, Date.now() - lastAt);
+    [lastBilled, lastAt] = [billedNow, Date.now()];
+    console.log(
+      `${String(t).padStart(5)} s  ${mb(sample.rss).padStart(10)}  ${mb(sample.data).padStart(14)}` +
+        (usedMemory === undefined ? "" : `  ${mb(usedMemory).padStart(22)}`) +
+        `  ${rate.toFixed(0).padStart(9)}` +
+        (t <= warmupSeconds ? "   (warm-up)" : ""),
+    );
   }
   await redisClient?.quit();
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(wrkOut)?.[1] ?? NaN);
@@ -170,8 +186,7 @@ async function main(): Promise<number> {
   let billed = 0;
   for (let i = 0; i < 20 && billed < requests; i++) {
     await new Promise((r) => setTimeout(r, 500));
-    const report = (await (await fetch(`${base}/v1/projects/${projectId}/usage`, { headers: { authorization: `Bearer ${session}` } })).json()) as { live?: { calls?: number } };
-    billed = report.live?.calls ?? 0;
+    billed = await billedSoFar();
   }
   console.log(`ledger: ${billed} calls billed for ${requests} answered (wrk counts only answers it read before stopping)`);
 
