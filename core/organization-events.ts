@@ -40,25 +40,3 @@ export interface EventPublisher {
 
 /** Publishes nowhere: for tests and hosts without webhooks. */
 export const noEvents: EventPublisher = { publish: async () => undefined };
-
-/**
- * A publisher to hand out before the real one exists (the webhook publisher
- * needs the actor host its emitters are registered on): publishes wait until
- * `connect` names the real publisher, then go straight to it.
- */
-export class DeferredPublisher implements EventPublisher {
-  private readonly target: Promise<EventPublisher>;
-  private resolveTarget!: (publisher: EventPublisher) => void;
-
-  constructor() {
-    this.target = new Promise((resolve) => (this.resolveTarget = resolve));
-  }
-
-  connect(publisher: EventPublisher): void {
-    this.resolveTarget(publisher);
-  }
-
-  async publish(event: OrganizationEvent): Promise<void> {
-    return (await this.target).publish(event);
-  }
-}

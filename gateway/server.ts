@@ -66,7 +66,10 @@ export interface PlainPage {
 }
 
 export interface Gateway {
+  /** Listens; /v1 requests get 503 (Retry-After 1) until open(): the features start between the two. */
   listen(host: string, port: number): Promise<number>;
+  /** Starts serving /v1 (and /readyz may answer ready). */
+  open(): void;
   /** Stops accepting, waits for in-flight requests (up to graceMs), then closes. */
   shutdown(graceMs: number): Promise<void>;
   readonly app: TemplatedApp;
@@ -79,6 +82,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { log } = options;
   let inflight = 0;
   let draining = false;
+  // Until open(): listening (so the public URL is known) while the actor host and features start.
+  let opened = false;
   let listenSocket: us_listen_socket | undefined;
   const drainWaiters: (() => void)[] = [];
   const accessLog = log.enabled("info");
@@ -165,8 +170,9 @@ export function createGateway(options: GatewayOptions): Gateway {
           sendError(res, state, requestId, tooLong, captured, false, route.dialect);
           return;
         }
-        if (draining) {
-          sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }), captured, false, route.dialect);
+        if (draining || !opened) {
+          const message = draining ? "the server is shutting down" : "the server is starting";
+          sendError(res, state, requestId, new TroupeError("service_unavailable", message, { retryAfterSeconds: 1 }), captured, false, route.dialect);
           return;
         }
         inflight += 1;
@@ -312,7 +318,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const plainPaths = ["/healthz", "/readyz", "/v1/openapi.json", ...(options.pages ?? []).map((p) => p.path)];
   plain("/healthz", async () => ({ status: 200, body: '{"status":"ok"}' }));
   plain("/readyz", async () => {
-    const ok = !draining && (await options.ready().catch(() => false));
+    const ok = opened && !draining && (await options.ready().catch(() => false));
     return { status: ok ? 200 : 503, body: JSON.stringify({ status: ok ? "ready" : "not_ready" }) };
   });
   plain("/v1/openapi.json", async () => ({ status: 200, body: openApiJson() }));
@@ -378,6 +384,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       const socket = await listenExclusive(app, host, port, () => new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
       listenSocket = socket;
       return uWS.us_socket_local_port(socket);
+    },
+    open() {
+      opened = true;
     },
     async shutdown(graceMs) {
       draining = true;

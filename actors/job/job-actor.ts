@@ -48,8 +48,6 @@ export interface JobActorDeps extends StepDeps {
   watchdogMs: number;
   /** First wait after a failed step on our side; doubles per failure (default 1 s). */
   retryBaseMs?: number;
-  /** Resolves once file URLs are known (the gateway listens): reminders re-armed at start wait for it. */
-  whenReady?: () => Promise<void>;
   /** Counts status transitions (troupe_job_transitions_total); a turn retried after a crash may count one twice. */
   metrics?: Pick<Metrics, "jobTransition">;
 }
@@ -270,7 +268,6 @@ export function createJobActor(deps: JobActorDeps) {
             return;
           }
           if (ctx.clock.now() < job.next_step_at) return;
-          await deps.whenReady?.();
           const before = visibleOf(job);
           // A watchdog run a long time from now until this step records its own next run.
           job.next_step_at = ctx.clock.now() + deps.watchdogMs;
