@@ -956,15 +956,15 @@ export interface components {
                     role?: "assistant";
                     content?: string;
                     tool_calls?: {
-                        id: string;
+                        index: number;
+                        id?: string;
                         /** @constant */
-                        type: "function";
+                        type?: "function";
                         function: {
-                            name: string;
-                            /** @description the arguments as a JSON object in a string */
+                            name?: string;
+                            /** @description a fragment of the arguments' JSON string; the fragments of one index joined are the whole */
                             arguments: string;
                         };
-                        index: number;
                     }[];
                 };
                 finish_reason: ("stop" | "length" | "tool_calls" | "content_filter") | null;
