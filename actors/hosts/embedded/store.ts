@@ -1,10 +1,12 @@
 // The embedded host's durable store: actor states and reminders in one lmdb
 // database file under <dataDir>/actors. States are stored as the JSON text
-// the turn committed; reminders as records parsed back with zod.
+// the turn committed, in its schema-version envelope (core/schema-version.ts);
+// reminders as records parsed back with zod.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { z } from "zod";
+import { parseVersioned, versionedJson } from "../../../core/schema-version.ts";
 
 export const storedReminder = z.object({
   type: z.string(),
@@ -31,13 +33,14 @@ export class ActorStore {
     this.reminders = this.root.openDB({ name: "reminders", encoding: "msgpack" });
   }
 
+  /** The stored state, migrated to today's schema version. */
   readState(type: string, id: string): unknown {
     const text = this.states.get([type, id]);
-    return text === undefined ? undefined : (JSON.parse(text) as unknown);
+    return text === undefined ? undefined : parseVersioned(`actor:${type}`, text);
   }
 
   async writeState(type: string, id: string, stateJson: string): Promise<void> {
-    await this.states.put([type, id], stateJson);
+    await this.states.put([type, id], versionedJson(stateJson));
   }
 
   async putReminder(reminder: StoredReminder): Promise<void> {
