@@ -6,13 +6,19 @@
 // existed (up to and including commit c069f89) carry none: they are version 0.
 //
 // How each store carries the version, chosen to cost the hot path nothing
-// beyond a few bytes (a current record is returned as read, untouched):
+// beyond a few bytes (a current record is returned as read):
 //   - JSON text (Redis documents, actor state, the Redis ledger's records,
-//     the usage journal, file and vector metadata): an envelope written by
-//     `versionedJson`, `{"schema_version":N,"value":…}`, built by string
-//     concatenation around JSON the writer serialized anyway;
-//   - msgpack (embedded lmdb documents and ledger entries): a field of the
-//     envelope or entry the store writes anyway.
+//     the usage journal, file metadata): `versionedJson` appends a last field
+//     `"schema_version":N` to an object's JSON, a string concatenation around
+//     JSON the writer serialized anyway. A reader of an older release ignores
+//     the extra field (its zod schemas strip unknown keys), so replicas of the
+//     previous and the next release can share the data during a rolling
+//     upgrade. A value that is not an object (a timestamp string) is wrapped:
+//     `{"schema_version":N,"$value":…}`;
+//   - msgpack (embedded lmdb documents, ledger entries and budgets, vector
+//     records): a field of the envelope or record the store writes anyway;
+//   - vectors/meta.json and an Elasticsearch index's _meta: a
+//     `schema_version` field.
 // One version number covers every kind: a release that changes the shape of
 // any record bumps SCHEMA_VERSION and registers, for each kind it changed, a
 // step from the previous version; kinds it did not change take the "*" step.
@@ -25,7 +31,14 @@ export const SCHEMA_VERSION = 1;
  * prefix (`data:user`, `data:apikey`, `data:job`, …), actor states `actor:` +
  * the actor type.
  */
-export type RecordKind = `data:${string}` | `actor:${string}` | "usage-record" | "file-metadata" | "vector-metadata";
+export type RecordKind =
+  | `data:${string}`
+  | `actor:${string}`
+  | "usage-record"
+  | "budget"
+  | "file-metadata"
+  | "vector-metadata"
+  | "vector-record";
 
 export interface Migration {
   /** The kind it applies to, or "*" for every kind without its own step from this version. */
@@ -59,50 +72,69 @@ export class SchemaVersionError extends Error {
   }
 }
 
-function step(kind: RecordKind, from: number): Migration {
-  const own = migrations.find((m) => m.kind === kind && m.from === from);
-  const found = own ?? migrations.find((m) => m.kind === "*" && m.from === from);
-  if (!found) throw new SchemaVersionError(`no migration registered for ${kind} from schema version ${from} (core/schema-version.ts)`);
-  return found;
+/** Runs `list`'s steps for `kind` from `version` up to `target` (upgrade with the registered list; tests pass their own). */
+export function migrateAlong(list: readonly Migration[], target: number, kind: RecordKind, version: number, value: unknown): unknown {
+  if (!Number.isInteger(version) || version < 0 || version > target) {
+    // Newer data than this code: a rollback past a schema change. Reading on would drop fields silently.
+    throw new SchemaVersionError(`${kind} has schema version ${version}; this Troupe reads up to ${target} (roll forward, or restore a backup)`);
+  }
+  let current = value;
+  for (let from = version; from < target; from++) {
+    const step = list.find((m) => m.kind === kind && m.from === from) ?? list.find((m) => m.kind === "*" && m.from === from);
+    if (!step) throw new SchemaVersionError(`no migration registered for ${kind} from schema version ${from} (core/schema-version.ts)`);
+    current = step.up(current);
+  }
+  return current;
 }
 
 /** The record as today's code reads it: `value`, written with `version`, migrated forward. */
 export function upgrade(kind: RecordKind, version: number, value: unknown): unknown {
+  // The common case, every record this release wrote: returned as read, nothing allocated.
   if (version === SCHEMA_VERSION) return value;
-  if (!Number.isInteger(version) || version < 0 || version > SCHEMA_VERSION) {
-    // Newer data than this code: a rollback past a schema change. Reading on would drop fields silently.
-    throw new SchemaVersionError(`${kind} has schema version ${version}; this Troupe reads up to ${SCHEMA_VERSION} (roll forward, or restore a backup)`);
-  }
-  let current = value;
-  for (let from = version; from < SCHEMA_VERSION; from++) current = step(kind, from).up(current);
-  return current;
+  return migrateAlong(migrations, SCHEMA_VERSION, kind, version, value);
 }
 
-const envelopeStart = `{"schema_version":`;
+const versionField = `"schema_version":${SCHEMA_VERSION}`;
 
-/** The envelope of an already-serialized JSON value, at the current version. */
+/** An already-serialized JSON value marked with the current version (see the top of this file). */
 export function versionedJson(json: string): string {
-  return `${envelopeStart}${SCHEMA_VERSION},"value":${json}}`;
+  if (json.charCodeAt(0) !== 123 /* { */) return `{${versionField},"$value":${json}}`;
+  return json.length === 2 ? `{${versionField}}` : `${json.slice(0, -1)},${versionField}}`;
 }
 
-/** A parsed envelope's version and value; anything else is an unversioned (version 0) value. */
-export function openEnvelope(parsed: unknown): { version: number; value: unknown } {
-  if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) {
-    const record = parsed as { schema_version?: unknown; value?: unknown };
-    if (typeof record.schema_version === "number" && "value" in record) return { version: record.schema_version, value: record.value };
-  }
-  return { version: 0, value: parsed };
-}
-
-/** Reads a parsed envelope (or a version-0 value) of `kind` as today's shape. */
+/**
+ * Reads a parsed record of `kind` (marked by versionedJson, or unmarked:
+ * version 0) as today's shape. The version field is the object's last
+ * property (versionedJson puts it there), so deleting it keeps the object a
+ * fast one in V8: nothing is copied or allocated for a current record.
+ */
 export function readVersioned(kind: RecordKind, parsed: unknown): unknown {
-  const { version, value } = openEnvelope(parsed);
-  return upgrade(kind, version, value);
+  if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) {
+    const record = parsed as { schema_version?: unknown; $value?: unknown };
+    const version = record.schema_version;
+    if (typeof version === "number") {
+      if ("$value" in record) return upgrade(kind, version, record.$value);
+      delete record.schema_version;
+      return upgrade(kind, version, record);
+    }
+  }
+  return upgrade(kind, 0, parsed);
 }
 
 /** Parses JSON text written by `versionedJson` (or before versions existed) and migrates it. */
 export function parseVersioned(kind: RecordKind, text: string): unknown {
   return readVersioned(kind, JSON.parse(text) as unknown);
+}
+
+/**
+ * For records that carry the version as a field of their own (`schema_version`
+ * in vectors/meta.json and an Elasticsearch index's `_meta`, `s` in msgpack
+ * records): the record without that field, migrated.
+ */
+export function readVersionField(kind: RecordKind, parsed: unknown, field = "schema_version"): unknown {
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return upgrade(kind, 0, parsed);
+  const { [field]: version, ...rest } = parsed as Record<string, unknown>;
+  return upgrade(kind, typeof version === "number" ? version : 0, rest);
 }
 
 /** The data-store kind of a document key: its prefix before the first ':'. */
