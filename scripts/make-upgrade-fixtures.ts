@@ -143,6 +143,9 @@ async function populate(base: string, hookUrl: string, hookReceived: () => numbe
 
 const commonEnv = {
   LOG_LEVEL: "warn",
+  // Files and vectors in the data directory, whatever the caller's environment says.
+  S3_ENDPOINT: "",
+  ELASTICSEARCH_URL: "",
   OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
   SIMULATED_VIDEO_DELAY_MS: "50",
   // Usage is flushed to the ledger well before the process is stopped.

@@ -21,6 +21,7 @@ t.setTimeout(180_000);
 const fixtures = join(repoDir, "test/fixtures/upgrade");
 const manifest = JSON.parse(readFileSync(join(fixtures, "manifest.json"), "utf8")) as {
   commit: string;
+  written_at: string;
   webhook_secret_key: string;
   embedded: FixtureManifest;
   redis: FixtureManifest;
@@ -42,7 +43,11 @@ async function readsBack(t: Test, call: Call, m: FixtureManifest, mode: "embedde
   const keys = await call("GET", `/v1/environments/${m.development_environment_id}/api-keys`, { token });
   t.ok((field(keys.body, "data") as unknown[]).some((k) => field(k, "id") === m.api_key_id), "the key is listed");
 
-  const usage = await call("GET", `/v1/projects/${m.project_id}/usage?group_by=model`, { token });
+  // The days the fixture was written (the default range is this month, which moves on).
+  const written = Date.parse(manifest.written_at);
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  const range = `from=${day(written - 86_400_000)}&to=${day(written)}`;
+  const usage = await call("GET", `/v1/projects/${m.project_id}/usage?group_by=model&${range}`, { token });
   t.equal(usage.status, 200, `the usage report${failed(usage)}`);
   t.equal(Number(field(usage.body, "test", "calls")), m.usage_test_calls, "the usage report counts every stored record");
 
