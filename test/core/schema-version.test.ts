@@ -27,6 +27,7 @@ import type { UsageRecord } from "../../providers/usage.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import { RedisDataStore } from "../../tenancy/redis-data-store.ts";
+import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
 import { UsageJournal } from "../../tenancy/usage-journal.ts";
 import { startTestRedis } from "../support/redis.ts";
 
@@ -146,13 +147,15 @@ t.test("the ledger, the journal and file metadata write the version", async (t) 
   t.same(await files.head(file.id), file);
 });
 
-t.test("the Redis data store writes the version and reads version 0", async (t) => {
+t.test("the Redis data store and ledger write the version and read version 0", async (t) => {
   const redis = await startTestRedis();
   const prefix = `schema:${process.pid}:${Date.now()}:`;
   const store = new RedisDataStore(redis.url, prefix);
+  const ledger = new RedisLedgerStore(redis.url, `${prefix}bill:`);
   const client = new Redis(redis.url);
   t.teardown(async () => {
     await store.close();
+    await ledger.close();
     client.disconnect();
     await redis.stop();
   });
@@ -160,4 +163,13 @@ t.test("the Redis data store writes the version and reads version 0", async (t) 
   t.equal(await client.get(`${prefix}doc:user:u1`), `{"id":"u1","schema_version":${SCHEMA_VERSION}}`, "a document carries its version");
   await client.set(`${prefix}doc:user:old`, '{"id":"old"}');
   t.same(await store.getMany(["user:u1", "user:old"]), [{ id: "u1" }, { id: "old" }], "current and version-0 documents read");
+
+  await ledger.append([usage]);
+  const list = `${prefix}bill:ledger:prj_1:2026-11`;
+  t.same(await client.lrange(list, 0, -1), [versionedJson(JSON.stringify(usage))], "a ledger record carries its version");
+  await client.rpush(list, JSON.stringify({ ...usage, usage_key: "old" }));
+  t.same((await ledger.records("prj_1", "2026-11")).map((r) => r.usage_key), ["req_1", "old"], "current and version-0 records read");
+  await ledger.putBudget("prj_1", { monthly_limit_usd: 5, alert_thresholds: [0.5], hard_limit: true, updated_at: usage.created_at });
+  t.match(await client.hget(`${prefix}bill:cfg:prj_1`, "json"), /,"schema_version":1\}$/, "so does a budget");
+  t.match(await ledger.getBudget("prj_1"), { monthly_limit_usd: 5 });
 });
