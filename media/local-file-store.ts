@@ -4,10 +4,10 @@
 // renamed into place, the record last: a reader sees a file only once its
 // record exists, so a crash or a failed copy never leaves a half-stored file
 // visible, and leftovers in .tmp are swept at open.
-import { parseVersioned, versionedJson } from "../core/schema-version.ts";
 import { createReadStream } from "node:fs";
 import { mkdir, open, readFile, readdir, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { parseVersioned, versionedJson } from "../core/schema-version.ts";
 import {
   isFileId,
   newFileId,

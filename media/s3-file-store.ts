@@ -7,8 +7,8 @@
 // the embedded mode's cold start must not pay for it. A PUT is atomic in S3,
 // so a failed upload leaves nothing; the body is collected first because a
 // PutObject needs its length (media files are bounded by the caller's cap).
-import { SCHEMA_VERSION, upgrade } from "../core/schema-version.ts";
 import type { S3Client } from "@aws-sdk/client-s3";
+import { SCHEMA_VERSION, upgrade } from "../core/schema-version.ts";
 import {
   isFileId,
   newFileId,

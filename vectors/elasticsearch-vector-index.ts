@@ -6,9 +6,9 @@
 // mapping's `_meta`; a mismatch is refused at open. The per-organization
 // quota is a `_count` of the organization's documents plus this process's
 // adds still in flight (reservation-ledger.ts), checked before the bulk.
-import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import { Client, errors } from "@elastic/elasticsearch";
 import { z } from "zod";
+import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import { TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { ReservationLedger, type Reservation } from "./reservation-ledger.ts";

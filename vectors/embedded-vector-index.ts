@@ -5,11 +5,11 @@
 // organization partitions (isolation by construction: a search only ever
 // reads its own organization's partitions). The per-organization quota is
 // counted from memory plus the new ids of batches not yet applied.
-import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import { mkdir, open as openFile, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
 import { z } from "zod";
+import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import type { Logger } from "../core/log.ts";
 import { loadUsearch, VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
 import {

@@ -4,8 +4,8 @@
 // the scheduler service) and metadata. Every call is one round trip; the
 // host keeps their number per turn at the minimum.
 import { Pool } from "undici";
-import { daprMetadata, errorFromResponse, goDuration, type DaprMetadata, type ScheduledCall } from "./wire.ts";
 import { parseVersioned, versionedJson } from "../../../core/schema-version.ts";
+import { daprMetadata, errorFromResponse, goDuration, type DaprMetadata, type ScheduledCall } from "./wire.ts";
 
 /** The single state key an actor's whole state lives under. */
 export const stateKey = "state";
