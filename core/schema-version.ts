@@ -38,7 +38,8 @@ export type RecordKind =
   | "budget"
   | "file-metadata"
   | "vector-metadata"
-  | "vector-record";
+  | "vector-record"
+  | "reminder";
 
 export interface Migration {
   /** The kind it applies to, or "*" for every kind without its own step from this version. */

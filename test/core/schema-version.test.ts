@@ -92,6 +92,8 @@ t.test("the embedded stores write the version and read version 0", async (t) => 
   await store.close();
   const actors = new ActorStore(dir);
   await actors.writeState("ConversationActor", "c1", '{"messages":[]}');
+  const reminder = { type: "JobActor", id: "j1", name: "poll", method: "poll", input: null, dueAtMs: 1 };
+  await actors.putReminder(reminder);
   await actors.close();
 
   const tenancy = open({ path: join(dir, "tenancy", "tenancy.lmdb"), compression: false });
@@ -103,6 +105,9 @@ t.test("the embedded stores write the version and read version 0", async (t) => 
   const states = actorDb.openDB<string, [string, string]>({ name: "states", encoding: "string" });
   t.equal(states.get(["ConversationActor", "c1"]), `{"messages":[],"schema_version":${SCHEMA_VERSION}}`, "an actor state carries its version");
   await states.put(["ConversationActor", "old"], '{"messages":[1]}');
+  const reminders = actorDb.openDB<unknown, [string, string, string]>({ name: "reminders", encoding: "msgpack" });
+  t.same(reminders.get(["JobActor", "j1", "poll"]), { ...reminder, s: SCHEMA_VERSION }, "a reminder carries its version");
+  await reminders.put(["JobActor", "old", "poll"], { ...reminder, id: "old" });
   await actorDb.close();
 
   const reopened = new EmbeddedDataStore(dir, systemClock);
@@ -111,6 +116,7 @@ t.test("the embedded stores write the version and read version 0", async (t) => 
   const actorsAgain = new ActorStore(dir);
   t.same(actorsAgain.readState("ConversationActor", "c1"), { messages: [] });
   t.same(actorsAgain.readState("ConversationActor", "old"), { messages: [1] }, "a version-0 state reads");
+  t.same(actorsAgain.allReminders(() => t.fail("a reminder did not parse")), [reminder, { ...reminder, id: "old" }], "current and version-0 reminders read");
   await actorsAgain.close();
 });
 
