@@ -72,6 +72,10 @@ async function readsBack(t: Test, call: Call, m: FixtureManifest, mode: "embedde
     t.equal(video.status, 200, "the result video is served, its file metadata read");
     t.ok(video.text.length > 1000, "with its bytes");
   }
+  // GET reads the job's snapshot in the data store; a cancel asks its JobActor, whose stored state says completed.
+  const cancel = await call("DELETE", `/v1/jobs/${m.job_id}`, { token: m.api_key });
+  t.equal(cancel.status, 409, `the JobActor's state reads: a completed job is not cancelled (${cancel.status} ${cancel.text})`);
+  t.match(field(cancel.body, "error", "message"), /already completed/);
   const jobs = await call("GET", "/v1/jobs", { token: m.api_key });
   t.ok((field(jobs.body, "data") as unknown[]).some((j) => field(j, "id") === m.job_id), "the job is listed");
 
