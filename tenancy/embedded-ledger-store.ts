@@ -16,6 +16,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
+import { SCHEMA_VERSION, upgrade, type RecordKind } from "../core/schema-version.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import {
   addCounter,
@@ -99,16 +100,28 @@ interface Held {
   expiresAt: number;
 }
 
+/**
+ * A ledger entry or budget as stored: `{s: version, v: value}`; a release
+ * before schema versions stored the bare value (version 0, no `s`).
+ */
+type Versioned<T> = { s: number; v: T } | T;
+
+function opened<T>(kind: RecordKind, stored: Versioned<T>): T {
+  const entry = stored as { s?: unknown; v?: unknown };
+  if (typeof entry.s === "number" && "v" in entry) return (entry.s === SCHEMA_VERSION ? entry.v : upgrade(kind, entry.s, entry.v)) as T;
+  return upgrade(kind, 0, stored) as T;
+}
+
 export class EmbeddedLedgerStore implements LedgerStore {
   readonly kind = "embedded" as const;
   private readonly root: RootDatabase;
   /** `<project>\n<usage_key>` → true: what was billed. */
   private readonly ids: WriteBehind<true>;
   /** [project, period, seq] → the record: the append-only ledger. */
-  private readonly entries: Database<UsageRecord, [string, string, number]>;
+  private readonly entries: Database<Versioned<UsageRecord>, [string, string, number]>;
   /** Integer counters: aggregates, period spend, usage to date. */
   private readonly counters: WriteBehind<number>;
-  private readonly budgets: Database<StoredBudget, string>;
+  private readonly budgets: Database<Versioned<StoredBudget>, string>;
   private readonly texts: WriteBehind<string>;
   private readonly pending: Database<BudgetAlert, string>;
   /** Reservations in flight per `<project>:<period>`. */
@@ -119,9 +132,9 @@ export class EmbeddedLedgerStore implements LedgerStore {
     mkdirSync(dir, { recursive: true });
     this.root = open({ path: join(dir, "ledger.lmdb"), compression: false });
     this.ids = new WriteBehind(this.root.openDB<true, string>({ name: "ids", encoding: "msgpack" }));
-    this.entries = this.root.openDB<UsageRecord, [string, string, number]>({ name: "entries", encoding: "msgpack" });
+    this.entries = this.root.openDB<Versioned<UsageRecord>, [string, string, number]>({ name: "entries", encoding: "msgpack" });
     this.counters = new WriteBehind(this.root.openDB<number, string>({ name: "counters", encoding: "msgpack" }));
-    this.budgets = this.root.openDB<StoredBudget, string>({ name: "budgets", encoding: "msgpack" });
+    this.budgets = this.root.openDB<Versioned<StoredBudget>, string>({ name: "budgets", encoding: "msgpack" });
     this.texts = new WriteBehind(this.root.openDB<string, string>({ name: "texts", encoding: "string" }));
     this.pending = this.root.openDB<BudgetAlert, string>({ name: "pending", encoding: "msgpack" });
   }
@@ -142,7 +155,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
       this.ids.put(id, true, commits);
       const period = periodOf(r.created_at);
       seq += 1;
-      void this.entries.put([r.project_id, period, seq], r);
+      void this.entries.put([r.project_id, period, seq], { s: SCHEMA_VERSION, v: r });
       const row = countsOf(rows, `agg\t${r.project_id}\t${period}\t${rowKey(r)}`);
       row.c += r.cost_nanos;
       row.i += r.input_tokens;
@@ -196,7 +209,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
 
   /** Claims each threshold the project's spend has reached that no earlier append claimed. */
   private claimAlerts(r: UsageRecord, period: string, spent: number, commits: Commits): BudgetAlert[] {
-    const budget = this.budgets.get(r.project_id);
+    const budget = this.budget(r.project_id);
     if (!budget) return [];
     const alerts: BudgetAlert[] = [];
     for (const threshold of budget.alert_thresholds) {
@@ -227,7 +240,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
   }
 
   async reserve(reservation: Reservation, amountNanos: number, expiresAtMs: number, nowMs: number): Promise<ReserveOutcome> {
-    const budget = this.budgets.get(reservation.project_id);
+    const budget = this.budget(reservation.project_id);
     if (!budget?.hard_limit) return { admitted: true };
     const held = this.heldOf(reservation);
     let reserved = 0;
@@ -247,11 +260,16 @@ export class EmbeddedLedgerStore implements LedgerStore {
   }
 
   async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
-    await this.budgets.put(projectId, budget);
+    await this.budgets.put(projectId, { s: SCHEMA_VERSION, v: budget });
+  }
+
+  private budget(projectId: string): StoredBudget | undefined {
+    const stored = this.budgets.get(projectId);
+    return stored === undefined ? undefined : opened<StoredBudget>("budget", stored);
   }
 
   async getBudget(projectId: string): Promise<StoredBudget | undefined> {
-    return this.budgets.get(projectId);
+    return this.budget(projectId);
   }
 
   async spent(projectId: string, period: string): Promise<number> {
@@ -260,7 +278,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
 
   async records(projectId: string, period: string): Promise<UsageRecord[]> {
     // Keys are [project, period, seq]: everything between [project, period] and the next period string.
-    return [...this.entries.getRange({ start: [projectId, period, 0], end: [projectId, `${period}\u0000`, 0] }).map(({ value }) => value)];
+    return [...this.entries.getRange({ start: [projectId, period, 0], end: [projectId, `${period}\u0000`, 0] }).map(({ value }) => opened<UsageRecord>("usage-record", value))];
   }
 
   async usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]> {

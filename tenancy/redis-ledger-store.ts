@@ -14,6 +14,7 @@
 // records it reports as new: a crash between the two leaves it short by
 // those records. On one Redis the names stay untagged and everything is one
 // script, as before (docs/decisions.md).
+import { parseVersioned, versionedJson } from "../core/schema-version.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import {
   addCounter,
@@ -223,7 +224,7 @@ export class RedisLedgerStore implements LedgerStore {
       if (!this.cluster) keys.push(this.use(r.api_key_id), this.use(r.environment_id));
       return {
         k: r.usage_key,
-        json: JSON.stringify(r),
+        json: versionedJson(JSON.stringify(r)),
         f: rowKey(r),
         c: String(r.cost_nanos),
         i: String(r.input_tokens),
@@ -286,7 +287,7 @@ export class RedisLedgerStore implements LedgerStore {
 
   async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
     const fields: Record<string, string> = {
-      json: JSON.stringify(budget),
+      json: versionedJson(JSON.stringify(budget)),
       limit: String(limitNanos(budget)),
       marks: JSON.stringify(budget.alert_thresholds.map((t) => [t, String(thresholdMark(budget, t))])),
     };
@@ -300,7 +301,7 @@ export class RedisLedgerStore implements LedgerStore {
 
   async getBudget(projectId: string): Promise<StoredBudget | undefined> {
     const raw = await this.redis.hget(this.cfg(projectId), "json");
-    return raw === null ? undefined : (JSON.parse(raw) as StoredBudget);
+    return raw === null ? undefined : (parseVersioned("budget", raw) as StoredBudget);
   }
 
   async spent(projectId: string, period: string): Promise<number> {
@@ -309,7 +310,7 @@ export class RedisLedgerStore implements LedgerStore {
 
   async records(projectId: string, period: string): Promise<UsageRecord[]> {
     const raw = await this.redis.lrange(this.ledger(projectId, period), 0, -1);
-    return raw.map((text) => JSON.parse(text) as UsageRecord);
+    return raw.map((text) => parseVersioned("usage-record", text) as UsageRecord);
   }
 
   async usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]> {

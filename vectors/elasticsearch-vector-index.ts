@@ -8,6 +8,7 @@
 // adds still in flight (reservation-ledger.ts), checked before the bulk.
 import { Client, errors } from "@elastic/elasticsearch";
 import { z } from "zod";
+import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import { TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { ReservationLedger, type Reservation } from "./reservation-ledger.ts";
@@ -122,7 +123,9 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     const exists = await this.call("check the index", () => this.client.indices.exists({ index: this.index }, this.short()));
     if (!exists) await this.createIndex();
     const mapping = await this.call("read the index mapping", () => this.client.indices.getMapping({ index: this.index }, this.short()));
-    const meta = troupeMetaSchema.safeParse(Object.values(mapping)[0]?.mappings._meta);
+    const stored = Object.values(mapping)[0]?.mappings._meta;
+    // The index's schema version is in its _meta (absent: an index created before versions, version 0).
+    const meta = troupeMetaSchema.safeParse(stored && typeof stored["troupe"] === "object" ? { troupe: readVersionField("vector-metadata", stored["troupe"]) } : stored);
     if (!meta.success) {
       throw new Error(`refusing to use Elasticsearch index ${this.index}: it exists but was not created by Troupe (no _meta.troupe with model and dimensions)`);
     }
@@ -273,7 +276,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
           settings: { number_of_shards: 1, auto_expand_replicas: "0-1" },
           mappings: {
             dynamic: "strict",
-            _meta: { troupe: { model: this.model, dimensions: this.dimensions } },
+            _meta: { troupe: { schema_version: SCHEMA_VERSION, model: this.model, dimensions: this.dimensions } },
             properties: {
               organization_id: { type: "keyword" },
               record_id: { type: "keyword" },
