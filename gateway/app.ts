@@ -64,6 +64,7 @@ import { WebhookDirectory } from "../actors/webhooks/directory.ts";
 import { DeliveryLog } from "../actors/webhooks/delivery-log.ts";
 import { WebhookPublisher } from "../actors/webhooks/publisher.ts";
 import { WebhookDispatcher } from "../actors/webhooks/dispatcher.ts";
+import { startDeliveryWatcher } from "../actors/webhooks/delivery-events.ts";
 import { callActor } from "../actors/host.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import type { Metrics } from "../core/metrics.ts";
@@ -268,9 +269,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   // Webhooks: a WebhookActor per webhook; attempts leave outside the actor turn (the dispatcher) and are settled back.
   const webhookDirectory = new WebhookDirectory(store);
   await webhookDirectory.start();
-  const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log, metrics });
+  const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log, clock, metrics });
+  const deliveries = await startDeliveryWatcher(store, (error) => log.warn("webhook delivery announcement failed", { error }));
   const secrets = createSecretBox(webhookSecretKey(config.webhooks.secretKey, config.dataDir));
-  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), directory: webhookDirectory, log: new DeliveryLog(store), config: config.webhooks, secrets });
+  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), announce: (id, record) => deliveries.announce(id, record), directory: webhookDirectory, log: new DeliveryLog(store), config: config.webhooks, secrets });
 
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log, tracing });
   actors.register([eraseDefinition(conversation), eraseDefinition(job), eraseDefinition(webhook)]);
@@ -280,7 +282,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   deferredPublisher.connect(webhookPublisher);
   await actors.start();
   metrics.addSources({ breakers: () => router.breakerStates(), activeActors: () => actors.runtimeActiveActors() });
-  // Results ride in the webhook's next accept when one is on its way (one turn instead of two), else settle alone.
+  // The publisher batches the results: they ride in the webhook's next accept when one is on its way (one turn instead of two), else settle alone.
   dispatcher.attach((id, results) => webhookPublisher.report(id, results));
 
   const services: TroupeServices = {
@@ -306,7 +308,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router, billing, limits: config.agents }),
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
-    ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
+    ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, deliveries, timeoutMs: config.webhooks.timeoutMs }),
     ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
     ...openAiCompatRoutes({ ...ai, media, now: () => clock.now() }),
   ];
