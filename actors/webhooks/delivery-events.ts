@@ -2,7 +2,7 @@
 // routes — on the event bus (actors/event-bus.ts: in process embedded, Redis
 // pub/sub in the cluster, so the route on any replica hears the actor on
 // any other). The WebhookActor announces such an attempt's record once the
-// turn that settled it has written it (delivery-log.ts); the route watches
+// turn that settled it has committed (ctx.afterCommit); the route watches
 // the webhook before it calls the actor, so an outcome that arrives before
 // the call returns is kept, and answers from the announced record itself —
 // never by reading the delivery log, whose oldest records are trimmed under

@@ -106,9 +106,11 @@ export function createWebhookActor(deps: WebhookActorDeps) {
     const w = log.begin(
       ctx.id,
       (attempts) => deps.dispatch(ctx.id, attempts),
-      (records) => {
-        for (const record of records) deps.announce?.(ctx.id, record);
-      },
+      // Announced only once the turn's state is committed: a failed turn announces no outcome.
+      (records) =>
+        ctx.afterCommit(() => {
+          for (const record of records) deps.announce?.(ctx.id, record);
+        }),
     );
     const outbox = new Outbox(ctx.state, { now: ctx.clock.now(), config, writes: w, newDeliveryId: (now) => prefixedId("dlv", now), openSecret });
     return { outbox, w };
