@@ -13,7 +13,6 @@
  * which holds each type's zod schema: core sits below the job's schema, yet
  * every emitter, at any layer, has its `data` checked against the catalogue.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface OrganizationEventData {}
 
 export type OrganizationEventType = keyof OrganizationEventData & string;

@@ -73,6 +73,5 @@ export function eventBodySchema(type: EventType): z.ZodObject {
 
 declare module "../../core/organization-events.ts" {
   // The emitters' contract: type → data (see the header).
-  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
   interface OrganizationEventData extends EventData {}
 }
