@@ -883,7 +883,88 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "job.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A video job finished: `data.job` is the job as GET /v1/jobs/{id} answers it, status completed.
+         * @description Sent to each active webhook subscribed to job.completed.
+         */
+        post: operations["eventJobCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "job.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A video job failed or was cancelled: `data.job` is the job as GET /v1/jobs/{id} answers it, with its error.
+         * @description Sent to each active webhook subscribed to job.failed.
+         */
+        post: operations["eventJobFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "budget.alert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A project's spend in the budget period crossed one of its alert thresholds (sent once per threshold and period).
+         * @description Sent to each active webhook subscribed to budget.alert.
+         */
+        post: operations["eventBudgetAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent by POST /v1/webhooks/{id}/test only.
+         * @description Not subscribable.
+         */
+        post: operations["eventWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         Error: {
@@ -10348,6 +10429,276 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ParserError"];
                 };
+            };
+        };
+    };
+    eventJobCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned */
+                "X-Troupe-Signature": string;
+                /** @description the event id (the same on every retry) */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @constant */
+                    type: "job.completed";
+                    created_at: string;
+                    data: {
+                        job: {
+                            id: string;
+                            /** @constant */
+                            category: "video";
+                            /** @enum {string} */
+                            type: "text_to_video" | "image_to_video";
+                            /** @enum {string} */
+                            status: "queued" | "processing" | "completed" | "failed";
+                            provider: string;
+                            model: string;
+                            progress: number;
+                            segments: {
+                                index: number;
+                                prompt: string;
+                                /** @enum {string} */
+                                status: "pending" | "processing" | "completed" | "failed" | "cancelled";
+                                progress: number;
+                                provider: string | null;
+                                model: string | null;
+                            }[];
+                            result_url: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and nothing more is sent */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: any 2xx ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventJobFailed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned */
+                "X-Troupe-Signature": string;
+                /** @description the event id (the same on every retry) */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @constant */
+                    type: "job.failed";
+                    created_at: string;
+                    data: {
+                        job: {
+                            id: string;
+                            /** @constant */
+                            category: "video";
+                            /** @enum {string} */
+                            type: "text_to_video" | "image_to_video";
+                            /** @enum {string} */
+                            status: "queued" | "processing" | "completed" | "failed";
+                            provider: string;
+                            model: string;
+                            progress: number;
+                            segments: {
+                                index: number;
+                                prompt: string;
+                                /** @enum {string} */
+                                status: "pending" | "processing" | "completed" | "failed" | "cancelled";
+                                progress: number;
+                                provider: string | null;
+                                model: string | null;
+                            }[];
+                            result_url: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and nothing more is sent */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: any 2xx ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventBudgetAlert: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned */
+                "X-Troupe-Signature": string;
+                /** @description the event id (the same on every retry) */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @constant */
+                    type: "budget.alert";
+                    created_at: string;
+                    data: {
+                        project_id: string;
+                        period: string;
+                        threshold: number;
+                        limit_usd: number;
+                        spent_usd: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and nothing more is sent */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: any 2xx ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventWebhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned */
+                "X-Troupe-Signature": string;
+                /** @description the event id (the same on every retry) */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @constant */
+                    type: "webhook.test";
+                    created_at: string;
+                    data: {
+                        webhook_id: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and nothing more is sent */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: any 2xx ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
