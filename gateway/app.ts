@@ -40,7 +40,9 @@ import { visionRoutes } from "./routes/vision.ts";
 import { attachConversationEvents, conversationEventsRoute } from "./conversation-events-ws.ts";
 import { createGateway, type Gateway } from "./server.ts";
 import { createFileStore } from "../media/create-file-store.ts";
-import type { FileStore } from "../media/file-store.ts";
+import { IndexedFileStore } from "../media/indexed-file-store.ts";
+import { FileRetentionSweeper } from "../media/file-retention.ts";
+import { fileDeleteRoutes } from "./routes/file-delete.ts";
 import { attachFiles, filesRawPath } from "./routes/files.ts";
 import { OutboundFetcher } from "../media/outbound-fetch.ts";
 import type { MediaDeps } from "../media/rehost.ts";
@@ -103,7 +105,9 @@ export interface TroupeServices {
   conversation: ConversationActorDefinition;
   directory: ConversationDirectory;
   events: ConversationEventBus;
-  files: FileStore;
+  /** The file backend with each organization's file index (deletion, retention). */
+  files: IndexedFileStore;
+  retention: FileRetentionSweeper;
   media: MediaDeps;
   job: JobActorDefinition;
   jobDirectory: JobDirectory;
@@ -229,7 +233,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     events,
     conversationMaxBytes: config.agents.conversationMaxBytes,
   });
-  const files = await createFileStore(config.media, config.dataDir);
+  const files = new IndexedFileStore(await createFileStore(config.media, config.dataDir), store);
+  const retention = new FileRetentionSweeper({ files, store, retentionOf: (org) => accounts.orgs.fileRetentionDays(org), settings: config.media.retention, clock, log });
   const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
   // File URLs use PUBLIC_URL, else the listen address (known once listening; no request runs before that).
   let publicBase = config.publicUrl?.replace(/\/$/, "") ?? "";
@@ -284,7 +289,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   dispatcher.attach((id, results) => webhookPublisher.report(id, results));
 
   const services: TroupeServices = {
-    ...{ config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, media },
+    ...{ config, log, clock, store, accounts, apiKeys, router, usage, vectors, orgIndex, actors, conversation, directory, events, files, retention, media },
     ...{ job, jobDirectory, jobEvents },
     ...{ publisher, webhook },
     ...{ metrics, tracing },
@@ -304,6 +309,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...translationRoutes(ai),
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
+    ...fileDeleteRoutes({ files, roleIn: (user, org) => accounts.orgs.roleIn(user, org) }),
     ...agentRoutes({ actors, conversation, directory, router, billing, limits: config.agents }),
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
@@ -374,6 +380,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const url = config.publicUrl ?? `http://${shownHost}:${port}`;
   publicBase = url.replace(/\/$/, "");
   listening();
+  retention.start();
   let metricsServer: MetricsServer | undefined;
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
@@ -384,6 +391,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
       fetcher.close();
       metricsServer?.close();
       await snapshots.stop();
+      await retention.stop();
       await actors.stop();
       await directory.flush();
       await recorder?.close();
