@@ -43,6 +43,7 @@ import { createFileStore } from "../media/create-file-store.ts";
 import { IndexedFileStore } from "../media/indexed-file-store.ts";
 import { FileRetentionSweeper } from "../media/file-retention.ts";
 import { fileDeleteRoutes } from "./routes/file-delete.ts";
+import { orgDeleteRoutes } from "./routes/org-delete.ts";
 import { attachFiles, filesRawPath } from "./routes/files.ts";
 import { OutboundFetcher } from "../media/outbound-fetch.ts";
 import type { MediaDeps } from "../media/rehost.ts";
@@ -310,6 +311,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
     ...fileDeleteRoutes({ files, roleIn: (user, org) => accounts.orgs.roleIn(user, org) }),
+    ...orgDeleteRoutes(accounts, { store, apiKeys, actors, conversations: directory, jobs: jobDirectory, webhooks: webhookDirectory, vectors, files, log }),
     ...agentRoutes({ actors, conversation, directory, router, billing, limits: config.agents }),
     ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),

@@ -215,6 +215,14 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     }));
   }
 
+  async deleteOrganization(organizationId: string): Promise<number> {
+    // refresh: the deletion is searchable (nothing found) once this resolves; conflicts: a concurrent upsert does not abort it.
+    const response = await this.call("delete the organization's records", () =>
+      this.client.deleteByQuery({ index: this.index, query: { term: { organization_id: organizationId } }, refresh: true, conflicts: "proceed" }, { requestTimeout: this.bulkTimeoutMs }),
+    );
+    return typeof response.deleted === "number" ? response.deleted : 0;
+  }
+
   async close(): Promise<void> {
     this.opened = false;
     await this.client.close();
