@@ -66,10 +66,11 @@ export class FileRetentionSweeper {
     const now = this.clock.now();
     for (const orgId of await this.files.organizations()) {
       const own = await this.retentionOf(orgId);
-      // An organization that no longer exists keeps nothing.
-      const days = own === undefined ? 0 : (own ?? this.settings.defaultDays);
+      // No organization record: deleting the organization deletes its files itself; a sweep never guesses.
+      if (own === undefined) continue;
+      const days = own ?? this.settings.defaultDays;
       if (days === undefined) continue;
-      deleted += await this.files.deleteOrganizationFiles(orgId, own === undefined ? Number.POSITIVE_INFINITY : now - days * dayMs);
+      deleted += await this.files.deleteOrganizationFiles(orgId, now - days * dayMs);
     }
     if (deleted > 0) this.log.info("file retention: files deleted", { files: deleted });
     return deleted;
