@@ -25,7 +25,9 @@ const named = z.object({ name }).strict();
 const orgChange = z
   .object({ name: name.optional(), file_retention_days: z.number().int().min(1).max(36_500).nullable().optional() })
   .strict()
-  .refine((v) => v.name !== undefined || v.file_retention_days !== undefined, { message: "name or file_retention_days is required" });
+  .refine((v) => v.name !== undefined || v.file_retention_days !== undefined, { message: "name or file_retention_days is required" })
+  // The same rule, stated in the OpenAPI document (the fuzzer generates bodies from it).
+  .meta({ minProperties: 1 });
 
 /** `usageToDate` adds each environment's usage to date and last use to its list (absent: zeros). */
 export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageToDate) {
