@@ -88,6 +88,10 @@ const envSchema = z.object({
   MEDIA_MAX_DOWNLOAD_BYTES: int(1024, 2 * 1024 * 1024 * 1024).default(25 * 1024 * 1024),
   /** Deadline of one such download, connection to last byte. */
   MEDIA_DOWNLOAD_TIMEOUT_MS: int(100, 600_000).default(30_000),
+  /** Days a file is kept for organizations without their own file_retention_days; unset: until deleted. */
+  FILE_RETENTION_DAYS: optionalString.transform((v) => (v === undefined ? undefined : Number(v))).pipe(z.number().int().min(1).max(36_500).optional()),
+  /** How often the retention sweep runs (one replica per interval does the work). */
+  FILE_RETENTION_SWEEP_INTERVAL_MS: int(100, 7 * 24 * 3600_000).default(3600_000),
 
   /** Speech model of video narration; unset: routed (auto) among the speech models having the voice. */
   VIDEO_NARRATION_MODEL: optionalString,
@@ -233,6 +237,7 @@ export function loadConfig(env: RawEnv = process.env) {
       s3: s3Settings(e),
       maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
       downloadTimeoutMs: e.MEDIA_DOWNLOAD_TIMEOUT_MS,
+      retention: { defaultDays: e.FILE_RETENTION_DAYS, sweepIntervalMs: e.FILE_RETENTION_SWEEP_INTERVAL_MS },
     },
     agents: {
       messageMaxBytes: e.AGENT_MESSAGE_MAX_BYTES,

@@ -15,6 +15,7 @@ import { aiFeature } from "./features/ai.ts";
 import { billingFeature, type BillingOptions } from "./features/billing.ts";
 import { consoleFeature } from "./features/console.ts";
 import { conversationsFeature } from "./features/conversations.ts";
+import { dataLifecycleFeature } from "./features/data-lifecycle.ts";
 import type { Feature } from "./features/feature.ts";
 import { jobsFeature } from "./features/jobs.ts";
 import { closeSharedServices, createSharedServices, type SharedOverrides, type SharedServices } from "./features/shared-services.ts";
@@ -61,7 +62,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const conversations = conversationsFeature(shared, billing, vectors);
   const jobs = jobsFeature(shared, billing, webhooks.publisher, options.usage !== undefined);
   const authenticator = createAuthenticator(shared.accounts, shared.apiKeys, config.tenancy.apiKeyPrefix);
-  const features: Feature[] = [tenancyFeature(shared), billing, aiFeature(shared, billing), vectors, conversations, jobs, webhooks, consoleFeature(shared, authenticator, jobs, webhooks)];
+  const features: Feature[] = [
+    ...[tenancyFeature(shared), billing, aiFeature(shared, billing), vectors, conversations, jobs, webhooks],
+    ...[dataLifecycleFeature(shared, { conversations, jobs, webhooks, vectors }), consoleFeature(shared, authenticator, jobs, webhooks)],
+  ];
 
   const services: TroupeServices = { ...shared, publisher: webhooks.publisher };
   const extra = options.extraRoutes?.(services) ?? [];

@@ -151,7 +151,8 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   for (const route of options.routes) {
     const paramNames = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "");
-    const hasBody = bodyMethods.has(route.method);
+    // A DELETE reads a body only when it declares one (deleting an organization carries its confirmation).
+    const hasBody = bodyMethods.has(route.method) || (route.method === "delete" && route.body !== undefined);
     const recorder = metrics.enabled ? metrics.route(route.method, route.path) : undefined;
     const spanName = `${route.method.toUpperCase()} ${route.path}`;
     register(app, route.method, route.path, (res, req) => {

@@ -218,6 +218,24 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     }));
   }
 
+  async deleteOrganization(organizationId: string): Promise<number> {
+    // Search-then-bulk-delete rather than _delete_by_query, which lives in the
+    // reindex module that minimal distributions (the integ-test zip) leave out.
+    // Each bulk waits for its refresh, so the next search no longer sees it.
+    let deleted = 0;
+    for (;;) {
+      const found = await this.call("find the organization's records", () =>
+        this.client.search({ index: this.index, query: { term: { organization_id: organizationId } }, size: 1000, _source: false }, this.short()),
+      );
+      const ids = found.hits.hits.map((hit) => hit._id).filter((id): id is string => typeof id === "string");
+      if (ids.length === 0) return deleted;
+      await this.call("delete the organization's records", () =>
+        this.client.bulk({ operations: ids.map((id) => ({ delete: { _index: this.index, _id: id } })), refresh: "wait_for" }, { requestTimeout: this.bulkTimeoutMs }),
+      );
+      deleted += ids.length;
+    }
+  }
+
   async close(): Promise<void> {
     this.opened = false;
     await this.client.close();

@@ -189,6 +189,25 @@ export class EmbeddedVectorIndex implements VectorIndex {
     }));
   }
 
+  async deleteOrganization(organizationId: string): Promise<number> {
+    const db = this.requireOpen();
+    // After the batches already written are in memory, so none re-adds a deleted record.
+    await this.applyTail.catch(() => undefined);
+    // Keys sort by organization first: its records are one contiguous range.
+    const keys: [string, string][] = [];
+    for (const key of db.getKeys({ start: [organizationId, ""] })) {
+      if (key[0] !== organizationId) break;
+      keys.push(key);
+    }
+    await db.transaction(() => {
+      for (const key of keys) void db.remove(key);
+    });
+    await db.flushed;
+    this.organizations.delete(organizationId);
+    this.kindById.delete(organizationId);
+    return keys.length;
+  }
+
   async close(): Promise<void> {
     const db = this.db;
     if (!db) return;

@@ -88,6 +88,8 @@ export interface VectorIndex {
     topK: number,
     filter?: VectorSearchFilter,
   ): Promise<VectorSearchResult[]>;
+  /** Deletes every record of the organization (deleting an organization); answers how many went. Durable and no longer searchable once it resolves. */
+  deleteOrganization(organizationId: string): Promise<number>;
   close(): Promise<void>;
 }
 

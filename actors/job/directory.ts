@@ -8,7 +8,8 @@
 // A job belongs to the environment of the key that made it (docs/guides/access-control.md): the snapshot names it and a per-environment index lists it, so a
 // key of another environment neither reads nor lists it. The per-organization
 // index stays for the operator's console.
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore, StoreOp } from "../../tenancy/data-store.ts";
+import { indexMembers } from "../../tenancy/organization-erasure.ts";
 import { jobSchema, type Job } from "./types.ts";
 import { z } from "zod";
 
@@ -76,5 +77,26 @@ export class JobDirectory {
       if (parsed.success) data.push(parsed.data.job);
     }
     return { data, next_cursor: page.nextCursor };
+  }
+
+  /**
+   * Deleting an organization: removes its jobs' documents and index entries
+   * (the organization's and each of `environmentIds`'); answers their ids.
+   */
+  async eraseOrganization(organizationId: string, environmentIds: readonly string[]): Promise<string[]> {
+    const ids = await indexMembers(this.store, orgIndexKey(organizationId));
+    const ops: StoreOp[] = [];
+    for (const id of ids) {
+      ops.push({ op: "unindex", key: orgIndexKey(organizationId), member: id });
+      for (const env of environmentIds) ops.push({ op: "unindex", key: environmentIndexKey(env), member: id });
+    }
+    if (ops.length > 0) await this.store.apply(ops);
+    await this.eraseDocuments(ids);
+    return ids;
+  }
+
+  /** Deletes these documents (again after their actors are gone: a turn that was in flight may have re-written one). */
+  async eraseDocuments(ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.store.apply(ids.map((id) => ({ op: "delete" as const, key: snapshotKey(id) })));
   }
 }

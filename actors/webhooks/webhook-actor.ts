@@ -185,6 +185,26 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       },
 
       /**
+       * Deleting its organization: stops deliveries (pending ones cancelled)
+       * and deletes its delivery records and kept event payloads; the host
+       * then forgets the actor's state (organization-erasure.ts).
+       */
+      erase: {
+        input: orgInput,
+        run: async (ctx, input): Promise<{ erased: true }> => {
+          owned(ctx.state, input);
+          const turn = begin(ctx);
+          turn.outbox.deactivate();
+          for (const id of ctx.state.delivery_ids) turn.w.dropRecord(id);
+          for (const id of ctx.state.recent_event_ids) turn.w.dropEvent(id);
+          ctx.state.delivery_ids = [];
+          ctx.state.recent_event_ids = [];
+          await finish(ctx, turn);
+          return { erased: true };
+        },
+      },
+
+      /**
        * Persists events for delivery (the publisher's fan-out, batched per
        * webhook) and sends them at once; answers the ids this webhook took.
        */

@@ -98,10 +98,12 @@ export interface paths {
         get: operations["getV1OrgsOrgId"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete an organization and everything it has (owners only; `confirm` repeats its name or id); usage records are kept, anonymised */
+        delete: operations["deleteV1OrgsOrgId"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Rename an organization or set how many days its stored files are kept (owners and admins) */
+        patch: operations["patchV1OrgsOrgId"];
         trace?: never;
     };
     "/v1/orgs/{org_id}/projects": {
@@ -210,6 +212,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's usage: totals and breakdowns, live and test apart (owners and admins) */
+        get: operations["getV1ProjectsProjectIdUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project_id}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's monthly budget and this month's spend (owners and admins) */
+        get: operations["getV1ProjectsProjectIdBudget"];
+        /** Set a project's monthly budget: limit, alert thresholds, hard limit (owners and admins) */
+        put: operations["putV1ProjectsProjectIdBudget"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -295,40 +332,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/embeddings/index": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Embed a passage with the index model and store it in the organization's vector index */
-        post: operations["postV1EmbeddingsIndex"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/embeddings/search": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** The organization's records closest to a query, ascending cosine distance */
-        post: operations["postV1EmbeddingsSearch"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/vision/analyze": {
         parameters: {
             query?: never;
@@ -408,6 +411,159 @@ export interface paths {
         put?: never;
         /** Generate 1–4 images; each is stored and returned as a file URL */
         post: operations["postV1ImagesGenerations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI-compatible chat completion (JSON, or chat.completion.chunk Server-Sent Events with stream: true) */
+        post: operations["postOpenaiV1ChatCompletions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible model list: every catalogue model of every provider, and the troupe/<strategy> routing names */
+        get: operations["getOpenaiV1Models"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/models/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible model lookup (404 model_not_found for an id the catalogue does not know) */
+        get: operations["getOpenaiV1ModelsModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI-compatible embeddings (float or base64 encoding) */
+        post: operations["postOpenaiV1Embeddings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/images/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI-compatible image generation (stored images as URLs, or b64_json) */
+        post: operations["postOpenaiV1ImagesGenerations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/audio/speech": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI-compatible text to speech: the audio itself in the body */
+        post: operations["postOpenaiV1AudioSpeech"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/audio/transcriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI-compatible transcription of an uploaded audio file (multipart/form-data) */
+        post: operations["postOpenaiV1AudioTranscriptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/embeddings/index": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Embed a passage with the index model and store it in the organization's vector index */
+        post: operations["postV1EmbeddingsIndex"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/embeddings/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The organization's records closest to a query, ascending cosine distance */
+        post: operations["postV1EmbeddingsSearch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -622,157 +778,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/projects/{project_id}/usage": {
+    "/v1/files/{id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** A project's usage: totals and breakdowns, live and test apart (owners and admins) */
-        get: operations["getV1ProjectsProjectIdUsage"];
+        /** A stored media file (the id is the capability: no credentials) */
+        get: operations["getV1FilesId"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a stored file (its organization's API key, or an owner or admin session): its URL answers 404 afterwards */
+        delete: operations["deleteV1FilesId"];
         options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/projects/{project_id}/budget": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A project's monthly budget and this month's spend (owners and admins) */
-        get: operations["getV1ProjectsProjectIdBudget"];
-        /** Set a project's monthly budget: limit, alert thresholds, hard limit (owners and admins) */
-        put: operations["putV1ProjectsProjectIdBudget"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openai/v1/chat/completions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** OpenAI-compatible chat completion (JSON, or chat.completion.chunk Server-Sent Events with stream: true) */
-        post: operations["postOpenaiV1ChatCompletions"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openai/v1/models": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** OpenAI-compatible model list: every catalogue model of every provider, and the troupe/<strategy> routing names */
-        get: operations["getOpenaiV1Models"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openai/v1/models/{model}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** OpenAI-compatible model lookup (404 model_not_found for an id the catalogue does not know) */
-        get: operations["getOpenaiV1ModelsModel"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openai/v1/embeddings": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** OpenAI-compatible embeddings (float or base64 encoding) */
-        post: operations["postOpenaiV1Embeddings"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openai/v1/images/generations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** OpenAI-compatible image generation (stored images as URLs, or b64_json) */
-        post: operations["postOpenaiV1ImagesGenerations"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openai/v1/audio/speech": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** OpenAI-compatible text to speech: the audio itself in the body */
-        post: operations["postOpenaiV1AudioSpeech"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openai/v1/audio/transcriptions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** OpenAI-compatible transcription of an uploaded audio file (multipart/form-data) */
-        post: operations["postOpenaiV1AudioTranscriptions"];
-        delete?: never;
-        options?: never;
-        head?: never;
+        /** A stored media file's headers (Content-Length, ETag) */
+        head: operations["headV1FilesId"];
         patch?: never;
         trace?: never;
     };
@@ -861,24 +882,6 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/files/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A stored media file (the id is the capability: no credentials) */
-        get: operations["getV1FilesId"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        /** A stored media file's headers (Content-Length, ETag) */
-        head: operations["headV1FilesId"];
         patch?: never;
         trace?: never;
     };
@@ -1103,6 +1106,8 @@ export interface operations {
                             id: string;
                             name: string;
                             created_at: string;
+                            /** @default null */
+                            file_retention_days: number | null;
                         };
                         project: {
                             id: string;
@@ -1489,6 +1494,8 @@ export interface operations {
                                 id: string;
                                 name: string;
                                 created_at: string;
+                                /** @default null */
+                                file_retention_days: number | null;
                             };
                             /** @enum {string} */
                             role: "owner" | "admin" | "member";
@@ -1584,6 +1591,8 @@ export interface operations {
                             id: string;
                             name: string;
                             created_at: string;
+                            /** @default null */
+                            file_retention_days: number | null;
                         }[];
                         next_cursor: string | null;
                     };
@@ -1688,6 +1697,8 @@ export interface operations {
                         id: string;
                         name: string;
                         created_at: string;
+                        /** @default null */
+                        file_retention_days: number | null;
                     };
                 };
             };
@@ -1804,6 +1815,8 @@ export interface operations {
                         id: string;
                         name: string;
                         created_at: string;
+                        /** @default null */
+                        file_retention_days: number | null;
                     };
                 };
             };
@@ -1845,6 +1858,280 @@ export interface operations {
             };
             /** @description uri_too_long */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    deleteV1OrgsOrgId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The organization's name or id, repeated to confirm the deletion */
+                    confirm: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        deleted: true;
+                        erased: {
+                            api_keys: number;
+                            conversations: number;
+                            jobs: number;
+                            webhooks: number;
+                            vector_records: number;
+                            files: number;
+                        };
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    patchV1OrgsOrgId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    file_retention_days?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        created_at: string;
+                        /** @default null */
+                        file_retention_days: number | null;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3229,6 +3516,414 @@ export interface operations {
             };
         };
     };
+    getV1ProjectsProjectIdUsage: {
+        parameters: {
+            query?: {
+                from?: string;
+                to?: string;
+                group_by?: "category" | "model" | "environment" | "key" | "day";
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        project_id: string;
+                        from: string;
+                        to: string;
+                        /** @constant */
+                        currency: "USD";
+                        /** @description billed: live keys */
+                        live: {
+                            /** @description rounded to the micro-dollar */
+                            cost_usd: number;
+                            /** @description exact, in nano-dollars */
+                            cost_nanos: number;
+                            calls: number;
+                            input_tokens: number;
+                            output_tokens: number;
+                            /** @description per-unit categories: images, seconds, characters */
+                            units: number;
+                        };
+                        /** @description unbilled: test keys (cost 0) */
+                        test: {
+                            /** @description rounded to the micro-dollar */
+                            cost_usd: number;
+                            /** @description exact, in nano-dollars */
+                            cost_nanos: number;
+                            calls: number;
+                            input_tokens: number;
+                            output_tokens: number;
+                            /** @description per-unit categories: images, seconds, characters */
+                            units: number;
+                        };
+                        group_by: ("category" | "model" | "environment" | "key" | "day") | null;
+                        groups: {
+                            key: string;
+                            live: {
+                                /** @description rounded to the micro-dollar */
+                                cost_usd: number;
+                                /** @description exact, in nano-dollars */
+                                cost_nanos: number;
+                                calls: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                /** @description per-unit categories: images, seconds, characters */
+                                units: number;
+                            };
+                            test: {
+                                /** @description rounded to the micro-dollar */
+                                cost_usd: number;
+                                /** @description exact, in nano-dollars */
+                                cost_nanos: number;
+                                calls: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                /** @description per-unit categories: images, seconds, characters */
+                                units: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getV1ProjectsProjectIdBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        project_id: string;
+                        monthly_limit_usd: number | null;
+                        alert_thresholds: number[];
+                        hard_limit: boolean;
+                        updated_at: string | null;
+                        /** @description the current calendar month (UTC), YYYY-MM */
+                        period: string;
+                        /** @description live spend this period */
+                        spent_usd: number;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    putV1ProjectsProjectIdBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    monthly_limit_usd: number;
+                    /** @description fractions of the limit; default [0.5, 0.8, 1.0] */
+                    alert_thresholds?: number[];
+                    /** @description refuse live calls with 402 once the limit is reached; default false */
+                    hard_limit?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        project_id: string;
+                        monthly_limit_usd: number | null;
+                        alert_thresholds: number[];
+                        hard_limit: boolean;
+                        updated_at: string | null;
+                        /** @description the current calendar month (UTC), YYYY-MM */
+                        period: string;
+                        /** @description live spend this period */
+                        spent_usd: number;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
     getV1Models: {
         parameters: {
             query?: {
@@ -4405,310 +5100,6 @@ export interface operations {
             };
         };
     };
-    postV1EmbeddingsIndex: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    content: string;
-                    /** @default {} */
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description forbidden | insufficient_scope | quota_exceeded */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description rate_limited */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description service_unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postV1EmbeddingsSearch: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    query: string;
-                    /** @default 5 */
-                    top_k?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        results: {
-                            id: string;
-                            content: string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            model: string;
-                            distance: number;
-                        }[];
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description rate_limited */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description service_unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
     postV1VisionAnalyze: {
         parameters: {
             query?: never;
@@ -5567,6 +5958,1567 @@ export interface operations {
             };
             /** @description provider_timeout */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1ChatCompletions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @enum {string}
+                     */
+                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "azure/gpt-4o" | "azure/gpt-4o-mini" | "mistral-large-latest" | "mistral-small-latest" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large";
+                    messages: ({
+                        /** @constant */
+                        role: "system";
+                        content: string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[];
+                        name?: string;
+                    } | {
+                        /** @constant */
+                        role: "developer";
+                        content: string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[];
+                        name?: string;
+                    } | {
+                        /** @constant */
+                        role: "user";
+                        content: string | ({
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @constant */
+                            type: "image_url";
+                            image_url: {
+                                url: string;
+                                /** @enum {string} */
+                                detail?: "auto" | "low" | "high";
+                            };
+                        })[];
+                        name?: string;
+                    } | {
+                        /** @constant */
+                        role: "assistant";
+                        content?: (string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[]) | null;
+                        name?: string;
+                        refusal?: string | null;
+                        tool_calls?: {
+                            id: string;
+                            /** @constant */
+                            type: "function";
+                            function: {
+                                name: string;
+                                arguments: string;
+                            };
+                        }[];
+                    } | {
+                        /** @constant */
+                        role: "tool";
+                        content: string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[];
+                        tool_call_id: string;
+                    })[];
+                    stream?: boolean | null;
+                    stream_options?: {
+                        include_usage?: boolean;
+                    } | null;
+                    tools?: {
+                        /** @constant */
+                        type: "function";
+                        function: {
+                            name: string;
+                            description?: string;
+                            parameters?: {
+                                [key: string]: unknown;
+                            };
+                            strict?: boolean | null;
+                        };
+                    }[];
+                    tool_choice?: ("auto" | "none" | "required") | {
+                        /** @constant */
+                        type: "function";
+                        function: {
+                            name: string;
+                        };
+                    };
+                    parallel_tool_calls?: boolean;
+                    temperature?: number | null;
+                    top_p?: number | null;
+                    stop?: (string | string[]) | null;
+                    seed?: number | null;
+                    max_tokens?: number | null;
+                    max_completion_tokens?: number | null;
+                    user?: string;
+                    response_format?: {
+                        /** @constant */
+                        type: "text";
+                    } | {
+                        /** @constant */
+                        type: "json_object";
+                    } | {
+                        /** @constant */
+                        type: "json_schema";
+                        json_schema: {
+                            name: string;
+                            description?: string;
+                            schema?: {
+                                [key: string]: unknown;
+                            };
+                            strict?: boolean | null;
+                        };
+                    };
+                    n?: 1 | null;
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "chat.completion";
+                        /** @description Unix seconds */
+                        created: number;
+                        /** @description the catalogue model that answered (after any fallback) */
+                        model: string;
+                        choices: {
+                            index: number;
+                            message: {
+                                /** @constant */
+                                role: "assistant";
+                                content: string | null;
+                                refusal: null;
+                                tool_calls?: {
+                                    id: string;
+                                    /** @constant */
+                                    type: "function";
+                                    function: {
+                                        name: string;
+                                        /** @description the arguments as a JSON object in a string */
+                                        arguments: string;
+                                    };
+                                }[];
+                            };
+                            /** @enum {string} */
+                            finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
+                            logprobs: null;
+                        }[];
+                        usage: {
+                            prompt_tokens: number;
+                            completion_tokens: number;
+                            total_tokens: number;
+                        };
+                        system_fingerprint: null;
+                    };
+                    "text/event-stream": {
+                        event?: string;
+                        data: string;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1Models: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            /** @description what requests put in `model` */
+                            id: string;
+                            /** @constant */
+                            object: "model";
+                            /** @description always 0: the catalogue has no creation dates */
+                            created: number;
+                            /** @description the provider, or troupe for the routing names */
+                            owned_by: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1ModelsModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description what requests put in `model` */
+                        id: string;
+                        /** @constant */
+                        object: "model";
+                        /** @description always 0: the catalogue has no creation dates */
+                        created: number;
+                        /** @description the provider, or troupe for the routing names */
+                        owned_by: string;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1Embeddings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @enum {string}
+                     */
+                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "azure/text-embedding-3-small" | "mistral-embed" | "text-embedding-3-small" | "embed-v4.0" | "text-embedding-3-large" | "embed-english-v3.0" | "simulated-embed";
+                    input: string | string[];
+                    /** @enum {string} */
+                    encoding_format?: "float" | "base64";
+                    dimensions?: number;
+                    user?: string;
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            /** @constant */
+                            object: "embedding";
+                            index: number;
+                            embedding: number[] | string;
+                        }[];
+                        model: string;
+                        usage: {
+                            prompt_tokens: number;
+                            total_tokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1ImagesGenerations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    prompt: string;
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @default troupe/auto
+                     * @enum {string}
+                     */
+                    model?: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gpt-image-1" | "dall-e-3" | "stable-image-core" | "flux-pro-1.1" | "simulated-image";
+                    n?: number | null;
+                    size?: string | null;
+                    response_format?: ("url" | "b64_json") | null;
+                    user?: string;
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created: number;
+                        data: ({
+                            /** @description the stored image (GET, no credentials) */
+                            url: string;
+                        } | {
+                            b64_json: string;
+                        })[];
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1AudioSpeech: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @enum {string}
+                     */
+                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "tts-1" | "tts-1-hd" | "eleven_multilingual_v2" | "eleven_flash_v2_5" | "simulated-speech";
+                    input: string;
+                    voice: string;
+                    /** @enum {string} */
+                    response_format?: "mp3" | "opus" | "aac" | "flac" | "wav" | "pcm";
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/mpeg": string;
+                    "audio/wav": string;
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1AudioTranscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the audio file (1 byte to 25 MB)
+                     */
+                    file: string;
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @enum {string}
+                     */
+                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "whisper-1" | "scribe_v1" | "simulated-transcribe";
+                    language?: string;
+                    prompt?: string;
+                    temperature?: string;
+                    /** @enum {string} */
+                    response_format?: "json" | "text";
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        text: string;
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postV1EmbeddingsIndex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    content: string;
+                    /** @default {} */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden | insufficient_scope | quota_exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postV1EmbeddingsSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    query: string;
+                    /** @default 5 */
+                    top_k?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        results: {
+                            id: string;
+                            content: string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            model: string;
+                            distance: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7935,114 +9887,43 @@ export interface operations {
             };
         };
     };
-    getV1ProjectsProjectIdUsage: {
+    getV1FilesId: {
         parameters: {
-            query?: {
-                from?: string;
-                to?: string;
-                group_by?: "category" | "model" | "environment" | "key" | "day";
+            query?: never;
+            header?: {
+                Range?: string;
+                "If-None-Match"?: string;
+                "If-Range"?: string;
             };
-            header?: never;
             path: {
-                project_id: string;
+                id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description The file's bytes (Content-Type as stored; ETag; Cache-Control immutable) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": {
-                        project_id: string;
-                        from: string;
-                        to: string;
-                        /** @constant */
-                        currency: "USD";
-                        /** @description billed: live keys */
-                        live: {
-                            /** @description rounded to the micro-dollar */
-                            cost_usd: number;
-                            /** @description exact, in nano-dollars */
-                            cost_nanos: number;
-                            calls: number;
-                            input_tokens: number;
-                            output_tokens: number;
-                            /** @description per-unit categories: images, seconds, characters */
-                            units: number;
-                        };
-                        /** @description unbilled: test keys (cost 0) */
-                        test: {
-                            /** @description rounded to the micro-dollar */
-                            cost_usd: number;
-                            /** @description exact, in nano-dollars */
-                            cost_nanos: number;
-                            calls: number;
-                            input_tokens: number;
-                            output_tokens: number;
-                            /** @description per-unit categories: images, seconds, characters */
-                            units: number;
-                        };
-                        group_by: ("category" | "model" | "environment" | "key" | "day") | null;
-                        groups: {
-                            key: string;
-                            live: {
-                                /** @description rounded to the micro-dollar */
-                                cost_usd: number;
-                                /** @description exact, in nano-dollars */
-                                cost_nanos: number;
-                                calls: number;
-                                input_tokens: number;
-                                output_tokens: number;
-                                /** @description per-unit categories: images, seconds, characters */
-                                units: number;
-                            };
-                            test: {
-                                /** @description rounded to the micro-dollar */
-                                cost_usd: number;
-                                /** @description exact, in nano-dollars */
-                                cost_nanos: number;
-                                calls: number;
-                                input_tokens: number;
-                                output_tokens: number;
-                                /** @description per-unit categories: images, seconds, characters */
-                                units: number;
-                            };
-                        }[];
-                    };
-                };
+                content?: never;
             };
-            /** @description invalid_request */
-            400: {
+            /** @description The requested byte range (Content-Range) */
+            206: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
-            /** @description unauthorized */
-            401: {
+            /** @description Not modified (If-None-Match named the ETag) */
+            304: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
-            /** @description forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description not_found */
+            /** @description not_found (no such file) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8062,6 +9943,15 @@ export interface operations {
             };
             /** @description uri_too_long */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_request (range outside the file; Content-Range: bytes *\/size) */
+            416: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8098,385 +9988,16 @@ export interface operations {
             };
         };
     };
-    getV1ProjectsProjectIdBudget: {
+    deleteV1FilesId: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                project_id: string;
+                id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        project_id: string;
-                        monthly_limit_usd: number | null;
-                        alert_thresholds: number[];
-                        hard_limit: boolean;
-                        updated_at: string | null;
-                        /** @description the current calendar month (UTC), YYYY-MM */
-                        period: string;
-                        /** @description live spend this period */
-                        spent_usd: number;
-                    };
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    putV1ProjectsProjectIdBudget: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    monthly_limit_usd: number;
-                    /** @description fractions of the limit; default [0.5, 0.8, 1.0] */
-                    alert_thresholds?: number[];
-                    /** @description refuse live calls with 402 once the limit is reached; default false */
-                    hard_limit?: boolean;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        project_id: string;
-                        monthly_limit_usd: number | null;
-                        alert_thresholds: number[];
-                        hard_limit: boolean;
-                        updated_at: string | null;
-                        /** @description the current calendar month (UTC), YYYY-MM */
-                        period: string;
-                        /** @description live spend this period */
-                        spent_usd: number;
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1ChatCompletions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @enum {string}
-                     */
-                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "azure/gpt-4o" | "azure/gpt-4o-mini" | "mistral-large-latest" | "mistral-small-latest" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large";
-                    messages: ({
-                        /** @constant */
-                        role: "system";
-                        content: string | {
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        }[];
-                        name?: string;
-                    } | {
-                        /** @constant */
-                        role: "developer";
-                        content: string | {
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        }[];
-                        name?: string;
-                    } | {
-                        /** @constant */
-                        role: "user";
-                        content: string | ({
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        } | {
-                            /** @constant */
-                            type: "image_url";
-                            image_url: {
-                                url: string;
-                                /** @enum {string} */
-                                detail?: "auto" | "low" | "high";
-                            };
-                        })[];
-                        name?: string;
-                    } | {
-                        /** @constant */
-                        role: "assistant";
-                        content?: (string | {
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        }[]) | null;
-                        name?: string;
-                        refusal?: string | null;
-                        tool_calls?: {
-                            id: string;
-                            /** @constant */
-                            type: "function";
-                            function: {
-                                name: string;
-                                arguments: string;
-                            };
-                        }[];
-                    } | {
-                        /** @constant */
-                        role: "tool";
-                        content: string | {
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        }[];
-                        tool_call_id: string;
-                    })[];
-                    stream?: boolean | null;
-                    stream_options?: {
-                        include_usage?: boolean;
-                    } | null;
-                    tools?: {
-                        /** @constant */
-                        type: "function";
-                        function: {
-                            name: string;
-                            description?: string;
-                            parameters?: {
-                                [key: string]: unknown;
-                            };
-                            strict?: boolean | null;
-                        };
-                    }[];
-                    tool_choice?: ("auto" | "none" | "required") | {
-                        /** @constant */
-                        type: "function";
-                        function: {
-                            name: string;
-                        };
-                    };
-                    parallel_tool_calls?: boolean;
-                    temperature?: number | null;
-                    top_p?: number | null;
-                    stop?: (string | string[]) | null;
-                    seed?: number | null;
-                    max_tokens?: number | null;
-                    max_completion_tokens?: number | null;
-                    user?: string;
-                    response_format?: {
-                        /** @constant */
-                        type: "text";
-                    } | {
-                        /** @constant */
-                        type: "json_object";
-                    } | {
-                        /** @constant */
-                        type: "json_schema";
-                        json_schema: {
-                            name: string;
-                            description?: string;
-                            schema?: {
-                                [key: string]: unknown;
-                            };
-                            strict?: boolean | null;
-                        };
-                    };
-                    n?: 1 | null;
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
         responses: {
             /** @description Success */
             200: {
@@ -8487,221 +10008,17 @@ export interface operations {
                     "application/json": {
                         id: string;
                         /** @constant */
-                        object: "chat.completion";
-                        /** @description Unix seconds */
-                        created: number;
-                        /** @description the catalogue model that answered (after any fallback) */
-                        model: string;
-                        choices: {
-                            index: number;
-                            message: {
-                                /** @constant */
-                                role: "assistant";
-                                content: string | null;
-                                refusal: null;
-                                tool_calls?: {
-                                    id: string;
-                                    /** @constant */
-                                    type: "function";
-                                    function: {
-                                        name: string;
-                                        /** @description the arguments as a JSON object in a string */
-                                        arguments: string;
-                                    };
-                                }[];
-                            };
-                            /** @enum {string} */
-                            finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
-                            logprobs: null;
-                        }[];
-                        usage: {
-                            prompt_tokens: number;
-                            completion_tokens: number;
-                            total_tokens: number;
-                        };
-                        system_fingerprint: null;
+                        deleted: true;
                     };
-                    "text/event-stream": {
-                        event?: string;
-                        data: string;
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
                 };
             };
             /** @description unauthorized */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    getOpenaiV1Models: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        object: "list";
-                        data: {
-                            /** @description what requests put in `model` */
-                            id: string;
-                            /** @constant */
-                            object: "model";
-                            /** @description always 0: the catalogue has no creation dates */
-                            created: number;
-                            /** @description the provider, or troupe for the routing names */
-                            owned_by: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
                 };
             };
             /** @description forbidden */
@@ -8710,7 +10027,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
@@ -8728,7 +10054,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description rate_limited */
@@ -8737,7 +10063,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description headers_too_large */
@@ -8755,7 +10081,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description http_version_not_supported */
@@ -8769,60 +10095,49 @@ export interface operations {
             };
         };
     };
-    getOpenaiV1ModelsModel: {
+    headV1FilesId: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                Range?: string;
+                "If-None-Match"?: string;
+                "If-Range"?: string;
+            };
             path: {
-                model: string;
+                id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description The file's bytes (Content-Type as stored; ETag; Cache-Control immutable) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": {
-                        /** @description what requests put in `model` */
-                        id: string;
-                        /** @constant */
-                        object: "model";
-                        /** @description always 0: the catalogue has no creation dates */
-                        created: number;
-                        /** @description the provider, or troupe for the routing names */
-                        owned_by: string;
-                    };
-                };
+                content?: never;
             };
-            /** @description unauthorized */
-            401: {
+            /** @description The requested byte range (Content-Range) */
+            206: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
+                content?: never;
             };
-            /** @description forbidden */
-            403: {
+            /** @description Not modified (If-None-Match named the ETag) */
+            304: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
+                content?: never;
             };
-            /** @description not_found */
+            /** @description not_found (no such file) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
@@ -8840,134 +10155,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description rate_limited */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1Embeddings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @enum {string}
-                     */
-                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "azure/text-embedding-3-small" | "mistral-embed" | "text-embedding-3-small" | "embed-v4.0" | "text-embedding-3-large" | "embed-english-v3.0" | "simulated-embed";
-                    input: string | string[];
-                    /** @enum {string} */
-                    encoding_format?: "float" | "base64";
-                    dimensions?: number;
-                    user?: string;
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        object: "list";
-                        data: {
-                            /** @constant */
-                            object: "embedding";
-                            index: number;
-                            embedding: number[] | string;
-                        }[];
-                        model: string;
-                        usage: {
-                            prompt_tokens: number;
-                            total_tokens: number;
-                        };
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
+            /** @description invalid_request (range outside the file; Content-Range: bytes *\/size) */
+            416: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8975,42 +10167,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
             /** @description headers_too_large */
             431: {
                 headers: {
@@ -9022,571 +10178,11 @@ export interface operations {
             };
             /** @description internal_error */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1ImagesGenerations: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    prompt: string;
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @default troupe/auto
-                     * @enum {string}
-                     */
-                    model?: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gpt-image-1" | "dall-e-3" | "stable-image-core" | "flux-pro-1.1" | "simulated-image";
-                    n?: number | null;
-                    size?: string | null;
-                    response_format?: ("url" | "b64_json") | null;
-                    user?: string;
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        created: number;
-                        data: ({
-                            /** @description the stored image (GET, no credentials) */
-                            url: string;
-                        } | {
-                            b64_json: string;
-                        })[];
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1AudioSpeech: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @enum {string}
-                     */
-                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "tts-1" | "tts-1-hd" | "eleven_multilingual_v2" | "eleven_flash_v2_5" | "simulated-speech";
-                    input: string;
-                    voice: string;
-                    /** @enum {string} */
-                    response_format?: "mp3" | "opus" | "aac" | "flac" | "wav" | "pcm";
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "audio/mpeg": string;
-                    "audio/wav": string;
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1AudioTranscriptions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "multipart/form-data": {
-                    /**
-                     * Format: binary
-                     * @description the audio file (1 byte to 25 MB)
-                     */
-                    file: string;
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @enum {string}
-                     */
-                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "whisper-1" | "scribe_v1" | "simulated-transcribe";
-                    language?: string;
-                    prompt?: string;
-                    temperature?: string;
-                    /** @enum {string} */
-                    response_format?: "json" | "text";
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        text: string;
-                    };
-                    "text/plain": string;
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
                 };
             };
             /** @description http_version_not_supported */
@@ -10194,208 +10790,6 @@ export interface operations {
             };
             /** @description rate_limited */
             429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    getV1FilesId: {
-        parameters: {
-            query?: never;
-            header?: {
-                Range?: string;
-                "If-None-Match"?: string;
-                "If-Range"?: string;
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The file's bytes (Content-Type as stored; ETag; Cache-Control immutable) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The requested byte range (Content-Range) */
-            206: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Not modified (If-None-Match named the ETag) */
-            304: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description not_found (no such file) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description invalid_request (range outside the file; Content-Range: bytes *\/size) */
-            416: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    headV1FilesId: {
-        parameters: {
-            query?: never;
-            header?: {
-                Range?: string;
-                "If-None-Match"?: string;
-                "If-Range"?: string;
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The file's bytes (Content-Type as stored; ETag; Cache-Control immutable) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The requested byte range (Content-Range) */
-            206: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Not modified (If-None-Match named the ETag) */
-            304: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description not_found (no such file) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description invalid_request (range outside the file; Content-Range: bytes *\/size) */
-            416: {
                 headers: {
                     [name: string]: unknown;
                 };

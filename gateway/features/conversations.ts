@@ -14,6 +14,7 @@ import type { VectorsFeature } from "./vectors.ts";
 
 export interface ConversationsFeature extends Feature {
   conversation: ConversationActorDefinition;
+  directory: ConversationDirectory;
 }
 
 export function conversationsFeature(s: SharedServices, billing: BillingFeature, vectors: VectorsFeature): ConversationsFeature {
@@ -31,6 +32,7 @@ export function conversationsFeature(s: SharedServices, billing: BillingFeature,
   const eventsRoute = conversationEventsRoute({ actors, conversation });
   return {
     conversation,
+    directory,
     actors: [eraseDefinition(conversation)],
     routes: agentRoutes({ actors, conversation, directory, router, billing: billing.billing, limits: config.agents }),
     sockets: [{ route: eventsRoute, attach: (app, deps) => attachConversationEvents(app, { ...deps, route: eventsRoute, events }) }],

@@ -10,7 +10,7 @@ import type { Tracing } from "../../core/tracing.ts";
 import type { ActorHost } from "../../actors/host.ts";
 import { createActorHost } from "../../actors/hosts/create-host.ts";
 import { createFileStore } from "../../media/create-file-store.ts";
-import type { FileStore } from "../../media/file-store.ts";
+import { IndexedFileStore } from "../../media/indexed-file-store.ts";
 import { OutboundFetcher } from "../../media/outbound-fetch.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
 import { createRouter, type Router } from "../../providers/index.ts";
@@ -38,7 +38,8 @@ export interface SharedServices {
   router: Router;
   ledger: LedgerStore;
   fetcher: OutboundFetcher;
-  files: FileStore;
+  /** The file backend with each organization's file index (deletion, retention). */
+  files: IndexedFileStore;
   media: MediaDeps;
   publicUrl: PublicUrl;
   actors: ActorHost;
@@ -74,7 +75,7 @@ export async function createSharedServices(config: Config, log: Logger, override
   const observer = attemptObserver(metrics, tracing);
   if (observer) router.observeAttempts(observer);
   const ledger = overrides.ledger ?? (await createLedgerStore(config));
-  const files = await createFileStore(config.media, config.dataDir);
+  const files = new IndexedFileStore(await createFileStore(config.media, config.dataDir), store);
   const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
   const publicUrl = new PublicUrl(config.publicUrl);
   const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicUrl.base}/v1/files/${id}` };

@@ -4,12 +4,14 @@
 import type { UsageMeter } from "../../providers/usage.ts";
 import { createVectorIndex } from "../../vectors/create-vector-index.ts";
 import { OrgIndex, type Embedder } from "../../vectors/org-index.ts";
+import type { VectorIndex } from "../../vectors/vector-index.ts";
 import { vectorIndexRoutes } from "../routes/vector-index.ts";
 import type { Feature } from "./feature.ts";
 import type { SharedServices } from "./shared-services.ts";
 
 export interface VectorsFeature extends Feature {
   orgIndex: OrgIndex;
+  vectors: VectorIndex;
 }
 
 export async function vectorsFeature(s: SharedServices, meter: UsageMeter): Promise<VectorsFeature> {
@@ -32,6 +34,7 @@ export async function vectorsFeature(s: SharedServices, meter: UsageMeter): Prom
   const orgIndex = new OrgIndex(vectors, embed, s.clock);
   return {
     orgIndex,
+    vectors,
     routes: vectorIndexRoutes({ index: orgIndex, usage: meter }),
     stop: () => vectors.close(),
   };
