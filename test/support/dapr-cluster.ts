@@ -305,6 +305,19 @@ export class LocalCluster {
     if (sidecar) await terminate(sidecar);
   }
 
+  /** Graceful stop (SIGTERM) of replica i's app only, or of its daprd only: the order a rolling restart picks. */
+  async stopApp(index: number): Promise<void> {
+    const app = this.apps.get(index);
+    this.apps.delete(index);
+    if (app) await terminate(app);
+  }
+
+  async stopSidecar(index: number): Promise<void> {
+    const sidecar = this.sidecars.get(index);
+    this.sidecars.delete(index);
+    if (sidecar) await terminate(sidecar);
+  }
+
   appPid(index: number): number | undefined {
     return this.apps.get(index)?.child.pid;
   }
