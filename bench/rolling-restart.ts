@@ -37,6 +37,7 @@
 //        --order=app-first|daprd-first|together (which process gets SIGTERM first)
 //        --handoff-ms=3000 (the replicas' ACTOR_HANDOFF_MS; 0 shows what it buys)
 import { mkdtempSync, rmSync } from "node:fs";
+import { z } from "zod";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support/dapr-cluster.ts";
@@ -56,7 +57,7 @@ const thinkMs = num("think-ms", 20);
 const settleMs = num("settle-s", 3) * 1000;
 const drainMs = args.has("no-drain") ? 0 : num("drain-s", 5) * 1000;
 /** Which process gets SIGTERM first: the app (it drains, hands its actors off, exits; then daprd), daprd, or both at once. */
-const order = args.get("order") ?? "app-first";
+const order = z.enum(["app-first", "daprd-first", "together"]).parse(args.get("order") ?? "app-first");
 const recoveryLimitMs = 10_000;
 const model = "gpt-4.1-mini";
 
@@ -164,12 +165,7 @@ async function run(): Promise<number> {
     row.inFlightAtStop = client.inFlightOn(i);
     row.turnsInFlightAtStop = load.inFlightNow(agents.name);
     const stopStart = Date.now();
-    if (order === "app-first") await cluster.stopReplica(i);
-    else if (order === "together") await Promise.all([cluster.stopApp(i), cluster.stopSidecar(i)]);
-    else {
-      await cluster.stopSidecar(i);
-      await cluster.stopApp(i);
-    }
+    await cluster.stopReplica(i, order);
     row.stopMs = Date.now() - stopStart;
     row.stoppedAtMs = Date.now();
     // 4. The new pod: same ports and data directory.

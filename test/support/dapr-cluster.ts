@@ -295,27 +295,15 @@ export class LocalCluster {
     await this.killManaged(this.sidecars, index);
   }
 
-  /** Graceful stop (SIGTERM) of replica i's app and daprd. */
-  async stopReplica(index: number): Promise<void> {
+  /** Graceful stop (SIGTERM) of replica i's app and daprd: the app first (as it hands its actors off), or daprd first, or both at once. */
+  async stopReplica(index: number, order: "app-first" | "daprd-first" | "together" = "app-first"): Promise<void> {
     const app = this.apps.get(index);
-    this.apps.delete(index);
-    if (app) await terminate(app);
     const sidecar = this.sidecars.get(index);
-    this.sidecars.delete(index);
-    if (sidecar) await terminate(sidecar);
-  }
-
-  /** Graceful stop (SIGTERM) of replica i's app only, or of its daprd only: the order a rolling restart picks. */
-  async stopApp(index: number): Promise<void> {
-    const app = this.apps.get(index);
     this.apps.delete(index);
-    if (app) await terminate(app);
-  }
-
-  async stopSidecar(index: number): Promise<void> {
-    const sidecar = this.sidecars.get(index);
     this.sidecars.delete(index);
-    if (sidecar) await terminate(sidecar);
+    const [first, second] = order === "daprd-first" ? [sidecar, app] : [app, sidecar];
+    if (order === "together") await Promise.all([first, second].map((m) => m && terminate(m)));
+    else for (const managed of [first, second]) if (managed) await terminate(managed);
   }
 
   appPid(index: number): number | undefined {

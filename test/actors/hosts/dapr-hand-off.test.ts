@@ -11,6 +11,7 @@ import { DaprActorHost } from "../../../actors/hosts/dapr/dapr-host.ts";
 import { systemClock } from "../../../core/clock.ts";
 import { createLogger } from "../../../core/log.ts";
 import { freePort } from "../../support/net.ts";
+import { eraseDefinition } from "../../../actors/actor.ts";
 import { testActors } from "../test-actors.ts";
 
 /** daprd's actor state API: every read finds nothing, every write succeeds. */
@@ -35,7 +36,7 @@ async function startHost(handOffMs: number) {
     clock: systemClock,
     log: createLogger("error"),
   });
-  host.register(testActors);
+  host.register(testActors.map((d) => eraseDefinition(d)));
   await host.start();
   const base = `http://127.0.0.1:${callbackPort}`;
   const health = async () => (await fetch(`${base}/healthz`)).status;
