@@ -62,8 +62,11 @@ async function main(): Promise<number> {
   const esOut = await runScript("bash", ["scripts/elasticsearch.sh", "start"], esEnv);
   cleanups.push(() => runScript("bash", ["scripts/elasticsearch.sh", "stop"], esEnv));
   const esUrl = line(esOut, "ELASTICSEARCH_URL");
+  // As root, the server keeps its data in a substitute directory it can reach (/var/tmp/troupe-es-…): removed too.
+  const esDataDir = line(esOut, "ES_DATA_DIR");
+  if (!esDataDir.startsWith(root) && !args.has("keep")) cleanups.splice(cleanups.length - 1, 0, async () => rmSync(esDataDir, { recursive: true, force: true }));
   // The data dir it printed: path.repo is its snapshots/ directory.
-  const snapshotLocation = join(line(esOut, "ES_DATA_DIR"), "snapshots", "backup-check");
+  const snapshotLocation = join(esDataDir, "snapshots", "backup-check");
   const minioEnv = { ...process.env, MINIO_DATA_DIR: join(root, "minio"), S3_BUCKET: "troupe-backup-check" };
   const minioOut = await runScript("bash", ["scripts/minio.sh", "start"], minioEnv);
   cleanups.push(() => runScript("bash", ["scripts/minio.sh", "stop"], minioEnv));
