@@ -261,8 +261,9 @@ export class LocalCluster {
         // Every replica seals and opens webhook secrets with one key (required with TROUPE_MODE=dapr):
         // the inherited WEBHOOK_SECRET_KEY, else one generated once into the cluster's data directory.
         WEBHOOK_SECRET_KEY: process.env["WEBHOOK_SECRET_KEY"] ?? webhookSecretKey(undefined, options.dataDir).toString("base64"),
-        // Every test signs up from 127.0.0.1, on one Redis: the per-address signup limit is lifted unless appEnv sets it.
-        SIGNUP_LIMIT_PER_ADDRESS: "1000000",
+        // Every test signs up from 127.0.0.1, on one Redis: the per-address signup limit is lifted unless appEnv sets it;
+        // no actor hand-off on SIGTERM either (stop() ends every replica at once) unless appEnv sets ACTOR_HANDOFF_MS.
+        SIGNUP_LIMIT_PER_ADDRESS: "1000000", ACTOR_HANDOFF_MS: "0",
         ...options.appEnv,
         TROUPE_MODE: options.mode,
         PORT: String(ports.gateway),
