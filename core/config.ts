@@ -74,6 +74,7 @@ const envSchema = z.object({
   /** Loopback port where daprd calls this replica's actors (never the public gateway port). */
   ACTOR_CALLBACK_PORT: int(0, 65535).default(3000),
   ACTOR_IDLE_TIMEOUT_MS: int(1_000, 24 * 3600_000).default(60 * 60_000),
+  ACTOR_HANDOFF_MS: int(0, 60_000).default(3_000),
 
   OUTBOUND_ALLOW_HOSTS: commaList,
 
@@ -226,6 +227,7 @@ export function loadConfig(env: RawEnv = process.env) {
       daprHttpPort: e.DAPR_HTTP_PORT,
       callbackPort: e.ACTOR_CALLBACK_PORT,
       idleTimeoutMs: e.ACTOR_IDLE_TIMEOUT_MS,
+      handOffMs: e.ACTOR_HANDOFF_MS,
     },
     outboundAllowHosts: e.OUTBOUND_ALLOW_HOSTS,
     observability: {
