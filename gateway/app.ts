@@ -47,6 +47,7 @@ import type { MediaDeps } from "../media/rehost.ts";
 import { audioRoutes } from "./routes/audio.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { createJobActor, type JobActorDefinition } from "../actors/job/job-actor.ts";
+import { jobPartsNanos } from "../actors/job/job-budget.ts";
 import { JobDirectory } from "../actors/job/directory.ts";
 import { storeJobEventBus, type JobEventBus } from "../actors/job/events.ts";
 import { narrator } from "../actors/job/narration.ts";
@@ -82,7 +83,7 @@ import { webhookFailures } from "./console/webhook-failures.ts";
 import { Billing } from "../tenancy/billing.ts";
 import { createLedgerStore } from "../tenancy/create-ledger-store.ts";
 import { redisTarget } from "../tenancy/redis-target.ts";
-import type { LedgerStore } from "../tenancy/ledger.ts";
+import type { LedgerStore, Reservation } from "../tenancy/ledger.ts";
 import { UsageReports } from "../tenancy/usage-report.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { anthropicRoutes } from "./compat/anthropic/routes.ts";
@@ -135,7 +136,7 @@ export interface StartOptions {
   /** Where job.completed/job.failed go (the webhooks); default: nowhere. */
   publisher?: EventPublisher;
   /** How a job segment is billed (awaited, idempotent on request_id); default: the usage sink. */
-  bill?: (record: UsageRecord) => Promise<void>;
+  bill?: (record: UsageRecord, settles?: Reservation) => Promise<void>;
   /** The usage ledger; default: Redis with REDIS_URL, else lmdb on its own thread (bench:chat compares it on the event loop). */
   ledger?: LedgerStore;
 }
@@ -254,7 +255,9 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     media,
     catalogue: router.catalogue,
     // A test's usage collector sees job records too; otherwise they are written durably and idempotently.
-    bill: options.bill ?? (options.usage ? async (record) => usage.record(record) : (record) => billing.bill(record)),
+    bill: options.bill ?? (options.usage ? async (record, settles) => (usage.record(record), settles && (await ledger.release(settles))) : billing.bill),
+    budget: billing,
+    estimate: (shape) => jobPartsNanos(router, config.jobs.narrationModel, shape),
     log,
     now: () => clock.now(),
     directory: jobDirectory,

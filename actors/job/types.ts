@@ -7,6 +7,7 @@ import { z } from "zod";
 import { routingStrategySchema } from "../../providers/types.ts";
 import { payerSchema } from "../../providers/usage.ts";
 import { ownerSchema } from "../conversation/types.ts";
+import { jobBudgetSchema } from "./job-budget.ts";
 
 export const jobStatusSchema = z.enum(["queued", "processing", "completed", "failed"]);
 export type JobStatus = z.infer<typeof jobStatusSchema>;
@@ -76,6 +77,8 @@ export const jobDataSchema = z.object({
   result_url: z.string().nullable(),
   error: jobErrorSchema.nullable(),
   callback: jobCallbackSchema.nullable(),
+  /** What the job holds of its project's hard limit (actors/job/job-budget.ts); null: nothing held (absent in older states). */
+  budget: jobBudgetSchema.nullable().default(null),
   /** Steps still owed after the job reached a final status. */
   event_published: z.boolean(),
   callback_done: z.boolean(),

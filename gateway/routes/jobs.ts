@@ -77,9 +77,10 @@ export function jobRoutes(deps: JobRouteDeps) {
       errors: ["budget_exceeded", "no_provider_available"],
       handler: async (ctx) => {
         const { key } = ctx.auth;
-        // Refuse a model no provider can serve, or a project over its hard
-        // limit, before fetching or storing anything. Scenes are billed as
-        // they complete; a job admitted under the limit runs to its end.
+        // Refuse a model no provider can serve, or a project at its hard
+        // limit, before fetching or storing anything. The JobActor's create
+        // then holds the job's whole estimated cost, or refuses it 402 when
+        // it does not fit (actors/job/job-budget.ts); scenes settle their part.
         const withImage = ctx.body.image_url !== null;
         if (ctx.body.model) assertVideoModelFits(deps.router.catalogue, ctx.body.model, withImage);
         deps.router.plan(ctx.body.model, ctx.body.routing_strategy, videoNeed(withImage));
