@@ -4,6 +4,7 @@
 // already submitted instead of submitting again), the re-hosted clip, whether
 // the segment was billed, the narration's stored file and the final file.
 import { z } from "zod";
+import { uriOut } from "../../core/uri-schema.ts";
 import { routingStrategySchema } from "../../providers/types.ts";
 import { payerSchema } from "../../providers/usage.ts";
 import { ownerSchema } from "../conversation/types.ts";
@@ -115,7 +116,7 @@ export const jobSchema = z.object({
   model: z.string(),
   progress: z.number().min(0).max(1),
   segments: z.array(publicSegmentSchema),
-  result_url: z.string().nullable(),
+  result_url: uriOut().nullable(),
   error: jobErrorSchema.nullable(),
   created_at: z.string(),
   updated_at: z.string(),

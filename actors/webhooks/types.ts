@@ -3,6 +3,7 @@
 // WebhookActor's state. Zod schemas, so the actor's state is checked at
 // every commit and the routes' OpenAPI is generated from the same shapes.
 import { z } from "zod";
+import { uriOut } from "../../core/uri-schema.ts";
 
 /** Kinds a webhook may subscribe to; `webhook.test` is sent only by the test route. */
 export const subscribableEvents = ["job.completed", "job.failed", "budget.alert"] as const;
@@ -13,7 +14,7 @@ export type WebhookStatus = z.infer<typeof webhookStatusSchema>;
 
 export const webhookSchema = z.object({
   id: z.string(),
-  url: z.string(),
+  url: uriOut(),
   events: z.array(z.enum(subscribableEvents)),
   status: webhookStatusSchema,
   /** Why the webhook was disabled (410 Gone, or the retry schedule exhausted); null otherwise. */

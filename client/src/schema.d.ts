@@ -3567,6 +3567,7 @@ export interface operations {
                             } | {
                                 /** @constant */
                                 type: "url";
+                                /** Format: uri */
                                 url: string;
                             };
                             cache_control?: {
@@ -3615,6 +3616,7 @@ export interface operations {
                                 } | {
                                     /** @constant */
                                     type: "url";
+                                    /** Format: uri */
                                     url: string;
                                 };
                                 cache_control?: {
@@ -3914,6 +3916,7 @@ export interface operations {
                             } | {
                                 /** @constant */
                                 type: "url";
+                                /** Format: uri */
                                 url: string;
                             };
                             cache_control?: {
@@ -3962,6 +3965,7 @@ export interface operations {
                                 } | {
                                     /** @constant */
                                     type: "url";
+                                    /** Format: uri */
                                     url: string;
                                 };
                                 cache_control?: {
@@ -4169,7 +4173,7 @@ export interface operations {
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
                     dimensions?: number | null;
-                };
+                } & (unknown & unknown);
             };
         };
         responses: {
@@ -4638,6 +4642,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uri */
                     image_url: string;
                     /** @default Describe this image. */
                     prompt?: string;
@@ -4998,7 +5003,7 @@ export interface operations {
                      * @enum {string}
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
+                } & (unknown & unknown & unknown & unknown & unknown);
             };
         };
         responses: {
@@ -5009,7 +5014,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description URL of the stored audio file (GET, no credentials) */
+                        /**
+                         * Format: uri
+                         * @description URL of the stored audio file (GET, no credentials)
+                         */
                         audio: string;
                         model: string;
                         provider: string;
@@ -5163,6 +5171,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uri */
                     audio_url: string;
                     language?: string;
                     model?: ("whisper-1" | "scribe_v1" | "simulated-transcribe") | null;
@@ -5349,7 +5358,7 @@ export interface operations {
                     size?: "1024x1024" | "1536x1024" | "1024x1536" | "1792x1024" | "1024x1792" | "1344x768" | "768x1344" | "1216x832" | "832x1216" | "1024x768" | "768x1024" | "1440x800" | "800x1440" | "256x256" | "512x512";
                     /** @default 1 */
                     n?: number;
-                };
+                } & (unknown & unknown & unknown & unknown & unknown);
             };
         };
         responses: {
@@ -6391,7 +6400,7 @@ export interface operations {
                      * @enum {string}
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
+                } & unknown;
             };
         };
         responses: {
@@ -6952,6 +6961,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             id: string;
+                            /** Format: uri */
                             url: string;
                             events: ("job.completed" | "job.failed" | "budget.alert")[];
                             /** @enum {string} */
@@ -7083,6 +7093,7 @@ export interface operations {
                     "application/json": {
                         webhook: {
                             id: string;
+                            /** Format: uri */
                             url: string;
                             events: ("job.completed" | "job.failed" | "budget.alert")[];
                             /** @enum {string} */
@@ -7226,6 +7237,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** Format: uri */
                         url: string;
                         events: ("job.completed" | "job.failed" | "budget.alert")[];
                         /** @enum {string} */
@@ -7348,6 +7360,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** Format: uri */
                         url: string;
                         events: ("job.completed" | "job.failed" | "budget.alert")[];
                         /** @enum {string} */
@@ -8306,6 +8319,7 @@ export interface operations {
                             /** @constant */
                             type: "image_url";
                             image_url: {
+                                /** Format: uri */
                                 url: string;
                                 /** @enum {string} */
                                 detail?: "auto" | "low" | "high";
@@ -9022,7 +9036,10 @@ export interface operations {
                     "application/json": {
                         created: number;
                         data: ({
-                            /** @description the stored image (GET, no credentials) */
+                            /**
+                             * Format: uri
+                             * @description the stored image (GET, no credentials)
+                             */
                             url: string;
                         } | {
                             b64_json: string;

@@ -17,6 +17,7 @@ import { videoGenerateBody } from "../../actors/job/video-request.ts";
 import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
 import { withModel } from "../../providers/catalogue.ts";
+import { videoImageRules } from "../../providers/model-rules.ts";
 import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../providers/video-routing.ts";
 import type { Router } from "../../providers/router.ts";
 import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
@@ -63,7 +64,7 @@ export async function jobForKey(deps: { actors: ActorHost; job: JobActorDefiniti
 }
 
 export function jobRoutes(deps: JobRouteDeps) {
-  const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null));
+  const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null), videoImageRules(deps.router.catalogue));
   return [
     defineRoute({
       method: "post",
