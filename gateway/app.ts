@@ -15,7 +15,7 @@ import type { ActorHost } from "../actors/host.ts";
 import { createActorHost } from "../actors/hosts/create-host.ts";
 import { createRouter, type Router } from "../providers/index.ts";
 import { UsageMeter, type UsageSink } from "../providers/usage.ts";
-import { createVectorIndex } from "../vectors/create-vector-index.ts";
+import { openVectorIndex } from "./index-model.ts";
 import { OrgIndex, type Embedder } from "../vectors/org-index.ts";
 import type { VectorIndex } from "../vectors/vector-index.ts";
 import { UsageRecorder, type WriteUsage } from "../tenancy/usage-recorder.ts";
@@ -202,16 +202,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   // Every record also counts into its key's tokens-per-minute window.
   const usage: UsageSink = meteredUsage({ record: (u) => (recorded.record(u), apiKeys.limits.record(u)) }, metrics);
 
-  const indexModel = router.catalogue.get(config.vectors.indexModel);
-  const dimensions = indexModel?.capabilities.dimensions;
-  if (!indexModel || indexModel.category !== "embedding" || !dimensions) {
-    throw new Error(`EMBEDDING_INDEX_MODEL ${config.vectors.indexModel} is not an embedding model with known dimensions in the catalogue`);
-  }
-  const vectors = await createVectorIndex(config.vectors, { dataDir: config.dataDir, dimensions, logger: log });
-  await vectors.open();
+  const vectors = await openVectorIndex(config, router, log);
   const embed: Embedder = async (texts, purpose, signal, onUsage) => {
     const result = await router.embed(
-      { model: config.vectors.indexModel, routing_strategy: "manual", input: texts, input_type: purpose === "query" ? "search_query" : "search_document" },
+      { model: vectors.model, routing_strategy: "manual", input: texts, input_type: purpose === "query" ? "search_query" : "search_document" },
       { signal },
     );
     onUsage?.(result);
