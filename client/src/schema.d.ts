@@ -4355,6 +4355,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        model: string;
                     };
                 };
             };
