@@ -13,7 +13,7 @@ export function isAbsoluteUri(value: string): boolean {
 
 /** A request's URL field, `max` characters at most. */
 export function uriString(max: number) {
-  return z.string().min(1).max(max).refine(isAbsoluteUri, "must be an absolute URL (such as https://example.com/a.png)").meta({ format: "uri" });
+  return z.string().min(1).max(max).refine(isAbsoluteUri, "not a valid URL: must be an absolute URL (such as https://example.com/a.png)").meta({ format: "uri" });
 }
 
 /** A URL Troupe answers with (a stored file, a webhook's address). */
