@@ -15,8 +15,8 @@ import type { ActorHost } from "../actors/host.ts";
 import { createActorHost } from "../actors/hosts/create-host.ts";
 import { createRouter, type Router } from "../providers/index.ts";
 import { UsageMeter, type UsageSink } from "../providers/usage.ts";
-import { openVectorIndex } from "./index-model.ts";
-import { OrgIndex, type Embedder } from "../vectors/org-index.ts";
+import { openOrgIndex } from "./index-model.ts";
+import type { OrgIndex } from "../vectors/org-index.ts";
 import type { VectorIndex } from "../vectors/vector-index.ts";
 import { UsageRecorder, type WriteUsage } from "../tenancy/usage-recorder.ts";
 import { readJournal, UsageJournal } from "../tenancy/usage-journal.ts";
@@ -202,16 +202,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   // Every record also counts into its key's tokens-per-minute window.
   const usage: UsageSink = meteredUsage({ record: (u) => (recorded.record(u), apiKeys.limits.record(u)) }, metrics);
 
-  const vectors = await openVectorIndex(config, router, log);
-  const embed: Embedder = async (texts, purpose, signal, onUsage) => {
-    const result = await router.embed(
-      { model: vectors.model, routing_strategy: "manual", input: texts, input_type: purpose === "query" ? "search_query" : "search_document" },
-      { signal },
-    );
-    onUsage?.(result);
-    return result.embeddings;
-  };
-  const orgIndex = new OrgIndex(vectors, embed, clock);
+  const { vectors, orgIndex } = await openOrgIndex(config, router, log, clock);
 
   const directory = new ConversationDirectory(store, (error) => log.warn("conversation summary write failed", { error }));
   const events = storeConversationEventBus(store, (error) => log.warn("conversation event failed", { error }));

@@ -7,11 +7,13 @@
 // existing index keeps the model it was built with, whatever is configured
 // since: every vector of an index has one dimension, and vectors of two
 // embedding spaces cannot be ranked together.
+import type { Clock } from "../core/clock.ts";
 import type { Config } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
 import type { ModelEntry } from "../providers/catalogue.ts";
 import type { Router } from "../providers/router.ts";
 import { createVectorIndex } from "../vectors/create-vector-index.ts";
+import { OrgIndex, type Embedder } from "../vectors/org-index.ts";
 import type { VectorIndex } from "../vectors/vector-index.ts";
 
 /**
@@ -54,4 +56,18 @@ export async function openVectorIndex(config: Config, router: Router, log: Logge
   await index.open();
   log.info("vector index model", { model: entry.id, provider: entry.provider, dimensions: entry.dimensions, chosen: explicit ? "EMBEDDING_INDEX_MODEL" : "preference order" });
   return index;
+}
+
+/** The index and the organization-scoped view on it, embedding with the index's model (routing manual). */
+export async function openOrgIndex(config: Config, router: Router, log: Logger, clock: Clock): Promise<{ vectors: VectorIndex; orgIndex: OrgIndex }> {
+  const vectors = await openVectorIndex(config, router, log);
+  const embed: Embedder = async (texts, purpose, signal, onUsage) => {
+    const result = await router.embed(
+      { model: vectors.model, routing_strategy: "manual", input: texts, input_type: purpose === "query" ? "search_query" : "search_document" },
+      { signal },
+    );
+    onUsage?.(result);
+    return result.embeddings;
+  };
+  return { vectors, orgIndex: new OrgIndex(vectors, embed, clock) };
 }
