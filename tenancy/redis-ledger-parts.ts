@@ -15,7 +15,7 @@ for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[2])) do
   local amount = redis.call("HGET", bud, "r:" .. id)
   if amount then
     redis.call("HDEL", bud, "r:" .. id)
-    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
+    redis.call("HINCRBY", bud, "reserved", 0 - tonumber(amount))
   end
   redis.call("ZREM", exp, id)
 end

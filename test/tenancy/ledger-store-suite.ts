@@ -183,6 +183,20 @@ export function ledgerSuite(t: Test, target: LedgerTarget): void {
     await ledger.close();
   });
 
+  t.test(`${target.name}: a reservation of nothing (work admitted on what is spent) settles and releases`, async (t) => {
+    const ledger = await target.create();
+    const project = `prj_zero_${target.name}_${Date.now()}`;
+    const at = Date.UTC(2026, 2, 15);
+    const place = { project_id: project, period: "2026-03" };
+    await ledger.putBudget(project, budget(0.00001, true));
+    t.same(await ledger.reserve({ ...place, id: "zero" }, 0, at + 60_000, at), { admitted: true });
+    t.same(await ledger.append([], { ...place, id: "zero" }), [], "settled without a record");
+    t.same(await ledger.reserveParts(place, [{ id: "z:0", amount_nanos: 0 }], at + 60_000, at, false), { admitted: true });
+    await ledger.release({ ...place, id: "z:0" });
+    t.same(await ledger.reserveParts(place, [{ id: "full", amount_nanos: 10_000 }], at + 60_000, at, false), { admitted: true }, "nothing left held");
+    await ledger.close();
+  });
+
   t.test(`${target.name}: restored parts are held without a check`, async (t) => {
     const ledger = await target.create();
     const project = `prj_restore_${target.name}_${Date.now()}`;
