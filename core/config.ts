@@ -59,7 +59,8 @@ const envSchema = z.object({
 
   ELASTICSEARCH_URL: optionalString,
   ELASTICSEARCH_INDEX: z.string().default("troupe-vectors"),
-  EMBEDDING_INDEX_MODEL: z.string().default("simulated-embed"),
+  /** Unset: the index takes the first configured model of gateway/index-model.ts's preference order when it is created, and keeps it. */
+  EMBEDDING_INDEX_MODEL: optionalString,
   /** Bytes of a record's content as JSON (UTF-8): with the metadata cap this bounds a search response (top_k ≤ 100). */
   VECTOR_CONTENT_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(64 * 1024),
   /** Bytes of a record's metadata as JSON (UTF-8). */

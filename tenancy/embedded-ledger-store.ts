@@ -29,6 +29,7 @@ import {
   type BudgetAlert,
   type LedgerStore,
   type Reservation,
+  type ReservedPart,
   type ReserveOutcome,
   type StoredBudget,
   type UsageRow,
@@ -110,6 +111,16 @@ function opened<T>(kind: RecordKind, stored: Versioned<T>): T {
   const entry = stored as { s?: unknown; v?: unknown };
   if (typeof entry.s === "number" && "v" in entry) return (entry.s === SCHEMA_VERSION ? entry.v : upgrade(kind, entry.s, entry.v)) as T;
   return upgrade(kind, 0, stored) as T;
+}
+
+/** Sums the holds still in force, dropping the expired ones. */
+function heldNow(held: Map<string, Held>, nowMs: number): number {
+  let reserved = 0;
+  for (const [id, h] of held) {
+    if (h.expiresAt <= nowMs) held.delete(id);
+    else reserved += h.amount;
+  }
+  return reserved;
 }
 
 export class EmbeddedLedgerStore implements LedgerStore {
@@ -223,7 +234,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     return alerts;
   }
 
-  private heldOf(reservation: Reservation): Map<string, Held> {
+  private heldOf(reservation: Omit<Reservation, "id">): Map<string, Held> {
     const key = `${reservation.project_id}:${reservation.period}`;
     let held = this.held.get(key);
     if (!held) {
@@ -243,15 +254,28 @@ export class EmbeddedLedgerStore implements LedgerStore {
     const budget = this.budget(reservation.project_id);
     if (!budget?.hard_limit) return { admitted: true };
     const held = this.heldOf(reservation);
-    let reserved = 0;
-    for (const [id, h] of held) {
-      if (h.expiresAt <= nowMs) held.delete(id);
-      else reserved += h.amount;
-    }
+    const reserved = heldNow(held, nowMs);
     const spent = this.counters.get(`spent\t${reservation.project_id}\t${reservation.period}`) ?? 0;
     const limit = limitNanos(budget);
     if (spent + reserved >= limit) return { admitted: false, spent_nanos: spent, reserved_nanos: reserved, limit_nanos: limit };
     held.set(reservation.id, { amount: amountNanos, expiresAt: expiresAtMs });
+    return { admitted: true };
+  }
+
+  async reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome> {
+    const budget = this.budget(place.project_id);
+    if (!budget?.hard_limit) return { admitted: true };
+    const held = this.heldOf(place);
+    const reserved = heldNow(held, nowMs);
+    const spent = this.counters.get(`spent\t${place.project_id}\t${place.period}`) ?? 0;
+    const limit = limitNanos(budget);
+    const total = parts.reduce((sum, part) => sum + part.amount_nanos, 0);
+    if (!restore && (spent + reserved >= limit || spent + reserved + total > limit)) return { admitted: false, spent_nanos: spent, reserved_nanos: reserved, limit_nanos: limit };
+    for (const part of parts) {
+      const kept = held.get(part.id);
+      if (kept) kept.expiresAt = expiresAtMs;
+      else held.set(part.id, { amount: part.amount_nanos, expiresAt: expiresAtMs });
+    }
     return { admitted: true };
   }
 

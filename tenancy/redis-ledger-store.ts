@@ -27,11 +27,13 @@ import {
   type BudgetAlert,
   type LedgerStore,
   type Reservation,
+  type ReservedPart,
   type ReserveOutcome,
   type StoredBudget,
   type UsageRow,
   type UsageToDate,
 } from "./ledger.ts";
+import { reservePartsScript } from "./redis-ledger-parts.ts";
 import { connectRedis, isCluster, primaries, type RedisClient, type RedisTarget } from "./redis-connection.ts";
 
 // Per record: KEYS = ids, ledger list, aggregates, period counters, budget,
@@ -91,7 +93,7 @@ if ARGV[2] ~= "" then
   local amount = redis.call("HGET", bud, "r:" .. ARGV[2])
   if amount then
     redis.call("HDEL", bud, "r:" .. ARGV[2])
-    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
+    redis.call("HINCRBY", bud, "reserved", 0 - tonumber(amount))
   end
   redis.call("ZREM", exp, ARGV[2])
 end
@@ -119,7 +121,7 @@ for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[4])) do
   local amount = redis.call("HGET", bud, "r:" .. id)
   if amount then
     redis.call("HDEL", bud, "r:" .. id)
-    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
+    redis.call("HINCRBY", bud, "reserved", 0 - tonumber(amount))
   end
   redis.call("ZREM", exp, id)
 end
@@ -136,7 +138,7 @@ const releaseScript = `
 local amount = redis.call("HGET", KEYS[1], "r:" .. ARGV[1])
 if amount then
   redis.call("HDEL", KEYS[1], "r:" .. ARGV[1])
-  redis.call("HINCRBY", KEYS[1], "reserved", -tonumber(amount))
+  redis.call("HINCRBY", KEYS[1], "reserved", 0 - tonumber(amount))
 end
 redis.call("ZREM", KEYS[2], ARGV[1])
 return 0
@@ -147,6 +149,7 @@ type RedisWithScripts = RedisClient & {
   troupeLedgerUse(key: string, costNanos: string, calls: string, lastUsedAt: string): Promise<number>;
   troupeLedgerReserve(bud: string, exp: string, cfg: string, id: string, amount: string, expiresAt: string, now: string): Promise<[number, string, string, string]>;
   troupeLedgerRelease(bud: string, exp: string, id: string): Promise<number>;
+  troupeLedgerReserveParts(bud: string, exp: string, cfg: string, ...args: string[]): Promise<[number, string, string, string]>;
 };
 
 export class RedisLedgerStore implements LedgerStore {
@@ -165,6 +168,7 @@ export class RedisLedgerStore implements LedgerStore {
     redis.defineCommand("troupeLedgerUse", { numberOfKeys: 1, lua: useScript });
     redis.defineCommand("troupeLedgerReserve", { numberOfKeys: 3, lua: reserveScript });
     redis.defineCommand("troupeLedgerRelease", { numberOfKeys: 2, lua: releaseScript });
+    redis.defineCommand("troupeLedgerReserveParts", { numberOfKeys: 3, lua: reservePartsScript });
     this.redis = redis as RedisWithScripts;
   }
 
@@ -277,6 +281,15 @@ export class RedisLedgerStore implements LedgerStore {
       String(expiresAtMs),
       String(nowMs),
     );
+    if (admitted === 1) return { admitted: true };
+    return { admitted: false, spent_nanos: Number(spent), reserved_nanos: Number(reserved), limit_nanos: Number(limit) };
+  }
+
+  async reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome> {
+    const { project_id: project, period } = place;
+    const pairs = parts.flatMap((part) => [part.id, String(part.amount_nanos)]);
+    const args = [String(expiresAtMs), String(nowMs), restore ? "1" : "0", ...pairs];
+    const [admitted, spent, reserved, limit] = await this.redis.troupeLedgerReserveParts(this.bud(project, period), this.exp(project, period), this.cfg(project), ...args);
     if (admitted === 1) return { admitted: true };
     return { admitted: false, spent_nanos: Number(spent), reserved_nanos: Number(reserved), limit_nanos: Number(limit) };
   }

@@ -28,6 +28,7 @@ import {
   type VectorRecord,
   type VectorSearchFilter,
   type VectorSearchResult,
+  type VectorIndexMeta,
 } from "./vector-index.ts";
 
 export interface ElasticsearchVectorIndexOptions {
@@ -116,6 +117,14 @@ export class ElasticsearchVectorIndex implements VectorIndex {
       requestTimeout: Math.max(this.bulkTimeoutMs, this.requestTimeoutMs),
       maxRetries: options.maxRetries ?? 1,
     });
+  }
+
+  async storedMeta(): Promise<VectorIndexMeta | undefined> {
+    const exists = await this.call("check the index", () => this.client.indices.exists({ index: this.index }, this.short()));
+    if (!exists) return undefined;
+    const mapping = await this.call("read the index mapping", () => this.client.indices.getMapping({ index: this.index }, this.short()));
+    const meta = troupeMetaSchema.safeParse(Object.values(mapping)[0]?.mappings._meta);
+    return meta.success ? meta.data.troupe : undefined;
   }
 
   async open(): Promise<void> {

@@ -295,6 +295,10 @@ export class EmbeddedVectorIndex implements VectorIndex {
     return this.db;
   }
 
+  storedMeta(): Promise<VectorIndexMeta | undefined> {
+    return this.readMeta();
+  }
+
   private async readMeta(): Promise<VectorIndexMeta | undefined> {
     let text: string;
     try {

@@ -26,6 +26,7 @@ import type { ConversationActorDefinition } from "../conversation/conversation-a
 import { ownerSchema } from "../conversation/types.ts";
 import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
+import { openParts, type JobBudget, type JobShape } from "./job-budget.ts";
 import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
 import { isFinal, jobCallbackSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
 import { segmentPrompts } from "./video-request.ts";
@@ -48,6 +49,9 @@ export interface JobActorDeps extends StepDeps {
   watchdogMs: number;
   /** First wait after a failed step on our side; doubles per failure (default 1 s). */
   retryBaseMs?: number;
+  /** Budgets: under a hard limit a job holds its estimated cost (`estimate`, per part) or is refused 402 (actors/job/job-budget.ts). */
+  budget?: JobBudget;
+  estimate?(job: JobShape): number[];
   /** Counts status transitions (troupe_job_transitions_total); a turn retried after a crash may count one twice. */
   metrics?: Pick<Metrics, "jobTransition">;
 }
@@ -119,6 +123,8 @@ function ownedBy(job: JobData, caller: z.output<typeof orgInput>): boolean {
 export function createJobActor(deps: JobActorDeps) {
   const publisher = deps.publisher ?? noEvents;
   const armings = new Armings();
+  /** Jobs whose open parts are held by this process's ledger (holds made here, or restored after a restart). */
+  const holding = new Set<string>();
 
   /** Writes the snapshot and pushes an event when what callers see changed. */
   const save = async (ctx: Ctx, job: JobData, before: string): Promise<void> => {
@@ -164,7 +170,77 @@ export function createJobActor(deps: JobActorDeps) {
       });
       job.callback_done = true;
     }
+    await releaseOpen(job);
     await ctx.clearReminder("watchdog");
+  };
+
+  /** A final job's parts not billed (cancelled, failed, or cheaper than held) go back to the budget. */
+  const releaseOpen = async (job: JobData): Promise<void> => {
+    const open = openParts(job.budget);
+    if (job.budget && open.length > 0 && deps.budget) await deps.budget.releaseParts(job.budget, open.map((p) => p.id));
+    for (const part of open) part.open = false;
+    holding.delete(job.id);
+  };
+
+  /** Holds again, once per process, the open parts of a job admitted before a restart (idempotent where still held). */
+  const restoreOpen = async (job: JobData): Promise<void> => {
+    if (holding.has(job.id) || !deps.budget || !job.budget) return;
+    const open = openParts(job.budget);
+    if (open.length > 0) await deps.budget.restoreParts(job.budget, open);
+    holding.add(job.id);
+  };
+
+  /** The create turn once the job is admitted: its state, directory entry and first reminders. */
+  const createJob = async (ctx: Ctx, input: CreateJobInput, planned: { model: string; provider: string }, segments: string[], budget: JobData["budget"]): Promise<Job> => {
+    const at = isoTime(ctx.clock.now());
+    const job: JobData = {
+      id: ctx.id,
+      owner: input.owner,
+      payer: input.payer,
+      type: input.image ? "image_to_video" : "text_to_video",
+      status: "queued",
+      requested_model: input.model,
+      routing_strategy: input.routing_strategy,
+      model: planned.model,
+      provider: planned.provider,
+      prompt: input.prompt,
+      duration_seconds: input.duration_seconds,
+      narration_text: input.narration_text,
+      image: input.image,
+      segments: segments.map((prompt, index) => ({
+        index,
+        prompt,
+        status: "pending",
+        progress: 0,
+        task: null,
+        submissions: 0,
+        file_id: null,
+        billed: false,
+        poll_failures: 0,
+        armed_at: null,
+      })),
+      narration_file_id: null,
+      result_file_id: null,
+      result_url: null,
+      error: null,
+      callback: input.callback,
+      budget,
+      event_published: false,
+      callback_done: false,
+      next_step_at: 0,
+      step_failures: 0,
+      snapshot_dirty: false,
+      created_at: at,
+      updated_at: at,
+    };
+    armings.arm(job, ctx.clock.now());
+    ctx.state.job = job;
+    await deps.directory.created(input.owner, toPublicJob(job));
+    deps.metrics?.jobTransition("queued");
+    await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
+    await schedule(ctx, job, 0);
+    if (budget) holding.add(job.id);
+    return toPublicJob(job);
   };
 
   return defineActor({
@@ -177,53 +253,17 @@ export function createJobActor(deps: JobActorDeps) {
         run: async (ctx, input): Promise<Job> => {
           if (ctx.state.job) throw new TroupeError("conflict", "job already exists");
           const planned = deps.plan(input.model, input.routing_strategy, input.image !== null);
-          const at = isoTime(ctx.clock.now());
-          const job: JobData = {
-            id: ctx.id,
-            owner: input.owner,
-            payer: input.payer,
-            type: input.image ? "image_to_video" : "text_to_video",
-            status: "queued",
-            requested_model: input.model,
-            routing_strategy: input.routing_strategy,
-            model: planned.model,
-            provider: planned.provider,
-            prompt: input.prompt,
-            duration_seconds: input.duration_seconds,
-            narration_text: input.narration_text,
-            image: input.image,
-            segments: segmentPrompts(input).map((prompt, index) => ({
-              index,
-              prompt,
-              status: "pending",
-              progress: 0,
-              task: null,
-              submissions: 0,
-              file_id: null,
-              billed: false,
-              poll_failures: 0,
-              armed_at: null,
-            })),
-            narration_file_id: null,
-            result_file_id: null,
-            result_url: null,
-            error: null,
-            callback: input.callback,
-            event_published: false,
-            callback_done: false,
-            next_step_at: 0,
-            step_failures: 0,
-            snapshot_dirty: false,
-            created_at: at,
-            updated_at: at,
-          };
-          armings.arm(job, ctx.clock.now());
-          ctx.state.job = job;
-          await deps.directory.created(input.owner, toPublicJob(job));
-          deps.metrics?.jobTransition("queued");
-          await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
-          await schedule(ctx, job, 0);
-          return toPublicJob(job);
+          const segments = segmentPrompts(input);
+          // Under a hard limit the whole job must fit before anything reaches a provider (402 otherwise).
+          const amounts = deps.estimate?.({ ...input, withImage: input.image !== null, segments: segments.length }) ?? [];
+          const held = deps.budget && amounts.length > 0 ? await deps.budget.reserveParts(input.payer, `job:${ctx.id}`, amounts) : undefined;
+          try {
+            return await createJob(ctx, input, planned, segments, held ? { ...held, parts: held.parts.map((p) => ({ ...p, open: true })) } : null);
+          } catch (error) {
+            // The turn is not committed: nothing holds these parts but the ledger.
+            if (held) await deps.budget?.releaseParts(held, held.parts.map((p) => p.id)).catch(() => undefined);
+            throw error;
+          }
         },
       },
 
@@ -276,6 +316,7 @@ export function createJobActor(deps: JobActorDeps) {
               await finish(ctx, job);
               job.step_failures = 0;
             } else {
+              await restoreOpen(job);
               const submitting = segmentToSubmit(job);
               // A submission is the one call that must not be repeated: its
               // next step is scheduled before the provider call, so once the

@@ -21,7 +21,9 @@ import type { AudioBytes } from "../../providers/media-types.ts";
 import type { RoutingStrategy } from "../../providers/types.ts";
 import { usageRecord, type UsageRecord } from "../../providers/usage.ts";
 import type { VideoImage, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../../providers/video.ts";
+import type { Reservation } from "../../tenancy/ledger.ts";
 import type { Limiter } from "./compose-limit.ts";
+import { closePart, partFor } from "./job-budget.ts";
 import type { JobData, SegmentState } from "./types.ts";
 
 /** The router's video methods (providers/router.ts): routing and fallback at submit, poll and cancel on the task's provider. */
@@ -56,8 +58,8 @@ export interface StepDeps {
   composeSlots?: Limiter;
   media: MediaDeps;
   catalogue: Catalogue;
-  /** Awaited, durable and idempotent on request_id (the ledger). */
-  bill(record: UsageRecord): Promise<void>;
+  /** Awaited, durable and idempotent on request_id (the ledger); then releases `settles`, the part of the job's hold the record replaces. */
+  bill(record: UsageRecord, settles?: Reservation): Promise<void>;
   log: Logger;
   now(): number;
   /** First wait after a failed poll; doubles per failure up to 30 s (default 500 ms; tests shorten it). */
@@ -242,7 +244,9 @@ async function poll(job: JobData, segment: SegmentState, task: VideoTask, deps: 
           { model: task.model, provider: task.provider, input_tokens: 0, units: task.duration_seconds },
           deps.now(),
         ),
+        partFor(job.budget, segment.index),
       );
+      closePart(job.budget, segment.index);
       segment.file_id = file!.id;
       segment.billed = true;
       segment.status = "completed";
@@ -270,7 +274,9 @@ async function narrate(job: JobData, text: string, deps: StepDeps, signal: Abort
       { model: speech.model, provider: speech.provider, input_tokens: 0, units: speech.characters },
       deps.now(),
     ),
+    partFor(job.budget, job.segments.length),
   );
+  closePart(job.budget, job.segments.length);
   job.narration_file_id = stored.id;
   return { afterMs: 0 };
 }

@@ -4,9 +4,11 @@
 // already submitted instead of submitting again), the re-hosted clip, whether
 // the segment was billed, the narration's stored file and the final file.
 import { z } from "zod";
+import { uriOut } from "../../core/uri-schema.ts";
 import { routingStrategySchema } from "../../providers/types.ts";
 import { payerSchema } from "../../providers/usage.ts";
 import { ownerSchema } from "../conversation/types.ts";
+import { jobBudgetSchema } from "./job-budget.ts";
 
 export const jobStatusSchema = z.enum(["queued", "processing", "completed", "failed"]);
 export type JobStatus = z.infer<typeof jobStatusSchema>;
@@ -76,6 +78,8 @@ export const jobDataSchema = z.object({
   result_url: z.string().nullable(),
   error: jobErrorSchema.nullable(),
   callback: jobCallbackSchema.nullable(),
+  /** What the job holds of its project's hard limit (actors/job/job-budget.ts); null: nothing held (absent in older states). */
+  budget: jobBudgetSchema.nullable().default(null),
   /** Steps still owed after the job reached a final status. */
   event_published: z.boolean(),
   callback_done: z.boolean(),
@@ -112,7 +116,7 @@ export const jobSchema = z.object({
   model: z.string(),
   progress: z.number().min(0).max(1),
   segments: z.array(publicSegmentSchema),
-  result_url: z.string().nullable(),
+  result_url: uriOut().nullable(),
   error: jobErrorSchema.nullable(),
   created_at: z.string(),
   updated_at: z.string(),

@@ -3,6 +3,7 @@
 // WebhookActor's state. Zod schemas, so the actor's state is checked at
 // every commit and the routes' OpenAPI is generated from the same shapes.
 import { z } from "zod";
+import { uriOut } from "../../core/uri-schema.ts";
 
 import { subscribableEvents, webhookEventTypes } from "./events.ts";
 
@@ -11,7 +12,7 @@ export type WebhookStatus = z.infer<typeof webhookStatusSchema>;
 
 export const webhookSchema = z.object({
   id: z.string(),
-  url: z.string(),
+  url: uriOut(),
   events: z.array(z.enum(subscribableEvents)),
   status: webhookStatusSchema,
   /** Why the webhook was disabled (410 Gone, or the retry schedule exhausted); null otherwise. */

@@ -4343,6 +4343,7 @@ export interface operations {
                             } | {
                                 /** @constant */
                                 type: "url";
+                                /** Format: uri */
                                 url: string;
                             };
                             cache_control?: {
@@ -4391,6 +4392,7 @@ export interface operations {
                                 } | {
                                     /** @constant */
                                     type: "url";
+                                    /** Format: uri */
                                     url: string;
                                 };
                                 cache_control?: {
@@ -4690,6 +4692,7 @@ export interface operations {
                             } | {
                                 /** @constant */
                                 type: "url";
+                                /** Format: uri */
                                 url: string;
                             };
                             cache_control?: {
@@ -4738,6 +4741,7 @@ export interface operations {
                                 } | {
                                     /** @constant */
                                     type: "url";
+                                    /** Format: uri */
                                     url: string;
                                 };
                                 cache_control?: {
@@ -4945,7 +4949,7 @@ export interface operations {
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
                     dimensions?: number | null;
-                };
+                } & (unknown & unknown);
             };
         };
         responses: {
@@ -5110,6 +5114,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uri */
                     image_url: string;
                     /** @default Describe this image. */
                     prompt?: string;
@@ -5470,7 +5475,7 @@ export interface operations {
                      * @enum {string}
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
+                } & (unknown & unknown & unknown & unknown & unknown);
             };
         };
         responses: {
@@ -5481,7 +5486,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description URL of the stored audio file (GET, no credentials) */
+                        /**
+                         * Format: uri
+                         * @description URL of the stored audio file (GET, no credentials)
+                         */
                         audio: string;
                         model: string;
                         provider: string;
@@ -5635,6 +5643,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uri */
                     audio_url: string;
                     language?: string;
                     model?: ("whisper-1" | "scribe_v1" | "simulated-transcribe") | null;
@@ -5821,7 +5830,7 @@ export interface operations {
                     size?: "1024x1024" | "1536x1024" | "1024x1536" | "1792x1024" | "1024x1792" | "1344x768" | "768x1344" | "1216x832" | "832x1216" | "1024x768" | "768x1024" | "1440x800" | "800x1440" | "256x256" | "512x512";
                     /** @default 1 */
                     n?: number;
-                };
+                } & (unknown & unknown & unknown & unknown & unknown);
             };
         };
         responses: {
@@ -6020,6 +6029,7 @@ export interface operations {
                             /** @constant */
                             type: "image_url";
                             image_url: {
+                                /** Format: uri */
                                 url: string;
                                 /** @enum {string} */
                                 detail?: "auto" | "low" | "high";
@@ -6736,7 +6746,10 @@ export interface operations {
                     "application/json": {
                         created: number;
                         data: ({
-                            /** @description the stored image (GET, no credentials) */
+                            /**
+                             * Format: uri
+                             * @description the stored image (GET, no credentials)
+                             */
                             url: string;
                         } | {
                             b64_json: string;
@@ -7260,6 +7273,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        model: string;
                     };
                 };
             };
@@ -8424,7 +8438,7 @@ export interface operations {
                      * @enum {string}
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
+                } & unknown;
             };
         };
         responses: {
@@ -8985,6 +8999,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             id: string;
+                            /** Format: uri */
                             url: string;
                             events: ("job.completed" | "job.failed" | "budget.alert")[];
                             /** @enum {string} */
@@ -9116,6 +9131,7 @@ export interface operations {
                     "application/json": {
                         webhook: {
                             id: string;
+                            /** Format: uri */
                             url: string;
                             events: ("job.completed" | "job.failed" | "budget.alert")[];
                             /** @enum {string} */
@@ -9259,6 +9275,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** Format: uri */
                         url: string;
                         events: ("job.completed" | "job.failed" | "budget.alert")[];
                         /** @enum {string} */
@@ -9381,6 +9398,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** Format: uri */
                         url: string;
                         events: ("job.completed" | "job.failed" | "budget.alert")[];
                         /** @enum {string} */

@@ -7,6 +7,7 @@ import { createLimiter } from "../../actors/job/compose-limit.ts";
 import { JobDirectory } from "../../actors/job/directory.ts";
 import { storeJobEventBus } from "../../actors/job/events.ts";
 import { createJobActor, type JobActorDefinition } from "../../actors/job/job-actor.ts";
+import { jobPartsNanos } from "../../actors/job/job-budget.ts";
 import { narrator } from "../../actors/job/narration.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../../media/video-compose.ts";
 import { videoNeed } from "../../providers/video-routing.ts";
@@ -39,7 +40,10 @@ export function jobsFeature(s: SharedServices, billing: BillingFeature, publishe
     media,
     catalogue: router.catalogue,
     // Otherwise segments are billed durably and idempotently (on request_id).
-    bill: collectsUsage ? async (record) => billing.usage.record(record) : (record) => billing.billing.bill(record),
+    bill: collectsUsage ? async (record, settles) => (billing.usage.record(record), settles && (await s.ledger.release(settles))) : billing.billing.bill,
+    // Under a hard limit a job holds its estimated cost per part, or is refused 402.
+    budget: billing.billing,
+    estimate: (shape) => jobPartsNanos(router, config.jobs.narrationModel, shape),
     log,
     now: () => s.clock.now(),
     directory,

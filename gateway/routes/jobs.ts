@@ -17,6 +17,7 @@ import { videoGenerateBody } from "../../actors/job/video-request.ts";
 import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
 import { withModel } from "../../providers/catalogue.ts";
+import { videoImageRules } from "../../providers/model-rules.ts";
 import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../providers/video-routing.ts";
 import type { Router } from "../../providers/router.ts";
 import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
@@ -63,7 +64,7 @@ export async function jobForKey(deps: { actors: ActorHost; job: JobActorDefiniti
 }
 
 export function jobRoutes(deps: JobRouteDeps) {
-  const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null));
+  const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null), videoImageRules(deps.router.catalogue));
   return [
     defineRoute({
       method: "post",
@@ -77,9 +78,10 @@ export function jobRoutes(deps: JobRouteDeps) {
       errors: ["budget_exceeded", "no_provider_available"],
       handler: async (ctx) => {
         const { key } = ctx.auth;
-        // Refuse a model no provider can serve, or a project over its hard
-        // limit, before fetching or storing anything. Scenes are billed as
-        // they complete; a job admitted under the limit runs to its end.
+        // Refuse a model no provider can serve, or a project at its hard
+        // limit, before fetching or storing anything. The JobActor's create
+        // then holds the job's whole estimated cost, or refuses it 402 when
+        // it does not fit (actors/job/job-budget.ts); scenes settle their part.
         const withImage = ctx.body.image_url !== null;
         if (ctx.body.model) assertVideoModelFits(deps.router.catalogue, ctx.body.model, withImage);
         deps.router.plan(ctx.body.model, ctx.body.routing_strategy, videoNeed(withImage));

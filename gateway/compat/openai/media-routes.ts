@@ -5,6 +5,7 @@
 // audio itself, as OpenAI does, in the format the serving provider makes
 // (its Content-Type says which).
 import { z } from "zod";
+import { uriOut } from "../../../core/uri-schema.ts";
 import { invalidRequest } from "../../../core/errors.ts";
 import { imageInfo } from "../../../media/png.ts";
 import { rehostAll } from "../../../media/rehost.ts";
@@ -32,7 +33,7 @@ const imageBodySchema = z
 
 const imagesResponseSchema = z.object({
   created: z.number().int(),
-  data: z.array(z.union([z.object({ url: z.string().describe("the stored image (GET, no credentials)") }), z.object({ b64_json: z.string() })])),
+  data: z.array(z.union([z.object({ url: uriOut("the stored image (GET, no credentials)") }), z.object({ b64_json: z.string() })])),
 });
 
 const speechBodySchema = z
