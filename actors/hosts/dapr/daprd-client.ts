@@ -90,9 +90,12 @@ export class DaprdClient {
     return JSON.parse(reply.text) as unknown;
   }
 
-  /** One transactional upsert of the whole state (already JSON). */
-  async writeState(type: string, id: string, stateJson: string, signal?: AbortSignal): Promise<void> {
-    const body = `[{"operation":"upsert","request":{"key":"${stateKey}","value":${stateJson}}}]`;
+  /** One transactional upsert of the whole state (already JSON); null deletes it. */
+  async writeState(type: string, id: string, stateJson: string | null, signal?: AbortSignal): Promise<void> {
+    const body =
+      stateJson === null
+        ? `[{"operation":"delete","request":{"key":"${stateKey}"}}]`
+        : `[{"operation":"upsert","request":{"key":"${stateKey}","value":${stateJson}}}]`;
     await this.expectOkRetrying(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body, signal);
   }
 

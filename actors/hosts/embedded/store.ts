@@ -40,6 +40,10 @@ export class ActorStore {
     await this.states.put([type, id], stateJson);
   }
 
+  async deleteState(type: string, id: string): Promise<void> {
+    await this.states.remove([type, id]);
+  }
+
   async putReminder(reminder: StoredReminder): Promise<void> {
     await this.reminders.put([reminder.type, reminder.id, reminder.name], reminder);
   }
