@@ -50,6 +50,15 @@ export class JobDirectory {
     await this.store.apply([{ op: "put", key: snapshotKey(job.id), value: { ...place, job } }]);
   }
 
+  /** The job is deleted: its snapshot and its index entries go, so every replica answers 404 and lists nothing. */
+  async removed(place: JobPlace, id: string): Promise<void> {
+    await this.store.apply([
+      { op: "delete", key: snapshotKey(id) },
+      { op: "unindex", key: orgIndexKey(place.organization_id), member: id },
+      { op: "unindex", key: environmentIndexKey(place.environment_id), member: id },
+    ]);
+  }
+
   /** The job if it exists and belongs to the organization, with its environment (the caller checks it). */
   async get(organizationId: string, id: string): Promise<JobEntry | undefined> {
     const parsed = snapshotSchema.safeParse(await this.store.get(snapshotKey(id)));

@@ -27,7 +27,7 @@ import { ownerSchema } from "../conversation/types.ts";
 import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
 import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
-import { isFinal, jobCallbackSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
+import { isFinal, jobCallbackSchema, jobFileIds, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
 import { segmentPrompts } from "./video-request.ts";
 
 export const JOB_ACTOR = "JobActor";
@@ -169,6 +169,22 @@ export function createJobActor(deps: JobActorDeps) {
     await ctx.clearReminder("watchdog");
   };
 
+  /** Cancels the provider tasks in flight and fails the job with error.code cancelled. */
+  const cancelJob = async (ctx: Ctx, job: JobData): Promise<void> => {
+    const before = visibleOf(job);
+    for (const segment of job.segments) {
+      if (segment.status !== "processing" || !segment.task) continue;
+      // Best effort: a provider that cannot cancel finishes the clip, which is then neither stored nor billed.
+      await deps.video.cancelVideo(segment.task, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
+        ctx.log.warn("provider cancel failed", { job_id: job.id, segment: segment.index, error });
+      });
+      segment.status = "cancelled";
+    }
+    for (const segment of job.segments) if (segment.status === "pending") segment.status = "cancelled";
+    failJob(job, "cancelled", "the job was cancelled");
+    await save(ctx, job, before);
+  };
+
   return defineActor({
     type: JOB_ACTOR,
     state: jobStateSchema,
@@ -205,6 +221,7 @@ export function createJobActor(deps: JobActorDeps) {
               billed: false,
               poll_failures: 0,
               armed_at: null,
+              frame_file_id: null,
             })),
             narration_file_id: null,
             result_file_id: null,
@@ -244,20 +261,29 @@ export function createJobActor(deps: JobActorDeps) {
           const job = ctx.state.job;
           if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
           if (isFinal(job.status)) throw new TroupeError("conflict", `the job is already ${job.status}`, { details: { status: job.status } });
-          const before = visibleOf(job);
-          for (const segment of job.segments) {
-            if (segment.status !== "processing" || !segment.task) continue;
-            // Best effort: a provider that cannot cancel finishes the clip, which is then neither stored nor billed.
-            await deps.video.cancelVideo(segment.task, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
-              ctx.log.warn("provider cancel failed", { job_id: job.id, segment: segment.index, error });
-            });
-            segment.status = "cancelled";
-          }
-          for (const segment of job.segments) if (segment.status === "pending") segment.status = "cancelled";
-          failJob(job, "cancelled", "the job was cancelled");
-          await save(ctx, job, before);
+          await cancelJob(ctx, job);
           await schedule(ctx, job, 0);
           return toPublicJob(job);
+        },
+      },
+
+      // Cancels an unfinished job (its job.failed event and the conversation's
+      // callback go out now: no step will run after this turn), then removes
+      // every file it stored, its directory entry and its actor state (the
+      // state left is the initial one, which the host deletes). Repeating it
+      // after a failure part-way is safe: each removal is idempotent.
+      delete: {
+        input: orgInput,
+        run: async (ctx, input): Promise<{ id: string; deleted: true }> => {
+          const job = ctx.state.job;
+          if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
+          if (!isFinal(job.status)) await cancelJob(ctx, job);
+          await finish(ctx, job);
+          await ctx.clearReminder("next");
+          for (const fileId of jobFileIds(job)) await deps.media.files.delete(fileId);
+          await deps.directory.removed(job.owner, job.id);
+          ctx.state = { job: null };
+          return { id: job.id, deleted: true };
         },
       },
 

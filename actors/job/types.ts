@@ -43,6 +43,8 @@ export const segmentStateSchema = z.object({
   armed_at: z.number().nullable().default(null),
   /** The re-hosted clip. */
   file_id: z.string().nullable(),
+  /** image_to_video: the stored frame this segment animated (deleted with the job). Absent in older states. */
+  frame_file_id: z.string().nullable().default(null),
   billed: z.boolean(),
   /** Consecutive failed polls (network, provider 5xx): the job fails past a bound. */
   poll_failures: z.number().int(),
@@ -152,6 +154,12 @@ export function toPublicJob(data: JobData): Job {
     created_at: data.created_at,
     updated_at: data.updated_at,
   };
+}
+
+/** Every file the job stored (caller's image, frames, clips, narration, result): what deleting the job removes. */
+export function jobFileIds(data: JobData): string[] {
+  const ids = [data.image?.file_id, data.narration_file_id, data.result_file_id, ...data.segments.flatMap((s) => [s.file_id, s.frame_file_id])];
+  return ids.filter((id): id is string => typeof id === "string");
 }
 
 export function isFinal(status: JobStatus): boolean {

@@ -3,7 +3,7 @@
 // outbound guard, so a refused or failing URL is a 400 naming image_url) and
 // creates the JobActor, which runs the job on durable reminders; 202 at once.
 // Reads come from the job directory (any replica, never queued behind a
-// running step); cancellation goes to the actor. A job belongs to the
+// running step); cancellation and deletion go to the actor. A job belongs to the
 // environment of the key that made it: another environment's or another
 // organization's job is a 404, and the list holds the key's environment's.
 import { z } from "zod";
@@ -60,6 +60,21 @@ export async function jobForKey(deps: { actors: ActorHost; job: JobActorDefiniti
     if (isTroupeError(error) && error.code === "not_found") return undefined;
     throw error;
   });
+}
+
+/** The id of a job the key may see (404 otherwise); the directory answers unknown ids without activating an actor. */
+async function ownJobId(deps: Pick<JobRouteDeps, "actors" | "job" | "directory">, key: ApiKeyRecord, rawId: string): Promise<string> {
+  const id = jobIdParam(rawId);
+  if (!(await jobForKey(deps, key, id))) throw new TroupeError("not_found", "job not found");
+  return id;
+}
+
+export const jobDeletedSchema = z.object({ id: z.string(), deleted: z.literal(true) });
+
+/** DELETE /v1/jobs/{id} and DELETE /openai/v1/videos/{id}: cancel if needed, then remove the job and its files. */
+export async function deleteJob(deps: Pick<JobRouteDeps, "actors" | "job" | "directory">, key: ApiKeyRecord, rawId: string): Promise<z.infer<typeof jobDeletedSchema>> {
+  const id = await ownJobId(deps, key, rawId);
+  return callActor(deps.actors, deps.job, id, "delete", { organization_id: key.organization_id, environment_id: key.environment_id });
 }
 
 export function jobRoutes(deps: JobRouteDeps) {
@@ -139,21 +154,30 @@ export function jobRoutes(deps: JobRouteDeps) {
       },
     }),
     defineRoute({
-      method: "delete",
-      path: "/v1/jobs/:id",
-      summary: "Cancel an unfinished job: it ends failed with error.code cancelled; unfinished scenes are not billed",
+      method: "post",
+      path: "/v1/jobs/:id/cancel",
+      summary: "Cancel an unfinished job: it ends failed with error.code cancelled and stays readable; unfinished scenes are not billed",
       tag: "video",
       auth: "api_key",
       scope: "video",
       responses: { 200: jobSchema },
       errors: ["not_found", "conflict"],
       handler: async (ctx) => {
-        const id = jobIdParam(ctx.params.id);
-        // The directory answers 404 for unknown ids without activating an actor.
-        if (!(await jobForKey(deps, ctx.auth.key, id))) throw new TroupeError("not_found", "job not found");
+        const id = await ownJobId(deps, ctx.auth.key, ctx.params.id);
         const { organization_id, environment_id } = ctx.auth.key;
         return json(200, await callActor(deps.actors, deps.job, id, "cancel", { organization_id, environment_id }));
       },
+    }),
+    defineRoute({
+      method: "delete",
+      path: "/v1/jobs/:id",
+      summary: "Delete a job: cancelled first if unfinished, then the job, its result and every file it stored are removed (404 afterwards)",
+      tag: "video",
+      auth: "api_key",
+      scope: "video",
+      responses: { 200: jobDeletedSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await deleteJob(deps, ctx.auth.key, ctx.params.id)),
     }),
   ];
 }
