@@ -291,6 +291,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     billing,
   };
   const ai = { router, usage: meter, billing };
+  const jobDeps = { actors, job, directory: jobDirectory, router, media, billing };
   const builtIn: RouteDefinition[] = [
     ...authRoutes(accounts, config.tenancy),
     ...accountRoutes(accounts, (ids) => ledger.usageToDate(ids)),
@@ -305,10 +306,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     ...audioRoutes({ ...ai, media }),
     ...imageRoutes({ ...ai, media }),
     ...agentRoutes({ actors, conversation, directory, router, billing, limits: config.agents }),
-    ...jobRoutes({ actors, job, directory: jobDirectory, router, media, billing }),
+    ...jobRoutes(jobDeps),
     ...webhookRoutes({ actors, webhook, directory: webhookDirectory, accounts, fetcher, clock, timeoutMs: config.webhooks.timeoutMs }),
     ...billingRoutes(new UsageReports(accounts.orgs, billing, clock)),
-    ...openAiCompatRoutes({ ...ai, media, now: () => clock.now() }),
+    ...openAiCompatRoutes({ ...ai, media, now: () => clock.now(), jobs: jobDeps }),
   ];
   // A test's extra route replaces a built-in with the same method and path.
   const extra = options.extraRoutes?.(services) ?? [];

@@ -27,7 +27,7 @@ import { ownerSchema } from "../conversation/types.ts";
 import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
 import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
-import { isFinal, jobCallbackSchema, jobFileIds, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
+import { isFinal, jobCallbackSchema, jobFileIds, openAiVideoFieldsSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
 import { segmentPrompts } from "./video-request.ts";
 
 export const JOB_ACTOR = "JobActor";
@@ -69,8 +69,9 @@ export const createJobInput = z.object({
   routing_strategy: routingStrategySchema,
   image: z.object({ file_id: z.string(), content_type: z.string() }).nullable(),
   callback: jobCallbackSchema.nullable(),
+  openai_video: openAiVideoFieldsSchema.nullable().default(null),
 });
-export type CreateJobInput = z.infer<typeof createJobInput>;
+export type CreateJobInput = z.input<typeof createJobInput>;
 /** The caller: its organization and, for an API key, its environment (a job of another environment is 404 to it). */
 const orgInput = z.object({ organization_id: z.string(), environment_id: z.string().optional() });
 
@@ -129,7 +130,7 @@ export function createJobActor(deps: JobActorDeps) {
     job.updated_at = isoTime(ctx.clock.now());
     const snapshot = toPublicJob(job);
     job.snapshot_dirty = true;
-    await deps.directory.updated(job.owner, snapshot);
+    await deps.directory.updated(job.owner, snapshot, job.openai_video);
     job.snapshot_dirty = false;
     // Live watchers hear of it once the turn commits: a failed step announces nothing.
     ctx.afterCommit(() => deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot }));
@@ -228,6 +229,7 @@ export function createJobActor(deps: JobActorDeps) {
             result_url: null,
             error: null,
             callback: input.callback,
+            openai_video: input.openai_video ?? { seconds: String(input.duration_seconds * segmentPrompts(input).length), size: null },
             event_published: false,
             callback_done: false,
             next_step_at: 0,
@@ -238,7 +240,7 @@ export function createJobActor(deps: JobActorDeps) {
           };
           armings.arm(job, ctx.clock.now());
           ctx.state.job = job;
-          await deps.directory.created(input.owner, toPublicJob(job));
+          await deps.directory.created(input.owner, toPublicJob(job), job.openai_video);
           deps.metrics?.jobTransition("queued");
           await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
           await schedule(ctx, job, 0);

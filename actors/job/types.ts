@@ -51,6 +51,14 @@ export const segmentStateSchema = z.object({
 });
 export type SegmentState = z.infer<typeof segmentStateSchema>;
 
+/**
+ * How the OpenAI-compatible mount (/openai/v1/videos) presents a job: the
+ * seconds asked (duration × scenes for a job made elsewhere) and the size
+ * asked there (null: made elsewhere, none asked).
+ */
+export const openAiVideoFieldsSchema = z.object({ seconds: z.string(), size: z.string().nullable() });
+export type OpenAiVideoFields = z.infer<typeof openAiVideoFieldsSchema>;
+
 /** Who to tell when the job ends: the conversation whose generate_video started it. */
 export const jobCallbackSchema = z.object({ conversation_id: z.string(), tool_call_id: z.string() });
 export type JobCallback = z.infer<typeof jobCallbackSchema>;
@@ -78,6 +86,8 @@ export const jobDataSchema = z.object({
   result_url: z.string().nullable(),
   error: jobErrorSchema.nullable(),
   callback: jobCallbackSchema.nullable(),
+  /** What /openai/v1/videos presents (openAiVideoFieldsSchema). Absent in older states. */
+  openai_video: openAiVideoFieldsSchema.nullable().default(null),
   /** Steps still owed after the job reached a final status. */
   event_published: z.boolean(),
   callback_done: z.boolean(),
