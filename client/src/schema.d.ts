@@ -10243,7 +10243,7 @@ export interface operations {
                     prompt?: string;
                     temperature?: string;
                     /** @enum {string} */
-                    response_format?: "json" | "text";
+                    response_format?: "json" | "text" | "verbose_json" | "srt" | "vtt";
                     /** @enum {string} */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
                 };
@@ -10260,6 +10260,7 @@ export interface operations {
                         text: string;
                     };
                     "text/plain": string;
+                    "text/vtt": string;
                 };
             };
             /** @description invalid_request */

@@ -78,3 +78,25 @@ t.test("transcriptions: the SDK's multipart upload, json and text", async (t) =>
   t.match(await twice.json(), { error: { param: "model", message: /more than once/ } }, "a field given twice");
   t.match(json.body, { error: { type: "invalid_request_error", code: "unsupported_media_type" } });
 });
+
+t.test("transcriptions: verbose_json, srt and vtt as OpenAI answers them", async (t) => {
+  const speech = await client.audio.speech.create({ model: "simulated-speech", voice: "bass", input: "Subtitles for a short clip" });
+  const wav = Buffer.from(await speech.arrayBuffer());
+  const file = () => toFile(wav, "speech.wav");
+  const verbose = await client.audio.transcriptions.create({ model: "simulated-transcribe", file: await file(), language: "en", response_format: "verbose_json" });
+  t.equal(verbose.language, "english", "the language named as OpenAI names it");
+  t.ok(verbose.duration > 0, `duration ${verbose.duration}`);
+  t.match(verbose, { task: "transcribe", text: String, usage: { type: "duration", seconds: Number } });
+  t.equal(verbose.segments?.length, 1, "one segment over the whole audio (the provider times none)");
+  t.match(verbose.segments?.[0], { id: 0, seek: 0, start: 0, end: verbose.duration, text: verbose.text.trim(), tokens: [], temperature: 0, avg_logprob: 0, compression_ratio: 0, no_speech_prob: 0 });
+
+  const srt = await client.audio.transcriptions.create({ model: "simulated-transcribe", file: await file(), language: "en", response_format: "srt" });
+  t.match(srt, /^1\n00:00:00,000 --> 00:00:0\d,\d{3}\n.+\n\n$/, "SubRip: index, comma milliseconds, blank line");
+  const { data: vtt, response } = await client.audio.transcriptions.create({ model: "simulated-transcribe", file: await file(), language: "en", response_format: "vtt" }).withResponse();
+  t.match(vtt, /^WEBVTT\n\n00:00:00\.000 --> 00:00:0\d\.\d{3}\n.+\n\n$/, "WebVTT: header, dot milliseconds");
+  t.equal(response.headers.get("content-type"), "text/vtt; charset=utf-8");
+  t.ok(srt.includes(verbose.text.trim()) && vtt.includes(verbose.text.trim()), "the same transcript");
+  const bad = await client.audio.transcriptions.create({ model: "simulated-transcribe", file: await file(), response_format: "diarized_json" }).catch((e: unknown) => e);
+  t.type(bad, OpenAI.BadRequestError);
+  t.equal((bad as InstanceType<typeof OpenAI.BadRequestError>).param, "response_format");
+});
