@@ -10064,7 +10064,10 @@ export interface operations {
                     model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "tts-1" | "tts-1-hd" | "eleven_multilingual_v2" | "eleven_flash_v2_5" | "simulated-speech";
                     input: string;
                     voice: string;
-                    /** @enum {string} */
+                    /**
+                     * @default mp3
+                     * @enum {string}
+                     */
                     response_format?: "mp3" | "opus" | "aac" | "flac" | "wav" | "pcm";
                     /** @enum {string} */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
@@ -10079,7 +10082,11 @@ export interface operations {
                 };
                 content: {
                     "audio/mpeg": string;
+                    "audio/ogg": string;
+                    "audio/aac": string;
+                    "audio/flac": string;
                     "audio/wav": string;
+                    "audio/pcm": string;
                 };
             };
             /** @description invalid_request */
