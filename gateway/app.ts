@@ -63,7 +63,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const jobs = jobsFeature(shared, billing, webhooks.publisher, options.usage !== undefined);
   const authenticator = createAuthenticator(shared.accounts, shared.apiKeys, config.tenancy.apiKeyPrefix);
   const features: Feature[] = [
-    ...[tenancyFeature(shared), billing, aiFeature(shared, billing), vectors, conversations, jobs, webhooks],
+    ...[tenancyFeature(shared), billing, aiFeature(shared, billing, jobs), vectors, conversations, jobs, webhooks],
     ...[dataLifecycleFeature(shared, { conversations, jobs, webhooks, vectors }), consoleFeature(shared, authenticator, jobs, webhooks)],
   ];
 

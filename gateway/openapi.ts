@@ -247,8 +247,9 @@ export function buildOpenApi(
     if (route.body) {
       // The server reads an empty body as {} (server.ts), so the body is required exactly when {} is refused.
       const required = !route.body.safeParse({}).success;
-      const mediaType = route.bodyType === "multipart" ? "multipart/form-data" : "application/json";
-      operation["requestBody"] = { required, content: { [mediaType]: { schema: toSchema(route.body, "input") } } };
+      const mediaTypes = route.bodyType === "multipart" ? ["multipart/form-data"] : route.bodyType === "json-or-multipart" ? ["application/json", "multipart/form-data"] : ["application/json"];
+      const schema = toSchema(route.body, "input");
+      operation["requestBody"] = { required, content: Object.fromEntries(mediaTypes.map((type) => [type, { schema }])) };
     }
     paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
   }

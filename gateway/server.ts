@@ -20,7 +20,7 @@ import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, typ
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
-import { parseJsonBody, parseMultipartBody, parseQuery, parseWith } from "./validation.ts";
+import { isMultipartType, parseJsonBody, parseMultipartBody, parseQuery, parseWith } from "./validation.ts";
 
 export interface GatewayOptions {
   routes: RouteDefinition[];
@@ -216,7 +216,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       let body: unknown;
       if (bodyPromise) {
         const raw = await bodyPromise;
-        const parsed = route.bodyType === "multipart" ? await parseMultipartBody(raw, req.headers["content-type"]) : parseJsonBody(raw, req.headers["content-type"]);
+        const contentType = req.headers["content-type"];
+        const multipart = route.bodyType === "multipart" || (route.bodyType === "json-or-multipart" && isMultipartType(contentType));
+        const parsed = multipart ? await parseMultipartBody(raw, contentType) : parseJsonBody(raw, contentType);
         body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
       }
       const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;

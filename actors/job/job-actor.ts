@@ -28,7 +28,7 @@ import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
 import { openParts, type JobBudget, type JobShape } from "./job-budget.ts";
 import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
-import { isFinal, jobCallbackSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
+import { isFinal, jobCallbackSchema, jobFileIds, openAiVideoFieldsSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
 import { segmentPrompts } from "./video-request.ts";
 
 export const JOB_ACTOR = "JobActor";
@@ -71,8 +71,9 @@ export const createJobInput = z.object({
   routing_strategy: routingStrategySchema,
   image: z.object({ file_id: z.string(), content_type: z.string() }).nullable(),
   callback: jobCallbackSchema.nullable(),
+  openai_video: openAiVideoFieldsSchema.nullable().default(null),
 });
-export type CreateJobInput = z.infer<typeof createJobInput>;
+export type CreateJobInput = z.input<typeof createJobInput>;
 /** The caller: its organization and, for an API key, its environment (a job of another environment is 404 to it). */
 const orgInput = z.object({ organization_id: z.string(), environment_id: z.string().optional() });
 
@@ -133,7 +134,7 @@ export function createJobActor(deps: JobActorDeps) {
     job.updated_at = isoTime(ctx.clock.now());
     const snapshot = toPublicJob(job);
     job.snapshot_dirty = true;
-    await deps.directory.updated(job.owner, snapshot);
+    await deps.directory.updated(job.owner, snapshot, job.openai_video);
     job.snapshot_dirty = false;
     // Live watchers hear of it once the turn commits: a failed step announces nothing.
     ctx.afterCommit(() => deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot }));
@@ -218,12 +219,14 @@ export function createJobActor(deps: JobActorDeps) {
         billed: false,
         poll_failures: 0,
         armed_at: null,
+        frame_file_id: null,
       })),
       narration_file_id: null,
       result_file_id: null,
       result_url: null,
       error: null,
       callback: input.callback,
+      openai_video: input.openai_video ?? { seconds: String(input.duration_seconds * segments.length), size: null },
       budget,
       event_published: false,
       callback_done: false,
@@ -235,12 +238,28 @@ export function createJobActor(deps: JobActorDeps) {
     };
     armings.arm(job, ctx.clock.now());
     ctx.state.job = job;
-    await deps.directory.created(input.owner, toPublicJob(job));
+    await deps.directory.created(input.owner, toPublicJob(job), job.openai_video);
     deps.metrics?.jobTransition("queued");
     await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
     await schedule(ctx, job, 0);
     if (budget) holding.add(job.id);
     return toPublicJob(job);
+  };
+
+  /** Cancels the provider tasks in flight and fails the job with error.code cancelled. */
+  const cancelJob = async (ctx: Ctx, job: JobData): Promise<void> => {
+    const before = visibleOf(job);
+    for (const segment of job.segments) {
+      if (segment.status !== "processing" || !segment.task) continue;
+      // Best effort: a provider that cannot cancel finishes the clip, which is then neither stored nor billed.
+      await deps.video.cancelVideo(segment.task, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
+        ctx.log.warn("provider cancel failed", { job_id: job.id, segment: segment.index, error });
+      });
+      segment.status = "cancelled";
+    }
+    for (const segment of job.segments) if (segment.status === "pending") segment.status = "cancelled";
+    failJob(job, "cancelled", "the job was cancelled");
+    await save(ctx, job, before);
   };
 
   return defineActor({
@@ -282,20 +301,29 @@ export function createJobActor(deps: JobActorDeps) {
           const job = ctx.state.job;
           if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
           if (isFinal(job.status)) throw new TroupeError("conflict", `the job is already ${job.status}`, { details: { status: job.status } });
-          const before = visibleOf(job);
-          for (const segment of job.segments) {
-            if (segment.status !== "processing" || !segment.task) continue;
-            // Best effort: a provider that cannot cancel finishes the clip, which is then neither stored nor billed.
-            await deps.video.cancelVideo(segment.task, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
-              ctx.log.warn("provider cancel failed", { job_id: job.id, segment: segment.index, error });
-            });
-            segment.status = "cancelled";
-          }
-          for (const segment of job.segments) if (segment.status === "pending") segment.status = "cancelled";
-          failJob(job, "cancelled", "the job was cancelled");
-          await save(ctx, job, before);
+          await cancelJob(ctx, job);
           await schedule(ctx, job, 0);
           return toPublicJob(job);
+        },
+      },
+
+      // Cancels an unfinished job (its job.failed event and the conversation's
+      // callback go out now: no step will run after this turn), then removes
+      // every file it stored, its directory entry and its actor state (the
+      // state left is the initial one, which the host deletes). Repeating it
+      // after a failure part-way is safe: each removal is idempotent.
+      delete: {
+        input: orgInput,
+        run: async (ctx, input): Promise<{ id: string; deleted: true }> => {
+          const job = ctx.state.job;
+          if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
+          if (!isFinal(job.status)) await cancelJob(ctx, job);
+          await finish(ctx, job);
+          await ctx.clearReminder("next");
+          for (const fileId of jobFileIds(job)) await deps.media.files.delete(fileId);
+          await deps.directory.removed(job.owner, job.id);
+          ctx.state = { job: null };
+          return { id: job.id, deleted: true };
         },
       },
 

@@ -165,7 +165,7 @@ async function findSubmitted(
   }
 }
 
-/** image_to_video: the first clip animates the caller's image, each later one the previous clip's last frame. */
+/** image_to_video: the first clip animates the caller's image, each later one the previous clip's last frame (its stored id kept on the segment). */
 async function imageFor(job: JobData, segment: SegmentState, deps: StepDeps): Promise<VideoImage | undefined> {
   if (job.type !== "image_to_video") return undefined;
   if (segment.index === 0 && job.image) {
@@ -182,6 +182,7 @@ async function imageFor(job: JobData, segment: SegmentState, deps: StepDeps): Pr
     await deps.compose.extractLastFrame(clip, frame);
     const bytes = await readFile(frame);
     const stored = await deps.media.files.put({ body: bytes, contentType: "image/png", organizationId: job.owner.organization_id });
+    segment.frame_file_id = stored.id;
     return { url: deps.media.fileUrl(stored.id), content_type: "image/png", bytes };
   } finally {
     await rm(dir, { recursive: true, force: true });

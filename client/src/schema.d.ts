@@ -417,6 +417,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/openai/v1/videos": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible video list: the key's environment's video jobs, newest first */
+        get: operations["getOpenaiV1Videos"];
+        put?: never;
+        /** OpenAI-compatible video create (multipart as the SDKs send it, or JSON): a Troupe video job on any catalogue video model */
+        post: operations["postOpenaiV1Videos"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/videos/{video_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible video retrieve */
+        get: operations["getOpenaiV1VideosVideoId"];
+        put?: never;
+        post?: never;
+        /** OpenAI-compatible video delete: cancelled if unfinished, then the job and its files are removed (as DELETE /v1/jobs/{id}) */
+        delete: operations["deleteOpenaiV1VideosVideoId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/videos/{video_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible video download: the MP4 of a completed video (409 before) */
+        get: operations["getOpenaiV1VideosVideoIdContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openai/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -684,8 +737,25 @@ export interface paths {
         get: operations["getV1JobsId"];
         put?: never;
         post?: never;
-        /** Cancel an unfinished job: it ends failed with error.code cancelled; unfinished scenes are not billed */
+        /** Delete a job: cancelled first if unfinished, then the job, its result and every file it stored are removed (404 afterwards) */
         delete: operations["deleteV1JobsId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel an unfinished job: it ends failed with error.code cancelled and stays readable; unfinished scenes are not billed */
+        post: operations["postV1JobsIdCancel"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -5985,6 +6055,709 @@ export interface operations {
             };
         };
     };
+    getOpenaiV1Videos: {
+        parameters: {
+            query?: {
+                limit?: number;
+                after?: string;
+                order?: "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            /** @description the job id: GET /v1/jobs/{id} reads the same job */
+                            id: string;
+                            /** @constant */
+                            object: "video";
+                            /** @enum {string} */
+                            status: "queued" | "in_progress" | "completed" | "failed";
+                            progress: number;
+                            created_at: number;
+                            completed_at: number | null;
+                            /** @description results do not expire */
+                            expires_at: null;
+                            model: string;
+                            prompt: string | null;
+                            seconds: string;
+                            size: string;
+                            remixed_from_video_id: null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        }[];
+                        first_id: string | null;
+                        last_id: string | null;
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1Videos: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    prompt: string;
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @default troupe/auto
+                     * @enum {string}
+                     */
+                    model?: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gen4_turbo" | "ray-2" | "simulated-video";
+                    /** @description seconds of video, 1 to 20 (default 4); the model makes its nearest clip length */
+                    seconds?: string | number;
+                    /**
+                     * @description recorded and answered; the provider makes its own resolution
+                     * @default 720x1280
+                     */
+                    size?: string;
+                    input_reference?: string | {
+                        /** Format: uri */
+                        image_url: string;
+                    };
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+                "multipart/form-data": {
+                    prompt: string;
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @default troupe/auto
+                     * @enum {string}
+                     */
+                    model?: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gen4_turbo" | "ray-2" | "simulated-video";
+                    /** @description seconds of video, 1 to 20 (default 4); the model makes its nearest clip length */
+                    seconds?: string | number;
+                    /**
+                     * @description recorded and answered; the provider makes its own resolution
+                     * @default 720x1280
+                     */
+                    size?: string;
+                    input_reference?: string | {
+                        /** Format: uri */
+                        image_url: string;
+                    };
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the job id: GET /v1/jobs/{id} reads the same job */
+                        id: string;
+                        /** @constant */
+                        object: "video";
+                        /** @enum {string} */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                        progress: number;
+                        created_at: number;
+                        completed_at: number | null;
+                        /** @description results do not expire */
+                        expires_at: null;
+                        model: string;
+                        prompt: string | null;
+                        seconds: string;
+                        size: string;
+                        remixed_from_video_id: null;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1VideosVideoId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                video_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the job id: GET /v1/jobs/{id} reads the same job */
+                        id: string;
+                        /** @constant */
+                        object: "video";
+                        /** @enum {string} */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                        progress: number;
+                        created_at: number;
+                        completed_at: number | null;
+                        /** @description results do not expire */
+                        expires_at: null;
+                        model: string;
+                        prompt: string | null;
+                        seconds: string;
+                        size: string;
+                        remixed_from_video_id: null;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    deleteOpenaiV1VideosVideoId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                video_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "video.deleted";
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1VideosVideoIdContent: {
+        parameters: {
+            query?: {
+                variant?: "video";
+            };
+            header?: never;
+            path: {
+                video_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
     postOpenaiV1ChatCompletions: {
         parameters: {
             query?: never;
@@ -6911,7 +7684,10 @@ export interface operations {
                     model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "tts-1" | "tts-1-hd" | "eleven_multilingual_v2" | "eleven_flash_v2_5" | "simulated-speech";
                     input: string;
                     voice: string;
-                    /** @enum {string} */
+                    /**
+                     * @default mp3
+                     * @enum {string}
+                     */
                     response_format?: "mp3" | "opus" | "aac" | "flac" | "wav" | "pcm";
                     /** @enum {string} */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
@@ -6926,7 +7702,11 @@ export interface operations {
                 };
                 content: {
                     "audio/mpeg": string;
+                    "audio/ogg": string;
+                    "audio/aac": string;
+                    "audio/flac": string;
                     "audio/wav": string;
+                    "audio/pcm": string;
                 };
             };
             /** @description invalid_request */
@@ -7090,7 +7870,7 @@ export interface operations {
                     prompt?: string;
                     temperature?: string;
                     /** @enum {string} */
-                    response_format?: "json" | "text";
+                    response_format?: "json" | "text" | "verbose_json" | "srt" | "vtt";
                     /** @enum {string} */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
                 };
@@ -7107,6 +7887,7 @@ export interface operations {
                         text: string;
                     };
                     "text/plain": string;
+                    "text/vtt": string;
                 };
             };
             /** @description invalid_request */
@@ -8839,6 +9620,113 @@ export interface operations {
         };
     };
     deleteV1JobsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postV1JobsIdCancel: {
         parameters: {
             query?: never;
             header?: never;

@@ -12,9 +12,10 @@ import { translationRoutes } from "../routes/translations.ts";
 import { visionRoutes } from "../routes/vision.ts";
 import type { BillingFeature } from "./billing.ts";
 import type { Feature } from "./feature.ts";
+import type { JobsFeature } from "./jobs.ts";
 import type { SharedServices } from "./shared-services.ts";
 
-export function aiFeature(s: SharedServices, billing: BillingFeature): Feature {
+export function aiFeature(s: SharedServices, billing: BillingFeature, jobs: JobsFeature): Feature {
   const ai = { router: s.router, usage: billing.meter, billing: billing.billing };
   const media = { ...ai, media: s.media };
   return {
@@ -27,7 +28,7 @@ export function aiFeature(s: SharedServices, billing: BillingFeature): Feature {
       ...translationRoutes(ai),
       ...audioRoutes(media),
       ...imageRoutes(media),
-      ...openAiCompatRoutes({ ...media, now: () => s.clock.now() }),
+      ...openAiCompatRoutes({ ...media, now: () => s.clock.now(), jobs: jobs.routeDeps }),
     ],
   };
 }

@@ -12,7 +12,7 @@ import { narrator } from "../../actors/job/narration.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../../media/video-compose.ts";
 import { videoNeed } from "../../providers/video-routing.ts";
 import { attachJobEvents, jobEventsRoute } from "../job-events-ws.ts";
-import { jobRoutes } from "../routes/jobs.ts";
+import { jobRoutes, type JobRouteDeps } from "../routes/jobs.ts";
 import type { BillingFeature } from "./billing.ts";
 import type { Feature } from "./feature.ts";
 import type { SharedServices } from "./shared-services.ts";
@@ -20,6 +20,8 @@ import type { SharedServices } from "./shared-services.ts";
 export interface JobsFeature extends Feature {
   job: JobActorDefinition;
   directory: JobDirectory;
+  /** What starting, reading and deleting a job needs (/v1 and the OpenAI Videos mount). */
+  routeDeps: JobRouteDeps;
 }
 
 /** `publisher`: where job.completed / job.failed go (the webhooks). `collectsUsage`: a test's usage collector sees job records too. */
@@ -53,11 +55,13 @@ export function jobsFeature(s: SharedServices, billing: BillingFeature, publishe
     metrics: s.metrics,
   });
   const eventsRoute = jobEventsRoute({ actors, job, directory });
+  const routeDeps: JobRouteDeps = { actors, job, directory, router, media, billing: billing.billing };
   return {
     job,
     directory,
+    routeDeps,
     actors: [eraseDefinition(job)],
-    routes: jobRoutes({ actors, job, directory, router, media, billing: billing.billing }),
+    routes: jobRoutes(routeDeps),
     sockets: [{ route: eventsRoute, attach: (app, deps) => attachJobEvents(app, { ...deps, route: eventsRoute, events }) }],
   };
 }

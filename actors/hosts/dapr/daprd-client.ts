@@ -91,9 +91,12 @@ export class DaprdClient {
     return parseVersioned(`actor:${type}`, reply.text);
   }
 
-  /** One transactional upsert of the whole state (already JSON), in its schema-version envelope. */
-  async writeState(type: string, id: string, stateJson: string, signal?: AbortSignal): Promise<void> {
-    const body = `[{"operation":"upsert","request":{"key":"${stateKey}","value":${versionedJson(stateJson)}}}]`;
+  /** One transactional upsert of the whole state (already JSON), in its schema-version envelope; null deletes it. */
+  async writeState(type: string, id: string, stateJson: string | null, signal?: AbortSignal): Promise<void> {
+    const body =
+      stateJson === null
+        ? `[{"operation":"delete","request":{"key":"${stateKey}"}}]`
+        : `[{"operation":"upsert","request":{"key":"${stateKey}","value":${versionedJson(stateJson)}}}]`;
     await this.expectOkRetrying(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body, signal);
   }
 

@@ -156,7 +156,7 @@ export class EmbeddedActorHost implements ActorHost {
     const definition = this.registry.get(type);
     const store = this.requireStore();
     const stateJson = initialStateJson(definition, store.readState(type, id), id);
-    const activation = new Activation(definition, id, stateJson, this.services, (json) => store.writeState(type, id, json));
+    const activation = new Activation(definition, id, stateJson, this.services, (json) => (json === null ? store.deleteState(type, id) : store.writeState(type, id, json)));
     this.activations.set(key, activation);
     return activation;
   }

@@ -57,6 +57,10 @@ export class ActorStore {
     });
   }
 
+  async deleteState(type: string, id: string): Promise<void> {
+    await this.states.remove([type, id]);
+  }
+
   async putReminder(reminder: StoredReminder): Promise<void> {
     await this.reminders.put([reminder.type, reminder.id, reminder.name], { ...reminder, s: SCHEMA_VERSION });
   }

@@ -52,7 +52,7 @@ result["models"] = {"ids": ids, "retrieved": client.models.retrieve("claude-haik
 # Speech: the audio itself, written to a file as the SDK's docs show.
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "speech.wav")
-    speech = client.audio.speech.create(model="simulated-speech", voice="alto", input="Some words to transcribe again")
+    speech = client.audio.speech.create(model="simulated-speech", voice="alto", input="Some words to transcribe again", response_format="wav")
     speech.write_to_file(path)
     with open(path, "rb") as f:
         wav = f.read()
