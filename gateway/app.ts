@@ -62,10 +62,8 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const conversations = conversationsFeature(shared, billing, vectors);
   const jobs = jobsFeature(shared, billing, webhooks.publisher, options.usage !== undefined);
   const authenticator = createAuthenticator(shared.accounts, shared.apiKeys, config.tenancy.apiKeyPrefix);
-  const features: Feature[] = [
-    ...[tenancyFeature(shared), billing, aiFeature(shared, billing, jobs), vectors, conversations, jobs, webhooks],
-    ...[dataLifecycleFeature(shared, { conversations, jobs, webhooks, vectors }), consoleFeature(shared, authenticator, jobs, webhooks)],
-  ];
+  const lifecycle = dataLifecycleFeature(shared, { conversations, jobs, webhooks, vectors });
+  const features: Feature[] = [tenancyFeature(shared), billing, aiFeature(shared, billing, jobs), vectors, conversations, jobs, webhooks, lifecycle, consoleFeature(shared, authenticator, jobs, webhooks)];
 
   const services: TroupeServices = { ...shared, publisher: webhooks.publisher };
   const extra = options.extraRoutes?.(services) ?? [];
