@@ -33,6 +33,14 @@ export interface ActorHost {
    * tools read); embedded: activeActors().
    */
   runtimeActiveActors(): Promise<ActiveActorCount[]>;
+  /**
+   * Deletes an actor for good (deleting an organization): waits for its turn
+   * in flight, deactivates it, and removes its state and reminders from the
+   * store. A later call starts it afresh from its initial state. Absent on
+   * hosts that cannot do it (Dapr: daprd deletes actor state only from
+   * inside a turn).
+   */
+  forget?(type: string, id: string): Promise<void>;
   /** True once the host can run turns (Dapr: daprd healthy, actor runtime running). */
   ready(): Promise<boolean>;
   /** Graceful: refuses new calls, drains running and queued turns (each turn persists as it commits), releases resources. */

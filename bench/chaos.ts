@@ -42,6 +42,7 @@ import { freePort, waitFor } from "../test/support/net.ts";
 import { Balancer } from "./chaos/balancer.ts";
 import { SteadyLoad } from "./chaos/steady-load.ts";
 import { CuttableProxy } from "../test/support/cuttable-proxy.ts";
+import { liveAccount } from "./chaos/live-account.ts";
 import { auditLedger, auditWebhooks, subscribeJobEvents, type AuditResult } from "./chaos/audits.ts";
 import { startWebhookReceiver } from "../test/fakes/webhook-receiver.ts";
 import { agentWorkload, chatWorkload, videoJobWorkload, type Workload } from "./chaos/workloads.ts";
@@ -170,7 +171,7 @@ interface FaultRow {
 
 async function run(): Promise<number> {
   const urls = cluster.replicas.map((r) => r.gatewayUrl);
-  const account = await liveAccount(urls[0]!);
+  const account = await liveAccount(urls[0]!, "chaos");
   const client = new Balancer(urls, { authorization: `Bearer ${account.key}` });
   client.startProbing();
   const agentWorkers = Math.ceil(workers / 2);
@@ -323,28 +324,6 @@ async function untilReachable(client: Balancer, workloads: Workload[], sinceMs: 
     await sleep(100);
   }
   return undefined;
-}
-
-/** A new account's default project and a LIVE key on its production environment: the load is billed into the ledger. */
-async function liveAccount(url: string): Promise<{ key: string; projectId: string }> {
-  const post = async (path: string, body: unknown, token?: string) => {
-    const res = await fetch(url + path, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify(body),
-    });
-    const json = (await res.json()) as Record<string, unknown>;
-    if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
-  const signup = (await post("/v1/auth/signup", { email: `chaos-${Date.now()}@example.test`, password: "chaos-run-password" })) as {
-    session_token: string;
-    project: { id: string };
-    environments: { environment: { id: string; production: boolean } }[];
-  };
-  const env = signup.environments.find((e) => e.environment.production)?.environment.id;
-  const key = await post(`/v1/environments/${env}/api-keys`, { name: "chaos", live: true, rate_limit_per_minute: 10_000_000 }, signup.session_token);
-  return { key: String(key["key"]), projectId: signup.project.id };
 }
 
 /** Runs a script to its end; its stdout, or throws with its stderr. */

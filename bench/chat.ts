@@ -29,6 +29,9 @@
 //  by side with the default, so the journal's write per call shows.)
 // (--ledger-here: one more Troupe, with the embedded ledger on its event
 //  loop instead of its own thread, side by side with the default.)
+// "Troupe, /openai/v1" calls the same Troupe through the OpenAI-compatible
+// mount (same model and message in OpenAI's body): its added p50 prints beside
+// /v1's, target within 5 %.
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -230,6 +233,14 @@ async function orchestrate(): Promise<void> {
       headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${bearer}` } : {}) },
       body: chatBody(stream),
     });
+    // The OpenAI-compatible mount on the same Troupe, the same model and message
+    // in OpenAI's own body (no routing_strategy: a catalogue id is manual there).
+    const openAiSpec = (bearer: string): RequestSpec => ({
+      method: "POST",
+      path: "/openai/v1/chat/completions",
+      headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
+      body: JSON.stringify({ model: "gpt-4.1-mini", messages: [{ role: "user", content: "Hello there, how are you today?" }] }),
+    });
     const targets = [
       { name: "direct (fake upstream)", port: upstream.port, spec: spec(false, false) },
       { name: "bare uWS + undici pass-through", port: passthrough.port, spec: spec(false, false) },
@@ -237,6 +248,7 @@ async function orchestrate(): Promise<void> {
       { name: "Troupe + metrics", port: troupeMetrics.port, spec: spec(false, true, metricsKey) },
       { name: "Troupe, budget (alerts only)", port: troupe.port, spec: spec(false, true, budgetKey) },
       { name: "Troupe, hard limit", port: troupe.port, spec: spec(false, true, hardKey) },
+      { name: "Troupe, /openai/v1", port: troupe.port, spec: openAiSpec(key) },
       ...(troupeLedgerHere ? [{ name: "Troupe, ledger on event loop", port: troupeLedgerHere.port, spec: spec(false, true, ledgerHereKey) }] : []),
       ...(troupeUsageOff ? [{ name: "Troupe, usage off", port: troupeUsageOff.port, spec: spec(false, true, usageOffKey) }] : []),
       ...(troupeNoJournal ? [{ name: "Troupe, no usage journal", port: troupeNoJournal.port, spec: spec(false, true, noJournalKey) }] : []),
@@ -248,7 +260,7 @@ async function orchestrate(): Promise<void> {
 
     // Warm up (JIT of the whole request path, connections, key cache): a few
     // seconds of wrk, then the fixed rate itself, unmeasured.
-    for (const t of targets) wrk(`http://127.0.0.1:${t.port}${chatPath}`, t.spec, 16, 4);
+    for (const t of targets) wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, 16, 4);
     for (const t of targets) fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, 2000);
 
     console.log(`\nfixed rate: ${rate} req/s, ${rounds} rounds of ${seconds} s per target (open loop, latency from scheduled start)`);
@@ -287,7 +299,7 @@ async function orchestrate(): Promise<void> {
     console.log(`\nsaturation: wrk, ${connections} keep-alive connections, ${seconds} s`);
     const sat: Record<string, number> = {};
     for (const t of targets) {
-      const r = wrk(`http://127.0.0.1:${t.port}${chatPath}`, t.spec, connections, seconds);
+      const r = wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, connections, seconds);
       sat[t.name] = r.rps;
       console.log(`  ${t.name.padEnd(32)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  non-2xx ${r.non2xx}`);
     }
@@ -323,6 +335,13 @@ async function orchestrate(): Promise<void> {
         `  ${name.padEnd(28)} append steps median ${fmt(cost.medianStepMs, 3)} ms, longest ${fmt(cost.longestStepMs, 3)} ms, event loop busy ${fmt(cost.busyUsPerRecord, 1)} µs per record`,
       );
     }
+    const compat = fixed["Troupe, /openai/v1"]!;
+    const nativeAdded = fixed["Troupe"]!.p50 - direct.p50;
+    const compatAdded = compat.p50 - direct.p50;
+    console.log(
+      `\n/openai/v1 vs /v1 (same Troupe, same run): added p50 ${fmt(compatAdded, 3)} vs ${fmt(nativeAdded, 3)} ms ` +
+        `(${fmt(((compatAdded - nativeAdded) / nativeAdded) * 100, 1)} %, target within 5 %); saturation ${fmt((sat["Troupe, /openai/v1"]! / sat["Troupe"]!) * 100, 1)} % of /v1`,
+    );
     const troupeFixed = fixed["Troupe"]!;
     console.log(
       `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 50 % of pass-through (${fmt(share * 100, 1)} %)`,

@@ -65,7 +65,8 @@ const envSchema = z.object({
 
   ELASTICSEARCH_URL: optionalString,
   ELASTICSEARCH_INDEX: z.string().default("troupe-vectors"),
-  EMBEDDING_INDEX_MODEL: z.string().default("simulated-embed"),
+  /** Unset: the index takes the first configured model of gateway/index-model.ts's preference order when it is created, and keeps it. */
+  EMBEDDING_INDEX_MODEL: optionalString,
   /** Bytes of a record's content as JSON (UTF-8): with the metadata cap this bounds a search response (top_k ≤ 100). */
   VECTOR_CONTENT_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(64 * 1024),
   /** Bytes of a record's metadata as JSON (UTF-8). */
@@ -80,6 +81,7 @@ const envSchema = z.object({
   /** Loopback port where daprd calls this replica's actors (never the public gateway port). */
   ACTOR_CALLBACK_PORT: int(0, 65535).default(3000),
   ACTOR_IDLE_TIMEOUT_MS: int(1_000, 24 * 3600_000).default(60 * 60_000),
+  ACTOR_HANDOFF_MS: int(0, 60_000).default(3_000),
 
   OUTBOUND_ALLOW_HOSTS: commaList,
 
@@ -94,6 +96,10 @@ const envSchema = z.object({
   MEDIA_MAX_DOWNLOAD_BYTES: int(1024, 2 * 1024 * 1024 * 1024).default(25 * 1024 * 1024),
   /** Deadline of one such download, connection to last byte. */
   MEDIA_DOWNLOAD_TIMEOUT_MS: int(100, 600_000).default(30_000),
+  /** Days a file is kept for organizations without their own file_retention_days; unset: until deleted. */
+  FILE_RETENTION_DAYS: optionalString.transform((v) => (v === undefined ? undefined : Number(v))).pipe(z.number().int().min(1).max(36_500).optional()),
+  /** How often the retention sweep runs (one replica per interval does the work). */
+  FILE_RETENTION_SWEEP_INTERVAL_MS: int(100, 7 * 24 * 3600_000).default(3600_000),
 
   /** Speech model of video narration; unset: routed (auto) among the speech models having the voice. */
   VIDEO_NARRATION_MODEL: optionalString,
@@ -229,6 +235,7 @@ export function loadConfig(env: RawEnv = process.env) {
       daprHttpPort: e.DAPR_HTTP_PORT,
       callbackPort: e.ACTOR_CALLBACK_PORT,
       idleTimeoutMs: e.ACTOR_IDLE_TIMEOUT_MS,
+      handOffMs: e.ACTOR_HANDOFF_MS,
     },
     outboundAllowHosts: e.OUTBOUND_ALLOW_HOSTS,
     observability: {
@@ -240,6 +247,7 @@ export function loadConfig(env: RawEnv = process.env) {
       s3: s3Settings(e),
       maxDownloadBytes: e.MEDIA_MAX_DOWNLOAD_BYTES,
       downloadTimeoutMs: e.MEDIA_DOWNLOAD_TIMEOUT_MS,
+      retention: { defaultDays: e.FILE_RETENTION_DAYS, sweepIntervalMs: e.FILE_RETENTION_SWEEP_INTERVAL_MS },
     },
     agents: {
       messageMaxBytes: e.AGENT_MESSAGE_MAX_BYTES,

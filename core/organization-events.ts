@@ -7,7 +7,15 @@
 // idempotent on it: each subscribed webhook delivers a given id once (plus its
 // retries), never twice as two events.
 
-export type OrganizationEventType = "job.completed" | "job.failed" | "budget.alert" | "webhook.test";
+/**
+ * Event type → the `data` it carries. Declared empty here and filled in by
+ * the event catalogue (actors/webhooks/events.ts, by module augmentation),
+ * which holds each type's zod schema: core sits below the job's schema, yet
+ * every emitter, at any layer, has its `data` checked against the catalogue.
+ */
+export interface OrganizationEventData {}
+
+export type OrganizationEventType = keyof OrganizationEventData & string;
 
 /**
  * The payload delivered to receivers is `{id, type, created_at, data}`;
@@ -15,9 +23,9 @@ export type OrganizationEventType = "job.completed" | "job.failed" | "budget.ale
  * with a session receives every event of its organization, one made with an
  * API key only the events of that key's environment (docs/guides/access-control.md).
  */
-export interface OrganizationEvent {
+interface EventEnvelope<Type extends OrganizationEventType> {
   id: string;
-  type: OrganizationEventType;
+  type: Type;
   organization_id: string;
   /** The project the event belongs to. */
   project_id: string | null;
@@ -25,8 +33,11 @@ export interface OrganizationEvent {
   environment_id: string | null;
   /** ISO 8601 UTC. */
   created_at: string;
-  data: Record<string, unknown>;
+  data: OrganizationEventData[Type];
 }
+
+/** One event of any type, its `data` matching its `type`. */
+export type OrganizationEvent = { [Type in OrganizationEventType]: EventEnvelope<Type> }[OrganizationEventType];
 
 /**
  * Hands an event to every active webhook of its organization subscribed to
@@ -40,25 +51,3 @@ export interface EventPublisher {
 
 /** Publishes nowhere: for tests and hosts without webhooks. */
 export const noEvents: EventPublisher = { publish: async () => undefined };
-
-/**
- * A publisher to hand out before the real one exists (the webhook publisher
- * needs the actor host its emitters are registered on): publishes wait until
- * `connect` names the real publisher, then go straight to it.
- */
-export class DeferredPublisher implements EventPublisher {
-  private readonly target: Promise<EventPublisher>;
-  private resolveTarget!: (publisher: EventPublisher) => void;
-
-  constructor() {
-    this.target = new Promise((resolve) => (this.resolveTarget = resolve));
-  }
-
-  connect(publisher: EventPublisher): void {
-    this.resolveTarget(publisher);
-  }
-
-  async publish(event: OrganizationEvent): Promise<void> {
-    return (await this.target).publish(event);
-  }
-}

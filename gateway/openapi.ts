@@ -4,6 +4,7 @@
 // WebSocket routes are documented from their declarations the same way, as
 // a GET answering 101.
 import { z } from "zod";
+import { eventBodySchema, organizationEvents, webhookEventTypes } from "../actors/webhooks/events.ts";
 import { errorCatalog, TroupeError, type ErrorCode } from "../core/errors.ts";
 import { streamEventSchema } from "../providers/types.ts";
 import { paramNamesOf, type RouteDefinition, type RouteDialect, type WsRouteDefinition } from "./route.ts";
@@ -75,6 +76,42 @@ function toSchema(schema: z.ZodType, io: "input" | "output"): JsonObject {
   const json = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonObject;
   delete json["$schema"];
   return json;
+}
+
+/**
+ * OpenAPI 3.1 `webhooks`: one entry per organization event type, from the
+ * event catalogue (actors/webhooks/events.ts) — the signed POST a
+ * subscribed URL receives, its body `{id, type, created_at, data}` with that
+ * type's `data` schema.
+ */
+function webhooksSection(): JsonObject {
+  const header = (name: string, description: string): JsonObject => ({ name, in: "header", required: true, schema: { type: "string" }, description });
+  const headers = [
+    header("X-Troupe-Signature", "hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned"),
+    header("webhook-id", "the event id (the same on every retry)"),
+    header("webhook-timestamp", "Unix seconds when this attempt was signed"),
+    header("webhook-signature", "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks)"),
+  ];
+  const section: JsonObject = {};
+  for (const type of webhookEventTypes) {
+    const kind = organizationEvents[type];
+    section[type] = {
+      post: {
+        operationId: `event${type.replace(/(^|\.)([a-z])/g, (_m, _dot: string, c: string) => c.toUpperCase())}`,
+        summary: kind.summary,
+        description: kind.subscribable ? `Sent to each active webhook subscribed to ${type}.` : "Not subscribable.",
+        tags: ["webhooks"],
+        parameters: headers,
+        requestBody: { required: true, content: { "application/json": { schema: toSchema(eventBodySchema(type), "output") } } },
+        responses: {
+          "2XX": { description: "Received: any 2xx ends the delivery" },
+          "410": { description: "Gone: the webhook is disabled and nothing more is sent" },
+          default: { description: "Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule" },
+        },
+      },
+    };
+  }
+  return section;
 }
 
 /**
@@ -210,8 +247,9 @@ export function buildOpenApi(
     if (route.body) {
       // The server reads an empty body as {} (server.ts), so the body is required exactly when {} is refused.
       const required = !route.body.safeParse({}).success;
-      const mediaType = route.bodyType === "multipart" ? "multipart/form-data" : "application/json";
-      operation["requestBody"] = { required, content: { [mediaType]: { schema: toSchema(route.body, "input") } } };
+      const mediaTypes = route.bodyType === "multipart" ? ["multipart/form-data"] : route.bodyType === "json-or-multipart" ? ["application/json", "multipart/form-data"] : ["application/json"];
+      const schema = toSchema(route.body, "input");
+      operation["requestBody"] = { required, content: Object.fromEntries(mediaTypes.map((type) => [type, { schema }])) };
     }
     paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
   }
@@ -244,6 +282,7 @@ export function buildOpenApi(
     openapi: "3.1.0",
     info: { title: info.title, version: info.version },
     paths,
+    webhooks: webhooksSection(),
     components: {
       schemas: { Error: errorBodySchema, ParserError: parserErrorBodySchema, ...dialectSchemas },
       securitySchemes: {

@@ -139,8 +139,12 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   responses: Record<number, z.ZodType | null>;
   /** Error codes this route can answer besides the ones its auth mode implies. */
   errors?: ErrorCode[];
-  /** How the body is encoded: JSON (the default), or multipart/form-data (gateway/validation.ts parseMultipartBody). */
-  bodyType?: "json" | "multipart";
+  /**
+   * How the body is encoded: JSON (the default), multipart/form-data
+   * (gateway/validation.ts parseMultipartBody), or either, by its
+   * Content-Type (OpenAI's video create: the SDKs send multipart, curl users JSON).
+   */
+  bodyType?: "json" | "multipart" | "json-or-multipart";
   /** Media types of a binary success answer (BinaryResult), for the document. */
   produces?: readonly string[];
   /** Documents a text/event-stream alternative response (the schema of one event's JSON, when not Troupe's stream event). */

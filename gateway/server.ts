@@ -20,7 +20,7 @@ import { streamed, type CookieSpec, type RouteContext, type RouteDefinition, typ
 import { pickRequestId } from "./request-id.ts";
 import { openSse } from "./sse.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
-import { parseJsonBody, parseMultipartBody, parseQuery, parseWith } from "./validation.ts";
+import { isMultipartType, parseJsonBody, parseMultipartBody, parseQuery, parseWith } from "./validation.ts";
 
 export interface GatewayOptions {
   routes: RouteDefinition[];
@@ -66,7 +66,10 @@ export interface PlainPage {
 }
 
 export interface Gateway {
+  /** Listens; /v1 requests get 503 (Retry-After 1) until open(): the features start between the two. */
   listen(host: string, port: number): Promise<number>;
+  /** Starts serving /v1 (and /readyz may answer ready). */
+  open(): void;
   /** Stops accepting, waits for in-flight requests (up to graceMs), then closes. */
   shutdown(graceMs: number): Promise<void>;
   readonly app: TemplatedApp;
@@ -79,6 +82,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { log } = options;
   let inflight = 0;
   let draining = false;
+  // Until open(): listening (so the public URL is known) while the actor host and features start.
+  let opened = false;
   let listenSocket: us_listen_socket | undefined;
   const drainWaiters: (() => void)[] = [];
   const accessLog = log.enabled("info");
@@ -146,7 +151,8 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   for (const route of options.routes) {
     const paramNames = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "");
-    const hasBody = bodyMethods.has(route.method);
+    // A DELETE reads a body only when it declares one (deleting an organization carries its confirmation).
+    const hasBody = bodyMethods.has(route.method) || (route.method === "delete" && route.body !== undefined);
     const recorder = metrics.enabled ? metrics.route(route.method, route.path) : undefined;
     const spanName = `${route.method.toUpperCase()} ${route.path}`;
     register(app, route.method, route.path, (res, req) => {
@@ -165,8 +171,9 @@ export function createGateway(options: GatewayOptions): Gateway {
           sendError(res, state, requestId, tooLong, captured, false, route.dialect);
           return;
         }
-        if (draining) {
-          sendError(res, state, requestId, new TroupeError("service_unavailable", "the server is shutting down", { retryAfterSeconds: 1 }), captured, false, route.dialect);
+        if (draining || !opened) {
+          const message = draining ? "the server is shutting down" : "the server is starting";
+          sendError(res, state, requestId, new TroupeError("service_unavailable", message, { retryAfterSeconds: 1 }), captured, false, route.dialect);
           return;
         }
         inflight += 1;
@@ -209,7 +216,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       let body: unknown;
       if (bodyPromise) {
         const raw = await bodyPromise;
-        const parsed = route.bodyType === "multipart" ? await parseMultipartBody(raw, req.headers["content-type"]) : parseJsonBody(raw, req.headers["content-type"]);
+        const contentType = req.headers["content-type"];
+        const multipart = route.bodyType === "multipart" || (route.bodyType === "json-or-multipart" && isMultipartType(contentType));
+        const parsed = multipart ? await parseMultipartBody(raw, contentType) : parseJsonBody(raw, contentType);
         body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
       }
       const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
@@ -312,7 +321,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const plainPaths = ["/healthz", "/readyz", "/v1/openapi.json", ...(options.pages ?? []).map((p) => p.path)];
   plain("/healthz", async () => ({ status: 200, body: '{"status":"ok"}' }));
   plain("/readyz", async () => {
-    const ok = !draining && (await options.ready().catch(() => false));
+    const ok = opened && !draining && (await options.ready().catch(() => false));
     return { status: ok ? 200 : 503, body: JSON.stringify({ status: ok ? "ready" : "not_ready" }) };
   });
   plain("/v1/openapi.json", async () => ({ status: 200, body: openApiJson() }));
@@ -378,6 +387,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       const socket = await listenExclusive(app, host, port, () => new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
       listenSocket = socket;
       return uWS.us_socket_local_port(socket);
+    },
+    open() {
+      opened = true;
     },
     async shutdown(graceMs) {
       draining = true;

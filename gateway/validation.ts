@@ -114,6 +114,11 @@ export function isUpload(value: unknown): value is UploadedFile {
 
 const multipartType = /^multipart\/form-data\s*;/i;
 
+/** Whether a Content-Type names a multipart/form-data body. */
+export function isMultipartType(contentType: string | undefined): boolean {
+  return contentType !== undefined && multipartType.test(contentType);
+}
+
 /**
  * A multipart/form-data body (the OpenAI-compatible transcription upload) as
  * an object: text fields as strings, files as UploadedFile. Parsed by the

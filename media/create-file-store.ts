@@ -6,7 +6,7 @@ import type { MediaConfig } from "../core/config.ts";
 import type { FileStore } from "./file-store.ts";
 import { LocalFileStore } from "./local-file-store.ts";
 
-export async function createFileStore(media: MediaConfig, dataDir: string): Promise<FileStore> {
+export async function createFileStore(media: Pick<MediaConfig, "s3">, dataDir: string): Promise<FileStore> {
   if (media.s3) {
     // Loaded only here, so the embedded mode never loads the AWS SDK.
     const { S3FileStore } = await import("./s3-file-store.ts");

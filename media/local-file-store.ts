@@ -7,6 +7,7 @@
 import { createReadStream } from "node:fs";
 import { mkdir, open, readFile, readdir, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { parseVersioned, versionedJson } from "../core/schema-version.ts";
 import {
   isFileId,
   newFileId,
@@ -59,7 +60,7 @@ export class LocalFileStore implements FileStore {
       }
       const metaHandle = await open(tmpMeta, "w");
       try {
-        await metaHandle.writeFile(JSON.stringify(file));
+        await metaHandle.writeFile(versionedJson(JSON.stringify(file)));
         await metaHandle.sync();
       } finally {
         await metaHandle.close();
@@ -85,7 +86,7 @@ export class LocalFileStore implements FileStore {
       if (isMissing(e)) return undefined;
       throw e;
     }
-    return storedFileSchema.parse(JSON.parse(raw));
+    return storedFileSchema.parse(parseVersioned("file-metadata", raw));
   }
 
   async get(id: string, range?: ByteRange): Promise<{ file: StoredFile; body: AsyncIterable<Buffer> } | undefined> {

@@ -8,6 +8,7 @@
 // so a failed upload leaves nothing; the body is collected first because a
 // PutObject needs its length (media files are bounded by the caller's cap).
 import type { S3Client } from "@aws-sdk/client-s3";
+import { SCHEMA_VERSION, upgrade } from "../core/schema-version.ts";
 import {
   isFileId,
   newFileId,
@@ -30,7 +31,7 @@ export interface S3Settings {
 type Sdk = typeof import("@aws-sdk/client-s3");
 
 /** Object metadata keys (S3 lower-cases them; values must be ASCII). */
-const meta = { organization: "organization-id", sha256: "sha256", created: "created-at" } as const;
+const meta = { organization: "organization-id", sha256: "sha256", created: "created-at", version: "schema-version" } as const;
 
 export class S3FileStore implements FileStore {
   private readonly sdk: Sdk;
@@ -88,7 +89,7 @@ export class S3FileStore implements FileStore {
         Body: Buffer.concat(chunks, file.size),
         ContentLength: file.size,
         ContentType: file.content_type,
-        Metadata: { [meta.organization]: file.organization_id, [meta.sha256]: file.etag.slice(1, -1), [meta.created]: file.created_at },
+        Metadata: { [meta.organization]: file.organization_id, [meta.sha256]: file.etag.slice(1, -1), [meta.created]: file.created_at, [meta.version]: String(SCHEMA_VERSION) },
       }),
     );
     return file;
@@ -133,14 +134,16 @@ export class S3FileStore implements FileStore {
   }
 
   private recordOf(id: string, metadata: Record<string, string> | undefined, contentType: string | undefined, size: number | undefined): StoredFile {
-    return storedFileSchema.parse({
+    const record = {
       id,
       organization_id: metadata?.[meta.organization],
       content_type: contentType ?? "application/octet-stream",
       size,
       etag: `"${metadata?.[meta.sha256] ?? ""}"`,
       created_at: metadata?.[meta.created],
-    });
+    };
+    // Objects stored before schema versions have no schema-version metadata: version 0.
+    return storedFileSchema.parse(upgrade("file-metadata", Number(metadata?.[meta.version] ?? 0), record));
   }
 }
 

@@ -232,10 +232,14 @@ export function modelIdSchema(catalogue: Catalogue, need: Need) {
  * A routed request's `model` as one rule for server and document: `model`
  * (an id from `modelIdSchema`, or null) is required when routing_strategy is
  * manual (OpenAPI: if/then), which the router would otherwise refuse.
+ * `rules`: what a named model asks of the other fields, as if/then
+ * (providers/model-rules.ts), stated in the document's `allOf`; the server
+ * applies the same rules when it checks the request against the model.
  */
 export function withModel<Shape extends z.core.$ZodShape, Config extends z.core.$ZodObjectConfig, M extends z.ZodType>(
   schema: z.ZodObject<Shape, Config>,
   model: M,
+  rules: Record<string, unknown>[] = [],
 ) {
   return schema
     .extend({ model })
@@ -249,6 +253,7 @@ export function withModel<Shape extends z.core.$ZodShape, Config extends z.core.
     .meta({
       if: { properties: { routing_strategy: { const: "manual" } }, required: ["routing_strategy"] },
       then: { properties: { model: { type: "string" } }, required: ["model"] },
+      ...(rules.length > 0 ? { allOf: rules } : {}),
     });
 }
 

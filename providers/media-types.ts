@@ -29,6 +29,10 @@ export interface TranscriptionResult {
   text: string;
   /** Seconds of audio, when the provider reports it. */
   durationSeconds?: number | undefined;
+  /** Timed segments, when the provider reports them (OpenAI's verbose_json). */
+  segments?: { start: number; end: number; text: string }[] | undefined;
+  /** The language the provider heard (a code or OpenAI's English name), when it says. */
+  language?: string | undefined;
 }
 
 export interface ImageGenerationRequest {

@@ -1,6 +1,7 @@
 // Transcription (docs/api/media.md): the audio (already downloaded through the
 // outbound guard) goes to a model with the transcription capability.
 import { z } from "zod";
+import { uriString } from "../core/uri-schema.ts";
 import type { ModelEntry } from "./catalogue.ts";
 import type { AudioBytes, TranscriptionResult } from "./media-types.ts";
 import type { CallContext, Router } from "./router.ts";
@@ -8,7 +9,7 @@ import { routingStrategySchema } from "./types.ts";
 
 export const transcriptionRequestSchema = z
   .object({
-    audio_url: z.string().min(1).max(8192),
+    audio_url: uriString(8192),
     language: z
       .string()
       .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$/, "a language code such as en or pt-BR")

@@ -2,12 +2,13 @@
 // the chat router to a model of category `vision`; each adapter puts the
 // image in its provider's own format.
 import { z } from "zod";
+import { uriString } from "../core/uri-schema.ts";
 import type { CallContext, Router } from "./router.ts";
 import { routingStrategySchema, type ImageInput } from "./types.ts";
 
 export const visionRequestSchema = z
   .object({
-    image_url: z.string().min(1).max(20_000_000),
+    image_url: uriString(20_000_000),
     prompt: z.string().min(1).default("Describe this image."),
     model: z.string().min(1).nullable().optional(),
     routing_strategy: routingStrategySchema.default("auto"),

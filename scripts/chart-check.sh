@@ -130,6 +130,9 @@ rejects=(
   "--set dapr.appPort=70000|appPort"
   "--set image.pullPolicy=Sometimes|pullPolicy"
   "--set unknownTopLevel=1|unknownTopLevel"
+  "--set updateStrategy.maxSurge=0,updateStrategy.maxUnavailable=0|updateStrategy"
+  "--set preStopSleepSeconds=-1|preStopSleepSeconds"
+  "--set config.SHUTDOWN_GRACE_MS=30000|terminationGracePeriodSeconds"
 )
 for case in "${rejects[@]}"; do
   flags="${case%|*}" expect="${case##*|}"

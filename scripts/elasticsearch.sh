@@ -19,6 +19,8 @@
 #   ES_JAVA_HOME       a Java 21+ to use instead of searching for one
 #   ES_USER            user that runs ES when this script runs as root (default troupe-es)
 #   ES_START_TIMEOUT_S seconds to wait for /_cluster/health (default 180)
+# Snapshots: path.repo is <ES_DATA_DIR>/snapshots, so a filesystem snapshot repository
+# (docs/operations/backup-and-restore.md) may be registered under it.
 set -euo pipefail
 
 ES_VERSION="9.4.3"
@@ -241,13 +243,13 @@ start_server() {
       es_home="$(unpack_into "$user_home/.cache/troupe/elasticsearch")"
       chown "$ES_USER" "$user_home/.cache" "$user_home/.cache/troupe" "$user_home/.cache/troupe/elasticsearch"
     fi
-    mkdir -p "$LOG_DIR" "$DATA_ROOT/data"
+    mkdir -p "$LOG_DIR" "$DATA_ROOT/data" "$DATA_ROOT/snapshots"
     chown -R "$ES_USER" "$es_home" "$DATA_ROOT"
     runuser -u "$ES_USER" -- test -w "$DATA_ROOT/data" ||
       die "user $ES_USER cannot write to $DATA_ROOT/data; set ES_DATA_DIR to a directory it can reach."
   else
     es_home="$(unpack_into "$CACHE_DIR")"
-    mkdir -p "$LOG_DIR" "$DATA_ROOT/data"
+    mkdir -p "$LOG_DIR" "$DATA_ROOT/data" "$DATA_ROOT/snapshots"
   fi
 
   say "starting Elasticsearch $ES_VERSION on $URL (heap $ES_HEAP, data $DATA_ROOT)"
@@ -264,6 +266,7 @@ start_server() {
     -E http.port="$ES_PORT" \
     -E path.data="$DATA_ROOT/data" \
     -E path.logs="$LOG_DIR" \
+    -E path.repo="$DATA_ROOT/snapshots" \
     -E xpack.security.enabled=false \
     -E cluster.routing.allocation.disk.threshold_enabled=false \
     >"$start_log" 2>&1; then

@@ -169,6 +169,17 @@ export class ApiKeyService {
     return toRecord(revoked);
   }
 
+  /** Keys deleted with their organization: refused here at once, and on every replica once the revocation broadcast lands. */
+  async broadcastRemoved(removed: readonly StoredApiKey[]): Promise<void> {
+    for (const stored of removed) {
+      const message: RevocationMessage = { key_id: stored.id, key_hash: stored.key_hash };
+      this.revokedHere(message);
+      await this.store.publish(revokedChannel, JSON.stringify(message)).catch((error: unknown) => {
+        this.log.warn("revocation broadcast failed; other replicas catch up on revalidation", { error });
+      });
+    }
+  }
+
   /** The live record of a presented key, or a 401 (see key-cache.ts). */
   authenticate(presented: string): ApiKeyRecord | Promise<ApiKeyRecord> {
     return this.cache.authenticate(presented);

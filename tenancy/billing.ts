@@ -16,7 +16,7 @@ import { noEvents, type EventPublisher } from "../core/organization-events.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { Payer, UsageRecord } from "../providers/usage.ts";
 import type { DataStore } from "./data-store.ts";
-import { alertEventId, periodOf, type BudgetAlert, type LedgerStore, type Reservation, type StoredBudget } from "./ledger.ts";
+import { alertEventId, periodOf, type BudgetAlert, type LedgerStore, type Reservation, type ReservedPart, type ReserveOutcome, type StoredBudget } from "./ledger.ts";
 
 const budgetChannel = "budget-changed";
 const cacheTtlMs = 10_000; // 10 s: a missed broadcast heals this fast
@@ -31,6 +31,20 @@ const reservationTtlMs = 15 * 60_000;
  */
 const appendChunk = { redis: 500, embedded: 16 } as const;
 const republishEveryMs = 30_000;
+/**
+ * A video job's reservation outlives its job only if the job is lost: jobs
+ * end within minutes (each poll is bounded, a stuck task fails the job), and
+ * a job still running this long after its start bills its remaining scenes
+ * without a hold (docs/api/usage-budgets-rate-limits.md).
+ */
+const jobReservationTtlMs = 24 * 3_600_000;
+
+/** The parts a job holds under a hard limit (JobActor state): settled or released one by one. */
+export interface HeldParts {
+  project_id: string;
+  period: string;
+  parts: ReservedPart[];
+}
 
 interface CachedBudget {
   hard: boolean;
@@ -115,9 +129,44 @@ export class Billing {
     const reservation: Reservation = { project_id: payer.project_id, period: periodOf(isoTime(now)), id: prefixedId("rsv", now) };
     const outcome = await this.ledger.reserve(reservation, Math.max(0, Math.ceil(estimateNanos())), now + reservationTtlMs, now);
     if (outcome.admitted) return reservation;
-    throw new TroupeError("budget_exceeded", `the project's monthly budget of ${usd(outcome.limit_nanos)} USD is used up (${usd(outcome.spent_nanos)} USD spent)`, {
-      details: { limit_usd: usd(outcome.limit_nanos), spent_usd: usd(outcome.spent_nanos), reserved_usd: usd(outcome.reserved_nanos), period: reservation.period },
-    });
+    throw exceeded(outcome, reservation.period);
+  }
+
+  /**
+   * Admits a video job whose parts (scenes, narration) cost at most
+   * `amountsNanos`: undefined when nothing needs holding (a test key, no hard
+   * limit), else the parts held, one id each; 402 budget_exceeded when the
+   * whole job does not fit under the limit.
+   */
+  async reserveParts(payer: Payer, idPrefix: string, amountsNanos: number[]): Promise<HeldParts | undefined> {
+    if (!payer.live) return undefined;
+    const now = this.clock.now();
+    let cached = this.budgets.get(payer.project_id);
+    if (!cached || now - cached.readAt >= cacheTtlMs) {
+      const budget = await this.ledger.getBudget(payer.project_id);
+      cached = { hard: budget?.hard_limit ?? false, readAt: now };
+      this.budgets.set(payer.project_id, cached);
+    }
+    if (!cached.hard) return undefined;
+    const held: HeldParts = {
+      project_id: payer.project_id,
+      period: periodOf(isoTime(now)),
+      parts: amountsNanos.map((amount, i) => ({ id: `${idPrefix}:${i}`, amount_nanos: Math.max(0, Math.ceil(amount)) })),
+    };
+    const outcome = await this.ledger.reserveParts(held, held.parts, now + jobReservationTtlMs, now, false);
+    if (!outcome.admitted) throw exceeded(outcome, held.period, held.parts.reduce((sum, p) => sum + p.amount_nanos, 0));
+    return held;
+  }
+
+  /** Holds again the parts of a job admitted earlier that are not held (the embedded ledger keeps holds in memory: a restart loses them). */
+  async restoreParts(held: HeldParts, parts: ReservedPart[]): Promise<void> {
+    const now = this.clock.now();
+    await this.ledger.reserveParts(held, parts, now + jobReservationTtlMs, now, true);
+  }
+
+  /** Releases held parts without billing (a cancelled or failed job's unfinished ones). */
+  async releaseParts(held: HeldParts, partIds: string[]): Promise<void> {
+    for (const id of partIds) await this.ledger.release({ project_id: held.project_id, period: held.period, id });
   }
 
   /** Bills a reserved call at its real cost and releases its reservation, in one atomic ledger step. */
@@ -130,8 +179,10 @@ export class Billing {
    * video JobActor's `bill`: `request_id = "job:<job>:segment:<i>"`).
    * Resolves once the record is in the ledger; billing it again is a no-op.
    */
-  readonly bill = async (record: UsageRecord): Promise<void> => {
+  readonly bill = async (record: UsageRecord, settles?: Reservation): Promise<void> => {
     await this.publishAlerts(await this.ledger.append([record]));
+    // Billed first, released after: in between, the part counts twice (never under the limit's guard).
+    if (settles) await this.ledger.release(settles);
   };
 
   async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
@@ -168,6 +219,20 @@ export class Billing {
       this.log.warn("pending budget alerts could not be read", { error });
     }
   }
+}
+
+/** The 402 of a refused reservation; `neededNanos`: what work of known cost (a video job) asked for. */
+function exceeded(outcome: Exclude<ReserveOutcome, { admitted: true }>, period: string, neededNanos?: number): TroupeError {
+  const { limit_nanos: limit, spent_nanos: spent, reserved_nanos: reserved } = outcome;
+  const details = { limit_usd: usd(limit), spent_usd: usd(spent), reserved_usd: usd(reserved), period };
+  if (neededNanos === undefined || spent + reserved >= limit) {
+    return new TroupeError("budget_exceeded", `the project's monthly budget of ${usd(limit)} USD is used up (${usd(spent)} USD spent)`, { details });
+  }
+  return new TroupeError(
+    "budget_exceeded",
+    `this job may cost up to ${usd(neededNanos)} USD, more than the ${usd(limit - spent - reserved)} USD left of the project's monthly budget of ${usd(limit)} USD (${usd(spent)} USD spent, ${usd(reserved)} USD reserved by work in flight)`,
+    { details: { ...details, required_usd: usd(neededNanos) } },
+  );
 }
 
 /** Nano-dollars as USD rounded to the micro-dollar (what the API shows). */

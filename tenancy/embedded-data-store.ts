@@ -6,6 +6,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import type { Clock } from "../core/clock.ts";
+import { dataKind, SCHEMA_VERSION, upgrade } from "../core/schema-version.ts";
 import {
   backoffWaitMs,
   ClaimTakenError,
@@ -22,6 +23,8 @@ interface Envelope {
   v: unknown;
   /** Expiry in epoch ms, for documents written with a ttl. */
   e?: number;
+  /** The schema version `v` was written with; absent: version 0 (core/schema-version.ts). */
+  s?: number;
 }
 
 type IndexKey = [string, number, string];
@@ -63,7 +66,7 @@ export class EmbeddedDataStore implements DataStore {
     const envelope = this.docs.get(key);
     if (!envelope) return undefined;
     if (envelope.e !== undefined && envelope.e <= this.clock.now()) return undefined;
-    return envelope.v;
+    return envelope.s === SCHEMA_VERSION ? envelope.v : upgrade(dataKind(key), envelope.s ?? 0, envelope.v);
   }
 
   async lookup(claimKey: string): Promise<string | undefined> {
@@ -87,7 +90,7 @@ export class EmbeddedDataStore implements DataStore {
   private applyOne(op: StoreOp): void {
     switch (op.op) {
       case "put": {
-        const envelope: Envelope = { v: op.value };
+        const envelope: Envelope = { v: op.value, s: SCHEMA_VERSION };
         if (op.ttlMs !== undefined) envelope.e = this.clock.now() + op.ttlMs;
         this.docs.put(op.key, envelope);
         return;

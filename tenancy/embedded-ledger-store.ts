@@ -17,6 +17,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
+import { SCHEMA_VERSION, upgrade, type RecordKind } from "../core/schema-version.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import {
   addCounter,
@@ -29,6 +30,7 @@ import {
   type BudgetAlert,
   type LedgerStore,
   type Reservation,
+  type ReservedPart,
   type ReserveOutcome,
   type StoredBudget,
   type UsageRow,
@@ -46,71 +48,7 @@ import {
   type CompactEntry,
   type Dimension,
 } from "./ledger-entry.ts";
-
-/**
- * One lmdb database written behind the main thread: `put` queues the write
- * (lmdb performs it on its write thread, batched with every other write of
- * the event turn) and keeps the value readable here until it is committed,
- * because lmdb's reads see committed data only. One process writes the
- * embedded ledger, so what it wrote last is the truth.
- */
-class WriteBehind<V> {
-  readonly db: Database<V, string>;
-  private readonly pending = new Map<string, { value: V; writes: number }>();
-
-  constructor(db: Database<V, string>) {
-    this.db = db;
-  }
-
-  get(key: string): V | undefined {
-    const pending = this.pending.get(key);
-    return pending ? pending.value : this.db.get(key);
-  }
-
-  /** The database was cleared: nothing written before reads back. */
-  forgetAll(): void {
-    this.pending.clear();
-  }
-
-  /** Queues the write; `commits` gets the promise of its commit and what to forget then. */
-  put(key: string, value: V, commits: Commits): void {
-    commits.last = this.db.put(key, value);
-    const pending = this.pending.get(key);
-    if (pending) {
-      pending.value = value;
-      pending.writes += 1;
-    } else this.pending.set(key, { value, writes: 1 });
-    commits.forget.push(() => {
-      const written = this.pending.get(key);
-      if (written && --written.writes === 0) this.pending.delete(key);
-    });
-  }
-}
-
-/** The writes of one append: lmdb commits in order, so the last one's promise is the whole append's. */
-interface Commits {
-  last: Promise<boolean> | undefined;
-  forget: Array<() => void>;
-}
-
-/** What one append adds to one aggregate row or one key's/environment's usage to date. */
-interface Counts {
-  c: number;
-  i: number;
-  o: number;
-  u: number;
-  n: number;
-  last: string;
-}
-
-function countsOf(map: Map<string, Counts>, key: string): Counts {
-  let counts = map.get(key);
-  if (!counts) {
-    counts = { c: 0, i: 0, o: 0, u: 0, n: 0, last: "" };
-    map.set(key, counts);
-  }
-  return counts;
-}
+import { countsOf, WriteBehind, type Commits, type Counts } from "./lmdb-write-behind.ts";
 
 interface Held {
   amount: number;
@@ -122,6 +60,28 @@ export interface EmbeddedLedgerOptions {
   retentionMs?: number;
   /** The clock generations follow (tests move it). */
   now?: () => number;
+}
+
+/**
+ * A ledger entry or budget as stored: `{s: version, v: value}`; a release
+ * before schema versions stored the bare value (version 0, no `s`).
+ */
+type Versioned<T> = { s: number; v: T } | T;
+
+function opened<T>(kind: RecordKind, stored: Versioned<T>): T {
+  const entry = stored as { s?: unknown; v?: unknown };
+  if (typeof entry.s === "number" && "v" in entry) return (entry.s === SCHEMA_VERSION ? entry.v : upgrade(kind, entry.s, entry.v)) as T;
+  return upgrade(kind, 0, stored) as T;
+}
+
+/** Sums the holds still in force, dropping the expired ones. */
+function heldNow(held: Map<string, Held>, nowMs: number): number {
+  let reserved = 0;
+  for (const [id, h] of held) {
+    if (h.expiresAt <= nowMs) held.delete(id);
+    else reserved += h.amount;
+  }
+  return reserved;
 }
 
 export class EmbeddedLedgerStore implements LedgerStore {
@@ -138,7 +98,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
   private readonly dimensionById = new Map<number, Dimension>();
   /** Integer counters: aggregates, period spend, usage to date. */
   private readonly counters: WriteBehind<number>;
-  private readonly budgets: Database<StoredBudget, string>;
+  private readonly budgets: Database<Versioned<StoredBudget>, string>;
   private readonly texts: WriteBehind<string>;
   private readonly pending: Database<BudgetAlert, string>;
   /** Reservations in flight per `<project>:<period>`. */
@@ -158,7 +118,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     this.dimensions = this.root.openDB<string, number>({ name: "dimensions", encoding: "string" });
     for (const { key, value } of this.dimensions.getRange({})) this.learnDimension(key, value);
     this.counters = new WriteBehind(this.root.openDB<number, string>({ name: "counters", encoding: "msgpack" }));
-    this.budgets = this.root.openDB<StoredBudget, string>({ name: "budgets", encoding: "msgpack" });
+    this.budgets = this.root.openDB<Versioned<StoredBudget>, string>({ name: "budgets", encoding: "msgpack" });
     this.texts = new WriteBehind(this.root.openDB<string, string>({ name: "texts", encoding: "string" }));
     this.pending = this.root.openDB<BudgetAlert, string>({ name: "pending", encoding: "msgpack" });
     // Before compact entries, every record was kept whole and forever (`entries`, `ids`): dropped
@@ -281,7 +241,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
 
   /** Claims each threshold the project's spend has reached that no earlier append claimed. */
   private claimAlerts(r: UsageRecord, period: string, spent: number, commits: Commits): BudgetAlert[] {
-    const budget = this.budgets.get(r.project_id);
+    const budget = this.budget(r.project_id);
     if (!budget) return [];
     const alerts: BudgetAlert[] = [];
     for (const threshold of budget.alert_thresholds) {
@@ -295,7 +255,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     return alerts;
   }
 
-  private heldOf(reservation: Reservation): Map<string, Held> {
+  private heldOf(reservation: Omit<Reservation, "id">): Map<string, Held> {
     const key = `${reservation.project_id}:${reservation.period}`;
     let held = this.held.get(key);
     if (!held) {
@@ -312,18 +272,31 @@ export class EmbeddedLedgerStore implements LedgerStore {
   }
 
   async reserve(reservation: Reservation, amountNanos: number, expiresAtMs: number, nowMs: number): Promise<ReserveOutcome> {
-    const budget = this.budgets.get(reservation.project_id);
+    const budget = this.budget(reservation.project_id);
     if (!budget?.hard_limit) return { admitted: true };
     const held = this.heldOf(reservation);
-    let reserved = 0;
-    for (const [id, h] of held) {
-      if (h.expiresAt <= nowMs) held.delete(id);
-      else reserved += h.amount;
-    }
+    const reserved = heldNow(held, nowMs);
     const spent = this.counters.get(`spent\t${reservation.project_id}\t${reservation.period}`) ?? 0;
     const limit = limitNanos(budget);
     if (spent + reserved >= limit) return { admitted: false, spent_nanos: spent, reserved_nanos: reserved, limit_nanos: limit };
     held.set(reservation.id, { amount: amountNanos, expiresAt: expiresAtMs });
+    return { admitted: true };
+  }
+
+  async reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome> {
+    const budget = this.budget(place.project_id);
+    if (!budget?.hard_limit) return { admitted: true };
+    const held = this.heldOf(place);
+    const reserved = heldNow(held, nowMs);
+    const spent = this.counters.get(`spent\t${place.project_id}\t${place.period}`) ?? 0;
+    const limit = limitNanos(budget);
+    const total = parts.reduce((sum, part) => sum + part.amount_nanos, 0);
+    if (!restore && (spent + reserved >= limit || spent + reserved + total > limit)) return { admitted: false, spent_nanos: spent, reserved_nanos: reserved, limit_nanos: limit };
+    for (const part of parts) {
+      const kept = held.get(part.id);
+      if (kept) kept.expiresAt = expiresAtMs;
+      else held.set(part.id, { amount: part.amount_nanos, expiresAt: expiresAtMs });
+    }
     return { admitted: true };
   }
 
@@ -332,11 +305,16 @@ export class EmbeddedLedgerStore implements LedgerStore {
   }
 
   async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
-    await this.budgets.put(projectId, budget);
+    await this.budgets.put(projectId, { s: SCHEMA_VERSION, v: budget });
+  }
+
+  private budget(projectId: string): StoredBudget | undefined {
+    const stored = this.budgets.get(projectId);
+    return stored === undefined ? undefined : opened<StoredBudget>("budget", stored);
   }
 
   async getBudget(projectId: string): Promise<StoredBudget | undefined> {
-    return this.budgets.get(projectId);
+    return this.budget(projectId);
   }
 
   async spent(projectId: string, period: string): Promise<number> {

@@ -47,6 +47,8 @@ export class InvitationService {
     await this.store.apply([
       { op: "put", key: keys.invitation(invitation.id), value: invitation },
       { op: "claim", key: keys.invitationToken(sha256(token)), value: invitation.id },
+      // So deleting the organization can release the claim (it is found by the token's hash only).
+      { op: "put", key: keys.invitationTokenOf(invitation.id), value: sha256(token) },
       { op: "index", key: keys.orgInvitations(orgId), member: invitation.id, score: now },
     ]);
     return { invitation, token };

@@ -16,6 +16,7 @@
 // one drop per generation (lmdb) or one key expiry (Redis), never a scan.
 // The entry is also the usage_key's idempotency mark: a record appended
 // again while any live generation holds its key is not billed again.
+import { SCHEMA_VERSION } from "../core/schema-version.ts";
 import type { UsageCategory, UsageRecord } from "../providers/usage.ts";
 import { unitsMicro } from "./ledger.ts";
 
@@ -37,8 +38,13 @@ export interface Dimension {
   provider: string;
 }
 
-/** A call's own figures: [dimension id, created_at (ms), input tokens, output tokens, units (millionths), cost (nano-dollars)]. */
-export type CompactEntry = [number, number, number, number, number, number];
+/**
+ * A call's own figures: [dimension id, created_at (ms), input tokens, output
+ * tokens, units (millionths), cost (nano-dollars), schema version]. The
+ * version comes last, so a later format can add fields before it and still
+ * tell its entries from these (core/schema-version.ts).
+ */
+export type CompactEntry = [number, number, number, number, number, number, number];
 
 /** A dimension's identity within its project (tabs never occur in ids or model names). */
 export function dimensionKey(r: UsageRecord): string {
@@ -51,7 +57,7 @@ export function parseDimensionKey(projectId: string, key: string): Dimension {
 }
 
 export function compactEntry(r: UsageRecord, dimension: number): CompactEntry {
-  return [dimension, Date.parse(r.created_at), r.input_tokens, r.output_tokens, unitsMicro(r), r.cost_nanos];
+  return [dimension, Date.parse(r.created_at), r.input_tokens, r.output_tokens, unitsMicro(r), r.cost_nanos, SCHEMA_VERSION];
 }
 
 /** Redis keeps an entry as one short string. */
@@ -60,8 +66,8 @@ export function entryText(entry: CompactEntry): string {
 }
 
 export function parseEntryText(text: string): CompactEntry {
-  const [d = 0, t = 0, i = 0, o = 0, u = 0, c = 0] = text.split(",").map(Number);
-  return [d, t, i, o, u, c];
+  const [d = 0, t = 0, i = 0, o = 0, u = 0, c = 0, s = SCHEMA_VERSION] = text.split(",").map(Number);
+  return [d, t, i, o, u, c, s];
 }
 
 /** The usage record an entry stands for (request_id: the usage_key up to its call number). */

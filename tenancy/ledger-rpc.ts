@@ -9,6 +9,7 @@ export type LedgerMethod = keyof LedgerMethods;
 const methods: ReadonlySet<string> = new Set<LedgerMethod>([
   "append",
   "reserve",
+  "reserveParts",
   "release",
   "putBudget",
   "getBudget",

@@ -62,6 +62,12 @@ export interface Reservation {
   id: string;
 }
 
+/** One part of work reserved whole (a video job's scene or narration), settled or released on its own. */
+export interface ReservedPart {
+  id: string;
+  amount_nanos: number;
+}
+
 export type ReserveOutcome = { admitted: true } | { admitted: false; spent_nanos: number; reserved_nanos: number; limit_nanos: number };
 
 export interface LedgerStore {
@@ -78,6 +84,15 @@ export interface LedgerStore {
   append(records: UsageRecord[], settle?: Reservation): Promise<BudgetAlert[]>;
   /** Admits a call while spent + reserved < the project's hard limit, reserving `amountNanos` until settled or `expiresAtMs`. */
   reserve(reservation: Reservation, amountNanos: number, expiresAtMs: number, nowMs: number): Promise<ReserveOutcome>;
+  /**
+   * Admits work of known parts (a video job: its scenes and narration) only
+   * when all of it fits: spent + reserved + the parts' sum ≤ the project's
+   * hard limit (and spent + reserved < it). Each part is then held under its
+   * own id, as `reserve` holds a call, until released or `expiresAtMs`.
+   * `restore`: holds the parts not held yet without checking (work admitted
+   * earlier whose holds a restart lost); a part held already is kept.
+   */
+  reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome>;
   /** Releases a reservation without billing (the call failed before any usage). */
   release(reservation: Reservation): Promise<void>;
   putBudget(projectId: string, budget: StoredBudget): Promise<void>;

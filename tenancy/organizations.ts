@@ -31,7 +31,7 @@ export class OrganizationService {
   }
 
   newOrg(name: string, now: number): Organization {
-    return { id: prefixedId("org", now), name, created_at: isoTime(now) };
+    return { id: prefixedId("org", now), name, created_at: isoTime(now), file_retention_days: null };
   }
 
   /** An organization with its owner's membership, as batch ops. */
@@ -62,6 +62,31 @@ export class OrganizationService {
     const org = await this.records.org(orgId);
     if (!org) throw new TroupeError("not_found", "organization not found");
     return org;
+  }
+
+  /** Renames the organization or sets its file retention (owners and admins). */
+  async updateOrg(userId: string, orgId: string, change: { name?: string | undefined; file_retention_days?: number | null | undefined }): Promise<Organization> {
+    const membership = await requireMembership(this.records, userId, orgId);
+    requireRole(membership, "admin", "changing the organization");
+    const org = await this.records.org(orgId);
+    if (!org) throw new TroupeError("not_found", "organization not found");
+    const updated: Organization = {
+      ...org,
+      ...(change.name === undefined ? {} : { name: change.name }),
+      ...(change.file_retention_days === undefined ? {} : { file_retention_days: change.file_retention_days }),
+    };
+    await this.store.apply([{ op: "put", key: keys.org(orgId), value: updated }]);
+    return updated;
+  }
+
+  /** The user's role in the organization; undefined when not a member. */
+  async roleIn(userId: string, orgId: string): Promise<Membership["role"] | undefined> {
+    return (await this.records.membership(orgId, userId))?.role;
+  }
+
+  /** The organization's own file retention: days, null (the default), undefined when it does not exist. */
+  async fileRetentionDays(orgId: string): Promise<number | null | undefined> {
+    return (await this.records.org(orgId))?.file_retention_days;
   }
 
   newProject(orgId: string, name: string, now: number): Project {

@@ -33,6 +33,7 @@ export const keys = {
   invitation: (id: string) => `invitation:${id}`,
   invitationToken: (hash: string) => `invitation-token:${hash}`,
   orgInvitations: (orgId: string) => `org-invitations:${orgId}`,
+  invitationTokenOf: (invitationId: string) => `invitation-token-of:${invitationId}`,
 } as const;
 
 async function read<S extends z.ZodType>(store: DataStore, key: string, schema: S): Promise<z.output<S> | undefined> {

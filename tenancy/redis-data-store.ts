@@ -23,6 +23,7 @@ import {
   type IndexPage,
   type StoreOp,
 } from "./data-store.ts";
+import { dataKind, parseVersioned, versionedJson } from "../core/schema-version.ts";
 import { connectRedis, isCluster, type RedisClient, type RedisTarget } from "./redis-connection.ts";
 
 // KEYS[i] is the Redis key of ops[i]: the script touches only declared keys,
@@ -126,13 +127,13 @@ export class RedisDataStore implements DataStore {
 
   async get(key: string): Promise<unknown> {
     const raw = await this.redis.get(this.doc(key));
-    return raw === null ? undefined : JSON.parse(raw);
+    return raw === null ? undefined : parseVersioned(dataKind(key), raw);
   }
 
   async getMany(keys: string[]): Promise<unknown[]> {
     if (keys.length === 0) return [];
     const raws = await this.redis.mget(keys.map((k) => this.doc(k)));
-    return raws.map((raw) => (raw === null ? undefined : JSON.parse(raw)));
+    return raws.map((raw, i) => (raw === null ? undefined : parseVersioned(dataKind(keys[i]!), raw)));
   }
 
   async lookup(claimKey: string): Promise<string | undefined> {
@@ -141,8 +142,8 @@ export class RedisDataStore implements DataStore {
   }
 
   async apply(ops: StoreOp[]): Promise<void> {
-    // Values travel pre-serialized so cjson never re-encodes caller JSON.
-    const wire = ops.map((op) => (op.op === "put" ? { ...op, value: JSON.stringify(op.value) } : op));
+    // Values travel pre-serialized so cjson never re-encodes caller JSON; each in its schema-version envelope.
+    const wire = ops.map((op) => (op.op === "put" ? { ...op, value: versionedJson(JSON.stringify(op.value)) } : op));
     const redisKeys = ops.map((op) => this.redisKey(op));
     const taken = await this.redis.troupeApply(String(redisKeys.length), ...redisKeys, JSON.stringify(wire));
     if (taken) throw new ClaimTakenError(taken);

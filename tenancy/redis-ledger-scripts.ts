@@ -72,7 +72,7 @@ if ARGV[2] ~= "" then
   local amount = redis.call("HGET", bud, "r:" .. ARGV[2])
   if amount then
     redis.call("HDEL", bud, "r:" .. ARGV[2])
-    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
+    redis.call("HINCRBY", bud, "reserved", 0 - tonumber(amount))
   end
   redis.call("ZREM", exp, ARGV[2])
 end
@@ -100,7 +100,7 @@ for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[4])) do
   local amount = redis.call("HGET", bud, "r:" .. id)
   if amount then
     redis.call("HDEL", bud, "r:" .. id)
-    redis.call("HINCRBY", bud, "reserved", -tonumber(amount))
+    redis.call("HINCRBY", bud, "reserved", 0 - tonumber(amount))
   end
   redis.call("ZREM", exp, id)
 end
@@ -117,7 +117,7 @@ export const releaseScript = `
 local amount = redis.call("HGET", KEYS[1], "r:" .. ARGV[1])
 if amount then
   redis.call("HDEL", KEYS[1], "r:" .. ARGV[1])
-  redis.call("HINCRBY", KEYS[1], "reserved", -tonumber(amount))
+  redis.call("HINCRBY", KEYS[1], "reserved", 0 - tonumber(amount))
 end
 redis.call("ZREM", KEYS[2], ARGV[1])
 return 0

@@ -17,6 +17,7 @@
 // records it reports as new: a crash between the two leaves it short by
 // those records. On one Redis the names stay untagged and everything is one
 // script, as before (docs/decisions.md).
+import { parseVersioned, versionedJson } from "../core/schema-version.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import {
   addCounter,
@@ -29,11 +30,13 @@ import {
   type BudgetAlert,
   type LedgerStore,
   type Reservation,
+  type ReservedPart,
   type ReserveOutcome,
   type StoredBudget,
   type UsageRow,
   type UsageToDate,
 } from "./ledger.ts";
+import { reservePartsScript } from "./redis-ledger-parts.ts";
 import { connectRedis, isCluster, primaries, type RedisClient, type RedisTarget } from "./redis-connection.ts";
 import { appendScript, releaseScript, reserveScript, useScript } from "./redis-ledger-scripts.ts";
 import {
@@ -54,6 +57,7 @@ type RedisWithScripts = RedisClient & {
   troupeLedgerUse(key: string, costNanos: string, calls: string, lastUsedAt: string): Promise<number>;
   troupeLedgerReserve(bud: string, exp: string, cfg: string, id: string, amount: string, expiresAt: string, now: string): Promise<[number, string, string, string]>;
   troupeLedgerRelease(bud: string, exp: string, id: string): Promise<number>;
+  troupeLedgerReserveParts(bud: string, exp: string, cfg: string, ...args: string[]): Promise<[number, string, string, string]>;
 };
 
 export class RedisLedgerStore implements LedgerStore {
@@ -80,6 +84,7 @@ export class RedisLedgerStore implements LedgerStore {
     redis.defineCommand("troupeLedgerUse", { numberOfKeys: 1, lua: useScript });
     redis.defineCommand("troupeLedgerReserve", { numberOfKeys: 3, lua: reserveScript });
     redis.defineCommand("troupeLedgerRelease", { numberOfKeys: 2, lua: releaseScript });
+    redis.defineCommand("troupeLedgerReserveParts", { numberOfKeys: 3, lua: reservePartsScript });
     this.redis = redis as RedisWithScripts;
   }
 
@@ -201,13 +206,22 @@ export class RedisLedgerStore implements LedgerStore {
     return { admitted: false, spent_nanos: Number(spent), reserved_nanos: Number(reserved), limit_nanos: Number(limit) };
   }
 
+  async reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome> {
+    const { project_id: project, period } = place;
+    const pairs = parts.flatMap((part) => [part.id, String(part.amount_nanos)]);
+    const args = [String(expiresAtMs), String(nowMs), restore ? "1" : "0", ...pairs];
+    const [admitted, spent, reserved, limit] = await this.redis.troupeLedgerReserveParts(this.bud(project, period), this.exp(project, period), this.cfg(project), ...args);
+    if (admitted === 1) return { admitted: true };
+    return { admitted: false, spent_nanos: Number(spent), reserved_nanos: Number(reserved), limit_nanos: Number(limit) };
+  }
+
   async release(reservation: Reservation): Promise<void> {
     await this.redis.troupeLedgerRelease(this.bud(reservation.project_id, reservation.period), this.exp(reservation.project_id, reservation.period), reservation.id);
   }
 
   async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
     const fields: Record<string, string> = {
-      json: JSON.stringify(budget),
+      json: versionedJson(JSON.stringify(budget)),
       limit: String(limitNanos(budget)),
       marks: JSON.stringify(budget.alert_thresholds.map((t) => [t, String(thresholdMark(budget, t))])),
     };
@@ -221,7 +235,7 @@ export class RedisLedgerStore implements LedgerStore {
 
   async getBudget(projectId: string): Promise<StoredBudget | undefined> {
     const raw = await this.redis.hget(this.cfg(projectId), "json");
-    return raw === null ? undefined : (JSON.parse(raw) as StoredBudget);
+    return raw === null ? undefined : (parseVersioned("budget", raw) as StoredBudget);
   }
 
   async spent(projectId: string, period: string): Promise<number> {

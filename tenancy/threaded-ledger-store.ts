@@ -13,7 +13,7 @@
 // expire anyway).
 import { Worker } from "node:worker_threads";
 import type { LedgerCall, LedgerMethod, LedgerMethods, LedgerReply } from "./ledger-rpc.ts";
-import type { BudgetAlert, LedgerStore, Reservation, ReserveOutcome, StoredBudget, UsageRow, UsageToDate } from "./ledger.ts";
+import type { BudgetAlert, LedgerStore, Reservation, ReservedPart, ReserveOutcome, StoredBudget, UsageRow, UsageToDate } from "./ledger.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import { defaultRetentionMs } from "./ledger-entry.ts";
 
@@ -89,6 +89,10 @@ export class ThreadedLedgerStore implements LedgerStore {
 
   reserve(reservation: Reservation, amountNanos: number, expiresAtMs: number, nowMs: number): Promise<ReserveOutcome> {
     return this.call("reserve", reservation, amountNanos, expiresAtMs, nowMs);
+  }
+
+  reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome> {
+    return this.call("reserveParts", place, parts, expiresAtMs, nowMs, restore);
   }
 
   release(reservation: Reservation): Promise<void> {

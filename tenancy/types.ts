@@ -19,7 +19,13 @@ export type User = z.infer<typeof userSchema>;
 export const storedUserSchema = userSchema.extend({ password_hash: z.string() });
 export type StoredUser = z.infer<typeof storedUserSchema>;
 
-export const organizationSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() });
+export const organizationSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  created_at: z.string(),
+  /** Days its stored files are kept (media/file-retention.ts); null: the deployment's FILE_RETENTION_DAYS. Older records have none. */
+  file_retention_days: z.number().int().nullable().default(null),
+});
 export type Organization = z.infer<typeof organizationSchema>;
 
 export const membershipSchema = z.object({

@@ -21,6 +21,7 @@ import { closeSync, fdatasync, mkdirSync, openSync, readdirSync, readFileSync, u
 import { join } from "node:path";
 import { z } from "zod";
 import type { Logger } from "../core/log.ts";
+import { readVersioned, versionedJson } from "../core/schema-version.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 
 /** Background fdatasync of the open segment: the window a machine loss (not a process crash) can cost. */
@@ -67,7 +68,8 @@ export function readJournal(dir: string, log?: Logger): { records: UsageRecord[]
         log?.warn("usage journal: a torn line skipped", { segment: name });
         continue;
       }
-      const record = usageRecordSchema.safeParse(parsed);
+      // Lines of a release before schema versions are bare records (version 0).
+      const record = usageRecordSchema.safeParse(readVersioned("usage-record", parsed));
       if (record.success) records.push(record.data);
       else log?.warn("usage journal: an unreadable record skipped", { segment: name, error: z.prettifyError(record.error) });
     }
@@ -117,7 +119,8 @@ export class UsageJournal {
 
   /** Writes one record before its call is answered. Throws only if the file cannot be written. */
   append(record: UsageRecord): void {
-    writeSync(this.fd, JSON.stringify(record) + "\n");
+    // In its schema-version envelope: two string concatenations around the JSON (bench/journal-append.ts).
+    writeSync(this.fd, versionedJson(JSON.stringify(record)) + "\n");
     this.dirty = true;
   }
 

@@ -17,7 +17,8 @@ export interface VectorIndexDeps {
   logger?: Logger;
 }
 
-export async function createVectorIndex(config: VectorsConfig, deps: VectorIndexDeps): Promise<VectorIndex> {
+/** `indexModel`: the model the index is built with (gateway/index-model.ts resolves it when unset). */
+export async function createVectorIndex(config: Omit<VectorsConfig, "indexModel"> & { indexModel: string }, deps: VectorIndexDeps): Promise<VectorIndex> {
   const logger = deps.logger?.child({ component: "vectors" });
   if (config.elasticsearchUrl) {
     const { ElasticsearchVectorIndex } = await import("./elasticsearch-vector-index.ts");

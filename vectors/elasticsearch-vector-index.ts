@@ -8,6 +8,7 @@
 // adds still in flight (reservation-ledger.ts), checked before the bulk.
 import { Client, errors } from "@elastic/elasticsearch";
 import { z } from "zod";
+import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import { TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { ReservationLedger, type Reservation } from "./reservation-ledger.ts";
@@ -27,6 +28,7 @@ import {
   type VectorRecord,
   type VectorSearchFilter,
   type VectorSearchResult,
+  type VectorIndexMeta,
 } from "./vector-index.ts";
 
 export interface ElasticsearchVectorIndexOptions {
@@ -117,12 +119,22 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     });
   }
 
+  async storedMeta(): Promise<VectorIndexMeta | undefined> {
+    const exists = await this.call("check the index", () => this.client.indices.exists({ index: this.index }, this.short()));
+    if (!exists) return undefined;
+    const mapping = await this.call("read the index mapping", () => this.client.indices.getMapping({ index: this.index }, this.short()));
+    const meta = troupeMetaSchema.safeParse(Object.values(mapping)[0]?.mappings._meta);
+    return meta.success ? meta.data.troupe : undefined;
+  }
+
   async open(): Promise<void> {
     if (this.opened) return;
     const exists = await this.call("check the index", () => this.client.indices.exists({ index: this.index }, this.short()));
     if (!exists) await this.createIndex();
     const mapping = await this.call("read the index mapping", () => this.client.indices.getMapping({ index: this.index }, this.short()));
-    const meta = troupeMetaSchema.safeParse(Object.values(mapping)[0]?.mappings._meta);
+    const stored = Object.values(mapping)[0]?.mappings._meta;
+    // The index's schema version is in its _meta (absent: an index created before versions, version 0).
+    const meta = troupeMetaSchema.safeParse(stored && typeof stored["troupe"] === "object" ? { troupe: readVersionField("vector-metadata", stored["troupe"]) } : stored);
     if (!meta.success) {
       throw new Error(`refusing to use Elasticsearch index ${this.index}: it exists but was not created by Troupe (no _meta.troupe with model and dimensions)`);
     }
@@ -215,6 +227,24 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     }));
   }
 
+  async deleteOrganization(organizationId: string): Promise<number> {
+    // Search-then-bulk-delete rather than _delete_by_query, which lives in the
+    // reindex module that minimal distributions (the integ-test zip) leave out.
+    // Each bulk waits for its refresh, so the next search no longer sees it.
+    let deleted = 0;
+    for (;;) {
+      const found = await this.call("find the organization's records", () =>
+        this.client.search({ index: this.index, query: { term: { organization_id: organizationId } }, size: 1000, _source: false }, this.short()),
+      );
+      const ids = found.hits.hits.map((hit) => hit._id).filter((id): id is string => typeof id === "string");
+      if (ids.length === 0) return deleted;
+      await this.call("delete the organization's records", () =>
+        this.client.bulk({ operations: ids.map((id) => ({ delete: { _index: this.index, _id: id } })), refresh: "wait_for" }, { requestTimeout: this.bulkTimeoutMs }),
+      );
+      deleted += ids.length;
+    }
+  }
+
   async close(): Promise<void> {
     this.opened = false;
     await this.client.close();
@@ -273,7 +303,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
           settings: { number_of_shards: 1, auto_expand_replicas: "0-1" },
           mappings: {
             dynamic: "strict",
-            _meta: { troupe: { model: this.model, dimensions: this.dimensions } },
+            _meta: { troupe: { schema_version: SCHEMA_VERSION, model: this.model, dimensions: this.dimensions } },
             properties: {
               organization_id: { type: "keyword" },
               record_id: { type: "keyword" },

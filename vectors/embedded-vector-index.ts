@@ -9,6 +9,7 @@ import { mkdir, open as openFile, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
 import { z } from "zod";
+import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import type { Logger } from "../core/log.ts";
 import { loadUsearch, VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
 import {
@@ -47,6 +48,8 @@ export interface EmbeddedVectorIndexOptions {
 
 /** Stored state read back at open is parsed like any other boundary. */
 const storedValueSchema = z.object({
+  /** Schema version (core/schema-version.ts); absent in records of releases before versions. */
+  s: z.number().optional(),
   content: z.string(),
   metadata: z.string(),
   model: z.string(),
@@ -113,7 +116,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     try {
       for (const { key, value } of db.getRange()) {
         const [organizationId, id] = storedKeySchema.parse(key);
-        const record = storedValueSchema.parse(value);
+        const record = storedValueSchema.parse(readVersionField("vector-record", value, "s"));
         const vector = new Float32Array(record.vector.buffer.slice(record.vector.byteOffset, record.vector.byteOffset + record.vector.byteLength));
         const unit = unitVector(vector, this.dimensions);
         if (typeof unit === "string") throw new Error(`record ${organizationId}/${id}: ${unit}`);
@@ -184,6 +187,25 @@ export class EmbeddedVectorIndex implements VectorIndex {
       model: entry.model,
       distance: cosineDistance(cosine),
     }));
+  }
+
+  async deleteOrganization(organizationId: string): Promise<number> {
+    const db = this.requireOpen();
+    // After the batches already written are in memory, so none re-adds a deleted record.
+    await this.applyTail.catch(() => undefined);
+    // Keys sort by organization first: its records are one contiguous range.
+    const keys: [string, string][] = [];
+    for (const key of db.getKeys({ start: [organizationId, ""] })) {
+      if (key[0] !== organizationId) break;
+      keys.push(key);
+    }
+    await db.transaction(() => {
+      for (const key of keys) void db.remove(key);
+    });
+    await db.flushed;
+    this.organizations.delete(organizationId);
+    this.kindById.delete(organizationId);
+    return keys.length;
   }
 
   async close(): Promise<void> {
@@ -273,6 +295,10 @@ export class EmbeddedVectorIndex implements VectorIndex {
     return this.db;
   }
 
+  storedMeta(): Promise<VectorIndexMeta | undefined> {
+    return this.readMeta();
+  }
+
   private async readMeta(): Promise<VectorIndexMeta | undefined> {
     let text: string;
     try {
@@ -281,7 +307,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
     }
-    const parsed = indexMetaSchema.safeParse(JSON.parse(text));
+    const parsed = indexMetaSchema.safeParse(readVersionField("vector-metadata", JSON.parse(text)));
     if (!parsed.success) throw new Error(`vector index ${this.directory}/meta.json is unreadable: ${z.prettifyError(parsed.error)}`);
     return parsed.data;
   }
@@ -292,7 +318,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     const temp = `${target}.${process.pid}.tmp`;
     const file = await openFile(temp, "w");
     try {
-      await file.writeFile(JSON.stringify({ ...meta, similarity: "cosine", created_by: "troupe" }, null, 2) + "\n");
+      await file.writeFile(JSON.stringify({ schema_version: SCHEMA_VERSION, ...meta, similarity: "cosine", created_by: "troupe" }, null, 2) + "\n");
       await file.sync();
     } finally {
       await file.close();
@@ -303,6 +329,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
 
 function toStored(record: CheckedRecord): StoredValue {
   return {
+    s: SCHEMA_VERSION,
     content: record.content,
     metadata: JSON.stringify(record.metadata),
     model: record.model,

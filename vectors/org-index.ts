@@ -37,7 +37,7 @@ export class OrgIndex {
     return this.index.model;
   }
 
-  async add(organizationId: string, content: string, metadata: Record<string, unknown>, signal?: AbortSignal, onUsage?: OnEmbedded): Promise<{ id: string }> {
+  async add(organizationId: string, content: string, metadata: Record<string, unknown>, signal?: AbortSignal, onUsage?: OnEmbedded): Promise<{ id: string; model: string }> {
     if (content.trim().length === 0) throw invalidRequest([{ path: "body.content", message: "must not be empty" }]);
     if (content.length > MAX_CONTENT_CHARS) throw invalidRequest([{ path: "body.content", message: `must be at most ${MAX_CONTENT_CHARS} characters` }]);
     // Before the embedding call: a record the index would refuse costs nothing.
@@ -47,7 +47,7 @@ export class OrgIndex {
     if (!vector) throw new Error("the embedder returned no vector");
     const id = uuid();
     await this.index.add([{ id, organization_id: organizationId, content, metadata, model: this.index.model, vector, created_at: isoTime(this.clock.now()) }]);
-    return { id };
+    return { id, model: this.index.model };
   }
 
   async search(

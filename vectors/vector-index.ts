@@ -73,6 +73,8 @@ export interface VectorIndex {
   readonly model: string;
   readonly dimensions: number;
   readonly limits: Readonly<VectorLimits>;
+  /** What an existing index was built with; undefined when it does not exist yet. Callable before open(). */
+  storedMeta(): Promise<VectorIndexMeta | undefined>;
   /** Creates the index if missing (or loads it), then refuses a model/dimension mismatch. */
   open(): Promise<void>;
   /**
@@ -88,6 +90,8 @@ export interface VectorIndex {
     topK: number,
     filter?: VectorSearchFilter,
   ): Promise<VectorSearchResult[]>;
+  /** Deletes every record of the organization (deleting an organization); answers how many went. Durable and no longer searchable once it resolves. */
+  deleteOrganization(organizationId: string): Promise<number>;
   close(): Promise<void>;
 }
 

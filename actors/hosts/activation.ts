@@ -34,8 +34,13 @@ export interface ActorServices {
 /** The ids actors get unless a host is given others (tests): random UUIDs. */
 export const randomIds: IdSource = { uuid };
 
-/** Writes the committed state; throwing fails the turn and keeps the previous state. */
-export type PersistState = (stateJson: string) => Promise<void>;
+/**
+ * Writes the committed state; throwing fails the turn and keeps the previous
+ * state. `null`: the turn left the initial state, so the stored state is
+ * removed (an actor at its initial state is indistinguishable from one never
+ * used; this is how a deleted resource's actor leaves nothing behind).
+ */
+export type PersistState = (stateJson: string | null) => Promise<void>;
 
 interface QueuedTurn {
   method: string;
@@ -56,6 +61,7 @@ export class Activation {
   private readonly persist: PersistState;
   private readonly log: Logger;
   private idleWaiters: Array<() => void> = [];
+  private readonly initialJson: string;
 
   constructor(definition: AnyActorDefinition, id: string, stateJson: string, services: ActorServices, persist: PersistState) {
     this.definition = definition;
@@ -63,6 +69,7 @@ export class Activation {
     this.stateJson = stateJson;
     this.services = services;
     this.persist = persist;
+    this.initialJson = JSON.stringify(definition.state.parse(definition.initialState()));
     this.lastUsedMs = services.clock.now();
     this.log = services.log.child({ actor_type: definition.type, actor_id: id });
   }
@@ -190,7 +197,7 @@ export class Activation {
       }
       const nextJson = JSON.stringify(parsed.data);
       if (nextJson !== this.stateJson) {
-        await this.persist(nextJson);
+        await this.persist(nextJson === this.initialJson ? null : nextJson);
         this.stateJson = nextJson;
       }
     }

@@ -8,15 +8,22 @@
 // A job belongs to the environment of the key that made it (docs/guides/access-control.md): the snapshot names it and a per-environment index lists it, so a
 // key of another environment neither reads nor lists it. The per-organization
 // index stays for the operator's console.
-import type { DataStore } from "../../tenancy/data-store.ts";
-import { jobSchema, type Job } from "./types.ts";
+import type { DataStore, StoreOp } from "../../tenancy/data-store.ts";
+import { indexMembers } from "../../tenancy/organization-erasure.ts";
+import { jobSchema, openAiVideoFieldsSchema, type Job, type OpenAiVideoFields } from "./types.ts";
 import { z } from "zod";
 
 const snapshotKey = (id: string) => `job:${id}`;
 const orgIndexKey = (orgId: string) => `org-jobs:${orgId}`;
 const environmentIndexKey = (envId: string) => `env-jobs:${envId}`;
 /** environment_id: null in snapshots written before it was kept (the JobActor's state still knows it). */
-const snapshotSchema = z.object({ organization_id: z.string(), environment_id: z.string().nullable().default(null), job: jobSchema });
+const snapshotSchema = z.object({
+  organization_id: z.string(),
+  environment_id: z.string().nullable().default(null),
+  job: jobSchema,
+  /** What /openai/v1/videos presents (absent in older snapshots). */
+  openai_video: openAiVideoFieldsSchema.nullable().default(null),
+});
 
 /** Whose a job is: its organization and environment (the JobActor's owner). */
 export interface JobPlace {
@@ -28,7 +35,10 @@ export interface JobPlace {
 export interface JobEntry {
   job: Job;
   environment_id: string | null;
+  openai_video: OpenAiVideoFields | null;
 }
+
+const valueOf = (place: JobPlace, job: Job, openaiVideo: OpenAiVideoFields | null) => ({ ...place, job, ...(openaiVideo ? { openai_video: openaiVideo } : {}) });
 
 export class JobDirectory {
   private readonly store: DataStore;
@@ -37,44 +47,81 @@ export class JobDirectory {
     this.store = store;
   }
 
-  async created(place: JobPlace, job: Job): Promise<void> {
+  async created(place: JobPlace, job: Job, openaiVideo: OpenAiVideoFields | null = null): Promise<void> {
     const score = Date.parse(job.created_at);
     await this.store.apply([
-      { op: "put", key: snapshotKey(job.id), value: { ...place, job } },
+      { op: "put", key: snapshotKey(job.id), value: valueOf(place, job, openaiVideo) },
       { op: "index", key: orgIndexKey(place.organization_id), member: job.id, score },
       { op: "index", key: environmentIndexKey(place.environment_id), member: job.id, score },
     ]);
   }
 
-  async updated(place: JobPlace, job: Job): Promise<void> {
-    await this.store.apply([{ op: "put", key: snapshotKey(job.id), value: { ...place, job } }]);
+  async updated(place: JobPlace, job: Job, openaiVideo: OpenAiVideoFields | null = null): Promise<void> {
+    await this.store.apply([{ op: "put", key: snapshotKey(job.id), value: valueOf(place, job, openaiVideo) }]);
+  }
+
+  /** The job is deleted: its snapshot and its index entries go, so every replica answers 404 and lists nothing. */
+  async removed(place: JobPlace, id: string): Promise<void> {
+    await this.store.apply([
+      { op: "delete", key: snapshotKey(id) },
+      { op: "unindex", key: orgIndexKey(place.organization_id), member: id },
+      { op: "unindex", key: environmentIndexKey(place.environment_id), member: id },
+    ]);
   }
 
   /** The job if it exists and belongs to the organization, with its environment (the caller checks it). */
   async get(organizationId: string, id: string): Promise<JobEntry | undefined> {
     const parsed = snapshotSchema.safeParse(await this.store.get(snapshotKey(id)));
     if (!parsed.success || parsed.data.organization_id !== organizationId) return undefined;
-    return { job: parsed.data.job, environment_id: parsed.data.environment_id };
+    return { job: parsed.data.job, environment_id: parsed.data.environment_id, openai_video: parsed.data.openai_video };
   }
 
   /** The jobs of one environment (an API key's view). Jobs made before environments were indexed are not listed; they are still read by id. */
   async listEnvironment(environmentId: string, limit: number, cursor: string | null | undefined): Promise<{ data: Job[]; next_cursor: string | null }> {
+    const page = await this.listIndex(environmentIndexKey(environmentId), limit, cursor);
+    return { data: page.data.map((e) => e.job), next_cursor: page.next_cursor };
+  }
+
+  /** The same, as entries (the OpenAI-compatible list presents them). */
+  async listEnvironmentEntries(environmentId: string, limit: number, cursor: string | null | undefined): Promise<{ data: JobEntry[]; next_cursor: string | null }> {
     return this.listIndex(environmentIndexKey(environmentId), limit, cursor);
   }
 
   /** Every job of the organization (the operator's console). */
   async list(organizationId: string, limit: number, cursor: string | null | undefined): Promise<{ data: Job[]; next_cursor: string | null }> {
-    return this.listIndex(orgIndexKey(organizationId), limit, cursor);
+    const page = await this.listIndex(orgIndexKey(organizationId), limit, cursor);
+    return { data: page.data.map((e) => e.job), next_cursor: page.next_cursor };
   }
 
-  private async listIndex(index: string, limit: number, cursor: string | null | undefined): Promise<{ data: Job[]; next_cursor: string | null }> {
+  private async listIndex(index: string, limit: number, cursor: string | null | undefined): Promise<{ data: JobEntry[]; next_cursor: string | null }> {
     const page = await this.store.page(index, limit, cursor);
     const raws = await this.store.getMany(page.members.map(snapshotKey));
-    const data: Job[] = [];
+    const data: JobEntry[] = [];
     for (const raw of raws) {
       const parsed = snapshotSchema.safeParse(raw);
-      if (parsed.success) data.push(parsed.data.job);
+      if (parsed.success) data.push({ job: parsed.data.job, environment_id: parsed.data.environment_id, openai_video: parsed.data.openai_video });
     }
     return { data, next_cursor: page.nextCursor };
+  }
+
+  /**
+   * Deleting an organization: removes its jobs' documents and index entries
+   * (the organization's and each of `environmentIds`'); answers their ids.
+   */
+  async eraseOrganization(organizationId: string, environmentIds: readonly string[]): Promise<string[]> {
+    const ids = await indexMembers(this.store, orgIndexKey(organizationId));
+    const ops: StoreOp[] = [];
+    for (const id of ids) {
+      ops.push({ op: "unindex", key: orgIndexKey(organizationId), member: id });
+      for (const env of environmentIds) ops.push({ op: "unindex", key: environmentIndexKey(env), member: id });
+    }
+    if (ops.length > 0) await this.store.apply(ops);
+    await this.eraseDocuments(ids);
+    return ids;
+  }
+
+  /** Deletes these documents (again after their actors are gone: a turn that was in flight may have re-written one). */
+  async eraseDocuments(ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.store.apply(ids.map((id) => ({ op: "delete" as const, key: snapshotKey(id) })));
   }
 }

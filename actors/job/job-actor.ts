@@ -26,8 +26,9 @@ import type { ConversationActorDefinition } from "../conversation/conversation-a
 import { ownerSchema } from "../conversation/types.ts";
 import type { JobDirectory } from "./directory.ts";
 import type { JobEventBus } from "./events.ts";
+import { openParts, type JobBudget, type JobShape } from "./job-budget.ts";
 import { advance, failJob, jobEventId, segmentToSubmit, type StepDeps } from "./job-steps.ts";
-import { isFinal, jobCallbackSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
+import { isFinal, jobCallbackSchema, jobFileIds, openAiVideoFieldsSchema, jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type SegmentState } from "./types.ts";
 import { segmentPrompts } from "./video-request.ts";
 
 export const JOB_ACTOR = "JobActor";
@@ -48,8 +49,9 @@ export interface JobActorDeps extends StepDeps {
   watchdogMs: number;
   /** First wait after a failed step on our side; doubles per failure (default 1 s). */
   retryBaseMs?: number;
-  /** Resolves once file URLs are known (the gateway listens): reminders re-armed at start wait for it. */
-  whenReady?: () => Promise<void>;
+  /** Budgets: under a hard limit a job holds its estimated cost (`estimate`, per part) or is refused 402 (actors/job/job-budget.ts). */
+  budget?: JobBudget;
+  estimate?(job: JobShape): number[];
   /** Counts status transitions (troupe_job_transitions_total); a turn retried after a crash may count one twice. */
   metrics?: Pick<Metrics, "jobTransition">;
 }
@@ -69,8 +71,9 @@ export const createJobInput = z.object({
   routing_strategy: routingStrategySchema,
   image: z.object({ file_id: z.string(), content_type: z.string() }).nullable(),
   callback: jobCallbackSchema.nullable(),
+  openai_video: openAiVideoFieldsSchema.nullable().default(null),
 });
-export type CreateJobInput = z.infer<typeof createJobInput>;
+export type CreateJobInput = z.input<typeof createJobInput>;
 /** The caller: its organization and, for an API key, its environment (a job of another environment is 404 to it). */
 const orgInput = z.object({ organization_id: z.string(), environment_id: z.string().optional() });
 
@@ -121,6 +124,8 @@ function ownedBy(job: JobData, caller: z.output<typeof orgInput>): boolean {
 export function createJobActor(deps: JobActorDeps) {
   const publisher = deps.publisher ?? noEvents;
   const armings = new Armings();
+  /** Jobs whose open parts are held by this process's ledger (holds made here, or restored after a restart). */
+  const holding = new Set<string>();
 
   /** Writes the snapshot and pushes an event when what callers see changed. */
   const save = async (ctx: Ctx, job: JobData, before: string): Promise<void> => {
@@ -129,7 +134,7 @@ export function createJobActor(deps: JobActorDeps) {
     job.updated_at = isoTime(ctx.clock.now());
     const snapshot = toPublicJob(job);
     job.snapshot_dirty = true;
-    await deps.directory.updated(job.owner, snapshot);
+    await deps.directory.updated(job.owner, snapshot, job.openai_video);
     job.snapshot_dirty = false;
     // Live watchers hear of it once the turn commits: a failed step announces nothing.
     ctx.afterCommit(() => deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot }));
@@ -166,7 +171,95 @@ export function createJobActor(deps: JobActorDeps) {
       });
       job.callback_done = true;
     }
+    await releaseOpen(job);
     await ctx.clearReminder("watchdog");
+  };
+
+  /** A final job's parts not billed (cancelled, failed, or cheaper than held) go back to the budget. */
+  const releaseOpen = async (job: JobData): Promise<void> => {
+    const open = openParts(job.budget);
+    if (job.budget && open.length > 0 && deps.budget) await deps.budget.releaseParts(job.budget, open.map((p) => p.id));
+    for (const part of open) part.open = false;
+    holding.delete(job.id);
+  };
+
+  /** Holds again, once per process, the open parts of a job admitted before a restart (idempotent where still held). */
+  const restoreOpen = async (job: JobData): Promise<void> => {
+    if (holding.has(job.id) || !deps.budget || !job.budget) return;
+    const open = openParts(job.budget);
+    if (open.length > 0) await deps.budget.restoreParts(job.budget, open);
+    holding.add(job.id);
+  };
+
+  /** The create turn once the job is admitted: its state, directory entry and first reminders. */
+  const createJob = async (ctx: Ctx, input: CreateJobInput, planned: { model: string; provider: string }, segments: string[], budget: JobData["budget"]): Promise<Job> => {
+    const at = isoTime(ctx.clock.now());
+    const job: JobData = {
+      id: ctx.id,
+      owner: input.owner,
+      payer: input.payer,
+      type: input.image ? "image_to_video" : "text_to_video",
+      status: "queued",
+      requested_model: input.model,
+      routing_strategy: input.routing_strategy,
+      model: planned.model,
+      provider: planned.provider,
+      prompt: input.prompt,
+      duration_seconds: input.duration_seconds,
+      narration_text: input.narration_text,
+      image: input.image,
+      segments: segments.map((prompt, index) => ({
+        index,
+        prompt,
+        status: "pending",
+        progress: 0,
+        task: null,
+        submissions: 0,
+        file_id: null,
+        billed: false,
+        poll_failures: 0,
+        armed_at: null,
+        frame_file_id: null,
+      })),
+      narration_file_id: null,
+      result_file_id: null,
+      result_url: null,
+      error: null,
+      callback: input.callback,
+      openai_video: input.openai_video ?? { seconds: String(input.duration_seconds * segments.length), size: null },
+      budget,
+      event_published: false,
+      callback_done: false,
+      next_step_at: 0,
+      step_failures: 0,
+      snapshot_dirty: false,
+      created_at: at,
+      updated_at: at,
+    };
+    armings.arm(job, ctx.clock.now());
+    ctx.state.job = job;
+    await deps.directory.created(input.owner, toPublicJob(job), job.openai_video);
+    deps.metrics?.jobTransition("queued");
+    await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
+    await schedule(ctx, job, 0);
+    if (budget) holding.add(job.id);
+    return toPublicJob(job);
+  };
+
+  /** Cancels the provider tasks in flight and fails the job with error.code cancelled. */
+  const cancelJob = async (ctx: Ctx, job: JobData): Promise<void> => {
+    const before = visibleOf(job);
+    for (const segment of job.segments) {
+      if (segment.status !== "processing" || !segment.task) continue;
+      // Best effort: a provider that cannot cancel finishes the clip, which is then neither stored nor billed.
+      await deps.video.cancelVideo(segment.task, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
+        ctx.log.warn("provider cancel failed", { job_id: job.id, segment: segment.index, error });
+      });
+      segment.status = "cancelled";
+    }
+    for (const segment of job.segments) if (segment.status === "pending") segment.status = "cancelled";
+    failJob(job, "cancelled", "the job was cancelled");
+    await save(ctx, job, before);
   };
 
   return defineActor({
@@ -179,53 +272,17 @@ export function createJobActor(deps: JobActorDeps) {
         run: async (ctx, input): Promise<Job> => {
           if (ctx.state.job) throw new TroupeError("conflict", "job already exists");
           const planned = deps.plan(input.model, input.routing_strategy, input.image !== null);
-          const at = isoTime(ctx.clock.now());
-          const job: JobData = {
-            id: ctx.id,
-            owner: input.owner,
-            payer: input.payer,
-            type: input.image ? "image_to_video" : "text_to_video",
-            status: "queued",
-            requested_model: input.model,
-            routing_strategy: input.routing_strategy,
-            model: planned.model,
-            provider: planned.provider,
-            prompt: input.prompt,
-            duration_seconds: input.duration_seconds,
-            narration_text: input.narration_text,
-            image: input.image,
-            segments: segmentPrompts(input).map((prompt, index) => ({
-              index,
-              prompt,
-              status: "pending",
-              progress: 0,
-              task: null,
-              submissions: 0,
-              file_id: null,
-              billed: false,
-              poll_failures: 0,
-              armed_at: null,
-            })),
-            narration_file_id: null,
-            result_file_id: null,
-            result_url: null,
-            error: null,
-            callback: input.callback,
-            event_published: false,
-            callback_done: false,
-            next_step_at: 0,
-            step_failures: 0,
-            snapshot_dirty: false,
-            created_at: at,
-            updated_at: at,
-          };
-          armings.arm(job, ctx.clock.now());
-          ctx.state.job = job;
-          await deps.directory.created(input.owner, toPublicJob(job));
-          deps.metrics?.jobTransition("queued");
-          await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
-          await schedule(ctx, job, 0);
-          return toPublicJob(job);
+          const segments = segmentPrompts(input);
+          // Under a hard limit the whole job must fit before anything reaches a provider (402 otherwise).
+          const amounts = deps.estimate?.({ ...input, withImage: input.image !== null, segments: segments.length }) ?? [];
+          const held = deps.budget && amounts.length > 0 ? await deps.budget.reserveParts(input.payer, `job:${ctx.id}`, amounts) : undefined;
+          try {
+            return await createJob(ctx, input, planned, segments, held ? { ...held, parts: held.parts.map((p) => ({ ...p, open: true })) } : null);
+          } catch (error) {
+            // The turn is not committed: nothing holds these parts but the ledger.
+            if (held) await deps.budget?.releaseParts(held, held.parts.map((p) => p.id)).catch(() => undefined);
+            throw error;
+          }
         },
       },
 
@@ -244,20 +301,29 @@ export function createJobActor(deps: JobActorDeps) {
           const job = ctx.state.job;
           if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
           if (isFinal(job.status)) throw new TroupeError("conflict", `the job is already ${job.status}`, { details: { status: job.status } });
-          const before = visibleOf(job);
-          for (const segment of job.segments) {
-            if (segment.status !== "processing" || !segment.task) continue;
-            // Best effort: a provider that cannot cancel finishes the clip, which is then neither stored nor billed.
-            await deps.video.cancelVideo(segment.task, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
-              ctx.log.warn("provider cancel failed", { job_id: job.id, segment: segment.index, error });
-            });
-            segment.status = "cancelled";
-          }
-          for (const segment of job.segments) if (segment.status === "pending") segment.status = "cancelled";
-          failJob(job, "cancelled", "the job was cancelled");
-          await save(ctx, job, before);
+          await cancelJob(ctx, job);
           await schedule(ctx, job, 0);
           return toPublicJob(job);
+        },
+      },
+
+      // Cancels an unfinished job (its job.failed event and the conversation's
+      // callback go out now: no step will run after this turn), then removes
+      // every file it stored, its directory entry and its actor state (the
+      // state left is the initial one, which the host deletes). Repeating it
+      // after a failure part-way is safe: each removal is idempotent.
+      delete: {
+        input: orgInput,
+        run: async (ctx, input): Promise<{ id: string; deleted: true }> => {
+          const job = ctx.state.job;
+          if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
+          if (!isFinal(job.status)) await cancelJob(ctx, job);
+          await finish(ctx, job);
+          await ctx.clearReminder("next");
+          for (const fileId of jobFileIds(job)) await deps.media.files.delete(fileId);
+          await deps.directory.removed(job.owner, job.id);
+          ctx.state = { job: null };
+          return { id: job.id, deleted: true };
         },
       },
 
@@ -270,7 +336,6 @@ export function createJobActor(deps: JobActorDeps) {
             return;
           }
           if (ctx.clock.now() < job.next_step_at) return;
-          await deps.whenReady?.();
           const before = visibleOf(job);
           // A watchdog run a long time from now until this step records its own next run.
           job.next_step_at = ctx.clock.now() + deps.watchdogMs;
@@ -279,6 +344,7 @@ export function createJobActor(deps: JobActorDeps) {
               await finish(ctx, job);
               job.step_failures = 0;
             } else {
+              await restoreOpen(job);
               const submitting = segmentToSubmit(job);
               // A submission is the one call that must not be repeated: its
               // next step is scheduled before the provider call, so once the

@@ -21,7 +21,9 @@ import type { AudioBytes } from "../../providers/media-types.ts";
 import type { RoutingStrategy } from "../../providers/types.ts";
 import { usageRecord, type UsageRecord } from "../../providers/usage.ts";
 import type { VideoImage, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../../providers/video.ts";
+import type { Reservation } from "../../tenancy/ledger.ts";
 import type { Limiter } from "./compose-limit.ts";
+import { closePart, partFor } from "./job-budget.ts";
 import type { JobData, SegmentState } from "./types.ts";
 
 /** The router's video methods (providers/router.ts): routing and fallback at submit, poll and cancel on the task's provider. */
@@ -56,8 +58,8 @@ export interface StepDeps {
   composeSlots?: Limiter;
   media: MediaDeps;
   catalogue: Catalogue;
-  /** Awaited, durable and idempotent on request_id (the ledger). */
-  bill(record: UsageRecord): Promise<void>;
+  /** Awaited, durable and idempotent on request_id (the ledger); then releases `settles`, the part of the job's hold the record replaces. */
+  bill(record: UsageRecord, settles?: Reservation): Promise<void>;
   log: Logger;
   now(): number;
   /** First wait after a failed poll; doubles per failure up to 30 s (default 500 ms; tests shorten it). */
@@ -163,7 +165,7 @@ async function findSubmitted(
   }
 }
 
-/** image_to_video: the first clip animates the caller's image, each later one the previous clip's last frame. */
+/** image_to_video: the first clip animates the caller's image, each later one the previous clip's last frame (its stored id kept on the segment). */
 async function imageFor(job: JobData, segment: SegmentState, deps: StepDeps): Promise<VideoImage | undefined> {
   if (job.type !== "image_to_video") return undefined;
   if (segment.index === 0 && job.image) {
@@ -180,6 +182,7 @@ async function imageFor(job: JobData, segment: SegmentState, deps: StepDeps): Pr
     await deps.compose.extractLastFrame(clip, frame);
     const bytes = await readFile(frame);
     const stored = await deps.media.files.put({ body: bytes, contentType: "image/png", organizationId: job.owner.organization_id });
+    segment.frame_file_id = stored.id;
     return { url: deps.media.fileUrl(stored.id), content_type: "image/png", bytes };
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -242,7 +245,9 @@ async function poll(job: JobData, segment: SegmentState, task: VideoTask, deps: 
           { model: task.model, provider: task.provider, input_tokens: 0, units: task.duration_seconds },
           deps.now(),
         ),
+        partFor(job.budget, segment.index),
       );
+      closePart(job.budget, segment.index);
       segment.file_id = file!.id;
       segment.billed = true;
       segment.status = "completed";
@@ -270,7 +275,9 @@ async function narrate(job: JobData, text: string, deps: StepDeps, signal: Abort
       { model: speech.model, provider: speech.provider, input_tokens: 0, units: speech.characters },
       deps.now(),
     ),
+    partFor(job.budget, job.segments.length),
   );
+  closePart(job.budget, job.segments.length);
   job.narration_file_id = stored.id;
   return { afterMs: 0 };
 }

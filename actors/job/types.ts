@@ -4,9 +4,11 @@
 // already submitted instead of submitting again), the re-hosted clip, whether
 // the segment was billed, the narration's stored file and the final file.
 import { z } from "zod";
+import { uriOut } from "../../core/uri-schema.ts";
 import { routingStrategySchema } from "../../providers/types.ts";
 import { payerSchema } from "../../providers/usage.ts";
 import { ownerSchema } from "../conversation/types.ts";
+import { jobBudgetSchema } from "./job-budget.ts";
 
 export const jobStatusSchema = z.enum(["queued", "processing", "completed", "failed"]);
 export type JobStatus = z.infer<typeof jobStatusSchema>;
@@ -43,11 +45,21 @@ export const segmentStateSchema = z.object({
   armed_at: z.number().nullable().default(null),
   /** The re-hosted clip. */
   file_id: z.string().nullable(),
+  /** image_to_video: the stored frame this segment animated (deleted with the job). Absent in older states. */
+  frame_file_id: z.string().nullable().default(null),
   billed: z.boolean(),
   /** Consecutive failed polls (network, provider 5xx): the job fails past a bound. */
   poll_failures: z.number().int(),
 });
 export type SegmentState = z.infer<typeof segmentStateSchema>;
+
+/**
+ * How the OpenAI-compatible mount (/openai/v1/videos) presents a job: the
+ * seconds asked (duration × scenes for a job made elsewhere) and the size
+ * asked there (null: made elsewhere, none asked).
+ */
+export const openAiVideoFieldsSchema = z.object({ seconds: z.string(), size: z.string().nullable() });
+export type OpenAiVideoFields = z.infer<typeof openAiVideoFieldsSchema>;
 
 /** Who to tell when the job ends: the conversation whose generate_video started it. */
 export const jobCallbackSchema = z.object({ conversation_id: z.string(), tool_call_id: z.string() });
@@ -76,6 +88,10 @@ export const jobDataSchema = z.object({
   result_url: z.string().nullable(),
   error: jobErrorSchema.nullable(),
   callback: jobCallbackSchema.nullable(),
+  /** What the job holds of its project's hard limit (actors/job/job-budget.ts); null: nothing held (absent in older states). */
+  budget: jobBudgetSchema.nullable().default(null),
+  /** What /openai/v1/videos presents (openAiVideoFieldsSchema). Absent in older states. */
+  openai_video: openAiVideoFieldsSchema.nullable().default(null),
   /** Steps still owed after the job reached a final status. */
   event_published: z.boolean(),
   callback_done: z.boolean(),
@@ -112,7 +128,7 @@ export const jobSchema = z.object({
   model: z.string(),
   progress: z.number().min(0).max(1),
   segments: z.array(publicSegmentSchema),
-  result_url: z.string().nullable(),
+  result_url: uriOut().nullable(),
   error: jobErrorSchema.nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -152,6 +168,12 @@ export function toPublicJob(data: JobData): Job {
     created_at: data.created_at,
     updated_at: data.updated_at,
   };
+}
+
+/** Every file the job stored (caller's image, frames, clips, narration, result): what deleting the job removes. */
+export function jobFileIds(data: JobData): string[] {
+  const ids = [data.image?.file_id, data.narration_file_id, data.result_file_id, ...data.segments.flatMap((s) => [s.file_id, s.frame_file_id])];
+  return ids.filter((id): id is string => typeof id === "string");
 }
 
 export function isFinal(status: JobStatus): boolean {

@@ -20,6 +20,7 @@
 // no attempt's record is lost, and nothing was sent that the store had not
 // recorded first.
 import type { DataStore, StoreOp } from "../../tenancy/data-store.ts";
+import type { OutboxWrites } from "./outbox.ts";
 import { deliverySchema, eventPayloadSchema, type Delivery, type DispatchedAttempt, type EventPayload } from "./types.ts";
 import { z } from "zod";
 
@@ -52,24 +53,27 @@ export class DeliveryLog {
     return parsed.success ? parsed.data : undefined;
   }
 
-  /** Collects one turn's writes for the webhook. */
-  begin(webhookId: string, dispatch: (attempts: DispatchedAttempt[]) => void): TurnWrites {
-    return new TurnWrites(this.store, webhookId, dispatch);
+  /** Collects one turn's writes for the webhook; `announce` gets the records callers wait for once written. */
+  begin(webhookId: string, dispatch: (attempts: DispatchedAttempt[]) => void, announce: (records: Delivery[]) => void = () => undefined): TurnWrites {
+    return new TurnWrites(this.store, webhookId, dispatch, announce);
   }
 }
 
-/** One turn's writes (the last one per key wins) and the attempts to send once they are durable. */
-export class TurnWrites {
+/** One turn's writes (the last one per key wins), and the attempts to send and records to announce once they are durable. */
+export class TurnWrites implements OutboxWrites {
   private readonly store: DataStore;
   private readonly webhookId: string;
   private readonly dispatch: (attempts: DispatchedAttempt[]) => void;
   private readonly ops = new Map<string, StoreOp>();
   private readonly attempts: DispatchedAttempt[] = [];
+  private readonly announce_: (records: Delivery[]) => void;
+  private readonly announced: Delivery[] = [];
 
-  constructor(store: DataStore, webhookId: string, dispatch: (attempts: DispatchedAttempt[]) => void) {
+  constructor(store: DataStore, webhookId: string, dispatch: (attempts: DispatchedAttempt[]) => void, announce: (records: Delivery[]) => void) {
     this.store = store;
     this.webhookId = webhookId;
     this.dispatch = dispatch;
+    this.announce_ = announce;
   }
 
   putRecord(record: Delivery): void {
@@ -96,10 +100,15 @@ export class TurnWrites {
     this.attempts.push(...attempts);
   }
 
-  /** Writes the batch (atomic, durable), then starts the attempts. Throwing fails the turn: nothing is sent. */
+  announce(record: Delivery): void {
+    this.announced.push(record);
+  }
+
+  /** Writes the batch (atomic, durable), then starts the attempts and announces the outcomes. Throwing fails the turn: nothing is sent. */
   async finish(): Promise<void> {
     if (this.ops.size > 0) await this.store.apply([...this.ops.values()]);
     this.ops.clear();
     if (this.attempts.length > 0) this.dispatch(this.attempts.splice(0));
+    if (this.announced.length > 0) this.announce_(this.announced.splice(0));
   }
 }

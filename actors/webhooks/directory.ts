@@ -18,6 +18,7 @@
 // types.ts): the fan-out skips it for other environments' events, and it is
 // also indexed under its environment, the list such a key sees.
 import type { DataStore, StoreOp } from "../../tenancy/data-store.ts";
+import { indexMembers } from "../../tenancy/organization-erasure.ts";
 import { audienceReceives, webhookAudienceSchema, webhookSchema, type EventOrigin, type Webhook, type WebhookAudience } from "./types.ts";
 
 const recordKey = (id: string) => `webhook:${id}`;
@@ -111,5 +112,23 @@ export class WebhookDirectory {
       if (parsed.success) out.push(parsed.data);
     }
     return out;
+  }
+
+  /** The organization's webhook ids (deleting the organization erases each actor first). */
+  idsOf(organizationId: string): Promise<string[]> {
+    return indexMembers(this.store, orgIndexKey(organizationId));
+  }
+
+  /** Deleting an organization: removes its webhooks' records and index entries (the organization's and each of `environmentIds`'); answers their ids. */
+  async eraseOrganization(organizationId: string, environmentIds: readonly string[]): Promise<string[]> {
+    const ids = await this.idsOf(organizationId);
+    const ops: StoreOp[] = [];
+    for (const id of ids) {
+      ops.push({ op: "delete", key: recordKey(id) }, { op: "unindex", key: orgIndexKey(organizationId), member: id });
+      for (const env of environmentIds) ops.push({ op: "unindex", key: environmentIndexKey(env), member: id });
+    }
+    if (ops.length > 0) await this.store.apply(ops);
+    await this.changed(organizationId);
+    return ids;
   }
 }

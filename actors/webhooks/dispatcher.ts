@@ -4,10 +4,11 @@
 // are not delayed by a slow receiver and Dapr can rebalance actors without
 // waiting for deliveries. Runs in whichever process hosts the actor; if that
 // process dies mid-attempt, the actor's lease on the attempt expires and its
-// reminder sends the event again (same id). Reports are batched per webhook
-// like the publisher's accepts: while one settle call runs, the results that
-// come back meanwhile wait and go together in the next, so under load one
-// settle turn (one durable commit) records many attempts.
+// reminder sends the event again (same id). Each dispatch's results go to
+// `settle` as they come back; the publisher (its `report`) is the one place
+// they are batched per webhook. The clock (signature timestamps, the lag
+// metric) is injected, so tests fix the time.
+import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import type { PostAnswer } from "../../media/outbound-fetch.ts";
@@ -24,11 +25,11 @@ export class WebhookDispatcher {
   private settle: Settle | undefined;
   private readonly metrics: Pick<Metrics, "webhookDelivery"> | undefined;
   private readonly running = new Set<Promise<void>>();
-  /** Webhook id → results waiting for the running settle call to finish. */
-  private readonly unreported = new Map<string, AttemptResult[]>();
+  private readonly clock: Clock;
 
-  constructor(deps: { post: Post; timeoutMs: number; log: Logger; metrics?: Pick<Metrics, "webhookDelivery"> }) {
+  constructor(deps: { post: Post; timeoutMs: number; log: Logger; clock: Clock; metrics?: Pick<Metrics, "webhookDelivery"> }) {
     this.post = deps.post;
+    this.clock = deps.clock;
     this.metrics = deps.metrics;
     this.timeoutMs = deps.timeoutMs;
     this.log = deps.log;
@@ -39,34 +40,15 @@ export class WebhookDispatcher {
     this.settle = settle;
   }
 
-  /** Starts the attempts now and returns at once; the results reach the actor in one settle call. */
+  /** Starts the attempts now and returns at once; their results are reported together, once all came back. */
   dispatch(webhookId: string, attempts: DispatchedAttempt[]): void {
     const run = (async () => {
       const results = await Promise.all(attempts.map((a) => this.send(a)));
-      await this.report(webhookId, results);
+      if (!this.settle) throw new Error("the webhook dispatcher is not attached to an actor host");
+      await this.settle(webhookId, results);
     })().catch((error: unknown) => this.log.warn("webhook results not recorded; the attempts' leases will expire and they go again", { webhook_id: webhookId, error }));
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
-  }
-
-  /** Has the results settled, with any others that came back for the webhook while its previous settle call ran. */
-  private async report(webhookId: string, results: AttemptResult[]): Promise<void> {
-    const waiting = this.unreported.get(webhookId);
-    if (waiting) {
-      waiting.push(...results); // the running report's loop takes them
-      return;
-    }
-    const queue = [...results];
-    this.unreported.set(webhookId, queue);
-    try {
-      while (queue.length > 0) {
-        const batch = queue.splice(0, queue.length);
-        if (!this.settle) throw new Error("the webhook dispatcher is not attached to an actor host");
-        await this.settle(webhookId, batch);
-      }
-    } finally {
-      this.unreported.delete(webhookId);
-    }
   }
 
   /** Resolves once every started attempt has been reported (graceful shutdown, tests). */
@@ -77,16 +59,16 @@ export class WebhookDispatcher {
   private async send(attempt: DispatchedAttempt): Promise<AttemptResult> {
     const result = await this.attempt(attempt);
     // Lag: from the event's creation to this attempt's end (a retry's lag includes its wait).
-    const lagSeconds = Math.max(0, (Date.now() - Date.parse(attempt.event.created_at)) / 1000);
+    const lagSeconds = Math.max(0, (this.clock.now() - Date.parse(attempt.event.created_at)) / 1000);
     this.metrics?.webhookDelivery(result.status === 410 ? "disabled" : result.error === null ? "succeeded" : "failed", lagSeconds);
     return result;
   }
 
   private async attempt(attempt: DispatchedAttempt): Promise<AttemptResult> {
     const body = JSON.stringify(attempt.event);
-    const headers = signedHeaders(attempt.secret, attempt.event.id, body, Date.now());
-    const started = performance.now();
-    const duration = () => Math.round(performance.now() - started);
+    const headers = signedHeaders(attempt.secret, attempt.event.id, body, this.clock.now());
+    const started = this.clock.now();
+    const duration = () => Math.max(0, Math.round(this.clock.now() - started));
     try {
       const answer = await this.post(attempt.url, body, headers, this.timeoutMs);
       const ok = answer.status >= 200 && answer.status < 300;

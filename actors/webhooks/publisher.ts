@@ -6,9 +6,11 @@
 // running, further events for that webhook wait and go together in the next
 // call, so under load a turn (one durable commit) carries many events
 // instead of one each. The dispatcher's results come back through here too
-// (`report`): while an accept call is running for the webhook they wait and
-// ride in the next accept, so under load one turn both records the last
-// batch's attempts and takes the next batch (one commit instead of two).
+// (`report`), and this is the one place they are batched: while a call is
+// running for the webhook they wait and ride in its next accept, so under
+// load one turn both records the last batch's attempts and takes the next
+// batch (one commit instead of two); with no event to carry them they go
+// together in one settle call.
 import type { EventPublisher, OrganizationEvent } from "../../core/organization-events.ts";
 import { callActor, type ActorHost } from "../host.ts";
 import type { WebhookDirectory } from "./directory.ts";

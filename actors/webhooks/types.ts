@@ -3,17 +3,16 @@
 // WebhookActor's state. Zod schemas, so the actor's state is checked at
 // every commit and the routes' OpenAPI is generated from the same shapes.
 import { z } from "zod";
+import { uriOut } from "../../core/uri-schema.ts";
 
-/** Kinds a webhook may subscribe to; `webhook.test` is sent only by the test route. */
-export const subscribableEvents = ["job.completed", "job.failed", "budget.alert"] as const;
-export const webhookEventTypes = [...subscribableEvents, "webhook.test"] as const;
+import { subscribableEvents, webhookEventTypes } from "./events.ts";
 
 export const webhookStatusSchema = z.enum(["active", "inactive", "disabled"]);
 export type WebhookStatus = z.infer<typeof webhookStatusSchema>;
 
 export const webhookSchema = z.object({
   id: z.string(),
-  url: z.string(),
+  url: uriOut(),
   events: z.array(z.enum(subscribableEvents)),
   status: webhookStatusSchema,
   /** Why the webhook was disabled (410 Gone, or the retry schedule exhausted); null otherwise. */
@@ -39,7 +38,7 @@ export const deliverySchema = z.object({
 });
 export type Delivery = z.infer<typeof deliverySchema>;
 
-/** What receivers get: `{id, type, created_at, data}`. */
+/** What receivers get: `{id, type, created_at, data}` (each type's `data` schema: events.ts; the emitters are type-checked against it). */
 export const eventPayloadSchema = z.object({
   id: z.string().min(1).max(200),
   type: z.enum(webhookEventTypes),
@@ -107,6 +106,8 @@ const outboxEntrySchema = z.object({
   record_created_ms: z.number().default(0),
   /** Set while an attempt is out (sent outside the turn): its result is expected by then, else it counts as failed. */
   in_flight_until: z.number().nullable(),
+  /** A caller (the test or retry route) waits for this attempt's outcome: it is announced on the delivery bus. */
+  announce: z.boolean().default(false),
 });
 export type OutboxEntry = z.infer<typeof outboxEntrySchema>;
 

@@ -16,6 +16,10 @@ export interface Answer {
 export class Balancer {
   private readonly pools: Pool[];
   private readonly up: boolean[];
+  /** Taken out of rotation by the run (a terminating pod leaving the endpoints): probes do not put it back. */
+  private readonly cordoned = new Set<number>();
+  /** Requests sent to each replica and not yet answered. */
+  private readonly inFlight: number[];
   private next = 0;
   private poller: NodeJS.Timeout | undefined;
   /** Connects refused and sent elsewhere (not failures: nothing reached a replica). */
@@ -30,6 +34,7 @@ export class Balancer {
     // No request may hang the run: 30 s is far past every Troupe deadline here.
     this.pools = urls.map((url) => new Pool(url, { connections: 64, headersTimeout: 30_000, bodyTimeout: 30_000, connectTimeout: 2_000 }));
     this.up = urls.map(() => true);
+    this.inFlight = urls.map(() => 0);
   }
 
   startProbing(): void {
@@ -46,7 +51,21 @@ export class Balancer {
   }
 
   upReplicas(): number[] {
-    return this.up.flatMap((ok, i) => (ok ? [i] : []));
+    return this.up.flatMap((ok, i) => (ok && !this.cordoned.has(i) ? [i] : []));
+  }
+
+  /** No new request goes to replica i until uncordon(i), whatever its /readyz says. */
+  cordon(i: number): void {
+    this.cordoned.add(i);
+  }
+
+  uncordon(i: number): void {
+    this.cordoned.delete(i);
+  }
+
+  /** Requests replica i has been sent and not answered yet. */
+  inFlightOn(i: number): number {
+    return this.inFlight[i] ?? 0;
   }
 
   /** Marks replica i down at once (the run knows it killed it; a probe would within 250 ms). */
@@ -59,6 +78,7 @@ export class Balancer {
     for (;;) {
       const replica = this.pick(tried);
       tried.add(replica);
+      this.inFlight[replica]! += 1;
       try {
         const res = await this.pools[replica]!.request({
           method,
@@ -78,6 +98,8 @@ export class Balancer {
         if (!refused(error) || tried.size >= this.urls.length) throw error;
         this.up[replica] = false;
         this.rerouted += 1;
+      } finally {
+        this.inFlight[replica]! -= 1;
       }
     }
   }

@@ -40,9 +40,10 @@ export class SteadyLoad {
     }
   }
 
-  /** Requests sent and not yet answered, now. */
-  inFlightNow(): number {
-    return this.inFlight.size;
+  /** Requests sent and not yet answered, now (of one workload when named). */
+  inFlightNow(workload?: string): number {
+    if (workload === undefined) return this.inFlight.size;
+    return [...this.inFlight].filter((entry) => entry.workload === workload).length;
   }
 
   /** Stops sending and waits for every request in flight to end. */

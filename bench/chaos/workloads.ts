@@ -29,7 +29,7 @@ export interface Workload {
   readonly succeeded: number;
 }
 
-const failed = (status: number, body: unknown): Outcome => ({ ok: false, detail: `${status} ${JSON.stringify(body).slice(0, 160)}` });
+const failed = (status: number, body: unknown): Outcome => ({ ok: false, detail: `${status} ${JSON.stringify(body).slice(0, 400)}` });
 
 /** Stateless chat completions on a model whose provider the run makes fail (auto routing may fall back). */
 export function chatWorkload(model: string): Workload {

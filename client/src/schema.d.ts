@@ -98,10 +98,12 @@ export interface paths {
         get: operations["getV1OrgsOrgId"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete an organization and everything it has (owners only; `confirm` repeats its name or id); usage records are kept, anonymised */
+        delete: operations["deleteV1OrgsOrgId"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Rename an organization or set how many days its stored files are kept (owners and admins) */
+        patch: operations["patchV1OrgsOrgId"];
         trace?: never;
     };
     "/v1/orgs/{org_id}/projects": {
@@ -210,6 +212,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's usage: totals and breakdowns, live and test apart (owners and admins) */
+        get: operations["getV1ProjectsProjectIdUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project_id}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's monthly budget and this month's spend (owners and admins) */
+        get: operations["getV1ProjectsProjectIdBudget"];
+        /** Set a project's monthly budget: limit, alert thresholds, hard limit (owners and admins) */
+        put: operations["putV1ProjectsProjectIdBudget"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -289,40 +326,6 @@ export interface paths {
         put?: never;
         /** Embed one or more texts */
         post: operations["postV1Embeddings"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/embeddings/index": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Embed a passage with the index model and store it in the organization's vector index */
-        post: operations["postV1EmbeddingsIndex"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/embeddings/search": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** The organization's records closest to a query, ascending cosine distance */
-        post: operations["postV1EmbeddingsSearch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -414,242 +417,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/agents/conversations": {
+    "/openai/v1/videos": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Conversations of the key's environment, newest first (summaries without messages) */
-        get: operations["getV1AgentsConversations"];
+        /** OpenAI-compatible video list: the key's environment's video jobs, newest first */
+        get: operations["getOpenaiV1Videos"];
         put?: never;
-        /** Start a conversation with a server-side agent */
-        post: operations["postV1AgentsConversations"];
+        /** OpenAI-compatible video create (multipart as the SDKs send it, or JSON): a Troupe video job on any catalogue video model */
+        post: operations["postOpenaiV1Videos"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/agents/conversations/{id}": {
+    "/openai/v1/videos/{video_id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** A conversation with all its messages */
-        get: operations["getV1AgentsConversationsId"];
+        /** OpenAI-compatible video retrieve */
+        get: operations["getOpenaiV1VideosVideoId"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** OpenAI-compatible video delete: cancelled if unfinished, then the job and its files are removed (as DELETE /v1/jobs/{id}) */
+        delete: operations["deleteOpenaiV1VideosVideoId"];
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/agents/conversations/{id}/messages": {
+    "/openai/v1/videos/{video_id}/content": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** OpenAI-compatible video download: the MP4 of a completed video (409 before) */
+        get: operations["getOpenaiV1VideosVideoIdContent"];
         put?: never;
-        /** Send a user message; runs the agent until it answers or needs your tools */
-        post: operations["postV1AgentsConversationsIdMessages"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/agents/conversations/{id}/tool-outputs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Answer every pending custom tool call; the agent then continues */
-        post: operations["postV1AgentsConversationsIdToolOutputs"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/video/generate": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Start a video job (one provider clip per scene, narration as a voiceover); poll GET /v1/jobs/{id} or listen to its events */
-        post: operations["postV1VideoGenerate"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/jobs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Jobs of the key's environment, newest first */
-        get: operations["getV1Jobs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/jobs/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A job: status, progress, per-scene segments, result_url once completed, error once failed */
-        get: operations["getV1JobsId"];
-        put?: never;
-        post?: never;
-        /** Cancel an unfinished job: it ends failed with error.code cancelled; unfinished scenes are not billed */
-        delete: operations["deleteV1JobsId"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/webhooks": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The organization's webhooks (a session), or those made by the key's environment (an API key), newest first */
-        get: operations["getV1Webhooks"];
-        put?: never;
-        /** Register a URL to receive the organization's events (with a session) or the key's environment's (with an API key); the secret is shown only now */
-        post: operations["postV1Webhooks"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/webhooks/{webhook_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One webhook, with the reason when it was disabled */
-        get: operations["getV1WebhooksWebhookId"];
-        put?: never;
-        post?: never;
-        /** Deactivate a webhook: status inactive, pending retries cancelled, no further deliveries */
-        delete: operations["deleteV1WebhooksWebhookId"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/webhooks/{webhook_id}/deliveries": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Delivery history: one record per attempt, newest first */
-        get: operations["getV1WebhooksWebhookIdDeliveries"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/webhooks/{webhook_id}/test": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Send a signed webhook.test event now; answers with the attempt's delivery record */
-        post: operations["postV1WebhooksWebhookIdTest"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Send that delivery's event again now (same event id); answers with the new attempt's record */
-        post: operations["postV1WebhooksWebhookIdDeliveriesDeliveryIdRetry"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/projects/{project_id}/usage": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A project's usage: totals and breakdowns, live and test apart (owners and admins) */
-        get: operations["getV1ProjectsProjectIdUsage"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/projects/{project_id}/budget": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A project's monthly budget and this month's spend (owners and admins) */
-        get: operations["getV1ProjectsProjectIdBudget"];
-        /** Set a project's monthly budget: limit, alert thresholds, hard limit (owners and admins) */
-        put: operations["putV1ProjectsProjectIdBudget"];
         post?: never;
         delete?: never;
         options?: never;
@@ -776,6 +589,284 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/embeddings/index": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Embed a passage with the index model and store it in the organization's vector index */
+        post: operations["postV1EmbeddingsIndex"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/embeddings/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The organization's records closest to a query, ascending cosine distance */
+        post: operations["postV1EmbeddingsSearch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Conversations of the key's environment, newest first (summaries without messages) */
+        get: operations["getV1AgentsConversations"];
+        put?: never;
+        /** Start a conversation with a server-side agent */
+        post: operations["postV1AgentsConversations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/conversations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A conversation with all its messages */
+        get: operations["getV1AgentsConversationsId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/conversations/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a user message; runs the agent until it answers or needs your tools */
+        post: operations["postV1AgentsConversationsIdMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/conversations/{id}/tool-outputs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Answer every pending custom tool call; the agent then continues */
+        post: operations["postV1AgentsConversationsIdToolOutputs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/video/generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a video job (one provider clip per scene, narration as a voiceover); poll GET /v1/jobs/{id} or listen to its events */
+        post: operations["postV1VideoGenerate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Jobs of the key's environment, newest first */
+        get: operations["getV1Jobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A job: status, progress, per-scene segments, result_url once completed, error once failed */
+        get: operations["getV1JobsId"];
+        put?: never;
+        post?: never;
+        /** Delete a job: cancelled first if unfinished, then the job, its result and every file it stored are removed (404 afterwards) */
+        delete: operations["deleteV1JobsId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel an unfinished job: it ends failed with error.code cancelled and stays readable; unfinished scenes are not billed */
+        post: operations["postV1JobsIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's webhooks (a session), or those made by the key's environment (an API key), newest first */
+        get: operations["getV1Webhooks"];
+        put?: never;
+        /** Register a URL to receive the organization's events (with a session) or the key's environment's (with an API key); the secret is shown only now */
+        post: operations["postV1Webhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One webhook, with the reason when it was disabled */
+        get: operations["getV1WebhooksWebhookId"];
+        put?: never;
+        post?: never;
+        /** Deactivate a webhook: status inactive, pending retries cancelled, no further deliveries */
+        delete: operations["deleteV1WebhooksWebhookId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Delivery history: one record per attempt, newest first */
+        get: operations["getV1WebhooksWebhookIdDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a signed webhook.test event now; answers with the attempt's delivery record */
+        post: operations["postV1WebhooksWebhookIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send that delivery's event again now (same event id); answers with the new attempt's record */
+        post: operations["postV1WebhooksWebhookIdDeliveriesDeliveryIdRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A stored media file (the id is the capability: no credentials) */
+        get: operations["getV1FilesId"];
+        put?: never;
+        post?: never;
+        /** Delete a stored file (its organization's API key, or an owner or admin session): its URL answers 404 afterwards */
+        delete: operations["deleteV1FilesId"];
+        options?: never;
+        /** A stored media file's headers (Content-Length, ETag) */
+        head: operations["headV1FilesId"];
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -864,26 +955,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/files/{id}": {
+}
+export interface webhooks {
+    "job.completed": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** A stored media file (the id is the capability: no credentials) */
-        get: operations["getV1FilesId"];
+        get?: never;
         put?: never;
-        post?: never;
+        /**
+         * A video job finished: `data.job` is the job as GET /v1/jobs/{id} answers it, status completed.
+         * @description Sent to each active webhook subscribed to job.completed.
+         */
+        post: operations["eventJobCompleted"];
         delete?: never;
         options?: never;
-        /** A stored media file's headers (Content-Length, ETag) */
-        head: operations["headV1FilesId"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "job.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A video job failed or was cancelled: `data.job` is the job as GET /v1/jobs/{id} answers it, with its error.
+         * @description Sent to each active webhook subscribed to job.failed.
+         */
+        post: operations["eventJobFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "budget.alert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A project's spend in the budget period crossed one of its alert thresholds (sent once per threshold and period).
+         * @description Sent to each active webhook subscribed to budget.alert.
+         */
+        post: operations["eventBudgetAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent by POST /v1/webhooks/{id}/test only.
+         * @description Not subscribable.
+         */
+        post: operations["eventWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         Error: {
@@ -956,15 +1110,15 @@ export interface components {
                     role?: "assistant";
                     content?: string;
                     tool_calls?: {
-                        id: string;
+                        index: number;
+                        id?: string;
                         /** @constant */
-                        type: "function";
+                        type?: "function";
                         function: {
-                            name: string;
-                            /** @description the arguments as a JSON object in a string */
+                            name?: string;
+                            /** @description a fragment of the arguments' JSON string; the fragments of one index joined are the whole */
                             arguments: string;
                         };
-                        index: number;
                     }[];
                 };
                 finish_reason: ("stop" | "length" | "tool_calls" | "content_filter") | null;
@@ -1022,6 +1176,8 @@ export interface operations {
                             id: string;
                             name: string;
                             created_at: string;
+                            /** @default null */
+                            file_retention_days: number | null;
                         };
                         project: {
                             id: string;
@@ -1408,6 +1564,8 @@ export interface operations {
                                 id: string;
                                 name: string;
                                 created_at: string;
+                                /** @default null */
+                                file_retention_days: number | null;
                             };
                             /** @enum {string} */
                             role: "owner" | "admin" | "member";
@@ -1503,6 +1661,8 @@ export interface operations {
                             id: string;
                             name: string;
                             created_at: string;
+                            /** @default null */
+                            file_retention_days: number | null;
                         }[];
                         next_cursor: string | null;
                     };
@@ -1607,6 +1767,8 @@ export interface operations {
                         id: string;
                         name: string;
                         created_at: string;
+                        /** @default null */
+                        file_retention_days: number | null;
                     };
                 };
             };
@@ -1723,6 +1885,8 @@ export interface operations {
                         id: string;
                         name: string;
                         created_at: string;
+                        /** @default null */
+                        file_retention_days: number | null;
                     };
                 };
             };
@@ -1764,6 +1928,280 @@ export interface operations {
             };
             /** @description uri_too_long */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    deleteV1OrgsOrgId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The organization's name or id, repeated to confirm the deletion */
+                    confirm: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        deleted: true;
+                        erased: {
+                            api_keys: number;
+                            conversations: number;
+                            jobs: number;
+                            webhooks: number;
+                            vector_records: number;
+                            files: number;
+                        };
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    patchV1OrgsOrgId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    file_retention_days?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        created_at: string;
+                        /** @default null */
+                        file_retention_days: number | null;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3148,6 +3586,414 @@ export interface operations {
             };
         };
     };
+    getV1ProjectsProjectIdUsage: {
+        parameters: {
+            query?: {
+                from?: string;
+                to?: string;
+                group_by?: "category" | "model" | "environment" | "key" | "day";
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        project_id: string;
+                        from: string;
+                        to: string;
+                        /** @constant */
+                        currency: "USD";
+                        /** @description billed: live keys */
+                        live: {
+                            /** @description rounded to the micro-dollar */
+                            cost_usd: number;
+                            /** @description exact, in nano-dollars */
+                            cost_nanos: number;
+                            calls: number;
+                            input_tokens: number;
+                            output_tokens: number;
+                            /** @description per-unit categories: images, seconds, characters */
+                            units: number;
+                        };
+                        /** @description unbilled: test keys (cost 0) */
+                        test: {
+                            /** @description rounded to the micro-dollar */
+                            cost_usd: number;
+                            /** @description exact, in nano-dollars */
+                            cost_nanos: number;
+                            calls: number;
+                            input_tokens: number;
+                            output_tokens: number;
+                            /** @description per-unit categories: images, seconds, characters */
+                            units: number;
+                        };
+                        group_by: ("category" | "model" | "environment" | "key" | "day") | null;
+                        groups: {
+                            key: string;
+                            live: {
+                                /** @description rounded to the micro-dollar */
+                                cost_usd: number;
+                                /** @description exact, in nano-dollars */
+                                cost_nanos: number;
+                                calls: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                /** @description per-unit categories: images, seconds, characters */
+                                units: number;
+                            };
+                            test: {
+                                /** @description rounded to the micro-dollar */
+                                cost_usd: number;
+                                /** @description exact, in nano-dollars */
+                                cost_nanos: number;
+                                calls: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                /** @description per-unit categories: images, seconds, characters */
+                                units: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getV1ProjectsProjectIdBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        project_id: string;
+                        monthly_limit_usd: number | null;
+                        alert_thresholds: number[];
+                        hard_limit: boolean;
+                        updated_at: string | null;
+                        /** @description the current calendar month (UTC), YYYY-MM */
+                        period: string;
+                        /** @description live spend this period */
+                        spent_usd: number;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    putV1ProjectsProjectIdBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    monthly_limit_usd: number;
+                    /** @description fractions of the limit; default [0.5, 0.8, 1.0] */
+                    alert_thresholds?: number[];
+                    /** @description refuse live calls with 402 once the limit is reached; default false */
+                    hard_limit?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        project_id: string;
+                        monthly_limit_usd: number | null;
+                        alert_thresholds: number[];
+                        hard_limit: boolean;
+                        updated_at: string | null;
+                        /** @description the current calendar month (UTC), YYYY-MM */
+                        period: string;
+                        /** @description live spend this period */
+                        spent_usd: number;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
     getV1Models: {
         parameters: {
             query?: {
@@ -3567,6 +4413,7 @@ export interface operations {
                             } | {
                                 /** @constant */
                                 type: "url";
+                                /** Format: uri */
                                 url: string;
                             };
                             cache_control?: {
@@ -3615,6 +4462,7 @@ export interface operations {
                                 } | {
                                     /** @constant */
                                     type: "url";
+                                    /** Format: uri */
                                     url: string;
                                 };
                                 cache_control?: {
@@ -3914,6 +4762,7 @@ export interface operations {
                             } | {
                                 /** @constant */
                                 type: "url";
+                                /** Format: uri */
                                 url: string;
                             };
                             cache_control?: {
@@ -3962,6 +4811,7 @@ export interface operations {
                                 } | {
                                     /** @constant */
                                     type: "url";
+                                    /** Format: uri */
                                     url: string;
                                 };
                                 cache_control?: {
@@ -4169,7 +5019,7 @@ export interface operations {
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
                     dimensions?: number | null;
-                };
+                } & (unknown & unknown);
             };
         };
         responses: {
@@ -4324,310 +5174,6 @@ export interface operations {
             };
         };
     };
-    postV1EmbeddingsIndex: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    content: string;
-                    /** @default {} */
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description forbidden | insufficient_scope | quota_exceeded */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description rate_limited */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description service_unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postV1EmbeddingsSearch: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    query: string;
-                    /** @default 5 */
-                    top_k?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        results: {
-                            id: string;
-                            content: string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            model: string;
-                            distance: number;
-                        }[];
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description rate_limited */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description service_unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
     postV1VisionAnalyze: {
         parameters: {
             query?: never;
@@ -4638,6 +5184,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uri */
                     image_url: string;
                     /** @default Describe this image. */
                     prompt?: string;
@@ -4998,7 +5545,7 @@ export interface operations {
                      * @enum {string}
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
+                } & (unknown & unknown & unknown & unknown & unknown);
             };
         };
         responses: {
@@ -5009,7 +5556,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description URL of the stored audio file (GET, no credentials) */
+                        /**
+                         * Format: uri
+                         * @description URL of the stored audio file (GET, no credentials)
+                         */
                         audio: string;
                         model: string;
                         provider: string;
@@ -5163,6 +5713,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uri */
                     audio_url: string;
                     language?: string;
                     model?: ("whisper-1" | "scribe_v1" | "simulated-transcribe") | null;
@@ -5349,7 +5900,7 @@ export interface operations {
                     size?: "1024x1024" | "1536x1024" | "1024x1536" | "1792x1024" | "1024x1792" | "1344x768" | "768x1344" | "1216x832" | "832x1216" | "1024x768" | "768x1024" | "1440x800" | "800x1440" | "256x256" | "512x512";
                     /** @default 1 */
                     n?: number;
-                };
+                } & (unknown & unknown & unknown & unknown & unknown);
             };
         };
         responses: {
@@ -5486,6 +6037,2283 @@ export interface operations {
             };
             /** @description provider_timeout */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1Videos: {
+        parameters: {
+            query?: {
+                limit?: number;
+                after?: string;
+                order?: "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            /** @description the job id: GET /v1/jobs/{id} reads the same job */
+                            id: string;
+                            /** @constant */
+                            object: "video";
+                            /** @enum {string} */
+                            status: "queued" | "in_progress" | "completed" | "failed";
+                            progress: number;
+                            created_at: number;
+                            completed_at: number | null;
+                            /** @description results do not expire */
+                            expires_at: null;
+                            model: string;
+                            prompt: string | null;
+                            seconds: string;
+                            size: string;
+                            remixed_from_video_id: null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        }[];
+                        first_id: string | null;
+                        last_id: string | null;
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1Videos: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    prompt: string;
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @default troupe/auto
+                     * @enum {string}
+                     */
+                    model?: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gen4_turbo" | "ray-2" | "simulated-video";
+                    /** @description seconds of video, 1 to 20 (default 4); the model makes its nearest clip length */
+                    seconds?: string | number;
+                    /**
+                     * @description recorded and answered; the provider makes its own resolution
+                     * @default 720x1280
+                     */
+                    size?: string;
+                    input_reference?: string | {
+                        /** Format: uri */
+                        image_url: string;
+                    };
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+                "multipart/form-data": {
+                    prompt: string;
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @default troupe/auto
+                     * @enum {string}
+                     */
+                    model?: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gen4_turbo" | "ray-2" | "simulated-video";
+                    /** @description seconds of video, 1 to 20 (default 4); the model makes its nearest clip length */
+                    seconds?: string | number;
+                    /**
+                     * @description recorded and answered; the provider makes its own resolution
+                     * @default 720x1280
+                     */
+                    size?: string;
+                    input_reference?: string | {
+                        /** Format: uri */
+                        image_url: string;
+                    };
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the job id: GET /v1/jobs/{id} reads the same job */
+                        id: string;
+                        /** @constant */
+                        object: "video";
+                        /** @enum {string} */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                        progress: number;
+                        created_at: number;
+                        completed_at: number | null;
+                        /** @description results do not expire */
+                        expires_at: null;
+                        model: string;
+                        prompt: string | null;
+                        seconds: string;
+                        size: string;
+                        remixed_from_video_id: null;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1VideosVideoId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                video_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the job id: GET /v1/jobs/{id} reads the same job */
+                        id: string;
+                        /** @constant */
+                        object: "video";
+                        /** @enum {string} */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                        progress: number;
+                        created_at: number;
+                        completed_at: number | null;
+                        /** @description results do not expire */
+                        expires_at: null;
+                        model: string;
+                        prompt: string | null;
+                        seconds: string;
+                        size: string;
+                        remixed_from_video_id: null;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    deleteOpenaiV1VideosVideoId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                video_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "video.deleted";
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1VideosVideoIdContent: {
+        parameters: {
+            query?: {
+                variant?: "video";
+            };
+            header?: never;
+            path: {
+                video_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1ChatCompletions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @enum {string}
+                     */
+                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "azure/gpt-4o" | "azure/gpt-4o-mini" | "mistral-large-latest" | "mistral-small-latest" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large";
+                    messages: ({
+                        /** @constant */
+                        role: "system";
+                        content: string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[];
+                        name?: string;
+                    } | {
+                        /** @constant */
+                        role: "developer";
+                        content: string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[];
+                        name?: string;
+                    } | {
+                        /** @constant */
+                        role: "user";
+                        content: string | ({
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @constant */
+                            type: "image_url";
+                            image_url: {
+                                /** Format: uri */
+                                url: string;
+                                /** @enum {string} */
+                                detail?: "auto" | "low" | "high";
+                            };
+                        })[];
+                        name?: string;
+                    } | {
+                        /** @constant */
+                        role: "assistant";
+                        content?: (string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[]) | null;
+                        name?: string;
+                        refusal?: string | null;
+                        tool_calls?: {
+                            id: string;
+                            /** @constant */
+                            type: "function";
+                            function: {
+                                name: string;
+                                arguments: string;
+                            };
+                        }[];
+                    } | {
+                        /** @constant */
+                        role: "tool";
+                        content: string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[];
+                        tool_call_id: string;
+                    })[];
+                    stream?: boolean | null;
+                    stream_options?: {
+                        include_usage?: boolean;
+                    } | null;
+                    tools?: {
+                        /** @constant */
+                        type: "function";
+                        function: {
+                            name: string;
+                            description?: string;
+                            parameters?: {
+                                [key: string]: unknown;
+                            };
+                            strict?: boolean | null;
+                        };
+                    }[];
+                    tool_choice?: ("auto" | "none" | "required") | {
+                        /** @constant */
+                        type: "function";
+                        function: {
+                            name: string;
+                        };
+                    };
+                    parallel_tool_calls?: boolean;
+                    temperature?: number | null;
+                    top_p?: number | null;
+                    stop?: (string | string[]) | null;
+                    seed?: number | null;
+                    max_tokens?: number | null;
+                    max_completion_tokens?: number | null;
+                    user?: string;
+                    response_format?: {
+                        /** @constant */
+                        type: "text";
+                    } | {
+                        /** @constant */
+                        type: "json_object";
+                    } | {
+                        /** @constant */
+                        type: "json_schema";
+                        json_schema: {
+                            name: string;
+                            description?: string;
+                            schema?: {
+                                [key: string]: unknown;
+                            };
+                            strict?: boolean | null;
+                        };
+                    };
+                    n?: 1 | null;
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "chat.completion";
+                        /** @description Unix seconds */
+                        created: number;
+                        /** @description the catalogue model that answered (after any fallback) */
+                        model: string;
+                        choices: {
+                            index: number;
+                            message: {
+                                /** @constant */
+                                role: "assistant";
+                                content: string | null;
+                                refusal: null;
+                                tool_calls?: {
+                                    id: string;
+                                    /** @constant */
+                                    type: "function";
+                                    function: {
+                                        name: string;
+                                        /** @description the arguments as a JSON object in a string */
+                                        arguments: string;
+                                    };
+                                }[];
+                            };
+                            /** @enum {string} */
+                            finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
+                            logprobs: null;
+                        }[];
+                        usage: {
+                            prompt_tokens: number;
+                            completion_tokens: number;
+                            total_tokens: number;
+                        };
+                        system_fingerprint: null;
+                    };
+                    "text/event-stream": {
+                        event?: string;
+                        data: string;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1Models: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            /** @description what requests put in `model` */
+                            id: string;
+                            /** @constant */
+                            object: "model";
+                            /** @description always 0: the catalogue has no creation dates */
+                            created: number;
+                            /** @description the provider, or troupe for the routing names */
+                            owned_by: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getOpenaiV1ModelsModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description what requests put in `model` */
+                        id: string;
+                        /** @constant */
+                        object: "model";
+                        /** @description always 0: the catalogue has no creation dates */
+                        created: number;
+                        /** @description the provider, or troupe for the routing names */
+                        owned_by: string;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1Embeddings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @enum {string}
+                     */
+                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "azure/text-embedding-3-small" | "mistral-embed" | "text-embedding-3-small" | "embed-v4.0" | "text-embedding-3-large" | "embed-english-v3.0" | "simulated-embed";
+                    input: string | string[];
+                    /** @enum {string} */
+                    encoding_format?: "float" | "base64";
+                    dimensions?: number;
+                    user?: string;
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            /** @constant */
+                            object: "embedding";
+                            index: number;
+                            embedding: number[] | string;
+                        }[];
+                        model: string;
+                        usage: {
+                            prompt_tokens: number;
+                            total_tokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1ImagesGenerations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    prompt: string;
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @default troupe/auto
+                     * @enum {string}
+                     */
+                    model?: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gpt-image-1" | "dall-e-3" | "stable-image-core" | "flux-pro-1.1" | "simulated-image";
+                    n?: number | null;
+                    size?: string | null;
+                    response_format?: ("url" | "b64_json") | null;
+                    user?: string;
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created: number;
+                        data: ({
+                            /**
+                             * Format: uri
+                             * @description the stored image (GET, no credentials)
+                             */
+                            url: string;
+                        } | {
+                            b64_json: string;
+                        })[];
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1AudioSpeech: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @enum {string}
+                     */
+                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "tts-1" | "tts-1-hd" | "eleven_multilingual_v2" | "eleven_flash_v2_5" | "simulated-speech";
+                    input: string;
+                    voice: string;
+                    /**
+                     * @default mp3
+                     * @enum {string}
+                     */
+                    response_format?: "mp3" | "opus" | "aac" | "flac" | "wav" | "pcm";
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/mpeg": string;
+                    "audio/ogg": string;
+                    "audio/aac": string;
+                    "audio/flac": string;
+                    "audio/wav": string;
+                    "audio/pcm": string;
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postOpenaiV1AudioTranscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the audio file (1 byte to 25 MB)
+                     */
+                    file: string;
+                    /**
+                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
+                     * @enum {string}
+                     */
+                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "whisper-1" | "scribe_v1" | "simulated-transcribe";
+                    language?: string;
+                    prompt?: string;
+                    temperature?: string;
+                    /** @enum {string} */
+                    response_format?: "json" | "text" | "verbose_json" | "srt" | "vtt";
+                    /** @enum {string} */
+                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        text: string;
+                    };
+                    "text/plain": string;
+                    "text/vtt": string;
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description rate_limited | budget_exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description no_provider_available */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description provider_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postV1EmbeddingsIndex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    content: string;
+                    /** @default {} */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        model: string;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden | insufficient_scope | quota_exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postV1EmbeddingsSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    query: string;
+                    /** @default 5 */
+                    top_k?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        results: {
+                            id: string;
+                            content: string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            model: string;
+                            distance: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description provider_error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6391,7 +9219,7 @@ export interface operations {
                      * @enum {string}
                      */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
+                } & unknown;
             };
         };
         responses: {
@@ -6811,6 +9639,113 @@ export interface operations {
                     "application/json": {
                         id: string;
                         /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden | insufficient_scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    postV1JobsIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
                         category: "video";
                         /** @enum {string} */
                         type: "text_to_video" | "image_to_video";
@@ -6952,6 +9887,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             id: string;
+                            /** Format: uri */
                             url: string;
                             events: ("job.completed" | "job.failed" | "budget.alert")[];
                             /** @enum {string} */
@@ -7083,6 +10019,7 @@ export interface operations {
                     "application/json": {
                         webhook: {
                             id: string;
+                            /** Format: uri */
                             url: string;
                             events: ("job.completed" | "job.failed" | "budget.alert")[];
                             /** @enum {string} */
@@ -7226,6 +10163,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** Format: uri */
                         url: string;
                         events: ("job.completed" | "job.failed" | "budget.alert")[];
                         /** @enum {string} */
@@ -7348,6 +10286,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** Format: uri */
                         url: string;
                         events: ("job.completed" | "job.failed" | "budget.alert")[];
                         /** @enum {string} */
@@ -7854,114 +10793,43 @@ export interface operations {
             };
         };
     };
-    getV1ProjectsProjectIdUsage: {
+    getV1FilesId: {
         parameters: {
-            query?: {
-                from?: string;
-                to?: string;
-                group_by?: "category" | "model" | "environment" | "key" | "day";
+            query?: never;
+            header?: {
+                Range?: string;
+                "If-None-Match"?: string;
+                "If-Range"?: string;
             };
-            header?: never;
             path: {
-                project_id: string;
+                id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description The file's bytes (Content-Type as stored; ETag; Cache-Control immutable) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": {
-                        project_id: string;
-                        from: string;
-                        to: string;
-                        /** @constant */
-                        currency: "USD";
-                        /** @description billed: live keys */
-                        live: {
-                            /** @description rounded to the micro-dollar */
-                            cost_usd: number;
-                            /** @description exact, in nano-dollars */
-                            cost_nanos: number;
-                            calls: number;
-                            input_tokens: number;
-                            output_tokens: number;
-                            /** @description per-unit categories: images, seconds, characters */
-                            units: number;
-                        };
-                        /** @description unbilled: test keys (cost 0) */
-                        test: {
-                            /** @description rounded to the micro-dollar */
-                            cost_usd: number;
-                            /** @description exact, in nano-dollars */
-                            cost_nanos: number;
-                            calls: number;
-                            input_tokens: number;
-                            output_tokens: number;
-                            /** @description per-unit categories: images, seconds, characters */
-                            units: number;
-                        };
-                        group_by: ("category" | "model" | "environment" | "key" | "day") | null;
-                        groups: {
-                            key: string;
-                            live: {
-                                /** @description rounded to the micro-dollar */
-                                cost_usd: number;
-                                /** @description exact, in nano-dollars */
-                                cost_nanos: number;
-                                calls: number;
-                                input_tokens: number;
-                                output_tokens: number;
-                                /** @description per-unit categories: images, seconds, characters */
-                                units: number;
-                            };
-                            test: {
-                                /** @description rounded to the micro-dollar */
-                                cost_usd: number;
-                                /** @description exact, in nano-dollars */
-                                cost_nanos: number;
-                                calls: number;
-                                input_tokens: number;
-                                output_tokens: number;
-                                /** @description per-unit categories: images, seconds, characters */
-                                units: number;
-                            };
-                        }[];
-                    };
-                };
+                content?: never;
             };
-            /** @description invalid_request */
-            400: {
+            /** @description The requested byte range (Content-Range) */
+            206: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
-            /** @description unauthorized */
-            401: {
+            /** @description Not modified (If-None-Match named the ETag) */
+            304: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
-            /** @description forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description not_found */
+            /** @description not_found (no such file) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7981,6 +10849,15 @@ export interface operations {
             };
             /** @description uri_too_long */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_request (range outside the file; Content-Range: bytes *\/size) */
+            416: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8017,385 +10894,16 @@ export interface operations {
             };
         };
     };
-    getV1ProjectsProjectIdBudget: {
+    deleteV1FilesId: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                project_id: string;
+                id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        project_id: string;
-                        monthly_limit_usd: number | null;
-                        alert_thresholds: number[];
-                        hard_limit: boolean;
-                        updated_at: string | null;
-                        /** @description the current calendar month (UTC), YYYY-MM */
-                        period: string;
-                        /** @description live spend this period */
-                        spent_usd: number;
-                    };
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    putV1ProjectsProjectIdBudget: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    monthly_limit_usd: number;
-                    /** @description fractions of the limit; default [0.5, 0.8, 1.0] */
-                    alert_thresholds?: number[];
-                    /** @description refuse live calls with 402 once the limit is reached; default false */
-                    hard_limit?: boolean;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        project_id: string;
-                        monthly_limit_usd: number | null;
-                        alert_thresholds: number[];
-                        hard_limit: boolean;
-                        updated_at: string | null;
-                        /** @description the current calendar month (UTC), YYYY-MM */
-                        period: string;
-                        /** @description live spend this period */
-                        spent_usd: number;
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1ChatCompletions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @enum {string}
-                     */
-                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gpt-4.1" | "claude-sonnet-4-5" | "gemini-2.5-pro" | "gpt-4o" | "claude-opus-4-1" | "gpt-4.1-mini" | "claude-haiku-4-5" | "gemini-2.5-flash" | "gpt-4o-mini" | "gpt-4.1-nano" | "gemini-2.5-flash-lite" | "azure/gpt-4o" | "azure/gpt-4o-mini" | "mistral-large-latest" | "mistral-small-latest" | "simulated-chat" | "simulated-chat-small" | "simulated-chat-large";
-                    messages: ({
-                        /** @constant */
-                        role: "system";
-                        content: string | {
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        }[];
-                        name?: string;
-                    } | {
-                        /** @constant */
-                        role: "developer";
-                        content: string | {
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        }[];
-                        name?: string;
-                    } | {
-                        /** @constant */
-                        role: "user";
-                        content: string | ({
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        } | {
-                            /** @constant */
-                            type: "image_url";
-                            image_url: {
-                                url: string;
-                                /** @enum {string} */
-                                detail?: "auto" | "low" | "high";
-                            };
-                        })[];
-                        name?: string;
-                    } | {
-                        /** @constant */
-                        role: "assistant";
-                        content?: (string | {
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        }[]) | null;
-                        name?: string;
-                        refusal?: string | null;
-                        tool_calls?: {
-                            id: string;
-                            /** @constant */
-                            type: "function";
-                            function: {
-                                name: string;
-                                arguments: string;
-                            };
-                        }[];
-                    } | {
-                        /** @constant */
-                        role: "tool";
-                        content: string | {
-                            /** @constant */
-                            type: "text";
-                            text: string;
-                        }[];
-                        tool_call_id: string;
-                    })[];
-                    stream?: boolean | null;
-                    stream_options?: {
-                        include_usage?: boolean;
-                    } | null;
-                    tools?: {
-                        /** @constant */
-                        type: "function";
-                        function: {
-                            name: string;
-                            description?: string;
-                            parameters?: {
-                                [key: string]: unknown;
-                            };
-                            strict?: boolean | null;
-                        };
-                    }[];
-                    tool_choice?: ("auto" | "none" | "required") | {
-                        /** @constant */
-                        type: "function";
-                        function: {
-                            name: string;
-                        };
-                    };
-                    parallel_tool_calls?: boolean;
-                    temperature?: number | null;
-                    top_p?: number | null;
-                    stop?: (string | string[]) | null;
-                    seed?: number | null;
-                    max_tokens?: number | null;
-                    max_completion_tokens?: number | null;
-                    user?: string;
-                    response_format?: {
-                        /** @constant */
-                        type: "text";
-                    } | {
-                        /** @constant */
-                        type: "json_object";
-                    } | {
-                        /** @constant */
-                        type: "json_schema";
-                        json_schema: {
-                            name: string;
-                            description?: string;
-                            schema?: {
-                                [key: string]: unknown;
-                            };
-                            strict?: boolean | null;
-                        };
-                    };
-                    n?: 1 | null;
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
         responses: {
             /** @description Success */
             200: {
@@ -8406,221 +10914,17 @@ export interface operations {
                     "application/json": {
                         id: string;
                         /** @constant */
-                        object: "chat.completion";
-                        /** @description Unix seconds */
-                        created: number;
-                        /** @description the catalogue model that answered (after any fallback) */
-                        model: string;
-                        choices: {
-                            index: number;
-                            message: {
-                                /** @constant */
-                                role: "assistant";
-                                content: string | null;
-                                refusal: null;
-                                tool_calls?: {
-                                    id: string;
-                                    /** @constant */
-                                    type: "function";
-                                    function: {
-                                        name: string;
-                                        /** @description the arguments as a JSON object in a string */
-                                        arguments: string;
-                                    };
-                                }[];
-                            };
-                            /** @enum {string} */
-                            finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
-                            logprobs: null;
-                        }[];
-                        usage: {
-                            prompt_tokens: number;
-                            completion_tokens: number;
-                            total_tokens: number;
-                        };
-                        system_fingerprint: null;
+                        deleted: true;
                     };
-                    "text/event-stream": {
-                        event?: string;
-                        data: string;
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
                 };
             };
             /** @description unauthorized */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    getOpenaiV1Models: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        object: "list";
-                        data: {
-                            /** @description what requests put in `model` */
-                            id: string;
-                            /** @constant */
-                            object: "model";
-                            /** @description always 0: the catalogue has no creation dates */
-                            created: number;
-                            /** @description the provider, or troupe for the routing names */
-                            owned_by: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
                 };
             };
             /** @description forbidden */
@@ -8629,7 +10933,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
@@ -8647,7 +10960,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description rate_limited */
@@ -8656,7 +10969,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description headers_too_large */
@@ -8674,7 +10987,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description http_version_not_supported */
@@ -8688,60 +11001,49 @@ export interface operations {
             };
         };
     };
-    getOpenaiV1ModelsModel: {
+    headV1FilesId: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                Range?: string;
+                "If-None-Match"?: string;
+                "If-Range"?: string;
+            };
             path: {
-                model: string;
+                id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description The file's bytes (Content-Type as stored; ETag; Cache-Control immutable) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": {
-                        /** @description what requests put in `model` */
-                        id: string;
-                        /** @constant */
-                        object: "model";
-                        /** @description always 0: the catalogue has no creation dates */
-                        created: number;
-                        /** @description the provider, or troupe for the routing names */
-                        owned_by: string;
-                    };
-                };
+                content?: never;
             };
-            /** @description unauthorized */
-            401: {
+            /** @description The requested byte range (Content-Range) */
+            206: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
+                content?: never;
             };
-            /** @description forbidden */
-            403: {
+            /** @description Not modified (If-None-Match named the ETag) */
+            304: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
+                content?: never;
             };
-            /** @description not_found */
+            /** @description not_found (no such file) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
@@ -8759,134 +11061,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenAiError"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description rate_limited */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1Embeddings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @enum {string}
-                     */
-                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "azure/text-embedding-3-small" | "mistral-embed" | "text-embedding-3-small" | "embed-v4.0" | "text-embedding-3-large" | "embed-english-v3.0" | "simulated-embed";
-                    input: string | string[];
-                    /** @enum {string} */
-                    encoding_format?: "float" | "base64";
-                    dimensions?: number;
-                    user?: string;
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        object: "list";
-                        data: {
-                            /** @constant */
-                            object: "embedding";
-                            index: number;
-                            embedding: number[] | string;
-                        }[];
-                        model: string;
-                        usage: {
-                            prompt_tokens: number;
-                            total_tokens: number;
-                        };
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
+            /** @description invalid_request (range outside the file; Content-Range: bytes *\/size) */
+            416: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8894,42 +11073,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
             /** @description headers_too_large */
             431: {
                 headers: {
@@ -8941,571 +11084,11 @@ export interface operations {
             };
             /** @description internal_error */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1ImagesGenerations: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    prompt: string;
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @default troupe/auto
-                     * @enum {string}
-                     */
-                    model?: "troupe/auto" | "troupe/cost" | "troupe/latency" | "gpt-image-1" | "dall-e-3" | "stable-image-core" | "flux-pro-1.1" | "simulated-image";
-                    n?: number | null;
-                    size?: string | null;
-                    response_format?: ("url" | "b64_json") | null;
-                    user?: string;
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        created: number;
-                        data: ({
-                            /** @description the stored image (GET, no credentials) */
-                            url: string;
-                        } | {
-                            b64_json: string;
-                        })[];
-                    };
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1AudioSpeech: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @enum {string}
-                     */
-                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "tts-1" | "tts-1-hd" | "eleven_multilingual_v2" | "eleven_flash_v2_5" | "simulated-speech";
-                    input: string;
-                    voice: string;
-                    /** @enum {string} */
-                    response_format?: "mp3" | "opus" | "aac" | "flac" | "wav" | "pcm";
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "audio/mpeg": string;
-                    "audio/wav": string;
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-        };
-    };
-    postOpenaiV1AudioTranscriptions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "multipart/form-data": {
-                    /**
-                     * Format: binary
-                     * @description the audio file (1 byte to 25 MB)
-                     */
-                    file: string;
-                    /**
-                     * @description a catalogue model (GET /openai/v1/models) or troupe/auto, troupe/cost, troupe/latency
-                     * @enum {string}
-                     */
-                    model: "troupe/auto" | "troupe/cost" | "troupe/latency" | "whisper-1" | "scribe_v1" | "simulated-transcribe";
-                    language?: string;
-                    prompt?: string;
-                    temperature?: string;
-                    /** @enum {string} */
-                    response_format?: "json" | "text";
-                    /** @enum {string} */
-                    routing_strategy?: "auto" | "manual" | "cost" | "latency";
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        text: string;
-                    };
-                    "text/plain": string;
-                };
-            };
-            /** @description invalid_request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description forbidden | insufficient_scope */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description payload_too_large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description unsupported_media_type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description rate_limited | budget_exceeded */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_error */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description no_provider_available */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
-                };
-            };
-            /** @description provider_timeout */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OpenAiError"];
                 };
             };
             /** @description http_version_not_supported */
@@ -10149,205 +11732,273 @@ export interface operations {
             };
         };
     };
-    getV1FilesId: {
+    eventJobCompleted: {
         parameters: {
             query?: never;
-            header?: {
-                Range?: string;
-                "If-None-Match"?: string;
-                "If-Range"?: string;
+            header: {
+                /** @description hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned */
+                "X-Troupe-Signature": string;
+                /** @description the event id (the same on every retry) */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks) */
+                "webhook-signature": string;
             };
-            path: {
-                id: string;
-            };
+            path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @constant */
+                    type: "job.completed";
+                    created_at: string;
+                    data: {
+                        job: {
+                            id: string;
+                            /** @constant */
+                            category: "video";
+                            /** @enum {string} */
+                            type: "text_to_video" | "image_to_video";
+                            /** @enum {string} */
+                            status: "queued" | "processing" | "completed" | "failed";
+                            provider: string;
+                            model: string;
+                            progress: number;
+                            segments: {
+                                index: number;
+                                prompt: string;
+                                /** @enum {string} */
+                                status: "pending" | "processing" | "completed" | "failed" | "cancelled";
+                                progress: number;
+                                provider: string | null;
+                                model: string | null;
+                            }[];
+                            result_url: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+        };
         responses: {
-            /** @description The file's bytes (Content-Type as stored; ETag; Cache-Control immutable) */
-            200: {
+            /** @description Gone: the webhook is disabled and nothing more is sent */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description The requested byte range (Content-Range) */
-            206: {
+            /** @description Received: any 2xx ends the delivery */
+            "2XX": {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match named the ETag) */
-            304: {
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
-            };
-            /** @description not_found (no such file) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description uri_too_long */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description invalid_request (range outside the file; Content-Range: bytes *\/size) */
-            416: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description headers_too_large */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
             };
         };
     };
-    headV1FilesId: {
+    eventJobFailed: {
         parameters: {
             query?: never;
-            header?: {
-                Range?: string;
-                "If-None-Match"?: string;
-                "If-Range"?: string;
+            header: {
+                /** @description hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned */
+                "X-Troupe-Signature": string;
+                /** @description the event id (the same on every retry) */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks) */
+                "webhook-signature": string;
             };
-            path: {
-                id: string;
-            };
+            path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @constant */
+                    type: "job.failed";
+                    created_at: string;
+                    data: {
+                        job: {
+                            id: string;
+                            /** @constant */
+                            category: "video";
+                            /** @enum {string} */
+                            type: "text_to_video" | "image_to_video";
+                            /** @enum {string} */
+                            status: "queued" | "processing" | "completed" | "failed";
+                            provider: string;
+                            model: string;
+                            progress: number;
+                            segments: {
+                                index: number;
+                                prompt: string;
+                                /** @enum {string} */
+                                status: "pending" | "processing" | "completed" | "failed" | "cancelled";
+                                progress: number;
+                                provider: string | null;
+                                model: string | null;
+                            }[];
+                            result_url: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+        };
         responses: {
-            /** @description The file's bytes (Content-Type as stored; ETag; Cache-Control immutable) */
-            200: {
+            /** @description Gone: the webhook is disabled and nothing more is sent */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description The requested byte range (Content-Range) */
-            206: {
+            /** @description Received: any 2xx ends the delivery */
+            "2XX": {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match named the ETag) */
-            304: {
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description not_found (no such file) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
+        };
+    };
+    eventBudgetAlert: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned */
+                "X-Troupe-Signature": string;
+                /** @description the event id (the same on every retry) */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @constant */
+                    type: "budget.alert";
+                    created_at: string;
+                    data: {
+                        project_id: string;
+                        period: string;
+                        threshold: number;
+                        limit_usd: number;
+                        spent_usd: number;
+                    };
                 };
             };
-            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
-            405: {
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and nothing more is sent */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Error"];
+                content?: never;
+            };
+            /** @description Received: any 2xx ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventWebhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description hex HMAC-SHA256 of the raw body, keyed with the webhook's secret (whsec_…) as returned */
+                "X-Troupe-Signature": string;
+                /** @description the event id (the same on every retry) */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}> (Standard Webhooks) */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @constant */
+                    type: "webhook.test";
+                    created_at: string;
+                    data: {
+                        webhook_id: string;
+                    };
                 };
             };
-            /** @description uri_too_long */
-            414: {
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and nothing more is sent */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
-            /** @description invalid_request (range outside the file; Content-Range: bytes *\/size) */
-            416: {
+            /** @description Received: any 2xx ends the delivery */
+            "2XX": {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
-            /** @description headers_too_large */
-            431: {
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the attempt failed and is retried on the schedule */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
-            };
-            /** @description internal_error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description http_version_not_supported */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ParserError"];
-                };
+                content?: never;
             };
         };
     };

@@ -21,6 +21,13 @@ import {
 } from "../schemas.ts";
 
 const named = z.object({ name }).strict();
+/** null: back to the deployment's FILE_RETENTION_DAYS. */
+const orgChange = z
+  .object({ name: name.optional(), file_retention_days: z.number().int().min(1).max(36_500).nullable().optional() })
+  .strict()
+  .refine((v) => v.name !== undefined || v.file_retention_days !== undefined, { message: "name or file_retention_days is required" })
+  // The same rule, stated in the OpenAPI document (the fuzzer generates bodies from it).
+  .meta({ minProperties: 1 });
 
 /** `usageToDate` adds each environment's usage to date and last use to its list (absent: zeros). */
 export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageToDate) {
@@ -63,6 +70,17 @@ export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageT
       responses: { 200: organizationSchema },
       errors: ["not_found"],
       handler: async (ctx) => json(200, await accounts.orgs.getOrg(ctx.auth.userId, ctx.params.org_id)),
+    }),
+    defineRoute({
+      method: "patch",
+      path: "/v1/orgs/:org_id",
+      summary: "Rename an organization or set how many days its stored files are kept (owners and admins)",
+      tag: "organizations",
+      auth: "session",
+      body: orgChange,
+      responses: { 200: organizationSchema },
+      errors: ["not_found", "forbidden"],
+      handler: async (ctx) => json(200, await accounts.orgs.updateOrg(ctx.auth.userId, ctx.params.org_id, ctx.body)),
     }),
     defineRoute({
       method: "get",

@@ -4,6 +4,7 @@
 // failing caller URL is a 400 naming the reason). Usage: characters for
 // speech, seconds of audio for transcription.
 import { z } from "zod";
+import { uriOut } from "../../core/uri-schema.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { audioDurationSeconds } from "../../media/audio-duration.ts";
 import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
@@ -11,6 +12,7 @@ import { rehostAll, type MediaDeps } from "../../media/rehost.ts";
 import { speaks, speechRequestSchema, synthesizeSpeech, voiceSchema } from "../../providers/speech.ts";
 import { transcribeAudio, transcribes, transcriptionRequestSchema } from "../../providers/transcription.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
+import { speechVoiceRules } from "../../providers/model-rules.ts";
 import { defineRoute, json } from "../route.ts";
 import { estimateNanos, runBilled } from "../billed-call.ts";
 import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
@@ -18,7 +20,7 @@ import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
 export type MediaRouteDeps = AiRouteDeps & { media: MediaDeps };
 
 export const speechResponseSchema = z.object({
-  audio: z.string().describe("URL of the stored audio file (GET, no credentials)"),
+  audio: uriOut("URL of the stored audio file (GET, no credentials)"),
   model: z.string(),
   provider: z.string(),
 });
@@ -29,7 +31,11 @@ const audioTypes = ["audio/", "video/", "application/octet-stream"] as const;
 export function audioRoutes(deps: MediaRouteDeps) {
   // `model`: one of the catalogue's models that can (an enum in the document), required when routing is manual.
   const { catalogue } = deps.router;
-  const speechBody = withModel(speechRequestSchema.extend({ voice: voiceSchema(catalogue) }), modelIdSchema(catalogue, { category: "audio", media: speaks }).nullable().optional());
+  const speechBody = withModel(
+    speechRequestSchema.extend({ voice: voiceSchema(catalogue) }),
+    modelIdSchema(catalogue, { category: "audio", media: speaks }).nullable().optional(),
+    speechVoiceRules(catalogue, { category: "audio", media: speaks }),
+  );
   const transcriptionBody = withModel(transcriptionRequestSchema, modelIdSchema(catalogue, { category: "audio", media: transcribes }).nullable().optional());
   return [
     defineRoute({

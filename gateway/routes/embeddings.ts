@@ -2,6 +2,7 @@
 // (/v1/embeddings/index and /search live with the vector index work.)
 import { z } from "zod";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
+import { embeddingDimensionRules } from "../../providers/model-rules.ts";
 import { embeddingRequestSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import { countTokens } from "../../providers/tokens.ts";
@@ -16,7 +17,7 @@ export const embeddingResponseSchema = z.object({
 });
 
 export function embeddingRoutes(deps: AiRouteDeps) {
-  const body = withModel(embeddingRequestSchema, modelIdSchema(deps.router.catalogue, { category: "embedding" }).nullable().optional());
+  const body = withModel(embeddingRequestSchema, modelIdSchema(deps.router.catalogue, { category: "embedding" }).nullable().optional(), embeddingDimensionRules(deps.router.catalogue));
   return [
     defineRoute({
       method: "post",

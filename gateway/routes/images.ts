@@ -4,24 +4,30 @@
 // failed copy is a 502 and the request's already stored images are deleted.
 // Usage: megapixels, so an image costs by its size.
 import { z } from "zod";
+import { uriOut } from "../../core/uri-schema.ts";
 import { imageInfo } from "../../media/png.ts";
 import { rehostAll } from "../../media/rehost.ts";
 import { generateImages, imageRequestSchema, imageSizeSchema } from "../../providers/images.ts";
 import { defineRoute, json } from "../route.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
+import { imageRules } from "../../providers/model-rules.ts";
 import { estimateNanos, runBilled } from "../billed-call.ts";
 import { usageContextOf } from "../usage-context.ts";
 import type { MediaRouteDeps } from "./audio.ts";
 
 export const imagesResponseSchema = z.object({
-  images: z.array(z.string()).describe("URLs of the stored images (GET, no credentials)"),
+  images: z.array(uriOut()).describe("URLs of the stored images (GET, no credentials)"),
   model: z.string(),
   provider: z.string(),
 });
 
 export function imageRoutes(deps: MediaRouteDeps) {
   // `model`: one of the catalogue's image models (an enum in the document), required when routing is manual.
-  const body = withModel(imageRequestSchema.extend({ size: imageSizeSchema(deps.router.catalogue) }), modelIdSchema(deps.router.catalogue, { category: "image" }).nullable().optional());
+  const body = withModel(
+    imageRequestSchema.extend({ size: imageSizeSchema(deps.router.catalogue) }),
+    modelIdSchema(deps.router.catalogue, { category: "image" }).nullable().optional(),
+    imageRules(deps.router.catalogue),
+  );
   return [
     defineRoute({
       method: "post",

@@ -3,7 +3,7 @@
 // outbound guard, so a refused or failing URL is a 400 naming image_url) and
 // creates the JobActor, which runs the job on durable reminders; 202 at once.
 // Reads come from the job directory (any replica, never queued behind a
-// running step); cancellation goes to the actor. A job belongs to the
+// running step); cancellation and deletion go to the actor. A job belongs to the
 // environment of the key that made it: another environment's or another
 // organization's job is a 404, and the list holds the key's environment's.
 import { z } from "zod";
@@ -17,6 +17,7 @@ import { videoGenerateBody } from "../../actors/job/video-request.ts";
 import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
 import { withModel } from "../../providers/catalogue.ts";
+import { videoImageRules } from "../../providers/model-rules.ts";
 import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../providers/video-routing.ts";
 import type { Router } from "../../providers/router.ts";
 import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
@@ -24,6 +25,8 @@ import { defineRoute, json } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 import { payerOf } from "../usage-context.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
+import type { RoutingStrategy } from "../../providers/types.ts";
+import type { OpenAiVideoFields } from "../../actors/job/types.ts";
 
 export interface JobRouteDeps {
   actors: ActorHost;
@@ -36,7 +39,7 @@ export interface JobRouteDeps {
 }
 
 const acceptedSchema = z.object({ job_id: z.string(), status: z.literal("queued") });
-const imageTypes = ["image/png", "image/jpeg", "image/webp"] as const;
+export const imageTypes = ["image/png", "image/jpeg", "image/webp"] as const;
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A job id that is not a UUID cannot exist: 404 without touching the store. */
@@ -62,8 +65,82 @@ export async function jobForKey(deps: { actors: ActorHost; job: JobActorDefiniti
   });
 }
 
+/** The id of a job the key may see (404 otherwise); the directory answers unknown ids without activating an actor. */
+async function ownJobId(deps: Pick<JobRouteDeps, "actors" | "job" | "directory">, key: ApiKeyRecord, rawId: string): Promise<string> {
+  const id = jobIdParam(rawId);
+  if (!(await jobForKey(deps, key, id))) throw new TroupeError("not_found", "job not found");
+  return id;
+}
+
+export const jobDeletedSchema = z.object({ id: z.string(), deleted: z.literal(true) });
+
+/** DELETE /v1/jobs/{id} and DELETE /openai/v1/videos/{id}: cancel if needed, then remove the job and its files. */
+export async function deleteJob(deps: Pick<JobRouteDeps, "actors" | "job" | "directory">, key: ApiKeyRecord, rawId: string): Promise<z.infer<typeof jobDeletedSchema>> {
+  const id = await ownJobId(deps, key, rawId);
+  return callActor(deps.actors, deps.job, id, "delete", { organization_id: key.organization_id, environment_id: key.environment_id });
+}
+
+/** A job request as both doors give it: POST /v1/video/generate and POST /openai/v1/videos (whose image may be an upload). */
+export interface VideoJobRequest {
+  prompt: string;
+  duration_seconds: number;
+  narration_text: string | null;
+  scenes: string[] | null;
+  model: string | null;
+  routing_strategy: RoutingStrategy;
+  /** The image to animate: a URL fetched through the outbound guard, or bytes uploaded with the request. */
+  image: { url: string } | { bytes: Buffer; contentType: string } | null;
+  /** How the OpenAI-compatible mount presents the job (kept with it). */
+  openai_video?: OpenAiVideoFields | null;
+}
+
+/**
+ * Checks, admits and starts a video job; returns its id. The one path both
+ * mounts take, so routing, scopes and budgets are the same on both.
+ */
+export async function startVideoJob(deps: JobRouteDeps, key: ApiKeyRecord, body: VideoJobRequest, signal: AbortSignal): Promise<string> {
+  // Refuse a model no provider can serve, or a project at its hard
+  // limit, before fetching or storing anything. The JobActor's create
+  // then holds the job's whole estimated cost, or refuses it 402 when
+  // it does not fit (actors/job/job-budget.ts); scenes settle their part.
+  const withImage = body.image !== null;
+  if (body.model) assertVideoModelFits(deps.router.catalogue, body.model, withImage);
+  deps.router.plan(body.model, body.routing_strategy, videoNeed(withImage));
+  await admitUnderLimit(deps.billing, payerOf(key));
+  let image: { file_id: string; content_type: string } | null = null;
+  if (body.image && "url" in body.image) {
+    let fetched;
+    try {
+      fetched = await deps.media.fetcher.fetch(body.image.url, { accept: imageTypes, signal });
+    } catch (e) {
+      if (!isOutboundFetchError(e)) throw e;
+      throw new TroupeError("invalid_request", `image_url cannot be used: ${e.message}`, { details: [{ path: "body.image_url", message: e.message, reason: e.reason }] });
+    }
+    const stored = await deps.media.files.put({ body: fetched.body, contentType: fetched.contentType, organizationId: key.organization_id });
+    image = { file_id: stored.id, content_type: fetched.contentType };
+  } else if (body.image) {
+    const stored = await deps.media.files.put({ body: body.image.bytes, contentType: body.image.contentType, organizationId: key.organization_id });
+    image = { file_id: stored.id, content_type: body.image.contentType };
+  }
+  const id = uuid();
+  await callActor(deps.actors, deps.job, id, "create", {
+    owner: { organization_id: key.organization_id, project_id: key.project_id, environment_id: key.environment_id },
+    payer: payerOf(key),
+    prompt: body.prompt,
+    duration_seconds: body.duration_seconds,
+    narration_text: body.narration_text,
+    scenes: body.scenes,
+    model: body.model,
+    routing_strategy: body.routing_strategy,
+    image,
+    callback: null,
+    openai_video: body.openai_video ?? null,
+  });
+  return id;
+}
+
 export function jobRoutes(deps: JobRouteDeps) {
-  const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null));
+  const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null), videoImageRules(deps.router.catalogue));
   return [
     defineRoute({
       method: "post",
@@ -76,39 +153,7 @@ export function jobRoutes(deps: JobRouteDeps) {
       responses: { 202: acceptedSchema },
       errors: ["budget_exceeded", "no_provider_available"],
       handler: async (ctx) => {
-        const { key } = ctx.auth;
-        // Refuse a model no provider can serve, or a project over its hard
-        // limit, before fetching or storing anything. Scenes are billed as
-        // they complete; a job admitted under the limit runs to its end.
-        const withImage = ctx.body.image_url !== null;
-        if (ctx.body.model) assertVideoModelFits(deps.router.catalogue, ctx.body.model, withImage);
-        deps.router.plan(ctx.body.model, ctx.body.routing_strategy, videoNeed(withImage));
-        await admitUnderLimit(deps.billing, payerOf(key));
-        let image: { file_id: string; content_type: string } | null = null;
-        if (ctx.body.image_url) {
-          let fetched;
-          try {
-            fetched = await deps.media.fetcher.fetch(ctx.body.image_url, { accept: imageTypes, signal: ctx.signal });
-          } catch (e) {
-            if (!isOutboundFetchError(e)) throw e;
-            throw new TroupeError("invalid_request", `image_url cannot be used: ${e.message}`, { details: [{ path: "body.image_url", message: e.message, reason: e.reason }] });
-          }
-          const stored = await deps.media.files.put({ body: fetched.body, contentType: fetched.contentType, organizationId: key.organization_id });
-          image = { file_id: stored.id, content_type: fetched.contentType };
-        }
-        const id = uuid();
-        await callActor(deps.actors, deps.job, id, "create", {
-          owner: { organization_id: key.organization_id, project_id: key.project_id, environment_id: key.environment_id },
-          payer: payerOf(key),
-          prompt: ctx.body.prompt,
-          duration_seconds: ctx.body.duration_seconds,
-          narration_text: ctx.body.narration_text,
-          scenes: ctx.body.scenes,
-          model: ctx.body.model,
-          routing_strategy: ctx.body.routing_strategy,
-          image,
-          callback: null,
-        });
+        const id = await startVideoJob(deps, ctx.auth.key, { ...ctx.body, image: ctx.body.image_url ? { url: ctx.body.image_url } : null }, ctx.signal);
         return json(202, { job_id: id, status: "queued" });
       },
     }),
@@ -139,21 +184,30 @@ export function jobRoutes(deps: JobRouteDeps) {
       },
     }),
     defineRoute({
-      method: "delete",
-      path: "/v1/jobs/:id",
-      summary: "Cancel an unfinished job: it ends failed with error.code cancelled; unfinished scenes are not billed",
+      method: "post",
+      path: "/v1/jobs/:id/cancel",
+      summary: "Cancel an unfinished job: it ends failed with error.code cancelled and stays readable; unfinished scenes are not billed",
       tag: "video",
       auth: "api_key",
       scope: "video",
       responses: { 200: jobSchema },
       errors: ["not_found", "conflict"],
       handler: async (ctx) => {
-        const id = jobIdParam(ctx.params.id);
-        // The directory answers 404 for unknown ids without activating an actor.
-        if (!(await jobForKey(deps, ctx.auth.key, id))) throw new TroupeError("not_found", "job not found");
+        const id = await ownJobId(deps, ctx.auth.key, ctx.params.id);
         const { organization_id, environment_id } = ctx.auth.key;
         return json(200, await callActor(deps.actors, deps.job, id, "cancel", { organization_id, environment_id }));
       },
+    }),
+    defineRoute({
+      method: "delete",
+      path: "/v1/jobs/:id",
+      summary: "Delete a job: cancelled first if unfinished, then the job, its result and every file it stored are removed (404 afterwards)",
+      tag: "video",
+      auth: "api_key",
+      scope: "video",
+      responses: { 200: jobDeletedSchema },
+      errors: ["not_found"],
+      handler: async (ctx) => json(200, await deleteJob(deps, ctx.auth.key, ctx.params.id)),
     }),
   ];
 }

@@ -49,7 +49,8 @@ export function vectorIndexRoutes(deps: { index: OrgIndex; usage?: UsageMeter })
       auth: "api_key",
       scope: "embeddings",
       body: indexBody,
-      responses: { 200: z.object({ id: z.string() }) },
+      // `model`: the index's embedding model (gateway/index-model.ts), the same for every record of the index.
+      responses: { 200: z.object({ id: z.string(), model: z.string() }) },
       // Size and depth caps (400 naming content or metadata) and the organization's quota (403): vectors/vector-index.ts.
       errors: ["quota_exceeded", "service_unavailable", "provider_error"],
       handler: async (ctx) => json(200, await deps.index.add(ctx.auth.key.organization_id, ctx.body.content, ctx.body.metadata, ctx.signal, billTo(ctx))),

@@ -13,7 +13,9 @@ import { z } from "zod";
 import { invalidRequest, TroupeError } from "../../core/errors.ts";
 import { prefixedId } from "../../core/ids.ts";
 import { callActor, type ActorHost } from "../../actors/host.ts";
-import { deliverySchema, subscribableEvents, webhookSchema, type EventPayload } from "../../actors/webhooks/types.ts";
+import type { DeliveryWatcher } from "../../actors/webhooks/delivery-events.ts";
+import { subscribableEvents } from "../../actors/webhooks/events.ts";
+import { deliverySchema, webhookSchema, type Delivery, type EventPayload } from "../../actors/webhooks/types.ts";
 import type { WebhookActorDefinition } from "../../actors/webhooks/webhook-actor.ts";
 import type { WebhookDirectory } from "../../actors/webhooks/directory.ts";
 import { newWebhookSecret } from "../../actors/webhooks/signing.ts";
@@ -24,7 +26,7 @@ import type { AccountService } from "../../tenancy/accounts.ts";
 import { isOutboundFetchError, type OutboundFetcher } from "../../media/outbound-fetch.ts";
 import { roleAtLeast } from "../../tenancy/access.ts";
 import type { ApiKeyAuth, SessionAuth } from "../auth-context.ts";
-import { defineRoute, json, type RouteContext } from "../route.ts";
+import { defineRoute, json } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
 export interface WebhookRouteDeps {
@@ -34,6 +36,8 @@ export interface WebhookRouteDeps {
   accounts: AccountService;
   fetcher: OutboundFetcher;
   clock: Clock;
+  /** Where the test and retry routes hear their attempt's outcome. */
+  deliveries: DeliveryWatcher;
   /** WEBHOOK_TIMEOUT_MS: how long the test and retry routes wait for their attempt's outcome. */
   timeoutMs: number;
 }
@@ -73,6 +77,11 @@ function deliveryId(id: string): string {
   return id;
 }
 
+/** Who calls: the organization, and for an API key its environment (null for a session: the whole organization). */
+type Caller = { organization_id: string; environment_id: string | null };
+/** What every route's context has that names the caller. */
+type CallerContext = { auth: SessionAuth | ApiKeyAuth; query: { organization_id?: string | undefined } };
+
 export function webhookRoutes(deps: WebhookRouteDeps) {
   const { actors, webhook } = deps;
 
@@ -82,7 +91,9 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
    * and, for a key, its environment (null for a session: the whole
    * organization). The key's scopes were checked by admission (`scope: "all"`).
    */
-  const callerOf = async (auth: SessionAuth | ApiKeyAuth, named: string | undefined): Promise<{ organization_id: string; environment_id: string | null }> => {
+  const callerOf = async (ctx: CallerContext): Promise<Caller> => {
+    const { auth } = ctx;
+    const named = ctx.query.organization_id;
     if (auth.kind === "api_key") {
       if (named !== undefined && named !== auth.key.organization_id) throw new TroupeError("not_found", "organization not found");
       return { organization_id: auth.key.organization_id, environment_id: auth.key.environment_id };
@@ -95,21 +106,29 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
     return { organization_id: membership.organization.id, environment_id: null };
   };
 
-  /** The actor sent it already; answers once the attempt settled (or its deadline passed), so the answer shows its outcome. */
-  const sendNow = async (id: string, caller: { organization_id: string; environment_id: string | null }, queued: { id: string }) => {
-    const deadline = Date.now() + deps.timeoutMs + 1000;
-    for (;;) {
-      const record = await callActor(actors, webhook, id, "delivery", { ...caller, delivery_id: queued.id });
-      if (record.status !== "pending" || Date.now() > deadline) return record;
-      await new Promise((resolve) => setTimeout(resolve, 10));
+  /**
+   * The test and retry routes: `start` has the actor send an attempt (it
+   * answers the attempt's pending record); the answer is that attempt's
+   * record once its outcome is announced, or the pending record when the
+   * receiver's deadline (plus a second to report) passes first.
+   */
+  const sendNow = async (ctx: CallerContext & { params: { webhook_id: string } }, start: (id: string, caller: Caller) => Promise<Delivery>) => {
+    const caller = await callerOf(ctx);
+    const id = webhookId(ctx.params.webhook_id);
+    // Watching before the call: an outcome announced before it returns is not missed.
+    const watch = deps.deliveries.watch(id);
+    try {
+      const queued = await start(id, caller);
+      if (queued.status !== "pending") return json(200, queued); // a retry of an attempt that has its outcome already
+      return json(200, (await watch.outcome(queued.id, deps.timeoutMs + 1000)) ?? queued);
+    } finally {
+      watch.close();
     }
   };
 
   /** GET and DELETE of one webhook: an actor method that takes only the organization, answered as it returns. */
-  const webhookMethod = (method: "get" | "deactivate") => async (ctx: RouteContext<unknown, z.output<typeof orgQuery>, "/v1/webhooks/:webhook_id", "any">) => {
-    const caller = await callerOf(ctx.auth, ctx.query.organization_id);
-    return json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), method, caller));
-  };
+  const webhookMethod = (method: "get" | "deactivate") => async (ctx: CallerContext & { params: { webhook_id: string } }) =>
+    json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), method, await callerOf(ctx)));
 
   // scope "all": a key must grant every category (its scope list is empty).
   const common = { tag: "webhooks", auth: "any" as const, scope: "all" as const };
@@ -124,7 +143,7 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       responses: { 201: createdSchema },
       errors: ["not_found", "forbidden"],
       handler: async (ctx) => {
-        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
+        const caller = await callerOf(ctx);
         try {
           await deps.fetcher.checkUrl(ctx.body.url);
         } catch (error) {
@@ -152,7 +171,7 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       responses: { 200: listOf(webhookSchema) },
       errors: ["not_found", "forbidden"],
       handler: async (ctx) => {
-        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
+        const caller = await callerOf(ctx);
         return json(200, await deps.directory.list(caller.organization_id, ctx.query.limit, ctx.query.cursor, caller.environment_id));
       },
     }),
@@ -185,7 +204,7 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       responses: { 200: listOf(deliverySchema) },
       errors: ["not_found", "forbidden"],
       handler: async (ctx) => {
-        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
+        const caller = await callerOf(ctx);
         const after = ctx.query.cursor ? (decodeCursor(ctx.query.cursor)?.member ?? null) : null;
         const page = await callActor(actors, webhook, webhookId(ctx.params.webhook_id), "deliveries", {
           ...caller,
@@ -203,14 +222,12 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       query: orgQuery,
       responses: { 200: deliverySchema },
       errors: ["not_found", "conflict", "forbidden"],
-      handler: async (ctx) => {
-        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
-        const id = webhookId(ctx.params.webhook_id);
-        const now = deps.clock.now();
-        const event: EventPayload = { id: prefixedId("evt", now), type: "webhook.test", created_at: isoTime(now), data: { webhook_id: id } };
-        const queued = await callActor(actors, webhook, id, "test", { ...caller, event });
-        return json(200, await sendNow(id, caller, queued));
-      },
+      handler: (ctx) =>
+        sendNow(ctx, (id, caller) => {
+          const now = deps.clock.now();
+          const event: EventPayload = { id: prefixedId("evt", now), type: "webhook.test", created_at: isoTime(now), data: { webhook_id: id } };
+          return callActor(actors, webhook, id, "test", { ...caller, event });
+        }),
     }),
     defineRoute({
       ...common,
@@ -220,12 +237,7 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       query: orgQuery,
       responses: { 200: deliverySchema },
       errors: ["not_found", "conflict", "forbidden"],
-      handler: async (ctx) => {
-        const caller = await callerOf(ctx.auth, ctx.query.organization_id);
-        const id = webhookId(ctx.params.webhook_id);
-        const queued = await callActor(actors, webhook, id, "retry", { ...caller, delivery_id: deliveryId(ctx.params.delivery_id) });
-        return json(200, await sendNow(id, caller, queued));
-      },
+      handler: (ctx) => sendNow(ctx, (id, caller) => callActor(actors, webhook, id, "retry", { ...caller, delivery_id: deliveryId(ctx.params.delivery_id) })),
     }),
   ];
 }

@@ -8,7 +8,14 @@ import type { CallOptions } from "../types.ts";
 import { openaiHeaders, trimSlash, type OpenAIApiConfig } from "./api.ts";
 import { parseUpstream } from "../parse-upstream.ts";
 
-const responseSchema = z.object({ text: z.string(), duration: z.number().optional() }).passthrough();
+const responseSchema = z
+  .object({
+    text: z.string(),
+    duration: z.number().optional(),
+    language: z.string().optional(),
+    segments: z.array(z.object({ start: z.number(), end: z.number(), text: z.string() }).passthrough()).optional(),
+  })
+  .passthrough();
 
 export async function openaiTranscribe(cfg: OpenAIApiConfig, client: UpstreamClient, req: TranscriptionRequest, opts: CallOptions): Promise<TranscriptionResult> {
   // verbose_json carries the duration (whisper-1); newer models only know json.
@@ -22,5 +29,5 @@ export async function openaiTranscribe(cfg: OpenAIApiConfig, client: UpstreamCli
     signal: opts.signal,
   });
   const data = parseUpstream(cfg.provider, responseSchema, answer);
-  return { text: data.text, durationSeconds: data.duration };
+  return { text: data.text, durationSeconds: data.duration, language: data.language, segments: data.segments?.map((s) => ({ start: s.start, end: s.end, text: s.text })) };
 }

@@ -35,9 +35,11 @@ t.test("a production job is 404 to a development key and another project's", asy
   const running = await startJob(troupe.request, prodKey, { prompt: "launch teaser", scenes: ["one", "two", "three"], duration_seconds: 1, model: "simulated-video", routing_strategy: "manual" });
   for (const key of [devKey, otherKey]) {
     t.equal((await troupe.request("GET", `/v1/jobs/${running}`, { token: key })).status, 404, "read");
-    const cancel = await troupe.request("DELETE", `/v1/jobs/${running}`, { token: key });
+    const cancel = await troupe.request("POST", `/v1/jobs/${running}/cancel`, { token: key });
     t.equal(cancel.status, 404, "cancel");
     t.equal(field(cancel.body, "error", "code"), "not_found");
+    const deleted = await troupe.request("DELETE", `/v1/jobs/${running}`, { token: key });
+    t.equal(deleted.status, 404, "delete");
     const list = await troupe.request("GET", "/v1/jobs", { token: key });
     t.same(field(list.body, "data"), [], "not listed");
     t.equal(await upgrade(`/v1/jobs/${running}/events`, key), "refused", "no live events");

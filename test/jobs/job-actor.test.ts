@@ -155,8 +155,8 @@ t.test("a router failure at submit fails the job with the router's code; job.fai
   const done = await final(id);
   t.equal(done.error?.code, "no_provider_available");
   t.same(done.segments.map((s) => s.status), ["completed", "cancelled"]);
-  await waitFor(async () => published.some((e) => e.data["job"] && (e.data["job"] as { id: string }).id === id), 10_000, "the event");
-  const events = published.filter((e) => (e.data["job"] as { id: string }).id === id);
+  await waitFor(async () => published.some((e) => "job" in e.data && e.data.job.id === id), 10_000, "the event");
+  const events = published.filter((e) => "job" in e.data && e.data.job.id === id);
   t.equal(events.length, 1, "published once despite the retries");
   t.match(events[0], { id: jobEventId(id, "job.failed"), type: "job.failed", organization_id: "org_1" });
   t.equal(jobEventId(id, "job.failed"), jobEventId(id, "job.failed"), "deterministic");

@@ -24,6 +24,12 @@ export interface JobTarget {
   usage(): Promise<UsageRecord[]>;
   /** Seconds of one simulated clip for duration_seconds 1. */
   clipSeconds: number;
+  /** Organization A's id (keyA's). */
+  orgA: string;
+  /** The ids of the stored files of an organization, where the test can see the store (embedded: the data directory). */
+  storedFiles?: (organizationId: string) => Promise<string[]>;
+  /** Whether the job's actor state is gone from the actor state store (checked after a delete). */
+  actorStateGone?: (jobId: string) => Promise<boolean>;
   /** Merged into every job request (the cluster names the simulated model: a real provider is configured there too). */
   videoDefaults?: Record<string, unknown>;
 }
@@ -169,6 +175,7 @@ export function jobSuite(t: Test, target: JobTarget): void {
 
     for (const r of [r0, r1]) {
       t.equal((await r("GET", `/v1/jobs/${first}`, { token: target.keyB })).status, 404, "another organization: 404");
+      t.equal((await r("POST", `/v1/jobs/${second}/cancel`, { token: target.keyB })).status, 404);
       t.equal((await r("DELETE", `/v1/jobs/${second}`, { token: target.keyB })).status, 404);
     }
     const theirs = await r0("GET", "/v1/jobs", { token: target.keyB });
@@ -181,7 +188,7 @@ export function jobSuite(t: Test, target: JobTarget): void {
   t.test("cancelling a job mid-way: failed with error.code cancelled, unfinished scenes unbilled, a second cancel is 409", async (t) => {
     const id = await start(r0, target.keyA, { prompt: "p", scenes: ["one", "two", "three", "four"], duration_seconds: 1 });
     await watchJob(r1, target.keyA, id, 60_000, (j) => j.segments[0]?.status === "completed");
-    const cancelled = await r1("DELETE", `/v1/jobs/${id}`, { token: target.keyA });
+    const cancelled = await r1("POST", `/v1/jobs/${id}/cancel`, { token: target.keyA });
     t.equal(cancelled.status, 200, cancelled.text);
     t.match(cancelled.body, { id, status: "failed", error: { code: "cancelled" } });
     const { job } = await watchJob(r0, target.keyA, id);
@@ -191,13 +198,45 @@ export function jobSuite(t: Test, target: JobTarget): void {
     t.equal(job.segments[0]?.status, "completed");
     t.ok(job.segments.slice(1).every((s) => s.status === "cancelled" || s.status === "completed"), JSON.stringify(job.segments));
     const completed = job.segments.filter((s) => s.status === "completed").length;
-    t.equal((await r0("DELETE", `/v1/jobs/${id}`, { token: target.keyA })).status, 409, "a finished job cannot be cancelled");
+    t.equal((await r0("POST", `/v1/jobs/${id}/cancel`, { token: target.keyA })).status, 409, "a finished job cannot be cancelled");
     // Nothing more happens to it afterwards.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const after = (await r0("GET", `/v1/jobs/${id}`, { token: target.keyA })).body as JobView;
     t.same(after.segments.map((s) => s.status), job.segments.map((s) => s.status), "no segment moves after the cancel");
     const billed = (await target.usage()).filter((u) => u.request_id.startsWith(`job:${id}:segment:`));
     t.equal(billed.length, completed, `only the ${completed} finished scene(s) are billed`);
+  });
+
+  t.test("DELETE removes a job and its files: 404 on every replica, not listed, the result URL 404, the actor state gone; an unfinished one is cancelled first", async (t) => {
+    const filesBefore = await target.storedFiles?.(target.orgA);
+    const done = await start(r0, target.keyA, { prompt: "a kite", scenes: ["up", "down"], duration_seconds: 1, narration_text: "Up and down it goes." });
+    const { job } = await watchJob(r1, target.keyA, done);
+    t.equal(job.status, "completed", JSON.stringify(job.error));
+    t.equal((await download(job.result_url!)).status, 200);
+    const deleted = await r1("DELETE", `/v1/jobs/${done}`, { token: target.keyA });
+    t.equal(deleted.status, 200, deleted.text);
+    t.same(deleted.body, { id: done, deleted: true });
+    for (const r of [r0, r1]) {
+      t.equal((await r("GET", `/v1/jobs/${done}`, { token: target.keyA })).status, 404, "GET answers 404");
+      t.equal((await r("POST", `/v1/jobs/${done}/cancel`, { token: target.keyA })).status, 404, "cancel answers 404");
+      t.equal((await r("DELETE", `/v1/jobs/${done}`, { token: target.keyA })).status, 404, "a second DELETE answers 404");
+      const listed = (field((await r("GET", "/v1/jobs?limit=100", { token: target.keyA })).body, "data") as JobView[]).map((j) => j.id);
+      t.notOk(listed.includes(done), "not listed");
+    }
+    t.equal((await download(job.result_url!)).status, 404, "the result file is gone");
+    if (target.storedFiles) t.same((await target.storedFiles(target.orgA)).sort(), filesBefore!.sort(), "no file of the job is left (clips, narration, result)");
+    if (target.actorStateGone) t.ok(await target.actorStateGone(done), "the JobActor's state is removed");
+
+    const running = await start(r0, target.keyA, { prompt: "p", scenes: ["one", "two", "three", "four"], duration_seconds: 1 });
+    await watchJob(r1, target.keyA, running, 60_000, (j) => j.segments[0]?.status === "completed");
+    const gone = await r0("DELETE", `/v1/jobs/${running}`, { token: target.keyA });
+    t.equal(gone.status, 200, gone.text);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    for (const r of [r0, r1]) t.equal((await r("GET", `/v1/jobs/${running}`, { token: target.keyA })).status, 404, "the unfinished job is gone");
+    const billed = (await target.usage()).filter((u) => u.request_id.startsWith(`job:${running}:segment:`));
+    t.ok(billed.length < 4, `cancelled before the end: ${billed.length} of 4 scenes billed, nothing after the delete`);
+    if (target.storedFiles) t.same((await target.storedFiles(target.orgA)).sort(), filesBefore!.sort(), "its clips are gone too");
+    if (target.actorStateGone) t.ok(await target.actorStateGone(running), "its actor state is removed");
   });
 
   t.test("live job events over the WebSocket, on the other replica", async (t) => {

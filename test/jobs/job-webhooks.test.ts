@@ -48,7 +48,7 @@ t.test("job.completed and job.failed reach the organization's webhooks, signed, 
   const console = await troupe.request("GET", "/console/data.json", { token: a.token });
   t.equal(console.status, 200);
   t.ok((field(console.body, "jobs_in_flight", "rows") as Array<{ id: string }>).some((j) => j.id === cancelled), "the console shows the running job");
-  const del = await troupe.request("DELETE", `/v1/jobs/${cancelled}`, { token: a.testKey });
+  const del = await troupe.request("POST", `/v1/jobs/${cancelled}/cancel`, { token: a.testKey });
   t.equal(del.status, 200, `cancel answered ${del.text}`);
   await waitFor(async () => receiver.received.some((d) => d.type === "job.failed"), 20_000, "job.failed");
   // Give a duplicate (a second publish of the same event) the time to show up.

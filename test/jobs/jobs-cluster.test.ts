@@ -7,6 +7,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import t from "tap";
 import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
 import { startLumaFake } from "../fakes/video-fakes.ts";
@@ -44,9 +45,11 @@ const cluster = new LocalCluster({
   redisUrl: redis.url,
 });
 const store = new RedisLedgerStore(redis.url);
+const stateRedis = new Redis(redis.url);
 t.teardown(async () => {
   await cluster.stop();
   await store.close();
+  stateRedis.disconnect();
   await luma.close();
   s3.stop();
   await redis.stop();
@@ -62,6 +65,9 @@ jobSuite(t, {
   wsUrl: (i) => (urls[i % urls.length] ?? "").replace("http", "ws"),
   keyA: a.testKey,
   keyB: b.testKey,
+  orgA: a.orgId,
+  // Dapr's Redis state store keeps an actor's state under <app id>||<type>||<id>||<key>.
+  actorStateGone: async (id) => (await stateRedis.exists(`troupe||JobActor||${id}||state`)) === 0,
   usage: () => projectUsage(store, a.projectId),
   clipSeconds: 1,
   videoDefaults: { model: "simulated-video", routing_strategy: "manual" },

@@ -261,8 +261,9 @@ export class LocalCluster {
         // Every replica seals and opens webhook secrets with one key (required with TROUPE_MODE=dapr):
         // the inherited WEBHOOK_SECRET_KEY, else one generated once into the cluster's data directory.
         WEBHOOK_SECRET_KEY: process.env["WEBHOOK_SECRET_KEY"] ?? webhookSecretKey(undefined, options.dataDir).toString("base64"),
-        // Every test signs up from 127.0.0.1, on one Redis: the per-address signup limit is lifted unless appEnv sets it.
-        SIGNUP_LIMIT_PER_ADDRESS: "1000000",
+        // Every test signs up from 127.0.0.1, on one Redis: the per-address signup limit is lifted unless appEnv sets it;
+        // no actor hand-off on SIGTERM either (stop() ends every replica at once) unless appEnv sets ACTOR_HANDOFF_MS.
+        SIGNUP_LIMIT_PER_ADDRESS: "1000000", ACTOR_HANDOFF_MS: "0",
         ...options.appEnv,
         TROUPE_MODE: options.mode,
         PORT: String(ports.gateway),
@@ -295,14 +296,15 @@ export class LocalCluster {
     await this.killManaged(this.sidecars, index);
   }
 
-  /** Graceful stop (SIGTERM) of replica i's app and daprd. */
-  async stopReplica(index: number): Promise<void> {
+  /** Graceful stop (SIGTERM) of replica i's app and daprd: the app first (as it hands its actors off), or daprd first, or both at once. */
+  async stopReplica(index: number, order: "app-first" | "daprd-first" | "together" = "app-first"): Promise<void> {
     const app = this.apps.get(index);
-    this.apps.delete(index);
-    if (app) await terminate(app);
     const sidecar = this.sidecars.get(index);
+    this.apps.delete(index);
     this.sidecars.delete(index);
-    if (sidecar) await terminate(sidecar);
+    const [first, second] = order === "daprd-first" ? [sidecar, app] : [app, sidecar];
+    if (order === "together") await Promise.all([first, second].map((m) => m && terminate(m)));
+    else for (const managed of [first, second]) if (managed) await terminate(managed);
   }
 
   appPid(index: number): number | undefined {

@@ -160,6 +160,55 @@ export function ledgerSuite(t: Test, target: LedgerTarget): void {
     await ledger.close();
   });
 
+  t.test(`${target.name}: parts are admitted only when all of them fit, and are released one by one`, async (t) => {
+    const ledger = await target.create();
+    const project = `prj_parts_${target.name}_${Date.now()}`;
+    const at = Date.UTC(2026, 2, 15);
+    const place = { project_id: project, period: "2026-03" };
+    const parts = (job: string, ...amounts: number[]) => amounts.map((amount_nanos, i) => ({ id: `${job}:${i}`, amount_nanos }));
+    await ledger.putBudget(project, budget(0.00001, true)); // 10,000 nano-dollars
+    t.same(await ledger.reserveParts(place, parts("a", 3000, 3000), at + 60_000, at, false), { admitted: true });
+    t.match(await ledger.reserveParts(place, parts("b", 2000, 2001), at + 60_000, at, false), { admitted: false, reserved_nanos: 6000 }, "4,001 more does not fit in 4,000");
+    t.same(await ledger.reserveParts(place, parts("c", 2000, 2000), at + 60_000, at, false), { admitted: true }, "exactly the rest fits");
+    t.match(await ledger.reserve({ ...place, id: "call" }, 1, at + 60_000, at), { admitted: false, reserved_nanos: 10_000 }, "a call sees the parts held");
+    await ledger.append([usage({ project_id: project, cost_nanos: 2500, usage_key: "a0" })]);
+    await ledger.release({ ...place, id: "a:0" });
+    await ledger.release({ ...place, id: "a:1" });
+    await ledger.release({ ...place, id: "a:1" }); // twice: a no-op
+    t.same(await ledger.reserveParts(place, parts("d", 3500), at + 60_000, at, false), { admitted: true }, "2,500 spent + 4,000 held + 3,500 = the limit");
+    t.match(await ledger.reserveParts(place, parts("e", 0), at + 60_000, at, false), { admitted: false }, "at the limit even nothing fits");
+    t.same(await ledger.reserveParts(place, parts("c", 2000, 2000), at + 60_000, at, true), { admitted: true }, "restoring parts still held changes nothing");
+    await ledger.release({ ...place, id: "d:0" });
+    t.same(await ledger.reserveParts(place, parts("f", 3500), at + 60_000, at, false), { admitted: true }, "c was not held twice");
+    await ledger.close();
+  });
+
+  t.test(`${target.name}: a reservation of nothing (work admitted on what is spent) settles and releases`, async (t) => {
+    const ledger = await target.create();
+    const project = `prj_zero_${target.name}_${Date.now()}`;
+    const at = Date.UTC(2026, 2, 15);
+    const place = { project_id: project, period: "2026-03" };
+    await ledger.putBudget(project, budget(0.00001, true));
+    t.same(await ledger.reserve({ ...place, id: "zero" }, 0, at + 60_000, at), { admitted: true });
+    t.same(await ledger.append([], { ...place, id: "zero" }), [], "settled without a record");
+    t.same(await ledger.reserveParts(place, [{ id: "z:0", amount_nanos: 0 }], at + 60_000, at, false), { admitted: true });
+    await ledger.release({ ...place, id: "z:0" });
+    t.same(await ledger.reserveParts(place, [{ id: "full", amount_nanos: 10_000 }], at + 60_000, at, false), { admitted: true }, "nothing left held");
+    await ledger.close();
+  });
+
+  t.test(`${target.name}: restored parts are held without a check`, async (t) => {
+    const ledger = await target.create();
+    const project = `prj_restore_${target.name}_${Date.now()}`;
+    const at = Date.UTC(2026, 2, 15);
+    const place = { project_id: project, period: "2026-03" };
+    await ledger.putBudget(project, budget(0.00001, true));
+    await ledger.append([usage({ project_id: project, cost_nanos: 9000, usage_key: "spent" })]);
+    t.same(await ledger.reserveParts(place, [{ id: "j:0", amount_nanos: 5000 }], at + 60_000, at, true), { admitted: true }, "a job admitted before a restart keeps its hold");
+    t.match(await ledger.reserve({ ...place, id: "call" }, 1, at + 60_000, at), { admitted: false, spent_nanos: 9000, reserved_nanos: 5000 });
+    await ledger.close();
+  });
+
   t.test(`${target.name}: a reservation of a call that never settles expires`, async (t) => {
     const ledger = await target.create();
     const project = `prj_exp_${target.name}_${Date.now()}`;

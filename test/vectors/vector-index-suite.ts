@@ -169,6 +169,25 @@ export function vectorIndexSuite(t: Test, harness: VectorIndexHarness): void {
     t.equal((await index.search("org-b", query, 100)).filter((r) => r.id === shared).map((r) => r.content).join(), "b's");
   });
 
+  t.test("deleting an organization removes all its records, durably, and only its", async (t) => {
+    const location = await harness.newLocation("delete-org");
+    const random = seededRandom(41);
+    const index = await openIndex(location);
+    const doomed = Array.from({ length: 30 }, (_, i) => record("org-doomed", randomVector(random), { metadata: { kind: i % 2 ? "memory" : "document" } }));
+    const kept = Array.from({ length: 10 }, () => record("org-kept", randomVector(random)));
+    await index.add([...doomed, ...kept]);
+    const query = randomVector(random);
+    t.equal(await index.deleteOrganization("org-doomed"), 30, "answers how many went");
+    t.same(await index.search("org-doomed", query, 100), [], "nothing left to search");
+    t.equal((await index.search("org-kept", query, 100)).length, 10, "another organization keeps its records");
+    t.equal(await index.deleteOrganization("org-doomed"), 0, "a second deletion finds nothing");
+    await index.close();
+    const reopened = await openIndex(location);
+    t.same(await reopened.search("org-doomed", query, 100), [], "still gone after reopening");
+    await reopened.add([record("org-doomed", query)]);
+    t.equal((await reopened.search("org-doomed", query, 100)).length, 1, "the organization id can be used again");
+  });
+
   t.test("concurrent adds all land; re-adding an id replaces it", async (t) => {
     const index = await openIndex(await harness.newLocation("concurrent"));
     const random = seededRandom(5);

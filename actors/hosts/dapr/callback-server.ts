@@ -29,10 +29,13 @@ export class CallbackServer {
   private listenSocket: uWS.us_listen_socket | undefined;
   private inFlight = 0;
   private drainWaiters: Array<() => void> = [];
+  /** Cleared when the replica stops: daprd's app health check then moves its actors away. */
+  private healthy = true;
 
   constructor(handlers: CallbackHandlers) {
     const app = uWS.App();
     app.get("/healthz", (res) => {
+      if (!this.healthy) res.writeStatus("503 Service Unavailable");
       res.writeHeader("content-type", "application/json").end("{}");
     });
     app.get("/dapr/config", (res) => {
@@ -82,6 +85,11 @@ export class CallbackServer {
         resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
       });
     });
+  }
+
+  /** /healthz answers 503 from now on; callbacks are still served. */
+  failHealth(): void {
+    this.healthy = false;
   }
 
   /** Stops accepting connections, waits for in-flight callbacks, closes the app. */

@@ -29,6 +29,14 @@ export interface DaprHostOptions {
   /** Loopback port daprd's --app-port points at; 0 picks a free one. */
   callbackPort: number;
   idleTimeoutMs: number;
+  /**
+   * On stop(): how long the callbacks keep being served after /healthz turned
+   * 503, before new ones are refused. daprd's app health check sees the 503
+   * (probe interval × threshold), unregisters the actor types and placement
+   * moves the actors to other replicas while their calls still succeed here;
+   * without it, calls routed here in the meantime fail (default: 0).
+   */
+  handOffMs?: number;
   clock: Clock;
   /** Ids the actors mint (default: random UUIDs). */
   ids?: IdSource;
@@ -159,6 +167,12 @@ export class DaprActorHost implements ActorHost {
   /** Refuses new callbacks, lets running and queued turns finish (each wrote its state), closes. */
   async stop(): Promise<void> {
     if (this.phase !== "running") return;
+    const handOffMs = this.options.handOffMs ?? 0;
+    if (handOffMs > 0) {
+      this.server.failHealth();
+      this.log.info("handing actors off: /healthz answers 503 so daprd moves them", { hand_off_ms: handOffMs });
+      await new Promise((resolve) => setTimeout(resolve, handOffMs));
+    }
     this.phase = "stopping";
     if (this.stallWatch) clearInterval(this.stallWatch);
     await Promise.all([...this.activations.values()].map((entry) => entry.activation.whenIdle()));

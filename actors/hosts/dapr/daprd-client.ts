@@ -4,6 +4,7 @@
 // the scheduler service) and metadata. Every call is one round trip; the
 // host keeps their number per turn at the minimum.
 import { Pool } from "undici";
+import { parseVersioned, versionedJson } from "../../../core/schema-version.ts";
 import { daprMetadata, errorFromResponse, goDuration, type DaprMetadata, type ScheduledCall } from "./wire.ts";
 
 /** The single state key an actor's whole state lives under. */
@@ -83,16 +84,19 @@ export class DaprdClient {
     return reply.text;
   }
 
-  /** The actor's stored state, or undefined when it has none yet. */
+  /** The actor's stored state migrated to today's schema version, or undefined when it has none yet. */
   async readState(type: string, id: string): Promise<unknown> {
     const reply = await this.expectOkRetrying(`state read of ${type}/${id}`, "GET", `${actorPath(type, id)}/state/${stateKey}`);
     if (reply.status === 204 || reply.text === "") return undefined;
-    return JSON.parse(reply.text) as unknown;
+    return parseVersioned(`actor:${type}`, reply.text);
   }
 
-  /** One transactional upsert of the whole state (already JSON). */
-  async writeState(type: string, id: string, stateJson: string, signal?: AbortSignal): Promise<void> {
-    const body = `[{"operation":"upsert","request":{"key":"${stateKey}","value":${stateJson}}}]`;
+  /** One transactional upsert of the whole state (already JSON), in its schema-version envelope; null deletes it. */
+  async writeState(type: string, id: string, stateJson: string | null, signal?: AbortSignal): Promise<void> {
+    const body =
+      stateJson === null
+        ? `[{"operation":"delete","request":{"key":"${stateKey}"}}]`
+        : `[{"operation":"upsert","request":{"key":"${stateKey}","value":${versionedJson(stateJson)}}}]`;
     await this.expectOkRetrying(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body, signal);
   }
 

@@ -136,6 +136,19 @@ export class EmbeddedActorHost implements ActorHost {
     this.log.info("embedded actor host stopped");
   }
 
+  async forget(type: string, id: string): Promise<void> {
+    const key = actorKey(type, id);
+    await this.activations.get(key)?.whenIdle();
+    this.activations.delete(key);
+    this.dropTimers(key);
+    for (const [name, armed] of this.reminders) {
+      if (!name.startsWith(`${key}\u0000`)) continue;
+      clearTimeout(armed.handle);
+      this.reminders.delete(name);
+    }
+    await this.requireStore().removeActor(type, id);
+  }
+
   private activate(type: string, id: string): Activation {
     const key = actorKey(type, id);
     const existing = this.activations.get(key);
@@ -143,7 +156,7 @@ export class EmbeddedActorHost implements ActorHost {
     const definition = this.registry.get(type);
     const store = this.requireStore();
     const stateJson = initialStateJson(definition, store.readState(type, id), id);
-    const activation = new Activation(definition, id, stateJson, this.services, (json) => store.writeState(type, id, json));
+    const activation = new Activation(definition, id, stateJson, this.services, (json) => (json === null ? store.deleteState(type, id) : store.writeState(type, id, json)));
     this.activations.set(key, activation);
     return activation;
   }

@@ -1,10 +1,12 @@
 // The embedded host's durable store: actor states and reminders in one lmdb
 // database file under <dataDir>/actors. States are stored as the JSON text
-// the turn committed; reminders as records parsed back with zod.
+// the turn committed, marked with their schema version (core/schema-version.ts);
+// reminders as msgpack records with the version in `s`, parsed back with zod.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { z } from "zod";
+import { parseVersioned, readVersionField, SCHEMA_VERSION, versionedJson } from "../../../core/schema-version.ts";
 
 export const storedReminder = z.object({
   type: z.string(),
@@ -21,7 +23,8 @@ export type StoredReminder = z.infer<typeof storedReminder>;
 export class ActorStore {
   private readonly root: RootDatabase;
   private readonly states: Database<string, [string, string]>;
-  private readonly reminders: Database<StoredReminder, [string, string, string]>;
+  /** `s`: the schema version (absent in reminders of releases before versions). */
+  private readonly reminders: Database<StoredReminder & { s?: number }, [string, string, string]>;
 
   constructor(dataDir: string) {
     const dir = join(dataDir, "actors");
@@ -31,17 +34,35 @@ export class ActorStore {
     this.reminders = this.root.openDB({ name: "reminders", encoding: "msgpack" });
   }
 
+  /** The stored state, migrated to today's schema version. */
   readState(type: string, id: string): unknown {
     const text = this.states.get([type, id]);
-    return text === undefined ? undefined : (JSON.parse(text) as unknown);
+    return text === undefined ? undefined : parseVersioned(`actor:${type}`, text);
   }
 
   async writeState(type: string, id: string, stateJson: string): Promise<void> {
-    await this.states.put([type, id], stateJson);
+    await this.states.put([type, id], versionedJson(stateJson));
+  }
+
+  /** Removes an actor's state and every reminder of it. */
+  async removeActor(type: string, id: string): Promise<void> {
+    const reminderKeys: [string, string, string][] = [];
+    for (const key of this.reminders.getKeys({ start: [type, id, ""] })) {
+      if (key[0] !== type || key[1] !== id) break;
+      reminderKeys.push(key);
+    }
+    await this.root.transaction(() => {
+      void this.states.remove([type, id]);
+      for (const key of reminderKeys) void this.reminders.remove(key);
+    });
+  }
+
+  async deleteState(type: string, id: string): Promise<void> {
+    await this.states.remove([type, id]);
   }
 
   async putReminder(reminder: StoredReminder): Promise<void> {
-    await this.reminders.put([reminder.type, reminder.id, reminder.name], reminder);
+    await this.reminders.put([reminder.type, reminder.id, reminder.name], { ...reminder, s: SCHEMA_VERSION });
   }
 
   async removeReminder(type: string, id: string, name: string): Promise<void> {
@@ -52,7 +73,7 @@ export class ActorStore {
   allReminders(onInvalid: (key: unknown, error: z.ZodError) => void): StoredReminder[] {
     const out: StoredReminder[] = [];
     for (const { key, value } of this.reminders.getRange()) {
-      const parsed = storedReminder.safeParse(value);
+      const parsed = storedReminder.safeParse(readVersionField("reminder", value, "s"));
       if (parsed.success) out.push(parsed.data);
       else onInvalid(key, parsed.error);
     }

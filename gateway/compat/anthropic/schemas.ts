@@ -5,6 +5,7 @@
 // `cache_control` is accepted wherever Anthropic takes it and has no effect
 // (nothing is cached).
 import { z } from "zod";
+import { uriString } from "../../../core/uri-schema.ts";
 
 const cacheControl = z
   .object({ type: z.literal("ephemeral"), ttl: z.enum(["5m", "1h"]).optional() })
@@ -22,7 +23,7 @@ const imageSourceSchema = z.discriminatedUnion("type", [
       data: z.string().min(1),
     })
     .strict(),
-  z.object({ type: z.literal("url"), url: z.string().min(1) }).strict(),
+  z.object({ type: z.literal("url"), url: uriString(20_000_000) }).strict(),
 ]);
 
 export const imageBlockSchema = z.object({ type: z.literal("image"), source: imageSourceSchema, cache_control: cacheControl }).strict();

@@ -6,6 +6,7 @@
 // `max_tokens`. Unknown fields are refused with a 400 naming them, as
 // OpenAI does.
 import { z } from "zod";
+import { uriString } from "../../../core/uri-schema.ts";
 import { invalidRequest, type FieldIssue } from "../../../core/errors.ts";
 import type { Catalogue } from "../../../providers/catalogue.ts";
 import type { ChatMessage, ChatRequest, JsonResponseFormat, ToolChoice } from "../../../providers/chat-request.ts";
@@ -17,7 +18,7 @@ const textPart = z.object({ type: z.literal("text"), text: z.string() }).strict(
 const imagePart = z
   .object({
     type: z.literal("image_url"),
-    image_url: z.object({ url: z.string().min(1).max(20_000_000), detail: z.enum(["auto", "low", "high"]).optional() }).strict(),
+    image_url: z.object({ url: uriString(20_000_000), detail: z.enum(["auto", "low", "high"]).optional() }).strict(),
   })
   .strict();
 const textContent = z.union([z.string(), z.array(textPart)]);

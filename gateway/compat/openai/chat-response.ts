@@ -54,6 +54,14 @@ export const chatCompletionSchema = z.object({
 });
 export type ChatCompletion = z.infer<typeof chatCompletionSchema>;
 
+/** A streamed call as OpenAI sends it: the first delta of an index has id, type and name; the later ones only argument fragments. */
+const toolCallDeltaSchema = z.object({
+  index: z.number().int(),
+  id: z.string().optional(),
+  type: z.literal("function").optional(),
+  function: z.object({ name: z.string().optional(), arguments: z.string().describe("a fragment of the arguments' JSON string; the fragments of one index joined are the whole") }),
+});
+
 export const chatCompletionChunkSchema = z.object({
   id: z.string(),
   object: z.literal("chat.completion.chunk"),
@@ -65,7 +73,7 @@ export const chatCompletionChunkSchema = z.object({
       delta: z.object({
         role: z.literal("assistant").optional(),
         content: z.string().optional(),
-        tool_calls: z.array(toolCallOutSchema.extend({ index: z.number().int() })).optional(),
+        tool_calls: z.array(toolCallDeltaSchema).optional(),
       }),
       finish_reason: finishSchema.nullable(),
       logprobs: z.null(),

@@ -1,9 +1,12 @@
 // Troupe's stream events (docs/api/chat.md, streaming) as OpenAI's
 // `chat.completion.chunk`s: a role delta first, each text fragment as a
-// content delta, each tool call as one tool_calls delta carrying its id, name
-// and whole arguments (OpenAI's clients accumulate by index, so one piece is
-// a valid stream), a finish chunk, and with `stream_options.include_usage` a
-// last chunk with empty choices and the usage. `[DONE]` is the writer's.
+// content delta, each tool call as OpenAI streams one: a tool_calls delta
+// with its index, id, type and name (arguments ""), then its arguments in
+// fragments carrying only the index (Troupe has the call whole; clients that
+// take the name from the first delta and concatenate the later arguments, as
+// OpenAI's own examples do, read it right), a finish chunk, and with
+// `stream_options.include_usage` a last chunk with empty choices and the
+// usage. `[DONE]` is the writer's.
 import type { StreamEvent } from "../../../providers/types.ts";
 import { isFinish } from "../../../providers/types.ts";
 import { openAiFinishReason, openAiToolCall, openAiUsage } from "./chat-response.ts";
@@ -45,9 +48,23 @@ export function chunkStream(id: string, createdSeconds: number, requestedModel: 
       } else if ("delta" in event) {
         if (event.delta !== "") out.push(chunk(requestedModel, { content: event.delta }));
       } else {
-        out.push(chunk(requestedModel, { tool_calls: [{ index: toolIndex++, ...openAiToolCall(event.tool_call) }] }));
+        const index = toolIndex++;
+        const { id: callId, type, function: fn } = openAiToolCall(event.tool_call);
+        out.push(chunk(requestedModel, { tool_calls: [{ index, id: callId, type, function: { name: fn.name, arguments: "" } }] }));
+        for (const piece of fragments(fn.arguments)) out.push(chunk(requestedModel, { tool_calls: [{ index, function: { arguments: piece } }] }));
       }
       return out;
     },
   };
+}
+
+/** Code points per arguments fragment: several fragments for a small call, not a chunk per character for a large one. */
+const fragmentLength = 32;
+
+/** The arguments in pieces cut between code points (a piece ending in half a surrogate pair would not decode on its own). */
+function fragments(text: string): string[] {
+  const points = Array.from(text);
+  const out: string[] = [];
+  for (let i = 0; i < points.length; i += fragmentLength) out.push(points.slice(i, i + fragmentLength).join(""));
+  return out;
 }

@@ -2,11 +2,13 @@
 // requests onto Troupe's image and speech routing, billed like /v1's.
 // Images are re-hosted as on /v1 (`response_format: "url"`, the default,
 // answers the stored file's URL; `b64_json` its bytes); speech answers the
-// audio itself, as OpenAI does, in the format the serving provider makes
-// (its Content-Type says which).
+// audio itself, as OpenAI does, in the `response_format` asked (mp3 by
+// default), converted with ffmpeg when the provider made another format.
 import { z } from "zod";
+import { uriOut } from "../../../core/uri-schema.ts";
 import { invalidRequest } from "../../../core/errors.ts";
 import { imageInfo } from "../../../media/png.ts";
+import { convertSpeech, speechContentType, speechFormats } from "../../../media/audio-convert.ts";
 import { rehostAll } from "../../../media/rehost.ts";
 import { generateImages } from "../../../providers/images.ts";
 import { speaks, synthesizeSpeech } from "../../../providers/speech.ts";
@@ -32,7 +34,7 @@ const imageBodySchema = z
 
 const imagesResponseSchema = z.object({
   created: z.number().int(),
-  data: z.array(z.union([z.object({ url: z.string().describe("the stored image (GET, no credentials)") }), z.object({ b64_json: z.string() })])),
+  data: z.array(z.union([z.object({ url: uriOut("the stored image (GET, no credentials)") }), z.object({ b64_json: z.string() })])),
 });
 
 const speechBodySchema = z
@@ -40,8 +42,8 @@ const speechBodySchema = z
     model: z.string().min(1),
     input: z.string().min(1).max(4096),
     voice: z.string().min(1).max(100),
-    // Accepted for the SDKs' sake; the answer is in the format the provider makes (see the guide).
-    response_format: z.enum(["mp3", "opus", "aac", "flac", "wav", "pcm"]).optional(),
+    // OpenAI's default is mp3; another format than the provider's is converted with ffmpeg.
+    response_format: z.enum(speechFormats).default("mp3"),
     routing_strategy: routingStrategySchema.optional(),
   })
   .strict();
@@ -103,7 +105,7 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
       scope: "audio",
       body: speechBodySchema.extend({ model: modelNameSchema(catalogue, { category: "audio", media: speaks }) }),
       responses: { 200: null },
-      produces: ["audio/mpeg", "audio/wav"],
+      produces: speechFormats.map(speechContentType),
       errors: [...errors],
       handler: async (ctx) => {
         const body = ctx.body;
@@ -111,7 +113,9 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
         const request = { text: body.input, voice: body.voice, ...routed };
         const estimate = () => estimateNanos(catalogue, "audio", routed.model, { input_tokens: 0, units: body.input.length });
         const r = await runBilled(deps, usageContextOf(ctx), "audio", estimate, () => synthesizeSpeech(deps.router, request, { signal: ctx.signal }), (r) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters }));
-        return binary(200, r.audio.bytes, r.audio.contentType);
+        // Converted after billing: the provider's work is done whatever ffmpeg does with it.
+        const audio = await convertSpeech(r.audio, body.response_format, { signal: ctx.signal });
+        return binary(200, audio.bytes, audio.contentType);
       },
     }),
   ];

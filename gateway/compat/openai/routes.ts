@@ -9,9 +9,11 @@ import { openAiMediaRoutes } from "./media-routes.ts";
 import { openAiTranscriptionRoutes } from "./transcription-route.ts";
 import type { MediaDeps } from "../../../media/rehost.ts";
 import { openAiModelRoutes } from "./models-route.ts";
+import { openAiVideoRoutes } from "./videos-route.ts";
+import type { JobRouteDeps } from "../../routes/jobs.ts";
 
 export type { OpenAiRouteDeps } from "./chat-route.ts";
 
-export function openAiCompatRoutes(deps: OpenAiRouteDeps & { media: MediaDeps }): RouteDefinition[] {
-  return [...openAiChatRoutes(deps), ...openAiModelRoutes(deps), ...openAiEmbeddingRoutes(deps), ...openAiMediaRoutes(deps), ...openAiTranscriptionRoutes(deps)];
+export function openAiCompatRoutes(deps: OpenAiRouteDeps & { media: MediaDeps; jobs: JobRouteDeps }): RouteDefinition[] {
+  return [...openAiVideoRoutes(deps.jobs), ...openAiChatRoutes(deps), ...openAiModelRoutes(deps), ...openAiEmbeddingRoutes(deps), ...openAiMediaRoutes(deps), ...openAiTranscriptionRoutes(deps)];
 }

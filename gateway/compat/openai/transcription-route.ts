@@ -1,8 +1,9 @@
 // POST /openai/v1/audio/transcriptions: OpenAI's multipart upload (the file
 // itself, as the SDKs send it) onto Troupe's transcription routing, billed
 // per second of audio like POST /v1/audio/transcriptions (which fetches an
-// audio_url instead). `response_format` json (the default) answers
-// `{"text"}`, text the plain transcript.
+// audio_url instead). `response_format`: json (the default) `{"text"}`,
+// text the plain transcript, verbose_json, srt and vtt as OpenAI answers
+// them (transcription-formats.ts).
 import { z } from "zod";
 import { audioDurationSeconds } from "../../../media/audio-duration.ts";
 import { transcribeAudio, transcribes } from "../../../providers/transcription.ts";
@@ -12,6 +13,7 @@ import { binary, defineRoute, json } from "../../route.ts";
 import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
 import { isUpload, type UploadedFile } from "../../validation.ts";
 import { openAiDialect } from "./errors.ts";
+import { segmentsOf, srt, transcriptionFormats, verboseJson, vtt } from "./transcription-formats.ts";
 import { modelNameSchema, resolveModel } from "./model-name.ts";
 
 // 25 MB: OpenAI's own limit for an uploaded file (the body limit applies first).
@@ -32,7 +34,7 @@ const transcriptionBodySchema = z
     // Accepted for the SDKs' sake, not forwarded (see the guide).
     prompt: z.string().max(10_000).optional(),
     temperature: z.string().regex(/^(0(\.\d+)?|1(\.0+)?)$/, "a number from 0 to 1").optional(),
-    response_format: z.enum(["json", "text"]).optional(),
+    response_format: z.enum(transcriptionFormats).optional(),
     routing_strategy: routingStrategySchema.optional(),
   })
   .strict();
@@ -58,8 +60,8 @@ export function openAiTranscriptionRoutes(deps: AiRouteDeps) {
       dialect: openAiDialect,
       bodyType: "multipart",
       body: transcriptionBodySchema.extend({ model: modelNameSchema(catalogue, { category: "audio", media: transcribes }) }),
-      responses: { 200: z.object({ text: z.string() }) },
-      produces: ["text/plain"],
+      responses: { 200: z.object({ text: z.string() }).describe("json; verbose_json adds task, language, duration, segments and usage; text, srt and vtt answer text/plain or text/vtt") },
+      produces: ["text/plain", "text/vtt"],
       errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {
         const body = ctx.body;
@@ -70,8 +72,19 @@ export function openAiTranscriptionRoutes(deps: AiRouteDeps) {
           const r = await transcribeAudio(deps.router, { ...routed, language: body.language }, audio, { signal: ctx.signal });
           return { r, seconds: r.durationSeconds ?? (await audioDurationSeconds(audio.bytes)) ?? 0 };
         };
-        const { r } = await runBilled(deps, usageContextOf(ctx), "audio", () => 0, transcribe, ({ r, seconds }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 }));
-        return body.response_format === "text" ? binary(200, Buffer.from(r.text, "utf8"), "text/plain; charset=utf-8") : json(200, { text: r.text });
+        const { r, seconds } = await runBilled(deps, usageContextOf(ctx), "audio", () => 0, transcribe, ({ r, seconds }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 }));
+        switch (body.response_format) {
+          case "text":
+            return binary(200, Buffer.from(r.text, "utf8"), "text/plain; charset=utf-8");
+          case "srt":
+            return binary(200, Buffer.from(srt(segmentsOf(r, seconds)), "utf8"), "text/plain; charset=utf-8");
+          case "vtt":
+            return binary(200, Buffer.from(vtt(segmentsOf(r, seconds)), "utf8"), "text/vtt; charset=utf-8");
+          case "verbose_json":
+            return json(200, verboseJson(r, seconds, body.language));
+          default:
+            return json(200, { text: r.text });
+        }
       },
     }),
   ];

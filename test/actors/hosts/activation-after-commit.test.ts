@@ -66,7 +66,7 @@ t.test("announcements run after the state write, in order, and never for a faile
   const activation = new Activation(eraseDefinition(Announcer), "a1", JSON.stringify({ n: 0 }), services, async (json) => {
     await new Promise((resolve) => setTimeout(resolve, 5)); // a write that takes a while
     if (refuseWrites) throw new Error("store unavailable");
-    trail.push(`persisted:${(JSON.parse(json) as { n: number }).n}`);
+    trail.push(`persisted:${(JSON.parse(json ?? "{}") as { n: number }).n}`);
   });
 
   t.equal(await activation.invoke("bump", { fail: false }), 1);

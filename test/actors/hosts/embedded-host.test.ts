@@ -13,6 +13,7 @@ import { createLogger } from "../../../core/log.ts";
 import { defineActor, eraseDefinition } from "../../../actors/actor.ts";
 import { callActor } from "../../../actors/host.ts";
 import { EmbeddedActorHost, type EmbeddedHostOptions } from "../../../actors/hosts/embedded/embedded-host.ts";
+import { ActorStore } from "../../../actors/hosts/embedded/store.ts";
 import { CounterActor, testActors } from "../test-actors.ts";
 
 t.setTimeout(30_000);
@@ -159,4 +160,27 @@ t.test("activeActors counts per type and drops idle actors", async (t) => {
   await new Promise((r) => setTimeout(r, 1_600));
   t.same(host.activeActors()[0], { type: "TestCounter", count: 0 }, "deactivated after the idle timeout");
   await host.stop();
+});
+
+t.test("a turn that leaves the initial state removes the stored state (a deleted resource's actor leaves nothing on disk)", async (t) => {
+  const dir = join(dataDir, "removal");
+  const stored = async (): Promise<unknown> => {
+    const store = new ActorStore(dir);
+    try {
+      return store.readState("StrictActor", "gone");
+    } finally {
+      await store.close();
+    }
+  };
+  let host = newHost(dir);
+  await host.start();
+  await callActor(host, Strict, "gone", "set", 7);
+  await host.stop();
+  t.same(await stored(), { n: 7 }, "written while it differs from the initial state");
+  host = newHost(dir);
+  await host.start();
+  t.equal(await callActor(host, Strict, "gone", "set", 0), 0);
+  t.equal(await callActor(host, Strict, "gone", "get", undefined), 0, "still answers, from its initial state");
+  await host.stop();
+  t.equal(await stored(), undefined, "no stored state left");
 });

@@ -71,7 +71,7 @@ t.test("blocks in the wrong turn are 400s naming their path", async (t) => {
   };
   t.match(refused([{ role: "user", content: [{ type: "tool_use", id: "a", name: "x", input: {} }] }]), { status: 400, message: /body\.messages\.0\.content\.0: tool_use blocks belong in assistant messages/ });
   t.match(refused([{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "tool_result", tool_use_id: "a" }] }]), { status: 400, message: /messages\.1\.content\.0/ });
-  t.match(refused([{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "image", source: { type: "url", url: "u" } }] }]), { status: 400, message: /image blocks belong in user messages/ });
+  t.match(refused([{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "image", source: { type: "url", url: "https://example.com/u.png" } }] }]), { status: 400, message: /image blocks belong in user messages/ });
   const image = { type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } };
   const asked = [{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "tool_use", id: "a", name: "x", input: {} }] }];
   t.match(refused([...asked, { role: "user", content: [{ type: "tool_result", tool_use_id: "a", content: [image] }] }]), { status: 400, message: /images inside tool_result/ });

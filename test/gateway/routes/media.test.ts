@@ -42,7 +42,7 @@ t.teardown(async () => {
 });
 const post = (path: string, body: unknown) => troupe.request("POST", path, { token: user.testKey, body });
 const fakePort = new URL(fake.url).port;
-const storedCount = async () => (await (troupe.services.files as LocalFileStore).list()).length;
+const storedCount = async () => (await (troupe.services.files.backend as LocalFileStore).list()).length;
 
 async function download(url: string): Promise<Buffer> {
   t.ok(url.startsWith(troupe.url + "/v1/files/file_"), `${url} is a Troupe file URL`);

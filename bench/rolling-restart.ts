@@ -1,0 +1,249 @@
+// `npm run rolling-restart`: restarts every replica of a running Troupe
+// cluster, one at a time, under steady load, the way the Helm chart's
+// RollingUpdate does, and checks that no request fails beyond those in flight
+// on the replica being stopped. The cluster is the one `npm run cluster` runs
+// (LocalCluster: placement, scheduler, 3 replicas of the real gateway, each
+// with its own daprd, one Redis), with the OpenAI fake (test/fakes, its real
+// wire format) as the provider. Load: agent turns on conversations
+// (ConversationActor, placed on every replica) and chat completions, on a
+// LIVE key so every call is billed, through the chaos run's stand-in for a
+// Service (bench/chaos/balancer.ts: round robin over replicas whose /readyz
+// answers 200).
+//
+// Each replica in turn, as Kubernetes does with maxUnavailable 0 and a
+// preStop sleep (charts/troupe/README.md):
+//   1. it leaves the endpoints: the balancer sends it no new request;
+//   2. preStop: up to --drain-s for the requests it was sent to end;
+//   3. SIGTERM to Troupe: it drains what is left, then hands its actors off
+//      (its actor callbacks' /healthz turns 503, daprd's app health check
+//      unregisters the types and placement moves them to the other replicas
+//      while their calls are still served: ACTOR_HANDOFF_MS) and exits 0;
+//      then SIGTERM to its daprd. Counted at this instant: the requests it
+//      still had, and the agent turns in flight anywhere (any may be running
+//      on an actor it hosts);
+//   4. a new process and daprd on the same ports and data, until /readyz 200;
+//   5. it rejoins the endpoints (placement moves some actors back to it: the
+//      agent turns in flight then are counted too), and the next replica
+//      follows after --settle-s.
+// Checks: failures ≤ those counted at the SIGTERMs (summed), every conversation answers after each restart, every answered
+// turn in its conversation exactly once (bench/chaos/workloads.ts), each
+// ledger usage key once, and the ledger's chat records and billed turns equal
+// the successes (plus at most the failures: a failed call may have been
+// billed). Prints a table and one JSON line; exits 1 when a check fails.
+//
+// Flags: --replicas=3 --workers=8 (half agents, half chat) --conversations=24
+//        --think-ms=20 --settle-s=3 --drain-s=5 --keep (leave the data dir)
+//        --no-drain (SIGTERM at once, no preStop: shows what the drain buys)
+//        --order=app-first|daprd-first|together (which process gets SIGTERM first)
+//        --handoff-ms=3000 (the replicas' ACTOR_HANDOFF_MS; 0 shows what it buys)
+import { mkdtempSync, rmSync } from "node:fs";
+import { z } from "zod";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support/dapr-cluster.ts";
+import { startOpenAIFake } from "../test/fakes/openai-fake.ts";
+import { Balancer } from "./chaos/balancer.ts";
+import { SteadyLoad } from "./chaos/steady-load.ts";
+import { auditLedger } from "./chaos/audits.ts";
+import { liveAccount } from "./chaos/live-account.ts";
+import { agentWorkload, chatWorkload, type Workload } from "./chaos/workloads.ts";
+
+const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
+const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const replicas = num("replicas", 3);
+const workers = num("workers", 8);
+const conversations = num("conversations", 24);
+const thinkMs = num("think-ms", 20);
+const settleMs = num("settle-s", 3) * 1000;
+const drainMs = args.has("no-drain") ? 0 : num("drain-s", 5) * 1000;
+/** Which process gets SIGTERM first: the app (it drains, hands its actors off, exits; then daprd), daprd, or both at once. */
+const order = z.enum(["app-first", "daprd-first", "together"]).parse(args.get("order") ?? "app-first");
+const recoveryLimitMs = 10_000;
+const model = "gpt-4.1-mini";
+
+const runStarted = Date.now();
+const say = (line: string) => process.stdout.write(`rolling-restart: ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// The replicas use only what this run starts (CI exports a shared Redis and others for npm test).
+for (const name of ["REDIS_URL", "ELASTICSEARCH_URL", "S3_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "S3_BUCKET"]) delete process.env[name];
+requireDaprPrerequisites({ build: true });
+const dataDir = mkdtempSync(join(tmpdir(), "troupe-rolling-"));
+const openaiFake = await startOpenAIFake({ apiKey: "rolling-openai" });
+const cluster = new LocalCluster({
+  mode: "dapr",
+  replicas,
+  dataDir,
+  appEntry: join(repoDir, "gateway/main.ts"),
+  appEnv: {
+    LOG_LEVEL: "warn",
+    DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000",
+    OPENAI_API_KEY: "rolling-openai",
+    OPENAI_BASE_URL: `${openaiFake.url}/v1`,
+    ACTOR_HANDOFF_MS: String(num("handoff-ms", 3000)),
+  },
+  build: true,
+  readyTimeoutMs: 120_000,
+  log: say,
+});
+
+let exitCode = 1;
+const cleanup = async () => {
+  await cluster.stop().catch(() => undefined);
+  await openaiFake.close().catch(() => undefined);
+  if (!args.has("keep")) rmSync(dataDir, { recursive: true, force: true });
+};
+process.once("SIGINT", () => void cleanup().then(() => process.exit(130)));
+try {
+  const started = Date.now();
+  await cluster.start();
+  say(`${replicas} replicas ready in ${((Date.now() - started) / 1000).toFixed(1)} s; data in ${dataDir}`);
+  exitCode = await run();
+} catch (error) {
+  process.stderr.write(`rolling-restart: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  say(`logs kept in ${dataDir}/logs`);
+  args.set("keep", "");
+} finally {
+  await cleanup();
+}
+process.exit(exitCode);
+
+interface RestartRow {
+  replica: number;
+  atMs: number;
+  /** Requests the replica still had at its SIGTERM (sent to it through the front). */
+  inFlightAtStop: number;
+  /**
+   * Agent turns in flight anywhere at its SIGTERM: any of them may be running
+   * on a conversation actor the replica hosts, which Dapr moves when it stops.
+   */
+  turnsInFlightAtStop: number;
+  /** Likewise when it is ready again: placement moves some actors back to it. */
+  turnsInFlightAtRejoin: number;
+  /** How long its preStop drain took (ms). */
+  drainedMs: number;
+  /** SIGTERM to exited (app, then daprd). */
+  stopMs: number;
+  /** Start to /readyz 200. */
+  readyMs: number;
+  ok: number;
+  failed: number;
+  recoveryMs: number | undefined;
+  /** Failures that ended while it stopped (cordon to exited), and from its start on (placement moves actors back to it). */
+  failedStopping: number;
+  failedRejoining: number;
+  stoppedAtMs: number;
+  reasons?: string;
+}
+
+async function run(): Promise<number> {
+  const urls = cluster.replicas.map((r) => r.gatewayUrl);
+  const key = await liveAccount(urls[0]!, "rolling");
+  const client = new Balancer(urls, { authorization: `Bearer ${key.key}` });
+  client.startProbing();
+  const agentWorkers = Math.ceil(workers / 2);
+  const agents = agentWorkload(model, conversations);
+  const chat = chatWorkload(model);
+  const workloads: [Workload, number][] = [[agents, agentWorkers], [chat, workers - agentWorkers]];
+  for (const [workload, n] of workloads) await workload.prepare(client, n);
+  say(`load: ${agentWorkers} workers on ${conversations} agent conversations, ${workers - agentWorkers} on chat completions; ${thinkMs} ms between a worker's requests`);
+
+  const load = new SteadyLoad(client, workloads, thinkMs);
+  load.start();
+  const warmUpStart = Date.now();
+  await sleep(settleMs);
+  const rows: RestartRow[] = [];
+  for (let i = 0; i < replicas; i++) {
+    const row: RestartRow = { replica: i, atMs: Date.now(), inFlightAtStop: 0, turnsInFlightAtStop: 0, turnsInFlightAtRejoin: 0, drainedMs: 0, stopMs: 0, readyMs: 0, ok: 0, failed: 0, recoveryMs: undefined, failedStopping: 0, failedRejoining: 0, stoppedAtMs: 0 };
+    rows.push(row);
+    // 1–2. Out of the endpoints; the preStop sleep lets what it was sent end.
+    client.cordon(i);
+    const drainStart = Date.now();
+    while (client.inFlightOn(i) > 0 && Date.now() - drainStart < drainMs) await sleep(10);
+    row.drainedMs = Date.now() - drainStart;
+    // 3. SIGTERM: Troupe drains, exits; then daprd leaves placement.
+    row.inFlightAtStop = client.inFlightOn(i);
+    row.turnsInFlightAtStop = load.inFlightNow(agents.name);
+    const stopStart = Date.now();
+    await cluster.stopReplica(i, order);
+    row.stopMs = Date.now() - stopStart;
+    row.stoppedAtMs = Date.now();
+    // 4. The new pod: same ports and data directory.
+    const startAt = Date.now();
+    await cluster.startReplica(i);
+    row.readyMs = Date.now() - startAt;
+    row.turnsInFlightAtRejoin = load.inFlightNow(agents.name);
+    // 5. Back in the endpoints once its readiness probe says so.
+    client.uncordon(i);
+    row.recoveryMs = await untilReachable(client, workloads.map(([w]) => w), Date.now());
+    say(`replica ${i}: drained in ${row.drainedMs} ms, ${row.inFlightAtStop} in flight at SIGTERM, stopped in ${row.stopMs} ms, ready again in ${row.readyMs} ms`);
+    await sleep(settleMs);
+  }
+  await load.stop();
+  const endMs = Date.now();
+  const warmUp = load.between(warmUpStart - 60_000, rows[0]!.atMs);
+  rows.forEach((row, i) => {
+    const window = load.between(row.atMs, rows[i + 1]?.atMs ?? endMs + 1);
+    row.ok = window.filter((r) => r.ok).length;
+    const failures = window.filter((r) => !r.ok);
+    row.failed = failures.length;
+    row.failedStopping = failures.filter((f) => f.endMs < row.stoppedAtMs).length;
+    row.failedRejoining = row.failed - row.failedStopping;
+    const counts = new Map<string, number>();
+    for (const f of failures) {
+      const reason = `${f.workload} ${(f.detail ?? "").replace(/\{"error":\{"code":"([a-z_]+)","message":/, "$1 ").slice(0, 240)}`;
+      counts.set(reason, (counts.get(reason) ?? 0) + 1);
+    }
+    row.reasons = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([r, n]) => `${n}× ${r}`).join("; ") || undefined;
+  });
+
+  const problems: string[] = [];
+  const warmUpFailed = warmUp.filter((r) => !r.ok).length;
+  if (warmUpFailed > 0) problems.push(`${warmUpFailed} failures before the first restart`);
+  const allowed = rows.reduce((n, r) => n + r.inFlightAtStop + r.turnsInFlightAtStop + r.turnsInFlightAtRejoin, 0);
+  const failed = rows.reduce((n, r) => n + r.failed, 0);
+  if (failed > allowed) problems.push(`${failed} failed requests > ${allowed} in flight on the stopped replicas at their SIGTERM (front requests and agent turns)`);
+  for (const row of rows) {
+    if (row.recoveryMs === undefined || row.recoveryMs > recoveryLimitMs) problems.push(`replica ${row.replica}: every conversation answered ${row.recoveryMs ?? "> 30000"} ms after it was ready again (limit ${recoveryLimitMs} ms)`);
+  }
+  for (const [workload] of workloads) problems.push(...(await workload.verify(client)));
+  await client.close();
+  // Each replica flushes its usage to the ledger every 200 ms: the last batches may still be on their way.
+  const observed = { chat: chat.succeeded, agentTurns: agents.succeeded, killedWindow: { chat: 0, agentTurns: 0 } };
+  let ledger = await auditLedger(cluster.redisUrl, key.projectId, runStarted, [], observed);
+  for (const settleStart = Date.now(); ledger.problems.length > 0 && Date.now() - settleStart < 5_000; ) {
+    await sleep(250);
+    ledger = await auditLedger(cluster.redisUrl, key.projectId, runStarted, [], observed);
+  }
+  problems.push(...ledger.problems);
+  // auditLedger holds the ledger to ≥ the successes; a restart must also bill nothing that did not happen.
+  const failedOf = (name: string) => load.records.filter((r) => !r.ok && r.workload === name).length;
+  const { chatRecords = 0, agentTurnsBilled = 0 } = ledger.figures;
+  if (chatRecords > chat.succeeded + failedOf("chat")) problems.push(`ledger: ${chatRecords} chat records > ${chat.succeeded} successes + ${failedOf("chat")} failures`);
+  if (agentTurnsBilled > agents.succeeded + failedOf("agents")) problems.push(`ledger: ${agentTurnsBilled} billed turns > ${agents.succeeded} successes + ${failedOf("agents")} failures`);
+
+  console.log("");
+  console.log(`${"restart".padEnd(10)} ${"drain ms".padStart(8)} ${"in flight".padStart(9)} ${"turns".padStart(5)} ${"rejoin".padStart(6)} ${"stop ms".padStart(8)} ${"ready ms".padStart(8)} ${"ok".padStart(6)} ${"failed".padStart(6)} ${"recovery".padStart(9)}`);
+  for (const r of rows) {
+    const recovery = r.recoveryMs === undefined ? "> 30 s" : `${(r.recoveryMs / 1000).toFixed(2)} s`;
+    console.log(`${`replica ${r.replica}`.padEnd(10)} ${String(r.drainedMs).padStart(8)} ${String(r.inFlightAtStop).padStart(9)} ${String(r.turnsInFlightAtStop).padStart(5)} ${String(r.turnsInFlightAtRejoin).padStart(6)} ${String(r.stopMs).padStart(8)} ${String(r.readyMs).padStart(8)} ${String(r.ok).padStart(6)} ${String(r.failed).padStart(6)} ${recovery.padStart(9)}`);
+    if (r.reasons) console.log(`${"".padEnd(12)}failures (${r.failedStopping} while it stopped, ${r.failedRejoining} after it started again): ${r.reasons}`);
+  }
+  console.log("");
+  console.log(`requests: ${load.records.length} (${warmUp.length} in the warm-up) in ${((Date.now() - runStarted) / 1000).toFixed(0)} s of run time; ${failed} failed; at the stopped replicas' SIGTERMs ${rows.reduce((n, r) => n + r.inFlightAtStop, 0)} front requests in flight on them and ${rows.reduce((n, r) => n + r.turnsInFlightAtStop, 0)} agent turns in flight (their actors may be there), ${rows.reduce((n, r) => n + r.turnsInFlightAtRejoin, 0)} when they were ready again (actors move back): ${allowed} may fail`);
+  console.log(ledger.summary);
+  for (const problem of problems) console.log(`FAIL ${problem}`);
+  console.log(problems.length ? `rolling-restart: ${problems.length} check(s) failed` : "rolling-restart: all checks passed");
+  console.log(JSON.stringify({ bench: "rolling-restart", replicas, workers, conversations, drainMs, rows: rows.map(({ reasons: _, ...r }) => r), failed, allowed, ledger: ledger.figures, problems }));
+  return problems.length ? 1 : 0;
+}
+
+/** Polls every workload's resources until all answer; ms from `sinceMs`, or undefined after 30 s. */
+async function untilReachable(client: Balancer, workloads: Workload[], sinceMs: number): Promise<number | undefined> {
+  while (Date.now() - sinceMs < 30_000) {
+    const results = await Promise.all(workloads.map((w) => w.unreachable(client).catch(() => ({ failing: ["(error)"] }))));
+    if (results.every((r) => r.failing.length === 0)) return Date.now() - sinceMs;
+    await sleep(100);
+  }
+  return undefined;
+}

@@ -1,0 +1,95 @@
+// The services every feature shares, built once from the config: the data
+// store, accounts and keys, the provider router, the usage ledger, outbound
+// fetches and files, the actor host (actors are registered by the features),
+// metrics and tracing. Nothing here starts serving.
+import { systemClock, type Clock } from "../../core/clock.ts";
+import type { Config } from "../../core/config.ts";
+import type { Logger } from "../../core/log.ts";
+import type { Metrics } from "../../core/metrics.ts";
+import type { Tracing } from "../../core/tracing.ts";
+import type { ActorHost } from "../../actors/host.ts";
+import { createActorHost } from "../../actors/hosts/create-host.ts";
+import { createFileStore } from "../../media/create-file-store.ts";
+import { IndexedFileStore } from "../../media/indexed-file-store.ts";
+import { OutboundFetcher } from "../../media/outbound-fetch.ts";
+import type { MediaDeps } from "../../media/rehost.ts";
+import { createRouter, type Router } from "../../providers/index.ts";
+import { AccountService } from "../../tenancy/accounts.ts";
+import { ApiKeyService } from "../../tenancy/api-keys.ts";
+import { createLedgerStore } from "../../tenancy/create-ledger-store.ts";
+import type { DataStore } from "../../tenancy/data-store.ts";
+import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
+import type { LedgerStore } from "../../tenancy/ledger.ts";
+import { redisTarget } from "../../tenancy/redis-target.ts";
+import { attemptObserver, createMetrics, createTracing } from "../observability.ts";
+import { PublicUrl } from "./public-url.ts";
+
+export interface SharedServices {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  /** Prometheus series (no-op when METRICS_PORT is unset). */
+  metrics: Metrics;
+  /** OpenTelemetry spans (no-op when OTEL_EXPORTER_OTLP_ENDPOINT is unset). */
+  tracing: Tracing;
+  store: DataStore;
+  accounts: AccountService;
+  apiKeys: ApiKeyService;
+  router: Router;
+  ledger: LedgerStore;
+  fetcher: OutboundFetcher;
+  /** The file backend with each organization's file index (deletion, retention). */
+  files: IndexedFileStore;
+  media: MediaDeps;
+  publicUrl: PublicUrl;
+  actors: ActorHost;
+}
+
+export interface SharedOverrides {
+  clock?: Clock;
+  /** A router built by the caller (tests point providers at fakes with short backoffs). */
+  router?: Router;
+  /** The usage ledger; default: Redis with REDIS_URL, else lmdb on its own thread (bench:chat compares it on the event loop). */
+  ledger?: LedgerStore;
+}
+
+/** The Redis store (ioredis) is imported only when REDIS_URL or REDIS_CLUSTER_NODES is set: the embedded start must not pay for it. */
+export async function createDataStore(config: Config, clock: Clock): Promise<DataStore> {
+  const redis = redisTarget(config);
+  if (redis) {
+    const { RedisDataStore } = await import("../../tenancy/redis-data-store.ts");
+    return new RedisDataStore(redis);
+  }
+  return new EmbeddedDataStore(config.dataDir, clock);
+}
+
+export async function createSharedServices(config: Config, log: Logger, overrides: SharedOverrides): Promise<SharedServices> {
+  const clock = overrides.clock ?? systemClock;
+  const metrics = await createMetrics(config.observability, config.replica);
+  const tracing = await createTracing(config.observability, config.replica, log);
+  const store = await createDataStore(config, clock);
+  const apiKeys = new ApiKeyService(store, config.tenancy, clock, log);
+  await apiKeys.start();
+  const accounts = new AccountService(store, config.tenancy, clock, apiKeys);
+  const router = overrides.router ?? createRouter(config.providers);
+  const observer = attemptObserver(metrics, tracing);
+  if (observer) router.observeAttempts(observer);
+  const ledger = overrides.ledger ?? (await createLedgerStore(config));
+  const files = new IndexedFileStore(await createFileStore(config.media, config.dataDir), store);
+  const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
+  const publicUrl = new PublicUrl(config.publicUrl);
+  const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicUrl.base}/v1/files/${id}` };
+  const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log, tracing });
+  return { config, log, clock, metrics, tracing, store, accounts, apiKeys, router, ledger, fetcher, files, media, publicUrl, actors };
+}
+
+/** Closes what createSharedServices opened, once the actor host and every feature stopped. */
+export async function closeSharedServices(s: SharedServices): Promise<void> {
+  s.fetcher.close();
+  await s.ledger.close();
+  await s.router.close();
+  s.apiKeys.stop();
+  await s.files.close();
+  await s.store.close();
+  await s.tracing.shutdown();
+}

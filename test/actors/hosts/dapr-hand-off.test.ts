@@ -1,0 +1,72 @@
+// A replica stopping in distributed mode hands its actors off before it
+// refuses their calls: its actor callbacks' /healthz answers 503 at once (so
+// daprd's app health check unregisters the types and placement moves the
+// actors), while calls daprd still routes to it during ACTOR_HANDOFF_MS are
+// served; only then are new calls refused. Real HTTP to the real callback
+// server, with a real HTTP server standing in for daprd's state API.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import t from "tap";
+import { DaprActorHost } from "../../../actors/hosts/dapr/dapr-host.ts";
+import { systemClock } from "../../../core/clock.ts";
+import { createLogger } from "../../../core/log.ts";
+import { freePort } from "../../support/net.ts";
+import { eraseDefinition } from "../../../actors/actor.ts";
+import { testActors } from "../test-actors.ts";
+
+/** daprd's actor state API: every read finds nothing, every write succeeds. */
+async function stateApi(): Promise<number> {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    req.resume();
+    req.on("end", () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return (server.address() as AddressInfo).port;
+}
+
+async function startHost(handOffMs: number) {
+  const callbackPort = await freePort();
+  const host = new DaprActorHost({
+    daprHost: "127.0.0.1",
+    daprHttpPort: await stateApi(),
+    callbackPort,
+    idleTimeoutMs: 60_000,
+    handOffMs,
+    clock: systemClock,
+    log: createLogger("error"),
+  });
+  host.register(testActors.map((d) => eraseDefinition(d)));
+  await host.start();
+  const base = `http://127.0.0.1:${callbackPort}`;
+  const health = async () => (await fetch(`${base}/healthz`)).status;
+  const increment = async (id: string) => {
+    const res = await fetch(`${base}/actors/TestCounter/${id}/method/increment`, { method: "PUT", body: "{}" });
+    return { status: res.status, body: await res.text() };
+  };
+  return { host, health, increment };
+}
+
+t.test("during the hand-off /healthz is 503 and calls are still served; after it, stop() ends", async (t) => {
+  const { host, health, increment } = await startHost(800);
+  t.equal(await health(), 200, "healthy while running");
+  t.same(await increment("a"), { status: 200, body: "1" });
+  const started = Date.now();
+  const stopped = host.stop();
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(await health(), 503, "daprd's app health probe fails as soon as the replica stops");
+  t.same(await increment("a"), { status: 200, body: "2" }, "a call routed here during the hand-off is served");
+  t.same(await increment("b"), { status: 200, body: "1" }, "an actor first called during the hand-off too");
+  await stopped;
+  t.ok(Date.now() - started >= 800, `stop() waited for the hand-off (${Date.now() - started} ms)`);
+});
+
+t.test("without a hand-off the calls are refused at once", async (t) => {
+  const { host, increment } = await startHost(0);
+  t.equal((await increment("c")).status, 200);
+  const stopped = host.stop();
+  // stop() closes the listener as soon as the (idle) actors are; a call now is refused or fails to connect.
+  const late = await increment("c").catch(() => ({ status: 0, body: "connection refused" }));
+  t.not(late.status, 200, `refused: ${late.status} ${late.body.slice(0, 80)}`);
+  await stopped;
+});
