@@ -73,7 +73,7 @@ async function readsBack(t: Test, call: Call, m: FixtureManifest, mode: "embedde
     t.ok(video.text.length > 1000, "with its bytes");
   }
   // GET reads the job's snapshot in the data store; a cancel asks its JobActor, whose stored state says completed.
-  const cancel = await call("DELETE", `/v1/jobs/${m.job_id}`, { token: m.api_key });
+  const cancel = await call("POST", `/v1/jobs/${m.job_id}/cancel`, { token: m.api_key });
   t.equal(cancel.status, 409, `the JobActor's state reads: a completed job is not cancelled (${cancel.status} ${cancel.text})`);
   t.match(field(cancel.body, "error", "message"), /already completed/);
   const jobs = await call("GET", "/v1/jobs", { token: m.api_key });
