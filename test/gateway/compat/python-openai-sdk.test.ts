@@ -4,7 +4,8 @@
 // include_usage, tool-call round trips plain and streamed, each through an
 // OpenAI, an Anthropic and a Gemini model; embeddings (the SDK's default
 // encoding and float); the models list; speech; transcription of an uploaded
-// file; images as URLs and b64_json. The scripts in ./python print what the
+// file; images as URLs and b64_json; videos create → poll → content →
+// delete. The scripts in ./python print what the
 // SDK returned; this file asserts on it.
 import t from "tap";
 import { field } from "../../support/troupe.ts";
@@ -110,5 +111,16 @@ if (typeof python !== "string") {
       t.match(image, { status: 200, png: ["png", 256, 256] });
     }
     t.match(field(out, "images", "b64_json"), { url: null, png: ["png", 512, 512] });
+  });
+
+  t.test("videos: create, poll, download the MP4, delete, then NotFoundError", async (t) => {
+    const out = await runPython(python, "openai_videos.py", input);
+    t.match(field(out, "created"), { object: "video", status: "queued", model: "simulated-video", seconds: "4" });
+    t.match(field(out, "done"), { status: "completed", progress: 100 });
+    t.match(field(out, "content"), { content_type: "video/mp4", ftyp: "ftyp" });
+    t.ok(Number(field(out, "content", "bytes")) > 1000, "a whole MP4, not a header");
+    t.match(field(out, "deleted"), { id: field(out, "created", "id"), object: "video.deleted", deleted: true });
+    t.same(field(out, "after_delete"), { class: "NotFoundError", status: 404 }, "the SDK's own class for a deleted video");
+    t.ok(h.usage.some((u) => u.category === "video" && u.model === "simulated-video"), "the scene billed as on /v1");
   });
 }
