@@ -2,7 +2,7 @@
 // (actors/hosts/embedded, actors/hosts/dapr) and one conformance suite
 // (test/actors/conformance.ts) pins their behaviour to each other.
 import type { z } from "zod";
-import type { ActorDefinition, AnyActorDefinition, MethodInputs, MethodOutputs } from "./actor.ts";
+import type { ActorRef, AnyActorDefinition, MethodInputs, MethodOutputs } from "./actor.ts";
 
 export interface CallOptions {
   /** Aborting rejects the caller; a turn already running still completes. */
@@ -33,14 +33,6 @@ export interface ActorHost {
    * tools read); embedded: activeActors().
    */
   runtimeActiveActors(): Promise<ActiveActorCount[]>;
-  /**
-   * Deletes an actor for good (deleting an organization): waits for its turn
-   * in flight, deactivates it, and removes its state and reminders from the
-   * store. A later call starts it afresh from its initial state. Absent on
-   * hosts that cannot do it (Dapr: daprd deletes actor state only from
-   * inside a turn).
-   */
-  forget?(type: string, id: string): Promise<void>;
   /** True once the host can run turns (Dapr: daprd healthy, actor runtime running). */
   ready(): Promise<boolean>;
   /** Graceful: refuses new calls, drains running and queued turns (each turn persists as it commits), releases resources. */
@@ -49,12 +41,12 @@ export interface ActorHost {
 
 /**
  * Typed call through any host: the method name, its input (from the method's
- * input schema) and its output (from `run`) come from the definition, so a
- * misspelled field does not compile.
+ * input schema) and its output (from `run`) come from the definition (or a
+ * reference to it, actorRef), so a misspelled field does not compile.
  */
 export async function callActor<S, I extends MethodInputs, O extends MethodOutputs<I>, K extends keyof I & string>(
   host: ActorHost,
-  definition: ActorDefinition<S, I, O>,
+  definition: ActorRef<S, I, O>,
   id: string,
   method: K,
   input: z.input<I[K]>,

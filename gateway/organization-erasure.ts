@@ -9,18 +9,24 @@
 // quantities and cost, nothing that names a person or holds content
 // (docs/decisions.md, "Deleting an organization").
 //
+// Each actor is erased by a method of its own (a turn that clears its
+// reminders and leaves its initial state, which both hosts then delete from
+// their store): daprd deletes actor state only from inside a turn, so this is
+// the one way that works on the embedded and the Dapr host alike.
+//
 // The steps run in an order that a failure can resume from: the keys first
 // (nothing new is made meanwhile), the organization record and the
 // memberships last, so a retried DELETE finds the organization and finishes.
 import { isTroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import type { ActorHost } from "../actors/host.ts";
-import { CONVERSATION_ACTOR } from "../actors/conversation/conversation-actor.ts";
+import { actorRef } from "../actors/actor.ts";
+import { callActor, type ActorHost } from "../actors/host.ts";
+import { CONVERSATION_ACTOR, type ConversationActorDefinition } from "../actors/conversation/conversation-actor.ts";
 import type { ConversationDirectory } from "../actors/conversation/directory.ts";
-import { JOB_ACTOR } from "../actors/job/job-actor.ts";
+import { JOB_ACTOR, type JobActorDefinition } from "../actors/job/job-actor.ts";
 import type { JobDirectory } from "../actors/job/directory.ts";
 import type { WebhookDirectory } from "../actors/webhooks/directory.ts";
-import { WEBHOOK_ACTOR } from "../actors/webhooks/webhook-actor.ts";
+import { WEBHOOK_ACTOR, type WebhookActorDefinition } from "../actors/webhooks/webhook-actor.ts";
 import type { IndexedFileStore } from "../media/indexed-file-store.ts";
 import type { VectorIndex } from "../vectors/vector-index.ts";
 import type { ApiKeyService } from "../tenancy/api-keys.ts";
@@ -48,6 +54,10 @@ export interface ErasureReport {
   files: number;
 }
 
+const conversationActor = actorRef<ConversationActorDefinition>(CONVERSATION_ACTOR);
+const jobActor = actorRef<JobActorDefinition>(JOB_ACTOR);
+const webhookActor = actorRef<WebhookActorDefinition>(WEBHOOK_ACTOR);
+
 /** Calls an actor method, treating "not found"/"conflict" (already gone, already finished) as done. */
 async function settle(call: Promise<unknown>): Promise<void> {
   await call.catch((error: unknown) => {
@@ -59,40 +69,34 @@ async function settle(call: Promise<unknown>): Promise<void> {
 export async function eraseOrganization(deps: ErasureDeps, orgId: string): Promise<ErasureReport> {
   const { store, actors } = deps;
   const tenancy = await collectTenancy(store, orgId);
-  const owner = { organization_id: orgId, environment_id: null };
-  const forget = async (type: string, ids: readonly string[]): Promise<void> => {
-    if (!actors.forget) {
-      deps.log.warn("this actor host cannot delete actor state: the organization's actors keep theirs", { actor_type: type, actors: ids.length });
-      return;
-    }
-    for (const id of ids) await actors.forget(type, id);
-  };
+  const owner = { organization_id: orgId };
 
   await store.apply(keyErasureOps(tenancy));
   await deps.apiKeys.broadcastRemoved(tenancy.apiKeys);
 
-  // Webhooks: deliveries stopped and their records deleted by the actor, then the actor and the directory entries.
+  // Webhooks: deliveries stopped, their records and the actor's state deleted by the actor, then the directory entries.
   const webhookIds = await deps.webhooks.idsOf(orgId);
-  for (const id of webhookIds) await settle(actors.call(WEBHOOK_ACTOR, id, "erase", owner));
-  await forget(WEBHOOK_ACTOR, webhookIds);
+  for (const id of webhookIds) await settle(callActor(actors, webhookActor, id, "erase", owner));
   await deps.webhooks.eraseOrganization(orgId, tenancy.environmentIds);
 
-  // Jobs: unlisted first, an unfinished one cancelled (no further provider calls or billing), then forgotten.
+  // Jobs: unlisted first, then deleted by the actor (an unfinished one cancelled first: no further provider calls or billing).
   const jobIds = await deps.jobs.eraseOrganization(orgId, tenancy.environmentIds);
-  for (const id of jobIds) await settle(actors.call(JOB_ACTOR, id, "cancel", { organization_id: orgId }));
-  await forget(JOB_ACTOR, jobIds);
+  let jobFiles = 0;
+  for (const id of jobIds) {
+    await settle(callActor(actors, jobActor, id, "delete", owner).then((gone) => (jobFiles += gone.files_deleted)));
+  }
   await deps.jobs.eraseDocuments(jobIds);
 
   // Conversations: pending summaries written first, so none lands after the erasure.
   await deps.conversations.flush();
   const conversationIds = await deps.conversations.eraseOrganization(orgId, tenancy.environmentIds);
-  await forget(CONVERSATION_ACTOR, conversationIds);
+  for (const id of conversationIds) await settle(callActor(actors, conversationActor, id, "erase", owner));
   await deps.conversations.flush();
   await deps.conversations.eraseDocuments(conversationIds);
 
   const vectorRecords = await deps.vectors.deleteOrganization(orgId);
-  // After the jobs: a job's last step may have stored its result file.
-  const files = await deps.files.deleteOrganizationFiles(orgId);
+  // After the jobs: a job's last step may have stored its result file (a deleted job removed its own files).
+  const files = jobFiles + (await deps.files.deleteOrganizationFiles(orgId));
   await store.apply(await tenancyErasureOps(store, tenancy));
   return { api_keys: tenancy.apiKeys.length, conversations: conversationIds.length, jobs: jobIds.length, webhooks: webhookIds.length, vector_records: vectorRecords, files };
 }

@@ -224,6 +224,22 @@ export function createConversationActor(deps: ConversationActorDeps) {
 
       get: { input: orgInput, run: async (ctx, input): Promise<Conversation> => toPublic(owned(ctx, input)) },
 
+      /**
+       * Deleting its organization (gateway/organization-erasure.ts): the
+       * reminder goes and the state returns to the initial one, which both
+       * hosts delete from their store instead of writing it — done in a turn,
+       * because daprd deletes actor state only from inside one.
+       */
+      erase: {
+        input: orgInput,
+        run: async (ctx, input): Promise<{ id: string; erased: true }> => {
+          owned(ctx, input);
+          await ctx.clearReminder(RESUME_REMINDER);
+          ctx.state = { conversation: null };
+          return { id: ctx.id, erased: true };
+        },
+      },
+
       postMessage: {
         input: messageInput,
         run: async (ctx, input): Promise<Conversation> => {

@@ -314,16 +314,18 @@ export function createJobActor(deps: JobActorDeps) {
       // after a failure part-way is safe: each removal is idempotent.
       delete: {
         input: orgInput,
-        run: async (ctx, input): Promise<{ id: string; deleted: true }> => {
+        run: async (ctx, input): Promise<{ id: string; deleted: true; files_deleted: number }> => {
           const job = ctx.state.job;
           if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
           if (!isFinal(job.status)) await cancelJob(ctx, job);
           await finish(ctx, job);
           await ctx.clearReminder("next");
-          for (const fileId of jobFileIds(job)) await deps.media.files.delete(fileId);
+          let filesDeleted = 0;
+          for (const fileId of jobFileIds(job)) if (await deps.media.files.delete(fileId)) filesDeleted += 1;
           await deps.directory.removed(job.owner, job.id);
           ctx.state = { job: null };
-          return { id: job.id, deleted: true };
+          // files_deleted: for the organization erasure's count; the routes answer { id, deleted } only.
+          return { id: job.id, deleted: true, files_deleted: filesDeleted };
         },
       },
 

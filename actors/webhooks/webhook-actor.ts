@@ -87,6 +87,8 @@ function requireActive(webhook: StoredWebhook): void {
   }
 }
 
+const initialState = (): WebhookState => ({ webhook: null, outbox: [], delivery_ids: [], recent_event_ids: [], reminder_due_ms: null });
+
 export function createWebhookActor(deps: WebhookActorDeps) {
   const { config, log } = deps;
   const periodMs = reminderPeriodMsOf(config);
@@ -148,7 +150,7 @@ export function createWebhookActor(deps: WebhookActorDeps) {
   return defineActor({
     type: WEBHOOK_ACTOR,
     state: webhookStateSchema,
-    initialState: (): WebhookState => ({ webhook: null, outbox: [], delivery_ids: [], recent_event_ids: [], reminder_due_ms: null }),
+    initialState,
     methods: {
       create: {
         input: createInput,
@@ -185,9 +187,10 @@ export function createWebhookActor(deps: WebhookActorDeps) {
       },
 
       /**
-       * Deleting its organization: stops deliveries (pending ones cancelled)
-       * and deletes its delivery records and kept event payloads; the host
-       * then forgets the actor's state (organization-erasure.ts).
+       * Deleting its organization (organization-erasure.ts): stops deliveries
+       * (pending ones cancelled), deletes its delivery records and kept event
+       * payloads and its reminder, and leaves the initial state, which both
+       * hosts delete from their store (daprd only from inside a turn).
        */
       erase: {
         input: orgInput,
@@ -200,6 +203,8 @@ export function createWebhookActor(deps: WebhookActorDeps) {
           ctx.state.delivery_ids = [];
           ctx.state.recent_event_ids = [];
           await finish(ctx, turn);
+          await ctx.clearReminder(reminderName);
+          ctx.state = initialState();
           return { erased: true };
         },
       },

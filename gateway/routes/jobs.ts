@@ -77,7 +77,8 @@ export const jobDeletedSchema = z.object({ id: z.string(), deleted: z.literal(tr
 /** DELETE /v1/jobs/{id} and DELETE /openai/v1/videos/{id}: cancel if needed, then remove the job and its files. */
 export async function deleteJob(deps: Pick<JobRouteDeps, "actors" | "job" | "directory">, key: ApiKeyRecord, rawId: string): Promise<z.infer<typeof jobDeletedSchema>> {
   const id = await ownJobId(deps, key, rawId);
-  return callActor(deps.actors, deps.job, id, "delete", { organization_id: key.organization_id, environment_id: key.environment_id });
+  const gone = await callActor(deps.actors, deps.job, id, "delete", { organization_id: key.organization_id, environment_id: key.environment_id });
+  return { id: gone.id, deleted: gone.deleted };
 }
 
 /** A job request as both doors give it: POST /v1/video/generate and POST /openai/v1/videos (whose image may be an upload). */

@@ -136,19 +136,6 @@ export class EmbeddedActorHost implements ActorHost {
     this.log.info("embedded actor host stopped");
   }
 
-  async forget(type: string, id: string): Promise<void> {
-    const key = actorKey(type, id);
-    await this.activations.get(key)?.whenIdle();
-    this.activations.delete(key);
-    this.dropTimers(key);
-    for (const [name, armed] of this.reminders) {
-      if (!name.startsWith(`${key}\u0000`)) continue;
-      clearTimeout(armed.handle);
-      this.reminders.delete(name);
-    }
-    await this.requireStore().removeActor(type, id);
-  }
-
   private activate(type: string, id: string): Activation {
     const key = actorKey(type, id);
     const existing = this.activations.get(key);

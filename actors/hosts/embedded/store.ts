@@ -44,19 +44,6 @@ export class ActorStore {
     await this.states.put([type, id], versionedJson(stateJson));
   }
 
-  /** Removes an actor's state and every reminder of it. */
-  async removeActor(type: string, id: string): Promise<void> {
-    const reminderKeys: [string, string, string][] = [];
-    for (const key of this.reminders.getKeys({ start: [type, id, ""] })) {
-      if (key[0] !== type || key[1] !== id) break;
-      reminderKeys.push(key);
-    }
-    await this.root.transaction(() => {
-      void this.states.remove([type, id]);
-      for (const key of reminderKeys) void this.reminders.remove(key);
-    });
-  }
-
   async deleteState(type: string, id: string): Promise<void> {
     await this.states.remove([type, id]);
   }
