@@ -6,6 +6,7 @@
 // record: successes per workload (`succeeded`) and the jobs' final state.
 import type { FinalJob } from "./audits.ts";
 import type { Balancer } from "./balancer.ts";
+import { describeError } from "./steady-load.ts";
 
 export interface Outcome {
   ok: boolean;
@@ -13,6 +14,8 @@ export interface Outcome {
   detail?: string;
   /** The replica that answered a billed call (the ledger audit allows for a killed replica's unflushed usage). */
   replica?: number;
+  /** The resource the request was for (an agent turn's conversation id): the rolling restart attributes failures to the replica hosting it. */
+  resource?: string;
 }
 
 export interface Workload {
@@ -104,13 +107,13 @@ export function agentWorkload(model: string, conversations: number): Workload {
         // The fakes' model calls the first declared tool (a built-in here), then answers from its result.
         if (res.status === 200 && messages.some((m) => m.role === "user" && m.content === content) && last?.role === "assistant" && last.content.startsWith("Tool said:")) {
           ledger.succeeded.push(content);
-          return { ok: true, replica: res.replica };
+          return { ok: true, replica: res.replica, resource: id };
         }
         ledger.failed.push(content);
-        return res.status === 200 ? { ok: false, detail: `200 but last message ${JSON.stringify(last)}` } : failed(res.status, res.body);
+        return { ...(res.status === 200 ? { ok: false, detail: `200 but last message ${JSON.stringify(last)}` } : failed(res.status, res.body)), resource: id };
       } catch (error) {
         ledger.failed.push(content);
-        throw error;
+        return { ok: false, detail: describeError(error), resource: id };
       }
     },
     unreachable: async (client) => {
