@@ -2,7 +2,7 @@
 // until stopped, and every request is recorded with its start and end, so a
 // fault's figures are read off the record afterwards: requests in flight at
 // the instant of the fault, and failures that ended after it.
-import type { Balancer } from "./balancer.ts";
+import { Balancer } from "./balancer.ts";
 import type { Workload } from "./workloads.ts";
 
 export interface RequestRecord {
@@ -11,7 +11,7 @@ export interface RequestRecord {
   endMs: number;
   ok: boolean;
   detail?: string;
-  /** Which replica answered, when the workload says (billed calls). */
+  /** Which replica answered (billed calls), or the failed request was sent to, when known. */
   replica?: number;
   /** The resource it was for, when the workload says (an agent turn's conversation id). */
   resource?: string;
@@ -73,7 +73,7 @@ export class SteadyLoad {
         const outcome = await workload.step(this.client, worker);
         record = { workload: workload.name, startMs: entry.startMs, endMs: Date.now(), ...outcome };
       } catch (error) {
-        record = { workload: workload.name, startMs: entry.startMs, endMs: Date.now(), ok: false, detail: describeError(error) };
+        record = { workload: workload.name, startMs: entry.startMs, endMs: Date.now(), ok: false, detail: describeError(error), replica: Balancer.replicaOf(error) };
       }
       this.inFlight.delete(entry);
       this.records.push(record);
