@@ -13,6 +13,9 @@ export interface Answer {
   replica: number;
 }
 
+/** Which replica a thrown request went to: a rolling restart blames a failure on the replica it was sent to. */
+const sentTo = new WeakMap<object, number>();
+
 export class Balancer {
   private readonly pools: Pool[];
   private readonly up: boolean[];
@@ -73,6 +76,11 @@ export class Balancer {
     this.up[i] = false;
   }
 
+  /** The replica a request that threw was sent to (undefined for other errors). */
+  static replicaOf(error: unknown): number | undefined {
+    return typeof error === "object" && error !== null ? sentTo.get(error) : undefined;
+  }
+
   async send(method: "GET" | "POST", path: string, body?: unknown): Promise<Answer> {
     const tried = new Set<number>();
     for (;;) {
@@ -95,7 +103,10 @@ export class Balancer {
         }
         return { status: res.statusCode, body: parsed, replica };
       } catch (error) {
-        if (!refused(error) || tried.size >= this.urls.length) throw error;
+        if (!refused(error) || tried.size >= this.urls.length) {
+          if (typeof error === "object" && error !== null) sentTo.set(error, replica);
+          throw error;
+        }
         this.up[replica] = false;
         this.rerouted += 1;
       } finally {

@@ -2,7 +2,7 @@
 // until stopped, and every request is recorded with its start and end, so a
 // fault's figures are read off the record afterwards: requests in flight at
 // the instant of the fault, and failures that ended after it.
-import type { Balancer } from "./balancer.ts";
+import { Balancer } from "./balancer.ts";
 import type { Workload } from "./workloads.ts";
 
 export interface RequestRecord {
@@ -11,8 +11,10 @@ export interface RequestRecord {
   endMs: number;
   ok: boolean;
   detail?: string;
-  /** Which replica answered, when the workload says (billed calls). */
+  /** Which replica answered (billed calls), or the failed request was sent to, when known. */
   replica?: number;
+  /** The resource it was for, when the workload says (an agent turn's conversation id). */
+  resource?: string;
 }
 
 export class SteadyLoad {
@@ -52,6 +54,11 @@ export class SteadyLoad {
     await Promise.all(this.loops);
   }
 
+  /** Records of `workload` that were in flight at some instant of [fromMs, toMs] (at fromMs when toMs is omitted). */
+  inFlightDuring(workload: string, fromMs: number, toMs = fromMs): RequestRecord[] {
+    return this.records.filter((r) => r.workload === workload && r.startMs <= toMs && r.endMs > fromMs);
+  }
+
   /** Records that ended in [fromMs, toMs). */
   between(fromMs: number, toMs: number): RequestRecord[] {
     return this.records.filter((r) => r.endMs >= fromMs && r.endMs < toMs);
@@ -66,7 +73,7 @@ export class SteadyLoad {
         const outcome = await workload.step(this.client, worker);
         record = { workload: workload.name, startMs: entry.startMs, endMs: Date.now(), ...outcome };
       } catch (error) {
-        record = { workload: workload.name, startMs: entry.startMs, endMs: Date.now(), ok: false, detail: describe(error) };
+        record = { workload: workload.name, startMs: entry.startMs, endMs: Date.now(), ok: false, detail: describeError(error), replica: Balancer.replicaOf(error) };
       }
       this.inFlight.delete(entry);
       this.records.push(record);
@@ -75,7 +82,7 @@ export class SteadyLoad {
   }
 }
 
-function describe(error: unknown): string {
+export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: string }).code;
   return `${code ? `${code} ` : ""}${error.message}`.slice(0, 160);

@@ -5,14 +5,17 @@
 // The webhook and ledger audits (bench/chaos/audits.ts) read what these
 // record: successes per workload (`succeeded`) and the jobs' final state.
 import type { FinalJob } from "./audits.ts";
-import type { Balancer } from "./balancer.ts";
+import { Balancer } from "./balancer.ts";
+import { describeError } from "./steady-load.ts";
 
 export interface Outcome {
   ok: boolean;
   /** Status and a short reason when not ok. */
   detail?: string;
-  /** The replica that answered a billed call (the ledger audit allows for a killed replica's unflushed usage). */
+  /** The replica that answered a billed call (the ledger audit allows for a killed replica's unflushed usage), or that a failed request was sent to. */
   replica?: number;
+  /** The resource the request was for (an agent turn's conversation id): the rolling restart attributes failures to the replica hosting it. */
+  resource?: string;
 }
 
 export interface Workload {
@@ -29,7 +32,7 @@ export interface Workload {
   readonly succeeded: number;
 }
 
-const failed = (status: number, body: unknown): Outcome => ({ ok: false, detail: `${status} ${JSON.stringify(body).slice(0, 400)}` });
+const failed = (status: number, body: unknown, replica?: number): Outcome => ({ ok: false, detail: `${status} ${JSON.stringify(body).slice(0, 400)}`, replica });
 
 /** Stateless chat completions on a model whose provider the run makes fail (auto routing may fall back). */
 export function chatWorkload(model: string): Workload {
@@ -45,9 +48,9 @@ export function chatWorkload(model: string): Workload {
       const n = sent++;
       const res = await client.send("POST", "/v1/chat/completions", { model, messages: [{ role: "user", content: `say chat ${n}` }] });
       const content = (res.body as { content?: string }).content;
-      if (res.status !== 200) return failed(res.status, res.body);
+      if (res.status !== 200) return failed(res.status, res.body, res.replica);
       // The fakes echo the last user message: anything else is a wrong answer, not a success.
-      if (content !== `Echo: say chat ${n}`) return { ok: false, detail: `200 with ${JSON.stringify(content)}` };
+      if (content !== `Echo: say chat ${n}`) return { ok: false, detail: `200 with ${JSON.stringify(content)}`, replica: res.replica };
       succeeded++;
       return { ok: true, replica: res.replica };
     },
@@ -104,13 +107,13 @@ export function agentWorkload(model: string, conversations: number): Workload {
         // The fakes' model calls the first declared tool (a built-in here), then answers from its result.
         if (res.status === 200 && messages.some((m) => m.role === "user" && m.content === content) && last?.role === "assistant" && last.content.startsWith("Tool said:")) {
           ledger.succeeded.push(content);
-          return { ok: true, replica: res.replica };
+          return { ok: true, replica: res.replica, resource: id };
         }
         ledger.failed.push(content);
-        return res.status === 200 ? { ok: false, detail: `200 but last message ${JSON.stringify(last)}` } : failed(res.status, res.body);
+        return { ...(res.status === 200 ? { ok: false, detail: `200 but last message ${JSON.stringify(last)}` } : failed(res.status, res.body)), replica: res.replica, resource: id };
       } catch (error) {
         ledger.failed.push(content);
-        throw error;
+        return { ok: false, detail: describeError(error), replica: Balancer.replicaOf(error), resource: id };
       }
     },
     unreachable: async (client) => {

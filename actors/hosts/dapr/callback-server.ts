@@ -2,6 +2,7 @@
 // callback protocol and nothing else. It is never the public gateway port.
 //   GET    /dapr/config                               actor types and settings
 //   GET    /healthz                                   app health
+//   GET    /troupe/active-actors                      ids in memory here, by type (local tools only)
 //   PUT    /actors/{type}/{id}/method/{method}        one turn
 //   PUT    /actors/{type}/{id}/method/timer/{name}    a timer fired
 //   PUT    /actors/{type}/{id}/method/remind/{name}   a reminder fired
@@ -21,6 +22,8 @@ export interface CallbackHandlers {
   timer(type: string, id: string, name: string, bodyText: string): Promise<void>;
   reminder(type: string, id: string, name: string, bodyText: string): Promise<void>;
   deactivate(type: string, id: string): Promise<void>;
+  /** Ids of the actors in memory on this replica, by type: for local tools (the rolling-restart bench), not public API. */
+  activeActorIds(): Record<string, string[]>;
 }
 
 
@@ -37,6 +40,11 @@ export class CallbackServer {
     app.get("/healthz", (res) => {
       if (!this.healthy) res.writeStatus("503 Service Unavailable");
       res.writeHeader("content-type", "application/json").end("{}");
+    });
+    // Only daprd and tools on this machine reach this loopback port: which
+    // actors the replica hosts, so a restart's failures can be attributed.
+    app.get("/troupe/active-actors", (res) => {
+      res.writeHeader("content-type", "application/json").end(JSON.stringify(handlers.activeActorIds()));
     });
     app.get("/dapr/config", (res) => {
       res.writeHeader("content-type", "application/json").end(JSON.stringify(handlers.config()));

@@ -110,6 +110,7 @@ export class DaprActorHost implements ActorHost {
       timer: (type, id, name, body) => this.fireScheduled("timer", type, id, name, body),
       reminder: (type, id, name, body) => this.fireScheduled("reminder", type, id, name, body),
       deactivate: (type, id) => this.deactivate(type, id),
+      activeActorIds: () => this.activeActorIds(),
     });
   }
 
@@ -162,6 +163,14 @@ export class DaprActorHost implements ActorHost {
       counts.set(activation.definition.type, (counts.get(activation.definition.type) ?? 0) + 1);
     }
     return [...counts].map(([type, count]) => ({ type, count }));
+  }
+
+  /** Ids in memory here, by registered type (sorted): GET /troupe/active-actors on the callback port. */
+  activeActorIds(): Record<string, string[]> {
+    const ids: Record<string, string[]> = Object.fromEntries(this.registry.names().map((name) => [name, []]));
+    for (const { activation } of this.activations.values()) (ids[activation.definition.type] ??= []).push(activation.id);
+    for (const list of Object.values(ids)) list.sort();
+    return ids;
   }
 
   /** Refuses new callbacks, lets running and queued turns finish (each wrote its state), closes. */
