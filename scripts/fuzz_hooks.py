@@ -298,6 +298,9 @@ FIXES = {
     ("POST", "/openai/v1/images/generations"): _openai_routed(_images, image=True),
     ("POST", "/openai/v1/audio/speech"): _openai_routed(_speech, first_voice=True),
     ("POST", "/openai/v1/audio/transcriptions"): _openai_routed(lambda body: None),
+    # A generated file is not a PNG, JPEG or WebP image (a content rule the
+    # document cannot state): valid cases are text-to-video.
+    ("POST", "/openai/v1/videos"): _openai_routed(lambda body: body.pop("input_reference", None)),
 }
 
 

@@ -6221,10 +6221,11 @@ export interface operations {
                      * @default 720x1280
                      */
                     size?: string;
-                    input_reference?: string | {
-                        /** Format: uri */
-                        image_url: string;
-                    };
+                    /**
+                     * Format: binary
+                     * @description the image the video starts from (PNG, JPEG or WebP, up to 10 MB)
+                     */
+                    input_reference?: string;
                     /** @enum {string} */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
                 };
@@ -6243,10 +6244,11 @@ export interface operations {
                      * @default 720x1280
                      */
                     size?: string;
-                    input_reference?: string | {
-                        /** Format: uri */
-                        image_url: string;
-                    };
+                    /**
+                     * Format: binary
+                     * @description the image the video starts from (PNG, JPEG or WebP, up to 10 MB)
+                     */
+                    input_reference?: string;
                     /** @enum {string} */
                     routing_strategy?: "auto" | "manual" | "cost" | "latency";
                 };
@@ -7885,6 +7887,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         text: string;
+                        /** @constant */
+                        task?: "transcribe";
+                        language?: string;
+                        duration?: number;
+                        segments?: {
+                            [key: string]: unknown;
+                        }[];
+                        usage?: {
+                            [key: string]: unknown;
+                        };
                     };
                     "text/plain": string;
                     "text/vtt": string;

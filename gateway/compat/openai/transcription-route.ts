@@ -60,7 +60,18 @@ export function openAiTranscriptionRoutes(deps: AiRouteDeps) {
       dialect: openAiDialect,
       bodyType: "multipart",
       body: transcriptionBodySchema.extend({ model: modelNameSchema(catalogue, { category: "audio", media: transcribes }) }),
-      responses: { 200: z.object({ text: z.string() }).describe("json; verbose_json adds task, language, duration, segments and usage; text, srt and vtt answer text/plain or text/vtt") },
+      responses: {
+        200: z
+          .object({
+            text: z.string(),
+            task: z.literal("transcribe").optional(),
+            language: z.string().optional(),
+            duration: z.number().optional(),
+            segments: z.array(z.record(z.string(), z.unknown())).optional(),
+            usage: z.record(z.string(), z.unknown()).optional(),
+          })
+          .describe("json: text; verbose_json adds task, language, duration, segments and usage; text, srt and vtt answer text/plain or text/vtt"),
+      },
       produces: ["text/plain", "text/vtt"],
       errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       handler: async (ctx) => {

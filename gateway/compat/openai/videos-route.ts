@@ -33,14 +33,16 @@ const createBodySchema = z
   .object({
     prompt: z.string().min(1).max(MAX_PROMPT_CHARS),
     model: z.string().min(1).default("troupe/auto"),
+    // The string form states its range too, so the document says what the server takes.
     seconds: z
-      .union([z.string().regex(/^\d{1,2}$/, "a whole number of seconds, e.g. \"4\""), z.number().int()])
+      .union([z.string().regex(/^([1-9]|1[0-9]|20)$/, "a whole number of seconds from 1 to 20, e.g. \"4\""), z.number().int().min(MIN_SEGMENT_SECONDS).max(MAX_SEGMENT_SECONDS)])
       .transform(Number)
       .pipe(z.number().int().min(MIN_SEGMENT_SECONDS).max(MAX_SEGMENT_SECONDS))
       .default(defaultSeconds)
       .describe(`seconds of video, ${MIN_SEGMENT_SECONDS} to ${MAX_SEGMENT_SECONDS} (default 4); the model makes its nearest clip length`),
     size: z.string().regex(/^[1-9]\d{1,4}x[1-9]\d{1,4}$/, "<width>x<height>, e.g. 1280x720").default(defaultSize).describe("recorded and answered; the provider makes its own resolution"),
-    input_reference: z.union([imageUpload, z.object({ image_url: z.url({ protocol: /^https?$/ }).max(8192) }).strict()]).optional(),
+    // An uploaded file only (what the SDKs send): a URL starts an image job on POST /v1/video/generate.
+    input_reference: imageUpload.optional(),
     routing_strategy: routingStrategySchema.optional(),
   })
   .strict();
@@ -126,13 +128,11 @@ export function openAiVideoRoutes(deps: JobRouteDeps) {
         const reference = body.input_reference;
         const withImage = reference !== undefined;
         const routed = resolveModel(catalogue, body.model, videoNeed(withImage), body.routing_strategy);
-        let image: { url: string } | { bytes: Buffer; contentType: string } | null = null;
-        if (reference && isUpload(reference)) {
+        let image: { bytes: Buffer; contentType: string } | null = null;
+        if (reference) {
           const type = (imageTypes as readonly string[]).includes(reference.contentType) ? reference.contentType : undefined;
           if (!type) throw invalidRequest([{ path: "input_reference", message: `a PNG, JPEG or WebP image, got ${reference.contentType || "no type"}` }]);
           image = { bytes: reference.bytes, contentType: type };
-        } else if (reference) {
-          image = { url: reference.image_url };
         }
         const fields = { seconds: String(body.seconds), size: body.size };
         const id = await startVideoJob(
