@@ -5,19 +5,23 @@
 // backoff only on retryable failures, fallback to equivalent models on other
 // providers, and a circuit breaker per provider. Streams are never retried
 // once they have emitted an event. Results name the model that served.
+// Its parts: router-plan.ts (which models, in which order), router-health.ts
+// (breakers, latency), router-failures.ts (classifying a failed attempt),
+// router-video.ts (video tasks).
 import { BrokenCircuitError } from "cockatiel";
-import { invalidRequest, isTroupeError, TroupeError } from "../core/errors.ts";
-import { capabilityProblem, sortPrice, type Catalogue, type Category, type ModelEntry, type ModelListing, type Need } from "./catalogue.ts";
-import { isProviderCallError, ProviderCallError } from "./errors.ts";
+import { invalidRequest, TroupeError } from "../core/errors.ts";
+import type { Catalogue, Category, ModelEntry, ModelListing, Need } from "./catalogue.ts";
+import { ProviderCallError } from "./errors.ts";
 import { Deadline, sleep } from "./deadline.ts";
+import { asProviderFailure, attemptOutcome, toTroupeError, type AttemptOutcome } from "./router-failures.ts";
 import { LatencyTracker, ProviderHealth, type BreakerOptions } from "./router-health.ts";
+import { adapterServes, planModels, type PlanSource } from "./router-plan.ts";
+import { RouterVideo, type RoutedVideoRequest } from "./router-video.ts";
 import type { ChatRequest } from "./chat-request.ts";
 import type { ChatResult, EmbedResult, ProviderAdapter, RoutingStrategy, StreamEvent } from "./types.ts";
 import { isFinish } from "./types.ts";
 import { validateConversation } from "./validate-chat.ts";
-import { adapterServesCategory } from "./media-types.ts";
-import type { VideoSegmentRequest, VideoTask, VideoTaskStatus } from "./video.ts";
-import { nearestDuration, videoNeed } from "./video-routing.ts";
+import type { VideoTask, VideoTaskStatus } from "./video.ts";
 
 export interface RouterOptions {
   catalogue: Catalogue;
@@ -42,9 +46,6 @@ export interface RouterOptions {
    */
   settingsOf?: (provider: string) => readonly string[];
 }
-
-/** How an attempt ended, for whoever observes attempts (metrics, traces). */
-export type AttemptOutcome = "success" | "error" | "timeout" | "rejected" | "aborted" | "breaker_open";
 
 /**
  * Told about every provider attempt (the gateway wires metrics and traces
@@ -87,11 +88,10 @@ export class Router {
   private readonly random: () => number;
   private readonly now: () => number;
   private observer: AttemptObserver | undefined;
-
-  private readonly settingsOf: (provider: string) => readonly string[];
+  private readonly planSource: PlanSource;
+  private readonly video: RouterVideo;
 
   constructor(opts: RouterOptions) {
-    this.settingsOf = opts.settingsOf ?? (() => []);
     this.catalogue = opts.catalogue;
     this.adapters = opts.adapters;
     this.timeoutMs = opts.timeoutMs;
@@ -107,6 +107,14 @@ export class Router {
     this.maxDelayMs = opts.backoff?.maxDelayMs ?? 5_000;
     this.random = opts.random ?? Math.random;
     this.now = opts.now ?? Date.now;
+    this.planSource = {
+      catalogue: this.catalogue,
+      adapters: this.adapters,
+      latency: this.latency,
+      healthOf: (provider) => this.healthOf(provider),
+      settingsOf: opts.settingsOf ?? (() => []),
+    };
+    this.video = new RouterVideo(this, this.adapters, this.attemptTimeoutMs);
   }
 
   /** Sets who is told about each attempt (one observer; the composition root combines metrics and traces). */
@@ -141,108 +149,18 @@ export class Router {
       provider: m.provider,
       category: category ?? m.category,
       tier: m.tier,
-      available: this.isAvailable(m.provider) && this.adapterServes(m, category ?? m.category),
+      available: this.isAvailable(m.provider) && adapterServes(this.adapters, m, category ?? m.category),
       capabilities: m.capabilities,
       pricing: m.pricing,
     }));
   }
 
-  private adapterServes(m: ModelEntry, category: Category): boolean {
-    const a = this.adapters.get(m.provider);
-    return a !== undefined && adapterServesCategory(a, category);
-  }
-
   /**
-   * The models to try, in order. Throws 400 for requests no model could
-   * serve as asked (unknown model, wrong category, missing capability,
-   * manual without a model) and 503 when every capable provider is unavailable.
+   * The models to try, in order (router-plan.ts). Throws 400 for requests no
+   * model could serve as asked and 503 when every capable provider is unavailable.
    */
   plan(model: string | null | undefined, strategy: RoutingStrategy, need: Need): ModelEntry[] {
-    let pool: ModelEntry[];
-    if (model) {
-      const entry = this.catalogue.get(model);
-      if (!entry) throw invalidRequest([{ path: "body.model", message: `unknown model ${model} (GET /v1/models lists them)` }]);
-      const problem = capabilityProblem(entry, need);
-      if (problem) throw invalidRequest([{ path: "body.model", message: problem }]);
-      if (strategy === "manual") {
-        if (!this.adapters.has(entry.provider) || !this.adapterServes(entry, need.category)) throw this.notConfigured([entry]);
-        const h = this.healthOf(entry.provider);
-        if (!h.accepting) {
-          const retryAfter = h.retryAfterSeconds();
-          throw new TroupeError(
-            "no_provider_available",
-            `provider ${entry.provider} is failing (circuit breaker open); retry later or use routing_strategy auto`,
-            retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter },
-          );
-        }
-        return [entry];
-      }
-      // Equivalents: same category and tier, the needed capabilities, another provider.
-      // Simulated models never stand in for real ones (no silent fake answers).
-      const equivalents = this.catalogue
-        .ofCategory(need.category)
-        .filter(
-          (m) =>
-            m.id !== entry.id &&
-            m.tier === entry.tier &&
-            m.provider !== entry.provider &&
-            (entry.provider === "simulated" || m.provider !== "simulated") &&
-            capabilityProblem(m, need) === undefined,
-        );
-      pool = [entry, ...equivalents];
-      if (strategy !== "auto") pool = this.order(pool, strategy);
-    } else {
-      if (strategy === "manual") {
-        throw invalidRequest([{ path: "body.model", message: "routing_strategy manual needs a model" }]);
-      }
-      const capable = this.catalogue.ofCategory(need.category).filter((m) => capabilityProblem(m, need) === undefined);
-      const real = capable.filter((m) => m.provider !== "simulated" && this.adapters.has(m.provider));
-      // Simulated models serve only when no real provider can (or when named).
-      pool = real.length > 0 ? real : capable.filter((m) => m.provider === "simulated");
-      if (strategy !== "auto") pool = this.order(pool, strategy);
-    }
-    // One model per provider: a fallback should change provider, not model.
-    const seen = new Set<string>();
-    const candidates = pool.filter((m) => {
-      if (seen.has(m.provider) || !this.adapterServes(m, need.category) || !this.healthOf(m.provider).accepting) return false;
-      seen.add(m.provider);
-      return true;
-    });
-    if (candidates.length === 0) {
-      // Nothing in the pool is configured at all: not a passing condition, so a 4xx that says what to set.
-      // Some is, but failing: 503, worth retrying.
-      if (pool.length > 0 && pool.every((m) => !this.adapters.has(m.provider) || !this.adapterServes(m, need.category))) throw this.notConfigured(pool);
-      throw new TroupeError(
-        "no_provider_available",
-        `no configured, healthy provider can serve this ${need.category} request` + (model ? ` (model ${model})` : ""),
-      );
-    }
-    return candidates;
-  }
-
-  /**
-   * A request only unconfigured providers could serve: 400 naming the model
-   * and the settings that would configure its provider (503 is kept for
-   * configured providers that are failing, which a retry may get past).
-   */
-  private notConfigured(pool: readonly ModelEntry[]): TroupeError {
-    const [first] = pool;
-    const providers = [...new Set(pool.map((m) => m.provider))];
-    const settings = providers.flatMap((p) => this.settingsOf(p));
-    const which = settings.length > 0 ? `; set ${settings.join(" or ")} to configure it` : "";
-    const message = `model ${first?.id ?? "?"} needs provider ${providers.join(" or ")}, which is not configured on this Troupe${which}`;
-    return invalidRequest([{ path: "body.model", message }]);
-  }
-
-  private order(pool: ModelEntry[], strategy: RoutingStrategy): ModelEntry[] {
-    const indexed = pool.map((m, i) => ({ m, i }));
-    if (strategy === "cost") indexed.sort((a, b) => sortPrice(a.m) - sortPrice(b.m) || a.i - b.i);
-    if (strategy === "latency") {
-      // Models never measured go first, so every candidate gets measured once.
-      const key = (m: ModelEntry) => this.latency.get(m.id) ?? -1;
-      indexed.sort((a, b) => key(a.m) - key(b.m) || a.i - b.i);
-    }
-    return indexed.map((x) => x.m);
+    return planModels(this.planSource, model, strategy, need);
   }
 
   async chat(req: ChatRequest, ctx: ChatCallContext = {}): Promise<ChatResult> {
@@ -290,7 +208,7 @@ export class Router {
         try {
           next = await iterator.next();
         } catch (e) {
-          throw this.toTroupeError(e, deadline.signal, 1);
+          throw toTroupeError(e, deadline.signal, 1);
         }
         if (next.done) throw new TroupeError("provider_error", `${entry.provider} stream ended without a finish event`);
         event = next.value;
@@ -329,21 +247,8 @@ export class Router {
    * catalogue model and provider that accepted it and the clip length that
    * model makes (the offered duration nearest the request).
    */
-  async submitVideo(request: VideoSegmentRequest & { routing_strategy: RoutingStrategy }, ctx: CallContext = {}): Promise<VideoTask> {
-    if (!(request.duration_seconds > 0)) throw invalidRequest([{ path: "duration_seconds", message: "must be a positive number of seconds" }]);
-    const { routing_strategy, ...segment } = request;
-    const candidates = this.plan(segment.model, routing_strategy, videoNeed(segment.image !== undefined));
-    const deadline = this.startDeadline(ctx.signal);
-    try {
-      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) => {
-        const duration = nearestDuration(entry, segment.duration_seconds);
-        const task = await adapter.video!.submit({ ...segment, model: entry.upstream_model ?? entry.id, duration_seconds: duration }, signal);
-        return { ...task, duration_seconds: duration };
-      });
-      return { ...value, provider: entry.provider, model: entry.id };
-    } finally {
-      deadline.dispose();
-    }
+  submitVideo(request: RoutedVideoRequest, ctx: CallContext = {}): Promise<VideoTask> {
+    return this.video.submit(request, ctx);
   }
 
   /**
@@ -352,13 +257,13 @@ export class Router {
    * tasks); a failure is thrown as provider_error/provider_timeout, and the
    * caller polls again later.
    */
-  async pollVideo(task: VideoTask, ctx: CallContext = {}): Promise<VideoTaskStatus> {
-    return this.onTaskProvider(task, ctx, (adapter, signal) => adapter.poll(task, signal));
+  pollVideo(task: VideoTask, ctx: CallContext = {}): Promise<VideoTaskStatus> {
+    return this.video.poll(task, ctx);
   }
 
   /** Cancels the task at its provider (a no-op where the provider cannot). */
-  async cancelVideo(task: VideoTask, ctx: CallContext = {}): Promise<void> {
-    await this.onTaskProvider(task, ctx, (adapter, signal) => adapter.cancel(task, signal));
+  cancelVideo(task: VideoTask, ctx: CallContext = {}): Promise<void> {
+    return this.video.cancel(task, ctx);
   }
 
   /**
@@ -368,41 +273,8 @@ export class Router {
    * that can list its tasks (`VideoAdapter.find`). Undefined when none has
    * it or none can tell.
    */
-  async findVideo(request: VideoSegmentRequest & { routing_strategy: RoutingStrategy }, sinceMs: number, ctx: CallContext = {}): Promise<VideoTask | undefined> {
-    const { routing_strategy, ...segment } = request;
-    for (const entry of this.plan(segment.model, routing_strategy, videoNeed(segment.image !== undefined))) {
-      const adapter = this.adapters.get(entry.provider)?.video;
-      if (!adapter?.find) continue;
-      const duration = nearestDuration(entry, segment.duration_seconds);
-      const upstream = { ...segment, model: entry.upstream_model ?? entry.id, duration_seconds: duration };
-      const task = await this.onProvider(entry.provider, ctx, (found, signal) => found.find!(upstream, sinceMs, signal));
-      if (task) return { ...task, provider: entry.provider, model: entry.id, duration_seconds: duration };
-    }
-    return undefined;
-  }
-
-  private async onTaskProvider<T>(task: VideoTask, ctx: CallContext, run: (adapter: NonNullable<ProviderAdapter["video"]>, signal: AbortSignal) => Promise<T>): Promise<T> {
-    if (!this.adapters.get(task.provider)?.video) throw new TroupeError("no_provider_available", `provider ${task.provider} of video task ${task.task_id} is not configured`);
-    return this.onProvider(task.provider, ctx, run);
-  }
-
-  /** One call to one provider's video adapter, within the attempt timeout; no fallback. */
-  private async onProvider<T>(provider: string, ctx: CallContext, run: (adapter: NonNullable<ProviderAdapter["video"]>, signal: AbortSignal) => Promise<T>): Promise<T> {
-    const adapter = this.adapters.get(provider)?.video;
-    if (!adapter) throw new TroupeError("no_provider_available", `provider ${provider} is not configured for video`);
-    const deadline = this.startDeadline(ctx.signal);
-    const attempt = deadline.attempt(Math.min(this.attemptTimeoutMs, deadline.remainingMs()), provider);
-    try {
-      const value = await run(adapter, attempt.signal);
-      attempt.succeeded();
-      return value;
-    } catch (e) {
-      attempt.failed();
-      if (deadline.clientAborted) throw e;
-      throw this.toTroupeError(asProviderFailure(e, provider) ?? e, deadline.signal, 1);
-    } finally {
-      deadline.dispose();
-    }
+  findVideo(request: RoutedVideoRequest, sinceMs: number, ctx: CallContext = {}): Promise<VideoTask | undefined> {
+    return this.video.find(request, sinceMs, ctx);
   }
 
   async close(): Promise<void> {
@@ -450,7 +322,7 @@ export class Router {
           try {
             await sleep(delayMs, deadline.signal);
           } catch (e) {
-            throw this.toTroupeError(e, deadline.signal, attempts);
+            throw toTroupeError(e, deadline.signal, attempts);
           }
         }
         triedThisRound = true;
@@ -477,7 +349,7 @@ export class Router {
           if (!failure) throw e;
           lastError = failure;
           lastFailure.set(entry.id, failure);
-          if (!failure.fallbackable || deadline.expired) throw this.toTroupeError(failure, deadline.signal, attempts);
+          if (!failure.fallbackable || deadline.expired) throw toTroupeError(failure, deadline.signal, attempts);
         }
       }
       if (!triedThisRound) break;
@@ -485,40 +357,6 @@ export class Router {
     if (lastError === undefined) {
       throw new TroupeError("no_provider_available", "every capable provider is unavailable (circuit breakers open)");
     }
-    throw this.toTroupeError(lastError, deadline.signal, attempts);
+    throw toTroupeError(lastError, deadline.signal, attempts);
   }
-
-  private toTroupeError(e: unknown, signal: AbortSignal, attempts: number): unknown {
-    if (isTroupeError(e)) return e;
-    const failure = asProviderFailure(e, "provider") ?? (signal.aborted ? asProviderFailure(signal.reason, "provider") : undefined);
-    if (!failure) return e;
-    const details = { provider: failure.provider, upstream_status: failure.status ?? null, attempts };
-    if (failure.kind === "timeout") {
-      return new TroupeError("provider_timeout", failure.message, { details, cause: failure });
-    }
-    if (failure.kind === "http" && !failure.fallbackable) {
-      return new TroupeError("invalid_request", `${failure.provider} rejected the request: ${failure.message}`, { details, cause: failure });
-    }
-    return new TroupeError("provider_error", failure.message, { details, cause: failure });
-  }
-}
-
-function attemptOutcome(e: unknown, clientAborted: boolean): AttemptOutcome {
-  if (clientAborted) return "aborted";
-  if (e instanceof BrokenCircuitError) return "breaker_open";
-  if (!isProviderCallError(e)) return "error";
-  if (e.kind === "timeout") return "timeout";
-  // The request itself was refused (400/413/422): not the provider's fault.
-  if (e.kind === "http" && !e.fallbackable) return "rejected";
-  return "error";
-}
-
-function asProviderFailure(e: unknown, provider: string): ProviderCallError | undefined {
-  if (isProviderCallError(e)) return e;
-  if (isTroupeError(e)) return undefined;
-  // An adapter bug or an unexpected library error: not retryable, but another provider may do better.
-  if (e instanceof Error && e.name !== "AbortError") {
-    return new ProviderCallError(provider, "protocol", `${provider} failed: ${e.message}`, { cause: e });
-  }
-  return undefined;
 }

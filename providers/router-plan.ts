@@ -1,0 +1,120 @@
+// Which models may serve a request, in the order the router tries them
+// (docs/api/models-and-routing.md): the named model and its equivalents on
+// other providers, or every capable model (auto, cost, latency), one model
+// per provider, only configured providers whose breaker is not open. Says
+// why when none can: 400 for a request no model could serve as asked or
+// only unconfigured providers could, 503 when the capable ones are failing.
+import { invalidRequest, TroupeError } from "../core/errors.ts";
+import { capabilityProblem, sortPrice, type Catalogue, type Category, type ModelEntry, type Need } from "./catalogue.ts";
+import { adapterServesCategory } from "./media-types.ts";
+import type { LatencyTracker, ProviderHealth } from "./router-health.ts";
+import type { ProviderAdapter, RoutingStrategy } from "./types.ts";
+
+/** What planning reads from the router. */
+export interface PlanSource {
+  catalogue: Catalogue;
+  adapters: ReadonlyMap<string, ProviderAdapter>;
+  latency: LatencyTracker;
+  healthOf(provider: string): ProviderHealth;
+  settingsOf(provider: string): readonly string[];
+}
+
+/** The model's provider is configured with an adapter that serves `category`. */
+export function adapterServes(adapters: ReadonlyMap<string, ProviderAdapter>, m: ModelEntry, category: Category): boolean {
+  const a = adapters.get(m.provider);
+  return a !== undefined && adapterServesCategory(a, category);
+}
+
+/**
+ * The models to try, in order. Throws 400 for requests no model could
+ * serve as asked (unknown model, wrong category, missing capability,
+ * manual without a model) and 503 when every capable provider is unavailable.
+ */
+export function planModels(src: PlanSource, model: string | null | undefined, strategy: RoutingStrategy, need: Need): ModelEntry[] {
+  const serves = (m: ModelEntry) => adapterServes(src.adapters, m, need.category);
+  let pool: ModelEntry[];
+  if (model) {
+    const entry = src.catalogue.get(model);
+    if (!entry) throw invalidRequest([{ path: "body.model", message: `unknown model ${model} (GET /v1/models lists them)` }]);
+    const problem = capabilityProblem(entry, need);
+    if (problem) throw invalidRequest([{ path: "body.model", message: problem }]);
+    if (strategy === "manual") {
+      if (!src.adapters.has(entry.provider) || !serves(entry)) throw notConfigured(src, [entry]);
+      const h = src.healthOf(entry.provider);
+      if (!h.accepting) {
+        const retryAfter = h.retryAfterSeconds();
+        throw new TroupeError(
+          "no_provider_available",
+          `provider ${entry.provider} is failing (circuit breaker open); retry later or use routing_strategy auto`,
+          retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter },
+        );
+      }
+      return [entry];
+    }
+    // Equivalents: same category and tier, the needed capabilities, another provider.
+    // Simulated models never stand in for real ones (no silent fake answers).
+    const equivalents = src.catalogue
+      .ofCategory(need.category)
+      .filter(
+        (m) =>
+          m.id !== entry.id &&
+          m.tier === entry.tier &&
+          m.provider !== entry.provider &&
+          (entry.provider === "simulated" || m.provider !== "simulated") &&
+          capabilityProblem(m, need) === undefined,
+      );
+    pool = [entry, ...equivalents];
+    if (strategy !== "auto") pool = order(src.latency, pool, strategy);
+  } else {
+    if (strategy === "manual") {
+      throw invalidRequest([{ path: "body.model", message: "routing_strategy manual needs a model" }]);
+    }
+    const capable = src.catalogue.ofCategory(need.category).filter((m) => capabilityProblem(m, need) === undefined);
+    const real = capable.filter((m) => m.provider !== "simulated" && src.adapters.has(m.provider));
+    // Simulated models serve only when no real provider can (or when named).
+    pool = real.length > 0 ? real : capable.filter((m) => m.provider === "simulated");
+    if (strategy !== "auto") pool = order(src.latency, pool, strategy);
+  }
+  // One model per provider: a fallback should change provider, not model.
+  const seen = new Set<string>();
+  const candidates = pool.filter((m) => {
+    if (seen.has(m.provider) || !serves(m) || !src.healthOf(m.provider).accepting) return false;
+    seen.add(m.provider);
+    return true;
+  });
+  if (candidates.length === 0) {
+    // Nothing in the pool is configured at all: not a passing condition, so a 4xx that says what to set.
+    // Some is, but failing: 503, worth retrying.
+    if (pool.length > 0 && pool.every((m) => !src.adapters.has(m.provider) || !serves(m))) throw notConfigured(src, pool);
+    throw new TroupeError(
+      "no_provider_available",
+      `no configured, healthy provider can serve this ${need.category} request` + (model ? ` (model ${model})` : ""),
+    );
+  }
+  return candidates;
+}
+
+/**
+ * A request only unconfigured providers could serve: 400 naming the model
+ * and the settings that would configure its provider (503 is kept for
+ * configured providers that are failing, which a retry may get past).
+ */
+function notConfigured(src: PlanSource, pool: readonly ModelEntry[]): TroupeError {
+  const [first] = pool;
+  const providers = [...new Set(pool.map((m) => m.provider))];
+  const settings = providers.flatMap((p) => src.settingsOf(p));
+  const which = settings.length > 0 ? `; set ${settings.join(" or ")} to configure it` : "";
+  const message = `model ${first?.id ?? "?"} needs provider ${providers.join(" or ")}, which is not configured on this Troupe${which}`;
+  return invalidRequest([{ path: "body.model", message }]);
+}
+
+function order(latency: LatencyTracker, pool: ModelEntry[], strategy: RoutingStrategy): ModelEntry[] {
+  const indexed = pool.map((m, i) => ({ m, i }));
+  if (strategy === "cost") indexed.sort((a, b) => sortPrice(a.m) - sortPrice(b.m) || a.i - b.i);
+  if (strategy === "latency") {
+    // Models never measured go first, so every candidate gets measured once.
+    const key = (m: ModelEntry) => latency.get(m.id) ?? -1;
+    indexed.sort((a, b) => key(a.m) - key(b.m) || a.i - b.i);
+  }
+  return indexed.map((x) => x.m);
+}
