@@ -10,7 +10,7 @@
 // days, and a day's index holds only that day's files, so it never pages
 // through the newer ones to find the old. A crash between storing the bytes
 // and indexing them leaves a file only its URL reaches (never half a file).
-import type { DataStore, StoreOp } from "../tenancy/data-store.ts";
+import { indexMembers, type DataStore, type StoreOp } from "../tenancy/data-store.ts";
 import type { ByteRange, FileStore, PutInput, StoredFile } from "./file-store.ts";
 
 export const dayMs = 24 * 3600_000;
@@ -27,18 +27,6 @@ export const fileIndexKeys = {
 /** The UTC day of an ISO time: `2026-11-25`. */
 export function dayOf(iso: string): string {
   return iso.slice(0, 10);
-}
-
-/** Every member of an index (pages of 500). */
-export async function allMembers(store: DataStore, key: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await store.page(key, 500, cursor);
-    out.push(...page.members);
-    cursor = page.nextCursor;
-  } while (cursor !== null);
-  return out;
 }
 
 export class IndexedFileStore implements FileStore {
@@ -81,13 +69,13 @@ export class IndexedFileStore implements FileStore {
   /** Deletes every file of `orgId` stored on a day older than `beforeDayStartMs` (all of them when omitted) and their index entries; answers how many files went. */
   async deleteOrganizationFiles(orgId: string, beforeDayStartMs = Number.POSITIVE_INFINITY): Promise<number> {
     let deleted = 0;
-    const days = await allMembers(this.store, fileIndexKeys.days(orgId));
+    const days = await indexMembers(this.store, fileIndexKeys.days(orgId));
     let remaining = days.length;
     for (const day of days) {
       // A day is dropped once it has entirely passed the cutoff.
       if (Date.parse(`${day}T00:00:00.000Z`) + dayMs > beforeDayStartMs) continue;
       const key = fileIndexKeys.day(orgId, day);
-      for (const id of await allMembers(this.store, key)) {
+      for (const id of await indexMembers(this.store, key)) {
         if (await this.backend.delete(id)) deleted += 1;
         await this.store.apply([{ op: "unindex", key, member: id }]);
       }
@@ -104,7 +92,7 @@ export class IndexedFileStore implements FileStore {
 
   /** Organizations with indexed files. */
   organizations(): Promise<string[]> {
-    return allMembers(this.store, fileIndexKeys.orgs);
+    return indexMembers(this.store, fileIndexKeys.orgs);
   }
 
   close(): Promise<void> {

@@ -107,3 +107,15 @@ export function decodeCursor(cursor: string): { score: number; member: string } 
   const dot = cursor.indexOf(".");
   return { score: Number(cursor.slice(0, dot)), member: Buffer.from(cursor.slice(dot + 1), "base64url").toString("utf8") };
 }
+
+/** Every member of an index, oldest first (read in pages of 500). */
+export async function indexMembers(store: DataStore, key: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await store.page(key, 500, cursor);
+    out.push(...page.members);
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return out;
+}

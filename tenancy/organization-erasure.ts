@@ -4,21 +4,9 @@
 // the store ops that remove every record, index entry and unique claim of
 // it. Users stay (they are people, and may belong to other organizations);
 // only their membership and their index entry for this organization go.
-import type { DataStore, StoreOp } from "./data-store.ts";
+import { indexMembers, type DataStore, type StoreOp } from "./data-store.ts";
 import { keys, recordsOf } from "./records.ts";
 import type { StoredApiKey } from "./types.ts";
-
-/** Every member of an index (pages of 500). */
-export async function indexMembers(store: DataStore, key: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await store.page(key, 500, cursor);
-    out.push(...page.members);
-    cursor = page.nextCursor;
-  } while (cursor !== null);
-  return out;
-}
 
 export interface OrganizationTenancy {
   orgId: string;
@@ -81,4 +69,36 @@ export async function tenancyErasureOps(store: DataStore, t: OrganizationTenancy
   });
   ops.push({ op: "delete", key: keys.org(t.orgId) });
   return ops;
+}
+
+/**
+ * The keys of one kind of per-organization document (conversation summaries,
+ * job snapshots): the document by id, and the organization's and each
+ * environment's index of ids.
+ */
+export interface IndexedDocuments {
+  documentKey(id: string): string;
+  orgIndexKey(orgId: string): string;
+  environmentIndexKey(envId: string): string;
+}
+
+/**
+ * Deleting an organization: removes its documents of one kind and their index
+ * entries (the organization's and each of `environmentIds`'); answers their ids.
+ */
+export async function eraseIndexedDocuments(store: DataStore, docs: IndexedDocuments, organizationId: string, environmentIds: readonly string[]): Promise<string[]> {
+  const ids = await indexMembers(store, docs.orgIndexKey(organizationId));
+  const ops: StoreOp[] = [];
+  for (const id of ids) {
+    ops.push({ op: "unindex", key: docs.orgIndexKey(organizationId), member: id });
+    for (const env of environmentIds) ops.push({ op: "unindex", key: docs.environmentIndexKey(env), member: id });
+  }
+  if (ops.length > 0) await store.apply(ops);
+  await deleteDocuments(store, docs, ids);
+  return ids;
+}
+
+/** Deletes these documents (again after their actors are gone: a turn that was in flight may have re-written one). */
+export async function deleteDocuments(store: DataStore, docs: Pick<IndexedDocuments, "documentKey">, ids: readonly string[]): Promise<void> {
+  if (ids.length > 0) await store.apply(ids.map((id) => ({ op: "delete" as const, key: docs.documentKey(id) })));
 }

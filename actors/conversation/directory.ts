@@ -11,14 +11,15 @@
 // list is per environment (an API key's view). Conversations made before the
 // environment index existed are only in the organization's index: they are
 // no longer listed, and still read by id by their environment's keys.
-import type { IndexPage, DataStore, StoreOp } from "../../tenancy/data-store.ts";
-import { indexMembers } from "../../tenancy/organization-erasure.ts";
+import type { IndexPage, DataStore } from "../../tenancy/data-store.ts";
+import { deleteDocuments, eraseIndexedDocuments, type IndexedDocuments } from "../../tenancy/organization-erasure.ts";
 import { conversationSummarySchema, type ConversationSummary } from "./types.ts";
 
 const summaryKey = (id: string) => `conversation-summary:${id}`;
 const flushEveryMs = 100;
 const orgIndexKey = (orgId: string) => `org-conversations:${orgId}`;
 const environmentIndexKey = (envId: string) => `env-conversations:${envId}`;
+const documents: IndexedDocuments = { documentKey: summaryKey, orgIndexKey, environmentIndexKey };
 
 export class ConversationDirectory {
   private readonly store: DataStore;
@@ -83,20 +84,12 @@ export class ConversationDirectory {
    * Deleting an organization: removes its conversations' documents and index entries
    * (the organization's and each of `environmentIds`'); answers their ids.
    */
-  async eraseOrganization(organizationId: string, environmentIds: readonly string[]): Promise<string[]> {
-    const ids = await indexMembers(this.store, orgIndexKey(organizationId));
-    const ops: StoreOp[] = [];
-    for (const id of ids) {
-      ops.push({ op: "unindex", key: orgIndexKey(organizationId), member: id });
-      for (const env of environmentIds) ops.push({ op: "unindex", key: environmentIndexKey(env), member: id });
-    }
-    if (ops.length > 0) await this.store.apply(ops);
-    await this.eraseDocuments(ids);
-    return ids;
+  eraseOrganization(organizationId: string, environmentIds: readonly string[]): Promise<string[]> {
+    return eraseIndexedDocuments(this.store, documents, organizationId, environmentIds);
   }
 
   /** Deletes these documents (again after their actors are gone: a turn that was in flight may have re-written one). */
-  async eraseDocuments(ids: readonly string[]): Promise<void> {
-    if (ids.length > 0) await this.store.apply(ids.map((id) => ({ op: "delete" as const, key: summaryKey(id) })));
+  eraseDocuments(ids: readonly string[]): Promise<void> {
+    return deleteDocuments(this.store, documents, ids);
   }
 }

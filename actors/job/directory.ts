@@ -8,14 +8,15 @@
 // A job belongs to the environment of the key that made it (docs/guides/access-control.md): the snapshot names it and a per-environment index lists it, so a
 // key of another environment neither reads nor lists it. The per-organization
 // index stays for the operator's console.
-import type { DataStore, StoreOp } from "../../tenancy/data-store.ts";
-import { indexMembers } from "../../tenancy/organization-erasure.ts";
+import type { DataStore } from "../../tenancy/data-store.ts";
+import { deleteDocuments, eraseIndexedDocuments, type IndexedDocuments } from "../../tenancy/organization-erasure.ts";
 import { jobSchema, openAiVideoFieldsSchema, type Job, type OpenAiVideoFields } from "./types.ts";
 import { z } from "zod";
 
 const snapshotKey = (id: string) => `job:${id}`;
 const orgIndexKey = (orgId: string) => `org-jobs:${orgId}`;
 const environmentIndexKey = (envId: string) => `env-jobs:${envId}`;
+const documents: IndexedDocuments = { documentKey: snapshotKey, orgIndexKey, environmentIndexKey };
 /** environment_id: null in snapshots written before it was kept (the JobActor's state still knows it). */
 const snapshotSchema = z.object({
   organization_id: z.string(),
@@ -108,20 +109,12 @@ export class JobDirectory {
    * Deleting an organization: removes its jobs' documents and index entries
    * (the organization's and each of `environmentIds`'); answers their ids.
    */
-  async eraseOrganization(organizationId: string, environmentIds: readonly string[]): Promise<string[]> {
-    const ids = await indexMembers(this.store, orgIndexKey(organizationId));
-    const ops: StoreOp[] = [];
-    for (const id of ids) {
-      ops.push({ op: "unindex", key: orgIndexKey(organizationId), member: id });
-      for (const env of environmentIds) ops.push({ op: "unindex", key: environmentIndexKey(env), member: id });
-    }
-    if (ops.length > 0) await this.store.apply(ops);
-    await this.eraseDocuments(ids);
-    return ids;
+  eraseOrganization(organizationId: string, environmentIds: readonly string[]): Promise<string[]> {
+    return eraseIndexedDocuments(this.store, documents, organizationId, environmentIds);
   }
 
   /** Deletes these documents (again after their actors are gone: a turn that was in flight may have re-written one). */
-  async eraseDocuments(ids: readonly string[]): Promise<void> {
-    if (ids.length > 0) await this.store.apply(ids.map((id) => ({ op: "delete" as const, key: snapshotKey(id) })));
+  eraseDocuments(ids: readonly string[]): Promise<void> {
+    return deleteDocuments(this.store, documents, ids);
   }
 }
