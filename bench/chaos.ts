@@ -39,6 +39,7 @@ import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support
 import { startAnthropicFake } from "../test/fakes/anthropic-fake.ts";
 import { startOpenAIFake } from "../test/fakes/openai-fake.ts";
 import { freePort, waitFor } from "../test/support/net.ts";
+import { runScript } from "../test/support/run-script.ts";
 import { Balancer } from "./chaos/balancer.ts";
 import { SteadyLoad } from "./chaos/steady-load.ts";
 import { CuttableProxy } from "../test/support/cuttable-proxy.ts";
@@ -324,18 +325,6 @@ async function untilReachable(client: Balancer, workloads: Workload[], sinceMs: 
     await sleep(100);
   }
   return undefined;
-}
-
-/** Runs a script to its end; its stdout, or throws with its stderr. */
-function runScript(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, argv, { cwd: repoDir, env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
-    child.once("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${argv.join(" ")}: exit ${code}: ${err.slice(-500)}`))));
-  });
 }
 
 function redisPing(port: number): Promise<string> {

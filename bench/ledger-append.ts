@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { prefixedId } from "../core/ids.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import type { LedgerStore } from "../tenancy/ledger.ts";
+import { chatUsageRecord } from "./lib/usage-records.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string | undefined]));
 const total = Number(args.get("records") ?? 100_000);
@@ -22,27 +23,8 @@ const organization = prefixedId("org");
 const environment = prefixedId("env");
 const keys = Array.from({ length: 4 }, () => prefixedId("key"));
 
-function record(i: number): UsageRecord {
-  const request_id = prefixedId("req");
-  return {
-    organization_id: organization,
-    project_id: project,
-    environment_id: environment,
-    api_key_id: keys[i % keys.length] ?? "",
-    live: true,
-    category: "chat",
-    model: "gpt-4.1-mini",
-    provider: "openai",
-    input_tokens: 12,
-    output_tokens: 8,
-    units: 0,
-    cost_usd: 0.0000176,
-    cost_nanos: 17_600,
-    request_id,
-    usage_key: request_id,
-    created_at: new Date().toISOString(),
-  };
-}
+const record = (i: number): UsageRecord =>
+  chatUsageRecord({ organization_id: organization, project_id: project, environment_id: environment, api_key_id: keys[i % keys.length] ?? "" }, prefixedId("req"));
 
 const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-append-"));
 const ledger = new EmbeddedLedgerStore(dir);

@@ -7,27 +7,11 @@
 // alternate within each round; prints ns per record (median of the rounds).
 import { parseVersioned, versionedJson } from "../core/schema-version.ts";
 import type { UsageRecord } from "../providers/usage.ts";
+import { chatUsageRecord, fixedOwner } from "./lib/usage-records.ts";
 
 const perRound = 100_000;
 const rounds = 15;
-const record = (i: number): UsageRecord => ({
-  organization_id: "org_01M89DWYQEKVNEHJF98R817FXN",
-  project_id: "prj_01M89DWYQEKVNEHJF98R817FXP",
-  environment_id: "env_01M89DWYQEKVNEHJF98R817FXQ",
-  api_key_id: "key_01M89DWYQEKVNEHJF98R817FXR",
-  live: true,
-  category: "chat",
-  model: "gpt-4.1-mini",
-  provider: "openai",
-  input_tokens: 12,
-  output_tokens: 9,
-  units: 0,
-  cost_usd: 0.0000192,
-  cost_nanos: 19200,
-  request_id: `req_${i}`,
-  usage_key: `req_${i}`,
-  created_at: "2026-11-25T14:00:00.000Z",
-});
+const record = (i: number): UsageRecord => chatUsageRecord(fixedOwner, `req_${i}`, "2026-11-25T14:00:00.000Z");
 const batch = Array.from({ length: perRound }, (_, i) => record(i));
 const plainTexts = batch.map((r) => JSON.stringify(r));
 const markedTexts = batch.map((r) => versionedJson(JSON.stringify(r)));

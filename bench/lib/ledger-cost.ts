@@ -21,28 +21,10 @@ import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import type { LedgerStore } from "../../tenancy/ledger.ts";
 import { ThreadedLedgerStore } from "../../tenancy/threaded-ledger-store.ts";
+import { chatUsageRecord } from "./usage-records.ts";
 
-function chatRecord(i: number): UsageRecord {
-  const request_id = `req_bench_${process.pid}_${i}`;
-  return {
-    organization_id: "org_bench",
-    project_id: "prj_bench",
-    environment_id: "env_bench",
-    api_key_id: `key_bench_${i % 4}`,
-    live: true,
-    category: "chat",
-    model: "gpt-4.1-mini",
-    provider: "openai",
-    input_tokens: 12,
-    output_tokens: 8,
-    units: 0,
-    cost_usd: 0.0000176,
-    cost_nanos: 17_600,
-    request_id,
-    usage_key: request_id,
-    created_at: new Date().toISOString(),
-  };
-}
+const benchOwner = { organization_id: "org_bench", project_id: "prj_bench", environment_id: "env_bench" };
+const chatRecord = (i: number): UsageRecord => chatUsageRecord({ ...benchOwner, api_key_id: `key_bench_${i % 4}` }, `req_bench_${process.pid}_${i}`);
 
 /** Wraps a ledger so each append step's synchronous part (call → promise) is timed. */
 function timed(ledger: LedgerStore, steps: number[]): LedgerStore {
