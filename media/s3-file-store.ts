@@ -7,7 +7,7 @@
 // the embedded mode's cold start must not pay for it. A PUT is atomic in S3,
 // so a failed upload leaves nothing; the body is collected first because a
 // PutObject needs its length (media files are bounded by the caller's cap).
-import type { S3Client } from "@aws-sdk/client-s3";
+import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import { SCHEMA_VERSION, upgrade } from "../core/schema-version.ts";
 import {
   isFileId,
@@ -30,6 +30,20 @@ export interface S3Settings {
 
 type Sdk = typeof import("@aws-sdk/client-s3");
 
+/** How every S3 client of Troupe's talks to the bucket (this store, the backup script, the tests' readers). */
+export function s3ClientConfig(settings: S3Settings): S3ClientConfig {
+  return {
+    endpoint: settings.endpoint,
+    region: settings.region,
+    // Path-style URLs: S3-compatible servers (MinIO) are not reached by bucket subdomains.
+    forcePathStyle: true,
+    credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
+    // The SDK's default (since 3.729) adds CRC32 checksums that some S3-compatible servers reject.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  };
+}
+
 /** Object metadata keys (S3 lower-cases them; values must be ASCII). */
 const meta = { organization: "organization-id", sha256: "sha256", created: "created-at", version: "schema-version" } as const;
 
@@ -49,15 +63,7 @@ export class S3FileStore implements FileStore {
   /** Connects and creates the bucket when it does not exist yet. */
   static async open(settings: S3Settings, now: () => number = Date.now): Promise<S3FileStore> {
     const sdk = await import("@aws-sdk/client-s3");
-    const client = new sdk.S3Client({
-      endpoint: settings.endpoint,
-      region: settings.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
-      // The SDK's default (since 3.729) adds CRC32 checksums that some S3-compatible servers reject.
-      requestChecksumCalculation: "WHEN_REQUIRED",
-      responseChecksumValidation: "WHEN_REQUIRED",
-    });
+    const client = new sdk.S3Client(s3ClientConfig(settings));
     const store = new S3FileStore(sdk, client, settings.bucket, now);
     try {
       await client.send(new sdk.HeadBucketCommand({ Bucket: settings.bucket }));

@@ -21,7 +21,9 @@ import { Redis } from "ioredis";
 import { z } from "zod";
 import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support/dapr-cluster.ts";
 import { freePort, waitFor } from "../test/support/net.ts";
-import { backupElasticsearch, backupRedis, backupS3, deleteIndex, emptyBucket, restoreElasticsearch, restoreRedisFile, restoreS3, type S3Settings } from "./distributed-backup.ts";
+import { runScript } from "../test/support/run-script.ts";
+import { backupElasticsearch, backupRedis, backupS3, deleteIndex, emptyBucket, restoreElasticsearch, restoreRedisFile, restoreS3 } from "./distributed-backup.ts";
+import type { S3Settings } from "../media/s3-file-store.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
 const omit = z.enum(["redis", "elasticsearch", "s3"]).optional().parse(args.get("omit"));
@@ -262,15 +264,4 @@ async function startRedis(port: number, dir: string): Promise<ChildProcess> {
 
 function redisCli(port: number, ...command: string[]): Promise<string> {
   return runScript("redis-cli", ["-p", String(port), ...command], process.env).then((out) => out.trim());
-}
-
-function runScript(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, argv, { cwd: repoDir, env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
-    child.once("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${argv.join(" ")}: exit ${code}: ${err.slice(-800)}`))));
-  });
 }

@@ -12,6 +12,7 @@ import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from "
 import { dirname, join } from "node:path";
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Redis } from "ioredis";
+import { s3ClientConfig, type S3Settings } from "../media/s3-file-store.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -76,16 +77,8 @@ export async function deleteIndex(url: string, index: string): Promise<void> {
 
 // --- S3 ------------------------------------------------------------------------
 
-export interface S3Settings {
-  endpoint: string;
-  bucket: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
-
 function s3Client(s: S3Settings): S3Client {
-  return new S3Client({ endpoint: s.endpoint, region: s.region, forcePathStyle: true, credentials: { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey } });
+  return new S3Client(s3ClientConfig(s));
 }
 
 async function keys(client: S3Client, bucket: string): Promise<string[]> {

@@ -3,30 +3,15 @@
 // by one, and is killed the moment the last answer arrives, while the usage
 // recorder still holds their records for its next flush; after a restart on
 // the same data directory every answered call has exactly one usage record.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import t from "tap";
 import { projectWithLiveKey } from "../support/billing.ts";
-import { freePort, waitFor } from "../support/net.ts";
+import { gatewayProcess, killAndWait } from "../support/gateway-process.ts";
 import { request, signup } from "../support/troupe.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import { projectUsage } from "../jobs/usage-reader.ts";
 
 t.setTimeout(120_000);
-const dataDir = mkdtempSync(join(tmpdir(), "troupe-kill-billing-"));
-const port = await freePort();
-const base = `http://127.0.0.1:${port}`;
-// The embedded host on its own data dir: CI's REDIS_URL (and any other shared service) is not inherited.
-const { REDIS_URL: _redis, ELASTICSEARCH_URL: _elasticsearch, TROUPE_MODE: _mode, ...inherited } = process.env;
-const env = { ...inherited, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir, LOG_LEVEL: "error" };
-const main = join(import.meta.dirname, "../../gateway/main.ts");
-const start = async (): Promise<ChildProcess> => {
-  const child = spawn(process.execPath, [main], { env, stdio: ["ignore", "ignore", "inherit"] });
-  await waitFor(async () => (await fetch(`${base}/readyz`)).ok, 30_000, "troupe to start");
-  return child;
-};
+const { base, dataDir, start } = await gatewayProcess("troupe-kill-billing-");
 let child = await start();
 t.teardown(() => void child.kill("SIGKILL"));
 const r = { request: (m: string, p: string, o?: Parameters<typeof request>[3]) => request(base, m, p, o) };
@@ -46,14 +31,12 @@ t.test("every live call answered before a kill -9 is billed once after the resta
     const res = await call();
     if (res.status === 200) answered.push(res.headers.get("x-request-id") ?? "");
   }
-  child.kill("SIGKILL");
-  await new Promise((resolve) => child.once("exit", resolve));
+  await killAndWait(child, "SIGKILL");
   t.equal(answered.length, 208, "208 answers seen before the kill");
 
   // The restart replays the journal; a clean stop then leaves the ledger to read.
   child = await start();
-  child.kill("SIGTERM");
-  await new Promise((resolve) => child.once("exit", resolve));
+  await killAndWait(child, "SIGTERM");
   const ledger = new EmbeddedLedgerStore(dataDir);
   const records = await projectUsage(ledger, p.projectId);
   await ledger.close();

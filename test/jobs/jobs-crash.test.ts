@@ -6,14 +6,11 @@
 // The second test kills the process at the worst moment: Luma has accepted a
 // submission whose answer never arrives; after the restart the job finds
 // that generation in Luma's list instead of submitting again.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import t from "tap";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import { startLumaFake } from "../fakes/video-fakes.ts";
-import { freePort, waitFor } from "../support/net.ts";
+import { gatewayProcess, killAndWait } from "../support/gateway-process.ts";
+import { waitFor } from "../support/net.ts";
 import { request, signup } from "../support/troupe.ts";
 import { startJob, watchJob, type JobView } from "./job-suite.ts";
 import { projectUsage } from "./usage-reader.ts";
@@ -21,29 +18,13 @@ import { projectUsage } from "./usage-reader.ts";
 t.setTimeout(180_000);
 const luma = await startLumaFake("luma-key");
 luma.pollsBeforeDone = 3;
-const dataDir = mkdtempSync(join(tmpdir(), "troupe-kill-jobs-"));
-const port = await freePort();
-const base = `http://127.0.0.1:${port}`;
-// The embedded host on its own data dir: CI's REDIS_URL (and any other shared service) is not inherited.
-const { REDIS_URL: _redis, ELASTICSEARCH_URL: _elasticsearch, TROUPE_MODE: _mode, ...inherited } = process.env;
-const env = {
-  ...inherited,
-  PORT: String(port),
-  HOST: "127.0.0.1",
-  TROUPE_DATA_DIR: dataDir,
-  LOG_LEVEL: "error",
+const { base, dataDir, start } = await gatewayProcess("troupe-kill-jobs-", {
   LUMA_API_KEY: "luma-key",
   LUMA_BASE_URL: luma.url,
   VIDEO_POLL_INTERVAL_MS: "150",
   OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
   JOB_WATCHDOG_MS: "1000",
-};
-const main = join(import.meta.dirname, "../../gateway/main.ts");
-const start = async (): Promise<ChildProcess> => {
-  const child = spawn(process.execPath, [main], { env, stdio: ["ignore", "ignore", "inherit"] });
-  await waitFor(async () => (await fetch(`${base}/readyz`)).ok, 30_000, "troupe to start");
-  return child;
-};
+});
 let child = await start();
 t.teardown(async () => {
   child.kill("SIGKILL");
@@ -65,8 +46,7 @@ t.test("jobs killed mid-way complete after a restart: no segment submitted twice
   await watchJob(r, user.testKey, jobs[0]!.id, 60_000, (job) => job.segments[0]?.status === "completed");
   const before = await Promise.all(jobs.map(async (j) => (await r("GET", `/v1/jobs/${j.id}`, { token: user.testKey })).body as JobView));
   t.ok(before.every((j) => j.status !== "completed"), `killed mid-job: ${before.map((j) => j.segments.map((s) => s.status[0]).join("")).join(" ")}`);
-  child.kill("SIGKILL");
-  await new Promise((resolve) => child.once("exit", resolve));
+  await killAndWait(child, "SIGKILL");
 
   child = await start();
   for (const j of jobs) {
@@ -88,8 +68,7 @@ t.test("killed after Luma accepted a submission but before its answer arrived: t
   await waitFor(async () => luma.submissions(scenes[1]!) === 1, 60_000, "the second scene's submission to reach Luma");
   const lists = () => luma.calls.filter((c) => c.method === "GET" && c.path === "/dream-machine/v1/generations").length - listsBefore;
   t.equal(lists(), 0, "the first submissions went straight to Luma");
-  child.kill("SIGKILL");
-  await new Promise((resolve) => child.once("exit", resolve));
+  await killAndWait(child, "SIGKILL");
   luma.unanswered.clear();
 
   child = await start();
@@ -101,8 +80,7 @@ t.test("killed after Luma accepted a submission but before its answer arrived: t
 });
 
 t.test("each scene billed exactly once (the ledger, read after a graceful stop)", async (t) => {
-  child.kill("SIGTERM");
-  await new Promise((resolve) => child.once("exit", resolve));
+  await killAndWait(child, "SIGTERM");
 
   const store = new EmbeddedLedgerStore(dataDir);
   try {

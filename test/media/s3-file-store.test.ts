@@ -7,6 +7,7 @@ import { S3FileStore } from "../../media/s3-file-store.ts";
 import { createFileStore } from "../../media/create-file-store.ts";
 import { fileStoreSuite } from "./file-store-suite.ts";
 import { testS3 } from "../support/minio.ts";
+import { countS3Objects } from "../support/s3-objects.ts";
 
 t.setTimeout(120_000);
 // A fresh bucket per run: counts and listings see only this run's files.
@@ -18,21 +19,7 @@ if (typeof s3 === "string") {
   const settings = s3.settings;
   fileStoreSuite(t, {
     open: () => S3FileStore.open(settings),
-    count: async () => {
-      const { S3Client, ListObjectsV2Command } = await import("@aws-sdk/client-s3");
-      const client = new S3Client({
-        endpoint: settings.endpoint,
-        region: settings.region,
-        forcePathStyle: true,
-        credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
-      });
-      try {
-        const out = await client.send(new ListObjectsV2Command({ Bucket: settings.bucket }));
-        return out.KeyCount ?? 0;
-      } finally {
-        client.destroy();
-      }
-    },
+    count: () => countS3Objects(settings),
   });
 
   t.test("stores opened together on a new bucket all open (replicas starting at once race to create it)", async (t) => {

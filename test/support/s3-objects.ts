@@ -1,6 +1,10 @@
 // What a bucket holds, read straight from S3 (not through Troupe): each
-// object's key, metadata and bytes — for tests that check something is gone.
-import type { S3Settings } from "../../media/s3-file-store.ts";
+// object's key, metadata and bytes, or how many there are — for tests that
+// check something is stored or gone.
+import type { S3Client } from "@aws-sdk/client-s3";
+import { s3ClientConfig, type S3Settings } from "../../media/s3-file-store.ts";
+
+type Sdk = typeof import("@aws-sdk/client-s3");
 
 export interface S3Object {
   key: string;
@@ -8,15 +12,19 @@ export interface S3Object {
   body: Buffer;
 }
 
-export async function listS3Objects(settings: S3Settings): Promise<S3Object[]> {
-  const { S3Client, ListObjectsV2Command, GetObjectCommand } = await import("@aws-sdk/client-s3");
-  const client = new S3Client({
-    endpoint: settings.endpoint,
-    region: settings.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
-  });
+/** A client of its own for one use, destroyed after it. */
+async function withClient<T>(settings: S3Settings, use: (client: S3Client, sdk: Sdk) => Promise<T>): Promise<T> {
+  const sdk = await import("@aws-sdk/client-s3");
+  const client = new sdk.S3Client(s3ClientConfig(settings));
   try {
+    return await use(client, sdk);
+  } finally {
+    client.destroy();
+  }
+}
+
+export function listS3Objects(settings: S3Settings): Promise<S3Object[]> {
+  return withClient(settings, async (client, { ListObjectsV2Command, GetObjectCommand }) => {
     const out: S3Object[] = [];
     let token: string | undefined;
     do {
@@ -29,7 +37,13 @@ export async function listS3Objects(settings: S3Settings): Promise<S3Object[]> {
       token = page.NextContinuationToken;
     } while (token);
     return out;
-  } finally {
-    client.destroy();
-  }
+  });
+}
+
+/** How many objects the bucket holds (one listing page: up to 1,000, more than any test stores). */
+export function countS3Objects(settings: S3Settings): Promise<number> {
+  return withClient(settings, async (client, { ListObjectsV2Command }) => {
+    const out = await client.send(new ListObjectsV2Command({ Bucket: settings.bucket }));
+    return out.KeyCount ?? 0;
+  });
 }

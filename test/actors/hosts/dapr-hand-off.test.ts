@@ -4,41 +4,12 @@
 // actors), while calls daprd still routes to it during ACTOR_HANDOFF_MS are
 // served; only then are new calls refused. Real HTTP to the real callback
 // server, with a real HTTP server standing in for daprd's state API.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import t from "tap";
-import { DaprActorHost } from "../../../actors/hosts/dapr/dapr-host.ts";
-import { systemClock } from "../../../core/clock.ts";
-import { createLogger } from "../../../core/log.ts";
-import { freePort } from "../../support/net.ts";
-import { eraseDefinition } from "../../../actors/actor.ts";
-import { testActors } from "../test-actors.ts";
-
-/** daprd's actor state API: every read finds nothing, every write succeeds. */
-async function stateApi(): Promise<number> {
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
-    req.on("end", () => res.writeHead(204).end());
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return (server.address() as AddressInfo).port;
-}
+import { startStubDaprHost } from "../../support/stub-dapr-host.ts";
 
 async function startHost(handOffMs: number) {
-  const callbackPort = await freePort();
-  const host = new DaprActorHost({
-    daprHost: "127.0.0.1",
-    daprHttpPort: await stateApi(),
-    callbackPort,
-    idleTimeoutMs: 60_000,
-    handOffMs,
-    clock: systemClock,
-    log: createLogger("error"),
-  });
-  host.register(testActors.map((d) => eraseDefinition(d)));
-  await host.start();
-  const base = `http://127.0.0.1:${callbackPort}`;
+  const { host, base, closeStateApi } = await startStubDaprHost({ handOffMs });
+  t.teardown(closeStateApi);
   const health = async () => (await fetch(`${base}/healthz`)).status;
   const increment = async (id: string) => {
     const res = await fetch(`${base}/actors/TestCounter/${id}/method/increment`, { method: "PUT", body: "{}" });

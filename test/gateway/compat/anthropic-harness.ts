@@ -4,12 +4,8 @@
 // baseURL and apiKey are set (plus maxRetries: 0 where a test wants the
 // first answer, not the SDK's retries).
 import Anthropic from "@anthropic-ai/sdk";
-import { loadConfig } from "../../../core/config.ts";
-import { createRouter } from "../../../providers/index.ts";
-import { startAnthropicFake } from "../../fakes/anthropic-fake.ts";
 import type { FakeServer } from "../../fakes/fake-server.ts";
-import { startGeminiFake } from "../../fakes/gemini-fake.ts";
-import { startOpenAIFake } from "../../fakes/openai-fake.ts";
+import { startFakeProviders } from "../../support/fake-providers.ts";
 import { projectWithLiveKey } from "../../support/billing.ts";
 import { signup, startTestTroupe, type TestTroupe } from "../../support/troupe.ts";
 
@@ -33,21 +29,8 @@ export interface CompatHarness {
 }
 
 export async function startCompatHarness(): Promise<CompatHarness> {
-  const fakes = {
-    openai: await startOpenAIFake({ apiKey: "sk-fake" }),
-    anthropic: await startAnthropicFake({ apiKey: "ak-fake" }),
-    gemini: await startGeminiFake({ apiKey: "g-fake" }),
-  };
-  const env = {
-    OPENAI_API_KEY: "sk-fake",
-    OPENAI_BASE_URL: `${fakes.openai.url}/v1`,
-    ANTHROPIC_API_KEY: "ak-fake",
-    ANTHROPIC_BASE_URL: fakes.anthropic.url,
-    GEMINI_API_KEY: "g-fake",
-    GEMINI_BASE_URL: fakes.gemini.url,
-    PROVIDER_TIMEOUT_MS: "5000",
-  };
-  const router = createRouter(loadConfig(env).providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } });
+  const providers = await startFakeProviders(["openai", "anthropic", "gemini"]);
+  const { router, fakes, env } = providers;
   const troupe = await startTestTroupe(env, { router });
   const user = await signup(troupe, "anthropic-sdk");
   const project = await projectWithLiveKey(troupe, user.token, user.orgId, "anthropic-sdk");
@@ -64,7 +47,7 @@ export async function startCompatHarness(): Promise<CompatHarness> {
     providerCalls: () => fakes.openai.requests.length + fakes.anthropic.requests.length + fakes.gemini.requests.length,
     stop: async () => {
       await troupe.stop();
-      for (const fake of Object.values(fakes)) await fake.close();
+      await providers.close();
     },
   };
 }

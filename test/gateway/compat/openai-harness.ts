@@ -3,14 +3,9 @@
 // Cohere fakes, and the official `openai` SDK, unmodified but for baseURL
 // and apiKey, talking to its /openai/v1 mount.
 import OpenAI from "openai";
-import { loadConfig } from "../../../core/config.ts";
-import { createRouter } from "../../../providers/index.ts";
 import type { UsageRecord } from "../../../providers/usage.ts";
-import { startAnthropicFake } from "../../fakes/anthropic-fake.ts";
-import { startCohereFake } from "../../fakes/cohere-fake.ts";
 import type { FakeServer } from "../../fakes/fake-server.ts";
-import { startGeminiFake } from "../../fakes/gemini-fake.ts";
-import { startOpenAIFake } from "../../fakes/openai-fake.ts";
+import { allFakeProviders, startFakeProviders } from "../../support/fake-providers.ts";
 import { signup, startTestTroupe, type TestTroupe } from "../../support/troupe.ts";
 
 export interface CompatHarness {
@@ -33,27 +28,8 @@ export interface CompatHarness {
  * after stop, keeping the test process alive (a Troupe shutdown issue, not this mount's).
  */
 export async function startCompatHarness(options: { durableUsage?: boolean } = {}): Promise<CompatHarness> {
-  const fakes = {
-    openai: await startOpenAIFake({ apiKey: "sk-fake" }),
-    anthropic: await startAnthropicFake({ apiKey: "ak-fake" }),
-    gemini: await startGeminiFake({ apiKey: "g-fake" }),
-    cohere: await startCohereFake({ apiKey: "co-fake" }),
-    // An openai-compatible endpoint: its models are text-only (no vision), unlike the catalogue's own.
-    compatible: await startOpenAIFake(),
-  };
-  const config = loadConfig({
-    OPENAI_API_KEY: "sk-fake",
-    OPENAI_BASE_URL: `${fakes.openai.url}/v1`,
-    ANTHROPIC_API_KEY: "ak-fake",
-    ANTHROPIC_BASE_URL: fakes.anthropic.url,
-    GEMINI_API_KEY: "g-fake",
-    GEMINI_BASE_URL: fakes.gemini.url,
-    COHERE_API_KEY: "co-fake",
-    COHERE_BASE_URL: fakes.cohere.url,
-    OPENAI_COMPATIBLE_ENDPOINTS: JSON.stringify([{ name: "local", base_url: `${fakes.compatible.url}/v1`, models: ["llama-3.1-8b"] }]),
-    PROVIDER_TIMEOUT_MS: "5000",
-  });
-  const router = createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } });
+  const providers = await startFakeProviders(allFakeProviders);
+  const { router, fakes } = providers;
   const usage: UsageRecord[] = [];
   const troupe = await startTestTroupe({}, options.durableUsage ? { router } : { router, usage: { record: (u) => void usage.push(u) } });
   const user = await signup(troupe, "openai-compat");
@@ -67,7 +43,7 @@ export async function startCompatHarness(options: { durableUsage?: boolean } = {
     client: (apiKey = user.testKey) => new OpenAI({ baseURL, apiKey, maxRetries: 0 }),
     stop: async () => {
       await troupe.stop();
-      for (const f of Object.values(fakes)) await f.close();
+      await providers.close();
     },
   };
 }

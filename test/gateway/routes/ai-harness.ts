@@ -1,8 +1,6 @@
 // Starts Troupe over real sockets with the AI routes wired to a router whose
 // providers are the fakes (OpenAI, Anthropic, Gemini, Cohere, an
 // openai-compatible endpoint) plus the simulated provider; records usage.
-import { loadConfig } from "../../../core/config.ts";
-import { createRouter } from "../../../providers/index.ts";
 import type { Router } from "../../../providers/router.ts";
 import { UsageMeter, type UsageRecord } from "../../../providers/usage.ts";
 import { chatRoutes } from "../../../gateway/routes/chat.ts";
@@ -10,11 +8,8 @@ import { embeddingRoutes } from "../../../gateway/routes/embeddings.ts";
 import { modelRoutes } from "../../../gateway/routes/models.ts";
 import { translationRoutes } from "../../../gateway/routes/translations.ts";
 import { visionRoutes } from "../../../gateway/routes/vision.ts";
-import { startAnthropicFake } from "../../fakes/anthropic-fake.ts";
-import { startCohereFake } from "../../fakes/cohere-fake.ts";
 import type { FakeServer } from "../../fakes/fake-server.ts";
-import { startGeminiFake } from "../../fakes/gemini-fake.ts";
-import { startOpenAIFake } from "../../fakes/openai-fake.ts";
+import { allFakeProviders, startFakeProviders } from "../../support/fake-providers.ts";
 import { signup, startTestTroupe, type TestTroupe } from "../../support/troupe.ts";
 
 export interface AiHarness {
@@ -27,26 +22,8 @@ export interface AiHarness {
 }
 
 export async function startAiHarness(): Promise<AiHarness> {
-  const fakes = {
-    openai: await startOpenAIFake({ apiKey: "sk-fake" }),
-    anthropic: await startAnthropicFake({ apiKey: "ak-fake" }),
-    gemini: await startGeminiFake({ apiKey: "g-fake" }),
-    cohere: await startCohereFake({ apiKey: "co-fake" }),
-    compatible: await startOpenAIFake(),
-  };
-  const config = loadConfig({
-    OPENAI_API_KEY: "sk-fake",
-    OPENAI_BASE_URL: `${fakes.openai.url}/v1`,
-    ANTHROPIC_API_KEY: "ak-fake",
-    ANTHROPIC_BASE_URL: fakes.anthropic.url,
-    GEMINI_API_KEY: "g-fake",
-    GEMINI_BASE_URL: fakes.gemini.url,
-    COHERE_API_KEY: "co-fake",
-    COHERE_BASE_URL: fakes.cohere.url,
-    OPENAI_COMPATIBLE_ENDPOINTS: JSON.stringify([{ name: "local", base_url: `${fakes.compatible.url}/v1`, models: ["llama-3.1-8b"] }]),
-    PROVIDER_TIMEOUT_MS: "5000",
-  });
-  const router = createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } });
+  const providers = await startFakeProviders(allFakeProviders);
+  const { router, fakes } = providers;
   const usage: UsageRecord[] = [];
   const deps = { router, usage: new UsageMeter(router.catalogue, { record: (u: UsageRecord) => void usage.push(u) }) };
   const troupe = await startTestTroupe({}, {
@@ -62,7 +39,7 @@ export async function startAiHarness(): Promise<AiHarness> {
     stop: async () => {
       await troupe.stop();
       await router.close();
-      for (const f of Object.values(fakes)) await f.close();
+      await providers.close();
     },
   };
 }
