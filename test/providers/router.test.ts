@@ -304,3 +304,15 @@ t.test("a model of an unconfigured provider: 400 naming the setting that configu
   t.match(auto.details, [{ message: /ANTHROPIC_API_KEY/ }]);
   await r.close();
 });
+
+t.test("plan: one model per provider, so a fallback changes provider, not model", async (t) => {
+  const r = router();
+  t.ok(catalogue.ofCategory("text").filter((m) => m.provider === "openai").length > 1, "the catalogue has several OpenAI text models to choose from");
+  for (const strategy of ["auto", "cost", "latency"] as const) {
+    const providers = r.plan(null, strategy, { category: "text" }).map((m) => m.provider);
+    t.same(providers, [...new Set(providers)], `${strategy}: ${providers.join(", ")}`);
+  }
+  const named = r.plan("gpt-4.1-mini", "auto", { category: "text" });
+  t.equal(named[0]?.id, "gpt-4.1-mini", "the named model first");
+  t.same(named.map((m) => m.provider), [...new Set(named.map((m) => m.provider))], "its equivalents are on other providers");
+});
