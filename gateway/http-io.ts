@@ -151,11 +151,17 @@ function tooLarge(maxBytes: number): TroupeError {
   return new TroupeError("payload_too_large", `the request body exceeds the limit of ${maxBytes} bytes`, { details: { max_bytes: maxBytes } });
 }
 
-/** The common case: a JSON body with the request id and nothing else. */
-export function writeJson(res: HttpResponse, state: ResponseState, status: number, requestId: string, body: string): void {
-  if (state.aborted || state.done) return;
+/** Marks the response as answered with `status`; false when the client is gone or it was answered already (the caller writes nothing). */
+function begin(state: ResponseState, status: number): boolean {
+  if (state.aborted || state.done) return false;
   state.done = true;
   state.status = status;
+  return true;
+}
+
+/** The common case: a JSON body with the request id and nothing else. */
+export function writeJson(res: HttpResponse, state: ResponseState, status: number, requestId: string, body: string): void {
+  if (!begin(state, status)) return;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     res.writeHeader("x-request-id", requestId);
@@ -167,9 +173,7 @@ export function writeJson(res: HttpResponse, state: ResponseState, status: numbe
 
 /** A HEAD answer: the headers a GET would carry, its Content-Length, no body. */
 export function writeHead(res: HttpResponse, state: ResponseState, status: number, headers: [string, string][], contentLength: number): void {
-  if (state.aborted || state.done) return;
-  state.done = true;
-  state.status = status;
+  if (!begin(state, status)) return;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [name, value] of headers) res.writeHeader(name, value);
@@ -186,9 +190,7 @@ export function writeResponse(
   body: string | Buffer | undefined,
   closeConnection = false,
 ): void {
-  if (state.aborted || state.done) return;
-  state.done = true;
-  state.status = status;
+  if (!begin(state, status)) return;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [name, value] of headers) res.writeHeader(name, value);

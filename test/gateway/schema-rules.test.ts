@@ -4,19 +4,11 @@
 // naming the field). `npm run fuzz` checks the same at scale.
 import t from "tap";
 import { codePoints, nonBlankPattern } from "../../core/text-schema.ts";
-import { field, signup, startTestTroupe, str, type TestTroupe } from "../support/troupe.ts";
+import { startOpenApiFixture } from "../support/openapi-fixture.ts";
+import { field, str } from "../support/troupe.ts";
 
 type Json = Record<string, unknown>;
-let troupe: TestTroupe;
-let doc: Json;
-let user: Awaited<ReturnType<typeof signup>>;
-
-t.before(async () => {
-  troupe = await startTestTroupe();
-  doc = (await troupe.request("GET", "/v1/openapi.json")).body as Json;
-  user = await signup(troupe, "rules");
-});
-t.teardown(() => troupe.stop());
+const { troupe, doc, user } = await startOpenApiFixture(t, "rules");
 
 function bodySchema(path: string): Json {
   return field(doc, "paths", path, "post", "requestBody", "content", "application/json", "schema") as Json;

@@ -5,19 +5,11 @@
 // video model that needs image_url, a speech model's voices, an image
 // model's sizes and n).
 import t from "tap";
-import { field, signup, startTestTroupe, type TestTroupe } from "../support/troupe.ts";
+import { startOpenApiFixture } from "../support/openapi-fixture.ts";
+import { field } from "../support/troupe.ts";
 
 type Json = Record<string, unknown>;
-let troupe: TestTroupe;
-let doc: Json;
-let user: Awaited<ReturnType<typeof signup>>;
-
-t.before(async () => {
-  troupe = await startTestTroupe();
-  doc = (await troupe.request("GET", "/v1/openapi.json")).body as Json;
-  user = await signup(troupe, "uri-rules");
-});
-t.teardown(() => troupe.stop());
+const { troupe, doc, user } = await startOpenApiFixture(t, "uri-rules");
 
 const body = (path: string) => field(doc, "paths", path, "post", "requestBody", "content", "application/json", "schema") as Json;
 const ok = (path: string, method: string, status: string) => field(doc, "paths", path, method, "responses", status, "content", "application/json", "schema") as Json;
