@@ -92,21 +92,28 @@ if not last or last < ARGV[3] then redis.call("HSET", KEYS[1], "t", ARGV[3]) end
 return 0
 `;
 
-// KEYS = period counters, reservation expiry set, budget. ARGV = id, amount,
-// expires at (ms), now (ms). Reservations of a replica that died mid-call
-// expire, so they cannot hold the budget forever.
-export const reserveScript = `
+// How every reserving script begins (KEYS = period counters, reservation
+// expiry set, budget): admitted at once without a hard limit, else the
+// reservations expired by `ARGV[nowArg]` (ms) dropped first. Reservations of
+// a replica that died mid-call expire, so they cannot hold the budget forever.
+export function reservePrelude(nowArg: number): string {
+  return `
 local bud, exp, cfg = KEYS[1], KEYS[2], KEYS[3]
 local limit = redis.call("HGET", cfg, "hard")
 if not limit then return {1, 0, 0, 0} end
-for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[4])) do
+for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[${nowArg}])) do
   local amount = redis.call("HGET", bud, "r:" .. id)
   if amount then
     redis.call("HDEL", bud, "r:" .. id)
     redis.call("HINCRBY", bud, "reserved", 0 - tonumber(amount))
   end
   redis.call("ZREM", exp, id)
-end
+end`;
+}
+
+// KEYS = period counters, reservation expiry set, budget. ARGV = id, amount,
+// expires at (ms), now (ms).
+export const reserveScript = `${reservePrelude(4)}
 local spent = tonumber(redis.call("HGET", bud, "spent") or "0")
 local reserved = tonumber(redis.call("HGET", bud, "reserved") or "0")
 if spent + reserved >= tonumber(limit) then return {0, tostring(spent), tostring(reserved), limit} end
