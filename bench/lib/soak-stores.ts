@@ -116,7 +116,7 @@ export function embedded(dataDir: () => string): SoakStore {
       let held = 0;
       try {
         for (let slot = 0; slot < 64; slot++) {
-          const db = root.openDB({ name: `calls-${slot}`, create: false });
+          const db = root.openDB({ name: `calls-${slot}` });
           if (!db) break;
           held += (db.getStats() as { entryCount: number }).entryCount;
         }
