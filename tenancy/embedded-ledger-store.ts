@@ -42,14 +42,11 @@ import {
   defaultRetentionMs,
   dimensionKey,
   expandEntry,
-  generationExpiresAtMs,
-  generationMs,
-  generationOf,
-  liveGenerations,
   parseDimensionKey,
   type CompactEntry,
   type Dimension,
 } from "./ledger-entry.ts";
+import { GenerationSlots } from "./ledger-slots.ts";
 import { countsOf, WriteBehind, type Commits, type Counts } from "./lmdb-write-behind.ts";
 
 interface Held {
@@ -86,18 +83,13 @@ function heldNow(held: Map<string, Held>, nowMs: number): number {
   return reserved;
 }
 
-/** A slot's deletion time in a ledger that kept only generation numbers (halves of the window, three live). */
-const legacyUntil = (generation: number, retentionMs: number) => (generation < 0 ? 0 : (generation + 3) * Math.max(1, Math.floor(retentionMs / 2)));
-
 export class EmbeddedLedgerStore implements LedgerStore {
   readonly kind = "embedded" as const;
   private readonly root: RootDatabase;
   /** One database per live generation (slot = generation % (G + 1)): `<project>\n<usage_key>` → the compact entry. */
   private readonly slots: WriteBehind<CompactEntry>[];
-  /** The generation each slot holds (-1: empty; -2: written under another generation length), mirrored in `meta`. */
-  private slotGeneration: number[];
-  /** When each slot's entries may be deleted (ms), mirrored in `meta`: a time, so a change of generation length cannot cut it short. */
-  private readonly slotUntil: number[];
+  /** Which generation each slot holds and when it is due, mirrored in `meta`. */
+  private readonly generations: GenerationSlots;
   private readonly meta: Database<number, string>;
   /** Dimension id → `<project>\n<dimension key>`; `dimensionIds` is its reverse, in memory. */
   private readonly dimensions: Database<string, number>;
@@ -121,18 +113,8 @@ export class EmbeddedLedgerStore implements LedgerStore {
     // maxDbs: the G + 1 generation databases and seven others (lmdb's default allows 12 in all).
     this.root = open({ path: join(dir, "ledger.lmdb"), compression: false, maxDbs: 32 });
     this.meta = this.root.openDB<number, string>({ name: "generations", encoding: "msgpack" });
-    // Slots a longer generation scheme left (fewer generations per window held more each) are kept until they expire.
-    const slotCount = Math.max(liveGenerations, this.meta.get("slots") ?? 3);
-    this.slots = Array.from({ length: slotCount }, (_, i) => new WriteBehind(this.root.openDB<CompactEntry, string>({ name: `calls-${i}`, encoding: "msgpack" })));
-    void this.meta.put("slots", slotCount);
-    this.slotGeneration = this.slots.map((_, i) => this.meta.get(`slot-${i}`) ?? -1);
-    this.slotUntil = this.slots.map((_, i) => this.meta.get(`until-${i}`) ?? legacyUntil(this.slotGeneration[i] ?? -1, this.retentionMs));
-    // Generation numbers count in generation lengths: under another length (a new retention setting or
-    // G) they mean other times, so a slot keeps only its deletion time, never matching a generation.
-    if (this.meta.get("generation-ms") !== generationMs(this.retentionMs)) {
-      this.slotGeneration = this.slotGeneration.map((g) => (g === -1 ? -1 : -2));
-      void this.meta.put("generation-ms", generationMs(this.retentionMs));
-    }
+    this.generations = new GenerationSlots(this.meta, this.retentionMs);
+    this.slots = Array.from({ length: this.generations.count }, (_, i) => new WriteBehind(this.root.openDB<CompactEntry, string>({ name: `calls-${i}`, encoding: "msgpack" })));
     this.dimensions = this.root.openDB<string, number>({ name: "dimensions", encoding: "string" });
     for (const { key, value } of this.dimensions.getRange({})) this.learnDimension(key, value);
     this.counters = new WriteBehind(this.root.openDB<number, string>({ name: "counters", encoding: "msgpack" }));
@@ -170,27 +152,14 @@ export class EmbeddedLedgerStore implements LedgerStore {
    * the slot map is on disk, so a restart deletes what expired meanwhile.
    */
   sweep(): WriteBehind<CompactEntry> {
-    const nowMs = this.now();
-    const current = generationOf(nowMs, this.retentionMs);
-    for (let i = 0; i < this.slots.length; i++) {
-      const held = this.slotGeneration[i] ?? -1;
-      const isCurrent = i === current % liveGenerations;
-      if (held === (isCurrent ? current : -1) || (!isCurrent && (this.slotUntil[i] ?? 0) > nowMs)) continue;
+    const current = this.generations.rotate(this.now(), (i, written) => {
       const slot = this.slots[i] as WriteBehind<CompactEntry>;
-      // Entries not yet due (only after a change of generation length) stay, deleted with the current generation.
-      const keep = (this.slotUntil[i] ?? 0) > nowMs;
-      if (!keep) {
-        // Synchronous (one drop of the generation's pages, on the ledger's own thread): reads never see
-        // a cleared generation's entries in the slot that now holds the current one.
-        if (held !== -1) slot.db.clearSync();
-        slot.forgetAll();
-      }
-      this.slotGeneration[i] = isCurrent ? current : -1;
-      this.slotUntil[i] = isCurrent ? Math.max(keep ? (this.slotUntil[i] ?? 0) : 0, generationExpiresAtMs(current, this.retentionMs)) : 0;
-      void this.meta.put(`slot-${i}`, this.slotGeneration[i] ?? -1);
-      void this.meta.put(`until-${i}`, this.slotUntil[i] ?? 0);
-    }
-    return this.slots[current % liveGenerations] as WriteBehind<CompactEntry>;
+      // Synchronous (one drop of the generation's pages, on the ledger's own thread): reads never see
+      // a cleared generation's entries in the slot that now holds the current one.
+      if (written) slot.db.clearSync();
+      slot.forgetAll();
+    });
+    return this.slots[current] as WriteBehind<CompactEntry>;
   }
 
   /** The entry of a usage key in any live generation. */
@@ -351,7 +320,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     const out: UsageRecord[] = [];
     const nowMs = this.now();
     this.slots.forEach((slot, i) => {
-      if ((this.slotUntil[i] ?? 0) <= nowMs) return;
+      if (!this.generations.live(i, nowMs)) return;
       for (const { key, value } of slot.db.getRange({ start: `${projectId}\n`, end: `${projectId}\u000b` })) {
         const dimension = this.dimensionById.get(value[0]);
         const record = dimension && expandEntry(key.slice(projectId.length + 1), value, dimension);
