@@ -129,6 +129,8 @@ if (role === "upstream") {
     LOG_LEVEL: "warn",
     DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000",
     ...(process.env["BENCH_REDIS_URL"] ? { REDIS_URL: process.env["BENCH_REDIS_URL"] } : {}),
+    // bench/soak.ts --cluster: a Redis Cluster's primaries.
+    ...(process.env["BENCH_REDIS_CLUSTER_NODES"] ? { REDIS_CLUSTER_NODES: process.env["BENCH_REDIS_CLUSTER_NODES"] } : {}),
     // bench/soak.ts keeps per-call ledger records minutes, not days, so a steady state shows within its run.
     ...(process.env["BENCH_RETENTION_SECONDS"] ? { USAGE_RECORD_RETENTION_SECONDS: process.env["BENCH_RETENTION_SECONDS"] } : {}),
     TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-bench-chat-")),

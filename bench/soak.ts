@@ -1,34 +1,45 @@
 // `npm run soak`: does Troupe stay the same size under endless load? It
 // starts bench/chat.ts's fake OpenAI upstream and a Troupe routing chat to
-// it (embedded by default, `--redis` on a fresh redis-server), makes a live
-// key, and drives POST /v1/chat/completions at saturation with wrk for
-// `--minutes` (default 10). Every `--sample-seconds` (default 2: several
-// samples per generation of the ledger's records, never in step with it) it prints
-// Troupe's RSS, the size of its data directory (blocks in use) and, with
-// --redis, Redis's used_memory. After the warm-up it checks each series is
-// flat: the mean of the second half of the samples within 10 % of the mean
-// of the first half (means, because the ledger deletes a generation of
-// per-call records at a time, a saw tooth by design that single samples
-// catch at any height; growth raises the mean), or within 1 MB (a data
-// directory of a few hundred KiB, the usage journal's segments on Redis,
-// moves by more than 10 % from one sample to the next). Exits 1 when one is
-// not, or when wrk saw errors.
+// it (embedded by default, `--redis` on a fresh redis-server, `--cluster` on
+// a fresh 3-primary Redis Cluster or `--cluster=host:port,…` on a running
+// one), makes a live key, and drives POST /v1/chat/completions at saturation
+// with wrk for `--minutes` (default 10). Every `--sample-seconds` (default 2)
+// it prints Troupe's RSS, the size of its data directory (blocks in use),
+// Redis's used_memory (summed over a cluster's primaries), the per-call
+// ledger entries held, the calls billed per second since the last sample,
+// and the entries held as a multiple of the last retention window's calls.
+//
+// After the warm-up it checks each series is flat: the mean of the second
+// half of the samples within 10 % of the mean of the first half (means: the
+// ledger deletes a generation of entries at a time, a small saw tooth by
+// design), or within 1 MB (a data directory of a few hundred KiB moves by
+// more than 10 % from one sample to the next). The entries held are those
+// of the last retention window's calls and at most 1/G more (G generations
+// per window, tenancy/ledger-entry.ts), so Redis memory follows the call
+// rate, which other work on a shared machine moves: when used_memory is not
+// flat but its bytes per held entry (above the memory before the load) are,
+// and the entries stayed within that bound, the verdict says the rate moved
+// it, not growth. Exits 1 when a series grows, the entries exceed the bound,
+// fewer calls are billed than answered, or wrk saw errors.
 //
 // Per-call ledger records are kept `--retention-seconds` (default 20, so a
 // steady state shows within minutes; the product's default is 7 days), and
 // the warm-up (default: the larger of 4 retention windows and a third of
 // the run) covers their first deletions.
 //
-//   node bench/soak.ts [--minutes=10] [--redis] [--retention-seconds=20] [--connections=16]
-//                      [--sample-seconds=2] [--warmup-seconds=N] [--root=<checkout>]
+//   node bench/soak.ts [--minutes=10] [--redis | --cluster[=host:port,…]] [--retention-seconds=20]
+//                      [--connections=16] [--sample-seconds=2] [--warmup-seconds=N] [--root=<checkout>]
+//                      [--generations=G]
 // (--root: run the upstream and Troupe of another checkout's bench/chat.ts,
-//  e.g. the main branch before a change, under the same load and sampling.)
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+//  e.g. the main branch before a change, under the same load and sampling;
+//  --generations: that checkout's generations per window, for the bound.)
+import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, lstatSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Redis } from "ioredis";
+import { generationsPerWindow } from "../tenancy/ledger-entry.ts";
 import { startChildServer, type ChildServer } from "./lib/child-server.ts";
+import { clusterRedis, embedded, ownRedis, type SoakStore } from "./lib/soak-stores.ts";
 import { requireWrk } from "./lib/wrk.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string | undefined]));
@@ -39,7 +50,8 @@ const sampleSeconds = Number(args.get("sample-seconds") ?? 2);
 const totalSeconds = Math.round(minutes * 60);
 const warmupSeconds = Number(args.get("warmup-seconds") ?? Math.max(4 * retentionSeconds, Math.round(totalSeconds / 3)));
 const root = resolve(args.get("root") ?? join(import.meta.dirname, ".."));
-const useRedis = args.has("redis");
+const generations = Number(args.get("generations") ?? generationsPerWindow);
+const mode = args.has("cluster") ? "cluster" : args.has("redis") ? "redis" : "embedded";
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 
 /** Blocks in use under `dir` (sparse files count what they hold, not their length). */
@@ -80,64 +92,76 @@ async function liveKey(base: string): Promise<{ key: string; session: string; pr
   return { key, session, projectId };
 }
 
-async function startRedis(): Promise<{ url: string; process: ChildProcess }> {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const dir = mkdtempSync(join(tmpdir(), "troupe-soak-redis-"));
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
-  for (let i = 0; i < 100; i++) {
-    if (spawnSync("redis-cli", ["-p", String(port), "ping"], { encoding: "utf8" }).stdout.trim() === "PONG") return { url: `redis://127.0.0.1:${port}`, process: child };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`redis-server on port ${port} did not start`);
-}
-
 interface Sample {
   t: number;
   rss: number;
   data: number;
   redis: number | undefined;
+  held: number;
+  /** Calls billed so far (the usage report's counters), read with the sample. */
+  billed: number;
 }
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 
-/** Flat: the mean of the second half within 10 % (or 1 MB) of the first half's. */
-function flat(values: number[]): { ok: boolean; first: number; second: number; min: number; max: number } {
+/** Flat: the mean of the second half within 10 % (or `slack`) of the first half's. */
+function flat(values: number[], slack = 1024 * 1024): { ok: boolean; first: number; second: number; min: number; max: number } {
   const half = Math.floor(values.length / 2);
   const first = mean(values.slice(0, half));
   const second = mean(values.slice(half));
-  return { ok: second <= first * 1.1 || second - first < 1024 * 1024, first, second, min: Math.min(...values), max: Math.max(...values) };
+  return { ok: second <= first * 1.1 || second - first < slack, first, second, min: Math.min(...values), max: Math.max(...values) };
+}
+
+/** Calls billed by time `t` (seconds since the load began), interpolated between samples. */
+function billedAt(history: Array<{ t: number; billed: number }>, t: number): number {
+  if (history.length === 0 || t <= (history[0]?.t ?? 0)) return 0;
+  for (let i = 1; i < history.length; i++) {
+    const [a, b] = [history[i - 1], history[i]];
+    if (a && b && t <= b.t) return a.billed + ((b.billed - a.billed) * (t - a.t)) / Math.max(1e-9, b.t - a.t);
+  }
+  return history[history.length - 1]?.billed ?? 0;
 }
 
 async function main(): Promise<number> {
   requireWrk();
-  const children: Array<ChildServer | { process: ChildProcess }> = [];
-  const stopAll = () => {
+  const children: ChildServer[] = [];
+  let store: SoakStore | undefined;
+  process.on("exit", () => {
     for (const child of children) child.process.kill("SIGKILL");
-  };
-  process.on("exit", stopAll);
+  });
   const chat = join(root, "bench", "chat.ts");
   const upstream = await startChildServer(chat, { BENCH_CHAT_ROLE: "upstream" }, "world");
   children.push(upstream);
-  const redis = useRedis ? await startRedis() : undefined;
-  if (redis) children.push(redis);
   // Troupe's data directory is the one mkdtemp makes under its TMPDIR: this one.
   const tmp = mkdtempSync(join(tmpdir(), "troupe-soak-"));
-  const troupe = await startChildServer(chat, {
-    BENCH_CHAT_ROLE: "troupe",
-    BENCH_UPSTREAM: `http://127.0.0.1:${upstream.port}`,
-    BENCH_RETENTION_SECONDS: String(retentionSeconds),
-    TMPDIR: tmp,
-    ...(redis ? { BENCH_REDIS_URL: redis.url } : {}),
-  });
-  children.push(troupe);
+  const dataDir = () => join(tmp, readdirSync(tmp).find((n) => n.startsWith("troupe-bench-chat-")) ?? "");
+  const clusterNodes = args.get("cluster")?.split(",").filter(Boolean);
+  store = mode === "cluster" ? await clusterRedis(root, clusterNodes) : mode === "redis" ? await ownRedis() : embedded(dataDir);
+  try {
+    const troupe = await startChildServer(chat, {
+      BENCH_CHAT_ROLE: "troupe",
+      BENCH_UPSTREAM: `http://127.0.0.1:${upstream.port}`,
+      BENCH_RETENTION_SECONDS: String(retentionSeconds),
+      TMPDIR: tmp,
+      ...store.env,
+    });
+    children.push(troupe);
+    return await soak(troupe, store, dataDir(), tmp);
+  } finally {
+    for (const child of children.splice(0)) child.process.kill("SIGKILL");
+    await store.stop();
+  }
+}
+
+async function soak(troupe: ChildServer, store: SoakStore, dataDir: string, tmp: string): Promise<number> {
   const pid = troupe.process.pid ?? 0;
-  const dataDir = join(tmp, readdirSync(tmp).find((n) => n.startsWith("troupe-bench-chat-")) ?? "");
   const base = `http://127.0.0.1:${troupe.port}`;
   const { key, session, projectId } = await liveKey(base);
-  const redisClient = redis ? new Redis(redis.url) : undefined;
-
-  console.log(`soak: ${root === resolve(import.meta.dirname, "..") ? "this checkout" : root}, ${redis ? "Redis data store" : "embedded"}, ${minutes} min at saturation (wrk, ${connections} connections, one live key, chat on a fake upstream)`);
-  console.log(`per-call record retention ${retentionSeconds} s; warm-up ${warmupSeconds} s; a sample every ${sampleSeconds} s`);
+  const where = { embedded: "embedded", redis: "one Redis (its own)", cluster: `a 3-primary Redis Cluster (${args.get("cluster") ? "running: used_memory includes what else it holds" : "its own"})` }[mode];
+  console.log(`soak: ${root === resolve(import.meta.dirname, "..") ? "this checkout" : root}, ${where}, ${minutes} min at saturation (wrk, ${connections} connections, one live key, chat on a fake upstream)`);
+  console.log(`per-call record retention ${retentionSeconds} s in generations of ${(retentionSeconds / generations).toFixed(1)} s (${generations} per window: ${retentionSeconds}–${(retentionSeconds * (1 + 1 / generations)).toFixed(1)} s of calls held); warm-up ${warmupSeconds} s; a sample every ${sampleSeconds} s`);
+  const baseline = await store.usedMemory();
+  if (baseline !== undefined) console.log(`Redis used_memory before the load: ${mb(baseline)} MB`);
   const script = join(tmp, "request.lua");
   const body = JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", messages: [{ role: "user", content: "Hello, how are you?" }] });
   writeFileSync(script, [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(body)}`, `wrk.headers["content-type"] = "application/json"`, `wrk.headers["authorization"] = "Bearer ${key}"`].join("\n") + "\n");
@@ -148,35 +172,34 @@ async function main(): Promise<number> {
 
   const samples: Sample[] = [];
   const started = Date.now();
-  // The calls billed so far (the usage report's counters): the rate per sample, since what 1–1.5
-  // retention windows of records hold follows the rate, which other work on the machine moves.
   const billedSoFar = async () => {
     const report = (await (await fetch(`${base}/v1/projects/${projectId}/usage`, { headers: { authorization: `Bearer ${session}` } })).json()) as { live?: { calls?: number } };
     return report.live?.calls ?? 0;
   };
-  let lastBilled = 0;
-  let lastAt = Date.now();
-  console.log("     t      RSS (MB)   data dir (MB)" + (redis ? "   Redis used_memory (MB)" : "") + "   billed/s");
+  const history: Array<{ t: number; billed: number }> = [{ t: 0, billed: 0 }];
+  console.log("     t   RSS (MB)  data dir (MB)" + (baseline !== undefined ? "  Redis used_memory (MB)" : "") + "  entries held  billed/s  held ÷ last window's calls");
   let finished = false;
   void wrkDone.then(() => (finished = true));
   while (!finished) {
     await Promise.race([new Promise((r) => setTimeout(r, sampleSeconds * 1000)), wrkDone]);
     if (finished) break;
-    const t = Math.round((Date.now() - started) / 1000);
-    const usedMemory = redisClient ? Number(/used_memory:(\d+)/.exec(await redisClient.info("memory"))?.[1] ?? NaN) : undefined;
-    const sample: Sample = { t, rss: rssBytes(pid), data: diskBytes(dataDir), redis: usedMemory };
+    const usedMemory = await store.usedMemory();
+    const held = await store.heldEntries();
+    const billed = await billedSoFar();
+    const t = (Date.now() - started) / 1000;
+    const sample: Sample = { t, rss: rssBytes(pid), data: diskBytes(dataDir), redis: usedMemory, held, billed };
+    const last = history[history.length - 1] ?? { t: 0, billed: 0 };
+    history.push({ t, billed });
     samples.push(sample);
-    const billedNow = await billedSoFar();
-    const rate = ((billedNow - lastBilled) * 1000) / Math.max(1, Date.now() - lastAt);
-    [lastBilled, lastAt] = [billedNow, Date.now()];
+    const rate = (billed - last.billed) / Math.max(1e-3, t - last.t);
+    const window = billed - billedAt(history, t - retentionSeconds);
     console.log(
-      `${String(t).padStart(5)} s  ${mb(sample.rss).padStart(10)}  ${mb(sample.data).padStart(14)}` +
+      `${t.toFixed(0).padStart(6)} s  ${mb(sample.rss).padStart(8)}  ${mb(sample.data).padStart(13)}` +
         (usedMemory === undefined ? "" : `  ${mb(usedMemory).padStart(22)}`) +
-        `  ${rate.toFixed(0).padStart(9)}` +
+        `  ${String(held).padStart(12)}  ${rate.toFixed(0).padStart(8)}  ${t > retentionSeconds ? (held / Math.max(1, window)).toFixed(2).padStart(26) : "".padStart(26)}` +
         (t <= warmupSeconds ? "   (warm-up)" : ""),
     );
   }
-  await redisClient?.quit();
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(wrkOut)?.[1] ?? NaN);
   const requests = Number(/(\d+) requests in/.exec(wrkOut)?.[1] ?? NaN);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(wrkOut)?.[1] ?? 0);
@@ -189,27 +212,65 @@ async function main(): Promise<number> {
     billed = await billedSoFar();
   }
   console.log(`ledger: ${billed} calls billed for ${requests} answered (wrk counts only answers it read before stopping)`);
+  return verdict(samples, history, baseline, { non2xx, rps, billed, requests });
+}
 
+function verdict(samples: Sample[], history: Array<{ t: number; billed: number }>, baseline: number | undefined, load: { non2xx: number; rps: number; billed: number; requests: number }): number {
   const steady = samples.filter((s) => s.t > warmupSeconds);
   if (steady.length < 4) {
     console.log(`FAIL: only ${steady.length} samples after the warm-up: run longer (--minutes) or sample more often`);
     return 1;
   }
+  let ok = load.non2xx === 0 && Number.isFinite(load.rps) && load.billed >= load.requests;
+  if (load.billed < load.requests) console.log("FAIL: fewer calls billed than answered");
+  if (load.non2xx > 0) console.log("FAIL: wrk saw non-2xx answers");
+  const half = Math.floor(steady.length / 2);
+  const rates = [steady.slice(0, half), steady.slice(half)].map((part) => {
+    const [a, b] = [part[0], part[part.length - 1]];
+    return a && b ? (b.billed - a.billed) / Math.max(1e-3, b.t - a.t) : NaN;
+  });
+  console.log(`billed rate after warm-up: ${rates[0]?.toFixed(0)} calls/s in the first half, ${rates[1]?.toFixed(0)} in the second`);
+
+  // The retention bound: the entries held never more than the calls of the last (1 + 1/G) windows (one sample's slack).
+  const span = retentionSeconds * (1 + 1 / generations) + sampleSeconds;
+  const over = steady.filter((s) => s.held > s.billed - billedAt(history, s.t - span));
+  const ratios = steady.map((s) => s.held / Math.max(1, s.billed - billedAt(history, s.t - retentionSeconds)));
+  console.log(
+    `${over.length === 0 ? "bounded" : "UNBOUNDED"}: entries held ${Math.min(...steady.map((s) => s.held))}–${Math.max(...steady.map((s) => s.held))}, ` +
+      `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)} × the last window's calls (bound 1 + 1/${generations} = ${(1 + 1 / generations).toFixed(2)}); ` +
+      `${over.length} samples above the calls of the last ${span.toFixed(0)} s`,
+  );
+  ok &&= over.length === 0;
+
   const series: Array<[string, number[]]> = [
     ["RSS", steady.map((s) => s.rss)],
     ["data dir", steady.map((s) => s.data)],
   ];
-  if (redis) series.push(["Redis used_memory", steady.map((s) => s.redis ?? NaN)]);
-  let ok = non2xx === 0 && Number.isFinite(rps) && billed >= requests;
-  if (billed < requests) console.log("FAIL: fewer calls billed than answered");
   for (const [name, values] of series) {
     const result = flat(values);
     ok &&= result.ok;
-    const change = (((result.second - result.first) / result.first) * 100).toFixed(1);
-    console.log(`${result.ok ? "flat" : "GROWING"}: ${name} mean ${mb(result.first)} MB in the first half after warm-up, ${mb(result.second)} MB in the second (${change} %, limit +10 % or 1 MB; ${mb(result.min)}–${mb(result.max)} MB)`);
+    console.log(`${result.ok ? "flat" : "GROWING"}: ${name} ${describe(result)}`);
   }
-  if (non2xx > 0) console.log("FAIL: wrk saw non-2xx answers");
+  if (baseline !== undefined) {
+    const memory = flat(steady.map((s) => s.redis ?? NaN));
+    // What memory holds per entry held, above what Redis held before the load: flat unless something other than entries grows.
+    const perEntry = flat(
+      steady.map((s) => ((s.redis ?? NaN) - baseline) / Math.max(1, s.held)),
+      0,
+    );
+    const perEntryLine = `Redis bytes per held entry (above the ${mb(baseline)} MB before the load) ${perEntry.first.toFixed(0)} in the first half, ${perEntry.second.toFixed(0)} in the second (${pct(perEntry)}, ${perEntry.min.toFixed(0)}–${perEntry.max.toFixed(0)})`;
+    if (memory.ok) console.log(`flat: Redis used_memory ${describe(memory)}; ${perEntryLine}`);
+    else if (perEntry.ok && over.length === 0) console.log(`flat per held entry (the rate moved it, within the retention bound): Redis used_memory ${describe(memory)}; ${perEntryLine}`);
+    else console.log(`GROWING: Redis used_memory ${describe(memory)}; ${perEntryLine}`);
+    ok &&= memory.ok || perEntry.ok;
+  }
   return ok ? 0 : 1;
+}
+
+const pct = (r: { first: number; second: number }) => `${r.second >= r.first ? "+" : ""}${(((r.second - r.first) / r.first) * 100).toFixed(1)} %`;
+
+function describe(r: { first: number; second: number; min: number; max: number }): string {
+  return `mean ${mb(r.first)} MB in the first half after warm-up, ${mb(r.second)} MB in the second (${pct(r)}, limit +10 % or 1 MB; ${mb(r.min)}–${mb(r.max)} MB)`;
 }
 
 process.exitCode = await main();

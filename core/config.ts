@@ -19,7 +19,7 @@ const envSchema = z.object({
   MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   /**
-   * How long the ledger keeps each call's own record (kept at least this, at most 1.5×; usage reports
+   * How long the ledger keeps each call's own record (kept at least this, at most 1.25×; usage reports
    * come from per-day counters kept for good). Also the usage_key idempotency window: keep it longer
    * than the longest a record can wait for the ledger (an outage, a journal replayed at the next start).
    */

@@ -42,12 +42,11 @@ import {
   defaultRetentionMs,
   dimensionKey,
   expandEntry,
-  generationOf,
-  liveGenerations,
   parseDimensionKey,
   type CompactEntry,
   type Dimension,
 } from "./ledger-entry.ts";
+import { GenerationSlots } from "./ledger-slots.ts";
 import { countsOf, WriteBehind, type Commits, type Counts } from "./lmdb-write-behind.ts";
 
 interface Held {
@@ -56,7 +55,7 @@ interface Held {
 }
 
 export interface EmbeddedLedgerOptions {
-  /** How long per-call entries (and so the usage_key idempotency marks) are kept: at least this, at most 1.5 times it. */
+  /** How long per-call entries (and so the usage_key idempotency marks) are kept: at least this, at most 1 + 1/G times it. */
   retentionMs?: number;
   /** The clock generations follow (tests move it). */
   now?: () => number;
@@ -87,10 +86,10 @@ function heldNow(held: Map<string, Held>, nowMs: number): number {
 export class EmbeddedLedgerStore implements LedgerStore {
   readonly kind = "embedded" as const;
   private readonly root: RootDatabase;
-  /** One database per live generation (slot = generation % 3): `<project>\n<usage_key>` → the compact entry. */
+  /** One database per live generation (slot = generation % (G + 1)): `<project>\n<usage_key>` → the compact entry. */
   private readonly slots: WriteBehind<CompactEntry>[];
-  /** The generation each slot holds (-1: empty), mirrored in `meta`. */
-  private readonly slotGeneration: number[];
+  /** Which generation each slot holds and when it is due, mirrored in `meta`. */
+  private readonly generations: GenerationSlots;
   private readonly meta: Database<number, string>;
   /** Dimension id → `<project>\n<dimension key>`; `dimensionIds` is its reverse, in memory. */
   private readonly dimensions: Database<string, number>;
@@ -111,10 +110,11 @@ export class EmbeddedLedgerStore implements LedgerStore {
     this.now = options.now ?? Date.now;
     const dir = join(dataDir, "billing");
     mkdirSync(dir, { recursive: true });
-    this.root = open({ path: join(dir, "ledger.lmdb"), compression: false });
-    this.slots = Array.from({ length: liveGenerations }, (_, i) => new WriteBehind(this.root.openDB<CompactEntry, string>({ name: `calls-${i}`, encoding: "msgpack" })));
+    // maxDbs: the G + 1 generation databases and seven others (lmdb's default allows 12 in all).
+    this.root = open({ path: join(dir, "ledger.lmdb"), compression: false, maxDbs: 32 });
     this.meta = this.root.openDB<number, string>({ name: "generations", encoding: "msgpack" });
-    this.slotGeneration = this.slots.map((_, i) => this.meta.get(`slot-${i}`) ?? -1);
+    this.generations = new GenerationSlots(this.meta, this.retentionMs);
+    this.slots = Array.from({ length: this.generations.count }, (_, i) => new WriteBehind(this.root.openDB<CompactEntry, string>({ name: `calls-${i}`, encoding: "msgpack" })));
     this.dimensions = this.root.openDB<string, number>({ name: "dimensions", encoding: "string" });
     for (const { key, value } of this.dimensions.getRange({})) this.learnDimension(key, value);
     this.counters = new WriteBehind(this.root.openDB<number, string>({ name: "counters", encoding: "msgpack" }));
@@ -152,20 +152,14 @@ export class EmbeddedLedgerStore implements LedgerStore {
    * the slot map is on disk, so a restart deletes what expired meanwhile.
    */
   sweep(): WriteBehind<CompactEntry> {
-    const current = generationOf(this.now(), this.retentionMs);
-    for (let i = 0; i < liveGenerations; i++) {
-      const held = this.slotGeneration[i] ?? -1;
-      const wanted = i === current % liveGenerations ? current : -1;
-      if (held === wanted || (wanted === -1 && held > current - liveGenerations)) continue;
+    const current = this.generations.rotate(this.now(), (i, written) => {
       const slot = this.slots[i] as WriteBehind<CompactEntry>;
       // Synchronous (one drop of the generation's pages, on the ledger's own thread): reads never see
       // a cleared generation's entries in the slot that now holds the current one.
-      if (held !== -1) slot.db.clearSync();
+      if (written) slot.db.clearSync();
       slot.forgetAll();
-      this.slotGeneration[i] = wanted;
-      void this.meta.put(`slot-${i}`, wanted);
-    }
-    return this.slots[current % liveGenerations] as WriteBehind<CompactEntry>;
+    });
+    return this.slots[current] as WriteBehind<CompactEntry>;
   }
 
   /** The entry of a usage key in any live generation. */
@@ -324,9 +318,9 @@ export class EmbeddedLedgerStore implements LedgerStore {
   async records(projectId: string, period: string): Promise<UsageRecord[]> {
     // Committed entries only (lmdb's reads), of every live generation, in the order calls were made.
     const out: UsageRecord[] = [];
-    const current = generationOf(this.now(), this.retentionMs);
+    const nowMs = this.now();
     this.slots.forEach((slot, i) => {
-      if ((this.slotGeneration[i] ?? -1) <= current - liveGenerations) return;
+      if (!this.generations.live(i, nowMs)) return;
       for (const { key, value } of slot.db.getRange({ start: `${projectId}\n`, end: `${projectId}\u000b` })) {
         const dimension = this.dimensionById.get(value[0]);
         const record = dimension && expandEntry(key.slice(projectId.length + 1), value, dimension);

@@ -10,10 +10,14 @@
 // environment × key), so entries serve idempotency and audits.
 //
 // Generations: an entry is written into the generation of the time it is
-// appended (the retention window split in halves), and a generation is
-// deleted whole once the one three after it begins. So every entry is kept
-// at least the retention window and at most 1.5 times it, and deleting is
-// one drop per generation (lmdb) or one key expiry (Redis), never a scan.
+// appended (the retention window cut in G = generationsPerWindow parts), and
+// a generation is deleted whole once the (G + 1)th after it begins. So every
+// entry is kept at least the retention window and at most 1 + 1/G times it,
+// and deleting is one drop per generation (lmdb) or one key expiry (Redis),
+// never a scan. What is held at any moment is the calls of the last window
+// plus at most 1/G of one: the finer the generations, the smaller the saw
+// tooth (G = 2 held 1–1.5 windows), at the price of G + 1 lookups per
+// record for the idempotency check (docs/operations/usage-retention.md).
 // The entry is also the usage_key's idempotency mark: a record appended
 // again while any live generation holds its key is not billed again.
 import { SCHEMA_VERSION } from "../core/schema-version.ts";
@@ -23,8 +27,11 @@ import { unitsMicro } from "./ledger.ts";
 /** USAGE_RECORD_RETENTION_SECONDS's default: 7 days. */
 export const defaultRetentionMs = 7 * 24 * 3600_000;
 
-/** Live generations: the current one and the two before it. */
-export const liveGenerations = 3;
+/** The retention window is cut in this many generations (the held amount varies by 1/G of a window). */
+export const generationsPerWindow = 4;
+
+/** Live generations: the current one and the G before it (the oldest is still within the window). */
+export const liveGenerations = generationsPerWindow + 1;
 
 /** The fields an entry shares with every call of its dimension. */
 export interface Dimension {
@@ -87,16 +94,16 @@ export function expandEntry(usageKey: string, entry: CompactEntry, dimension: Di
   };
 }
 
-/** A generation lasts half the retention window. */
+/** A generation lasts 1/G of the retention window. */
 export function generationMs(retentionMs: number): number {
-  return Math.max(1, Math.floor(retentionMs / 2));
+  return Math.max(1, Math.floor(retentionMs / generationsPerWindow));
 }
 
 export function generationOf(nowMs: number, retentionMs: number): number {
   return Math.floor(nowMs / generationMs(retentionMs));
 }
 
-/** When generation `g` may be deleted: once generation g + 3 begins (its last entry is then older than the window). */
+/** When generation `g` may be deleted: once generation g + G + 1 begins (its last entry is then older than the window). */
 export function generationExpiresAtMs(g: number, retentionMs: number): number {
   return (g + liveGenerations) * generationMs(retentionMs);
 }

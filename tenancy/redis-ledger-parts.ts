@@ -3,22 +3,12 @@
 // fit under the hard limit, each then held under its own id in the same hash
 // and expiry set as a call's reservation (redis-ledger-store.ts), so the
 // append script's settle and the release script free them one by one.
-//
+import { reservePrelude } from "./redis-ledger-scripts.ts";
+
 // KEYS = period counters, reservation expiry set, budget. ARGV = expires at
 // (ms), now (ms), restore ("1": hold what is not held yet, unchecked), then
 // id, amount pairs. Returns {admitted, spent, reserved, limit}.
-export const reservePartsScript = `
-local bud, exp, cfg = KEYS[1], KEYS[2], KEYS[3]
-local limit = redis.call("HGET", cfg, "hard")
-if not limit then return {1, 0, 0, 0} end
-for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[2])) do
-  local amount = redis.call("HGET", bud, "r:" .. id)
-  if amount then
-    redis.call("HDEL", bud, "r:" .. id)
-    redis.call("HINCRBY", bud, "reserved", 0 - tonumber(amount))
-  end
-  redis.call("ZREM", exp, id)
-end
+export const reservePartsScript = `${reservePrelude(2)}
 if ARGV[3] ~= "1" then
   local spent = tonumber(redis.call("HGET", bud, "spent") or "0")
   local reserved = tonumber(redis.call("HGET", bud, "reserved") or "0")

@@ -1,16 +1,18 @@
 // The Redis ledger's Lua scripts (tenancy/redis-ledger-store.ts): each step
 // is one script, so it is atomic whatever the number of replicas.
-// Per record: KEYS = the entry generations (current + 1, current, the two
-// before: an entry in any of them is the usage_key's idempotency mark),
-// aggregates, period counters, budget, the project's set of periods with
-// usage, its dimensions, then (ARGV[3] = "11", one Redis) key usage and
-// environment usage. After them: pending alerts, then the settled
-// reservation's period counters and expiry set (when ARGV[2] is not "").
-// ARGV[4]: when the current generation expires (ms). Returns the alerts
-// crossed and the (1-based) indexes of the records that were new.
+// Per record: KEYS = the entry generations (ARGV[5] of them: current + 1,
+// current, the G before: an entry in any of them is the usage_key's
+// idempotency mark), aggregates, period counters, budget, the project's set
+// of periods with usage, its dimensions, then (one Redis: ARGV[3], the keys
+// per record, is 7 more than the generations) key usage and environment
+// usage. After them: pending alerts, then the settled reservation's period
+// counters and expiry set (when ARGV[2] is not ""). ARGV[4]: when the
+// current generation expires (ms). Returns the alerts crossed and the
+// (1-based) indexes of the records that were new.
 export const appendScript = `
 local records = cjson.decode(ARGV[1])
 local per = tonumber(ARGV[3])
+local gens = tonumber(ARGV[5])
 local n = #records * per
 local pending = KEYS[n + 1]
 local alerts = {}
@@ -22,16 +24,17 @@ local function bump(key, r)
   if not last or last < r.t then redis.call("HSET", key, "t", r.t) end
 end
 local function billed(b, k)
-  for g = 1, 4 do
+  for g = 1, gens do
     if redis.call("HEXISTS", KEYS[b + g], k) == 1 then return true end
   end
   return false
 end
 for i, r in ipairs(records) do
   local b = (i - 1) * per
+  local o = b + gens
   if not billed(b, r.k) then
     table.insert(fresh, i)
-    local dims = KEYS[b + 9]
+    local dims = KEYS[o + 5]
     local d = redis.call("HGET", dims, r.d)
     if not d then
       d = tostring(redis.call("HINCRBY", dims, "#", 1))
@@ -39,23 +42,23 @@ for i, r in ipairs(records) do
     end
     redis.call("HSET", KEYS[b + 2], r.k, d .. "," .. r.e)
     redis.call("PEXPIREAT", KEYS[b + 2], ARGV[4])
-    local agg = KEYS[b + 5]
+    local agg = KEYS[o + 1]
     redis.call("HINCRBY", agg, r.f .. "\\tc", r.c)
     redis.call("HINCRBY", agg, r.f .. "\\ti", r.i)
     redis.call("HINCRBY", agg, r.f .. "\\to", r.o)
     redis.call("HINCRBY", agg, r.f .. "\\tu", r.u)
     redis.call("HINCRBY", agg, r.f .. "\\tn", 1)
-    redis.call("SADD", KEYS[b + 8], r.period)
-    if per == 11 then
-      bump(KEYS[b + 10], r)
-      bump(KEYS[b + 11], r)
+    redis.call("SADD", KEYS[o + 4], r.period)
+    if per == gens + 7 then
+      bump(KEYS[o + 6], r)
+      bump(KEYS[o + 7], r)
     end
     if r.live == "1" then
-      local bud = KEYS[b + 6]
+      local bud = KEYS[o + 2]
       local spent = redis.call("HINCRBY", bud, "spent", r.c)
-      local marks = redis.call("HGET", KEYS[b + 7], "marks")
+      local marks = redis.call("HGET", KEYS[o + 3], "marks")
       if marks then
-        local limit = redis.call("HGET", KEYS[b + 7], "limit")
+        local limit = redis.call("HGET", KEYS[o + 3], "limit")
         for _, m in ipairs(cjson.decode(marks)) do
           if spent >= tonumber(m[2]) and redis.call("HSETNX", bud, "alert:" .. m[1], tostring(spent)) == 1 then
             local alert = cjson.encode({r.org, r.project, r.period, m[1], limit, tostring(spent)})
@@ -89,21 +92,28 @@ if not last or last < ARGV[3] then redis.call("HSET", KEYS[1], "t", ARGV[3]) end
 return 0
 `;
 
-// KEYS = period counters, reservation expiry set, budget. ARGV = id, amount,
-// expires at (ms), now (ms). Reservations of a replica that died mid-call
-// expire, so they cannot hold the budget forever.
-export const reserveScript = `
+// How every reserving script begins (KEYS = period counters, reservation
+// expiry set, budget): admitted at once without a hard limit, else the
+// reservations expired by `ARGV[nowArg]` (ms) dropped first. Reservations of
+// a replica that died mid-call expire, so they cannot hold the budget forever.
+export function reservePrelude(nowArg: number): string {
+  return `
 local bud, exp, cfg = KEYS[1], KEYS[2], KEYS[3]
 local limit = redis.call("HGET", cfg, "hard")
 if not limit then return {1, 0, 0, 0} end
-for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[4])) do
+for _, id in ipairs(redis.call("ZRANGEBYSCORE", exp, "-inf", ARGV[${nowArg}])) do
   local amount = redis.call("HGET", bud, "r:" .. id)
   if amount then
     redis.call("HDEL", bud, "r:" .. id)
     redis.call("HINCRBY", bud, "reserved", 0 - tonumber(amount))
   end
   redis.call("ZREM", exp, id)
-end
+end`;
+}
+
+// KEYS = period counters, reservation expiry set, budget. ARGV = id, amount,
+// expires at (ms), now (ms).
+export const reserveScript = `${reservePrelude(4)}
 local spent = tonumber(redis.call("HGET", bud, "spent") or "0")
 local reserved = tonumber(redis.call("HGET", bud, "reserved") or "0")
 if spent + reserved >= tonumber(limit) then return {0, tostring(spent), tostring(reserved), limit} end

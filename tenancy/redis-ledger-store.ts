@@ -5,7 +5,7 @@
 // strings: Lua prints large doubles in exponent form, which HINCRBY refuses.
 // Per-call entries are compact (tenancy/ledger-entry.ts) and live in one
 // hash per project and generation that Redis expires: memory is bounded by
-// the calls of 1.5 retention windows plus the per-day counters.
+// the calls of 1 + 1/G retention windows plus the per-day counters.
 //
 // On a Redis Cluster every key of a project carries the project id as its
 // hash tag (`troupe:bill:bud:{prj_…}:2026-03`), so each script touches one
@@ -49,8 +49,12 @@ import {
   generationExpiresAtMs,
   generationOf,
   parseDimensionKey,
+  liveGenerations,
   parseEntryText,
 } from "./ledger-entry.ts";
+
+/** The generations an entry may be in, relative to the current one: the next (a replica's clock a little fast), the current and the G before. */
+const liveOffsets = Array.from({ length: liveGenerations + 1 }, (_, i) => 1 - i);
 
 type RedisWithScripts = RedisClient & {
   troupeLedgerAppend(...keysThenArgs: string[]): Promise<[string[], number[]]>;
@@ -142,7 +146,7 @@ export class RedisLedgerStore implements LedgerStore {
     const current = generationOf(this.now(), this.retentionMs);
     const wire = records.map((r) => {
       const period = periodOf(r.created_at);
-      keys.push(this.calls(r.project_id, current + 1), this.calls(r.project_id, current), this.calls(r.project_id, current - 1), this.calls(r.project_id, current - 2));
+      keys.push(...liveOffsets.map((g) => this.calls(r.project_id, current + g)));
       keys.push(this.agg(r.project_id, period), this.bud(r.project_id, period), this.cfg(r.project_id), this.periods(r.project_id), this.dims(r.project_id));
       if (!this.cluster) keys.push(this.use(r.api_key_id), this.use(r.environment_id));
       return {
@@ -169,8 +173,9 @@ export class RedisLedgerStore implements LedgerStore {
       ...keys,
       wire.length === 0 ? "[]" : JSON.stringify(wire),
       settle?.id ?? "",
-      this.cluster ? "9" : "11",
+      String(liveOffsets.length + (this.cluster ? 5 : 7)),
       String(generationExpiresAtMs(current, this.retentionMs)),
+      String(liveOffsets.length),
     );
     if (this.cluster) await this.addUsageToDate(fresh.map((i) => records[i - 1]).filter((r) => r !== undefined));
     return alerts.map(decodeAlert);
@@ -246,7 +251,7 @@ export class RedisLedgerStore implements LedgerStore {
     const current = generationOf(this.now(), this.retentionMs);
     const [dims, ...generations] = await Promise.all([
       this.redis.hgetall(this.dims(projectId)),
-      ...[1, 0, -1, -2].map((g) => this.redis.hgetall(this.calls(projectId, current + g))),
+      ...liveOffsets.map((g) => this.redis.hgetall(this.calls(projectId, current + g))),
     ]);
     const out: UsageRecord[] = [];
     for (const generation of generations) {

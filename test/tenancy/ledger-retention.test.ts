@@ -7,9 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { open } from "lmdb";
-import t from "tap";
+import t, { type Test } from "tap";
 import { prefixedId } from "../../core/ids.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
+import { generationsPerWindow, liveGenerations } from "../../tenancy/ledger-entry.ts";
 import type { LedgerStore } from "../../tenancy/ledger.ts";
 import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
 import { startTestRedis } from "../support/redis.ts";
@@ -27,13 +28,39 @@ function entryPages(dir: string): { bytes: number; entries: number } {
   const root = open({ path: join(dir, "billing", "ledger.lmdb"), readOnly: true });
   let bytes = 0;
   let entries = 0;
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < liveGenerations; i++) {
     const stats = root.openDB({ name: `calls-${i}` }).getStats() as { entryCount: number; treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number; pageSize: number };
     entries += stats.entryCount;
     bytes += (stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages) * stats.pageSize;
   }
   void root.close();
   return { bytes, entries };
+}
+
+/**
+ * 40 steps of a tenth of a window, 50 calls each: the entries held after
+ * each step. Once the first window has passed they are the calls of the last
+ * window at least and of 1 + 1/G windows at most: the saw tooth is 1/G.
+ */
+async function heldPerStep(ledger: LedgerStore, tick: () => void): Promise<number[]> {
+  const held: number[] = [];
+  for (let step = 0; step < 40; step++) {
+    tick();
+    await ledger.append(Array.from({ length: 50 }, () => usage({ project_id: "prj_ret" })));
+    held.push((await ledger.records("prj_ret", march)).length);
+  }
+  return held;
+}
+
+function assertFlat(t: Test, held: number[]): void {
+  const steady = held.slice(15);
+  const [low, high] = [Math.min(...steady), Math.max(...steady)];
+  // The window is 10 steps; the generation being filled adds up to 10/G steps more (a step's appends
+  // land in one generation): 13 steps with G = 4, written out so that a coarser G fails here.
+  const bound = 50 * 13;
+  t.ok(low >= 500, `at least the last window's calls held: ${low} (>= 500)`);
+  t.ok(high <= bound, `at most 1 + 1/G windows held (G = ${generationsPerWindow}): ${high} (<= ${bound}); per step: ${steady.join(" ")}`);
+  t.ok(high <= 1.3 * low, `the saw tooth: ${low}–${high} entries (within 30 %, G = 2 held 500–750)`);
 }
 
 t.test("embedded: entries are kept for the retention window, the counters for good", async (t) => {
@@ -50,19 +77,17 @@ t.test("embedded: entries are kept for the retention window, the counters for go
   now += 0.7 * retentionMs;
   const second = usage({ project_id: "prj_ret" });
   await ledger.append([second]);
-  t.same((await ledger.records("prj_ret", march)).map((r) => r.usage_key), [second.usage_key], "the entry older than 1.5 windows is gone");
+  t.same((await ledger.records("prj_ret", march)).map((r) => r.usage_key), [second.usage_key], "the entry older than 1 + 1/G windows is gone");
   t.equal(await calls(ledger, "prj_ret"), 2, "the report still counts it");
   t.equal(await ledger.spent("prj_ret", march), 2000);
 
-  // Many calls over many windows: the entries on disk are those of the last 1.5 windows at most.
-  for (let step = 0; step < 40; step++) {
-    now += retentionMs / 10;
-    await ledger.append(Array.from({ length: 50 }, () => usage({ project_id: "prj_ret" })));
-  }
+  // Many calls over many windows: the entries on disk are those of the last 1 + 1/G windows at most.
+  const held = await heldPerStep(ledger, () => (now += retentionMs / 10));
   t.equal(await calls(ledger, "prj_ret"), 2002, "every call in the counters");
   await ledger.close();
   const kept = entryPages(dir).entries;
-  t.ok(kept >= 500 && kept <= 750, `${kept} entries kept: the last 10 to 15 steps of 50`);
+  t.equal(kept, held.at(-1), "the entries on disk are those the ledger reads");
+  assertFlat(t, held);
 
   // Durable: a restart long after deletes what expired meanwhile, with no call appended.
   now += 2 * retentionMs;
@@ -71,6 +96,26 @@ t.test("embedded: entries are kept for the retention window, the counters for go
   t.equal(await calls(ledger, "prj_ret"), 2002);
   await ledger.close();
   t.equal(entryPages(dir).entries, 0, "the expired generations are cleared on disk");
+});
+
+t.test("embedded: a new retention setting (or generation length) keeps every entry until it is due", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-"));
+  let now = Date.parse("2026-03-15T10:00:00.000Z");
+  let ledger = new EmbeddedLedgerStore(dir, { retentionMs, now: () => now });
+  const first = usage({ project_id: "prj_len" });
+  await ledger.append([first]);
+  await ledger.close();
+  // A third of the window: generation numbers now count 5 s, not 15 s, and mean other times. 25 s
+  // later the current generation's slot is the one holding the first entry, not yet due.
+  now += 25_001;
+  ledger = new EmbeddedLedgerStore(dir, { retentionMs: retentionMs / 3, now: () => now });
+  await ledger.append([first]);
+  t.equal(await calls(ledger, "prj_len"), 1, "appended again after the change, within the first window: billed once");
+  t.same((await ledger.records("prj_len", march)).map((r) => r.usage_key), [first.usage_key]);
+  now += retentionMs;
+  await ledger.append([usage({ project_id: "prj_len" })]);
+  t.equal((await ledger.records("prj_len", march)).length, 1, "past its due time, the old entry is deleted");
+  await ledger.close();
 });
 
 t.test("embedded: a call's entry takes at most 200 bytes on disk", async (t) => {
@@ -121,13 +166,26 @@ t.test("redis: a generation's hash expires; the counters stay", async (t) => {
   t.same(await ledger.records("prj_ret", now.slice(0, 7)), []);
   const rows = await ledger.usageRows("prj_ret", now.slice(0, 7), now.slice(0, 7));
   t.equal(rows.reduce((sum, row) => sum + row.calls, 0), 1, "the report still counts the call");
-  // Compact: 2,000 calls of one key and model.
+  // Compact: 2,000 calls of one key and model (the default window: no expiry while measured).
+  const lasting = new RedisLedgerStore(redis.url, "compact:");
+  t.teardown(() => lasting.close());
   const batch = Array.from({ length: 2_000 }, () => {
     const request_id = prefixedId("req");
     return usage({ project_id: "prj_compact", request_id, usage_key: request_id, created_at: new Date().toISOString() });
   });
-  await ledger.append(batch);
-  const [hash] = await redis.client.keys("ret:calls:*");
+  await lasting.append(batch);
+  const [hash] = await redis.client.keys("compact:calls:*");
   const bytes = Number(await redis.client.call("MEMORY", "USAGE", hash ?? "", "SAMPLES", "0"));
   t.ok(bytes / 2_000 <= 200, `${(bytes / 2_000).toFixed(0)} bytes of Redis memory per entry`);
+});
+
+t.test("redis: the generations read and written hold the last window's calls and 1/G more", async (t) => {
+  const server = await startTestRedis();
+  t.teardown(() => server.stop());
+  // A clock from now on (Redis expires each hash at its generation's end by its own clock, later than this test runs).
+  let now = Date.now();
+  const ledger = new RedisLedgerStore(server.url, "flat:", retentionMs, () => now);
+  t.teardown(() => ledger.close());
+  const held = await heldPerStep(ledger, () => (now += retentionMs / 10));
+  assertFlat(t, held);
 });

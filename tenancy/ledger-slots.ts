@@ -1,0 +1,68 @@
+// Which of the embedded ledger's per-call databases ("slots", generation
+// % (G + 1)) holds which generation, and when each may be cleared
+// (tenancy/embedded-ledger-store.ts; generations: tenancy/ledger-entry.ts).
+// The map is kept in lmdb's `generations` database, so a restart clears what
+// expired meanwhile. Each slot's deletion time is kept as a time, not only
+// as a generation number: generation numbers count generation lengths, so
+// under a new USAGE_RECORD_RETENTION_SECONDS (or G) they mean other times,
+// while a time still says when the entries written before the change are due.
+import type { Database } from "lmdb";
+import { generationExpiresAtMs, generationMs, generationOf, liveGenerations } from "./ledger-entry.ts";
+
+/** A slot's deletion time in a ledger that kept only generation numbers (halves of the window, three live). */
+const legacyUntil = (generation: number, retentionMs: number) => (generation < 0 ? 0 : (generation + 3) * Math.max(1, Math.floor(retentionMs / 2)));
+
+export class GenerationSlots {
+  /** Slots: the live generations, or more when an earlier, coarser G left more (kept until they are due). */
+  readonly count: number;
+  /** The generation each slot holds (-1: empty; -2: written under another generation length). */
+  private readonly generation: number[];
+  /** When each slot's entries may be deleted (ms; 0: empty). */
+  private readonly until: number[];
+
+  private readonly meta: Database<number, string>;
+  private readonly retentionMs: number;
+
+  constructor(meta: Database<number, string>, retentionMs: number) {
+    this.meta = meta;
+    this.retentionMs = retentionMs;
+    this.count = Math.max(liveGenerations, meta.get("slots") ?? 3);
+    void meta.put("slots", this.count);
+    const slots = Array.from({ length: this.count }, (_, i) => i);
+    this.generation = slots.map((i) => meta.get(`slot-${i}`) ?? -1);
+    this.until = slots.map((i) => meta.get(`until-${i}`) ?? legacyUntil(this.generation[i] ?? -1, retentionMs));
+    if (meta.get("generation-ms") !== generationMs(retentionMs)) {
+      // Another generation length: the numbers mean other times, so no slot may match a generation now.
+      slots.forEach((i) => (this.generation[i] = this.generation[i] === -1 ? -1 : -2));
+      void meta.put("generation-ms", generationMs(retentionMs));
+    }
+  }
+
+  /**
+   * Brings the map to `nowMs`: `clear(slot, written)` empties each slot
+   * whose entries are due (`written`: it holds some) before it is reused;
+   * returns the current generation's slot. Entries not yet due in the slot
+   * the current generation takes (only after a change of generation
+   * length) stay, and go with that generation.
+   */
+  rotate(nowMs: number, clear: (slot: number, written: boolean) => void): number {
+    const current = generationOf(nowMs, this.retentionMs);
+    for (let i = 0; i < this.count; i++) {
+      const held = this.generation[i] ?? -1;
+      const isCurrent = i === current % liveGenerations;
+      const due = (this.until[i] ?? 0) <= nowMs;
+      if (held === (isCurrent ? current : -1) || (!isCurrent && !due)) continue;
+      if (due) clear(i, held !== -1);
+      this.generation[i] = isCurrent ? current : -1;
+      this.until[i] = isCurrent ? Math.max(due ? 0 : (this.until[i] ?? 0), generationExpiresAtMs(current, this.retentionMs)) : 0;
+      void this.meta.put(`slot-${i}`, this.generation[i] ?? -1);
+      void this.meta.put(`until-${i}`, this.until[i] ?? 0);
+    }
+    return current % liveGenerations;
+  }
+
+  /** Whether a slot's entries are still within their window (an expired slot not swept yet reads as empty). */
+  live(slot: number, nowMs: number): boolean {
+    return (this.until[slot] ?? 0) > nowMs;
+  }
+}
