@@ -5,11 +5,15 @@
 // types come from the declaration too: `ctx.params` has
 // exactly the path's `:name` keys (as Hono's `ParamKeys<Path>`) and
 // `ctx.auth` is the credential kind the auth mode admits, so a handler never
-// re-checks either. WebSocket endpoints are declared the same way
-// (`defineWsRoute`).
+// re-checks either. How a route is billed is declared too (`billing`,
+// route-billing.ts): the server admits against the budget before the handler
+// and settles or releases after it, so the handler is the call itself.
+// WebSocket endpoints are declared the same way (`defineWsRoute`).
 import type { z } from "zod";
 import type { ErrorCode, TroupeError } from "../core/errors.ts";
+import type { UsageFigures } from "../providers/usage.ts";
 import type { AuthFor } from "./admission.ts";
+import type { HeldReservation, RouteBilling, UnderLimit } from "./route-billing.ts";
 
 export const scopeValues = ["chat", "images", "vision", "audio", "video", "embeddings", "translation", "agents"] as const;
 export type Scope = (typeof scopeValues)[number];
@@ -69,6 +73,13 @@ export interface RouteContext<Body, Query, Path extends string = string, A exten
   /** Switches the response to Server-Sent Events (with `headers` besides the usual ones); the handler then returns `streamed`. */
   sse(headers?: readonly [string, string][]): SseWriter;
   setCookie(cookie: CookieSpec): void;
+  /**
+   * Reports the call's figures on a route whose `billing` is a reserved call:
+   * settles its reservation at the real cost (await it before the answer, or
+   * before a stream's last event, so the next call sees it spent) or records
+   * the call. Once per request; on other routes it throws.
+   */
+  bill(figures: UsageFigures): void | Promise<void>;
 }
 
 export interface JsonResult {
@@ -149,6 +160,8 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   produces?: readonly string[];
   /** Documents a text/event-stream alternative response (the schema of one event's JSON, when not Troupe's stream event). */
   streams?: boolean | z.ZodType;
+  /** How the route is billed (route-billing.ts): admitted before the handler, settled or released after it; absent: not billed. */
+  billing?: RouteBilling<RouteContext<z.output<B>, z.output<Q>, P, A>>;
   handler: (ctx: RouteContext<z.output<B>, z.output<Q>, P, A>) => Promise<RouteResult>;
 }
 
@@ -189,6 +202,8 @@ export interface WsRouteDefinition<P extends string = string, A extends AuthMode
   errors?: ErrorCode[];
   /** The subprotocol the server selects when the client offers it. */
   subprotocol?: string;
+  /** How opening the socket is billed (admitted before `accept`, released after it); absent: not billed. */
+  billing?: UnderLimit<WsUpgradeContext<P, A>> | HeldReservation<WsUpgradeContext<P, A>>;
   /** Runs after admission; its answer becomes the socket's data. Throw a TroupeError to refuse the upgrade. */
   accept(ctx: WsUpgradeContext<P, A>): Promise<Data>;
 }

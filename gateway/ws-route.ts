@@ -4,7 +4,9 @@
 // refusal is answered in the gateway's one error body. Browsers cannot set
 // an Authorization header on a WebSocket, so a credential may also come as
 // the subprotocol `bearer.<credential>`, offered beside the route's own
-// subprotocol (upgradeCredential below).
+// subprotocol (upgradeCredential below). A route that declares `billing` is
+// admitted against its budget before `accept` (route-billing.ts, as HTTP
+// routes are) and what it held is released once `accept` has answered.
 import type { TemplatedApp, WebSocketBehavior } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
@@ -13,6 +15,7 @@ import { statusLine } from "../core/http-status.ts";
 import type { Admission } from "./admission.ts";
 import { decodePathParam, framingConflict, framingError, type FramingProblem } from "./request-guards.ts";
 import { pickRequestId } from "./request-id.ts";
+import { admitRoute } from "./route-billing.ts";
 import { paramNamesOf, type AuthMode, type PathParams, type WsRouteDefinition } from "./route.ts";
 
 /** What the socket does once open; uWS's behaviour minus the upgrade, which the route's `accept` replaces. */
@@ -89,7 +92,14 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
         const params: Record<string, string> = {};
         paramNames.forEach((name, i) => (params[name] = decodePathParam(name, rawParams[i] ?? "")));
         // Every key of the path was filled above, which is what PathParams<P> promises.
-        const data = await route.accept({ requestId, params: params as PathParams<P>, headers, auth, signal: aborted.signal });
+        const ctx = { requestId, params: params as PathParams<P>, headers, auth, signal: aborted.signal };
+        const bill = route.billing ? await admitRoute(route.billing, ctx) : undefined;
+        let data: Data;
+        try {
+          data = await route.accept(ctx);
+        } finally {
+          await bill?.release();
+        }
         if (aborted.signal.aborted) return;
         // Only the route's own subprotocol is ever selected (never whatever else was offered, never a credential).
         const selected = route.subprotocol && protocols.includes(route.subprotocol) ? route.subprotocol : "";

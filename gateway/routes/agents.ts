@@ -19,7 +19,7 @@ import { routingStrategySchema, toolDefinitionSchema } from "../../providers/typ
 import { defineRoute, json } from "../route.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
 import type { AgentsConfig } from "../../core/config.ts";
-import { generationEstimateNanos, holdReservation, type CallBilling } from "../billed-call.ts";
+import { generationEstimateNanos, type CallBilling } from "../billed-call.ts";
 import { payerOf } from "../usage-context.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
@@ -42,33 +42,36 @@ interface TurnCaller {
   request_id: string;
 }
 
+/** Who the turn's actor call runs for: the key's organization, its payer and the request id. */
+function turnCaller(key: ApiKeyRecord, requestId: string): TurnCaller {
+  return { organization_id: key.organization_id, environment_id: key.environment_id, payer: payerOf(key), request_id: requestId };
+}
+
 /**
- * Admits the turn (budgets), then runs `call` with the key's organization,
- * payer and the request id. A hard-limited project's turn holds, while it
+ * The message and tool-output routes both start a turn: same answer, same
+ * failures, same billing. A hard-limited project's turn holds, while it
  * runs, a reservation of one model call's most output (the conversation's
  * model, or the dearest text model when routed), so a burst of turns cannot
  * all start on the same unspent budget; its calls are billed as they end.
  */
-async function startTurn<T>(deps: AgentRouteDeps, key: ApiKeyRecord, requestId: string, conversationId: string, call: (caller: TurnCaller) => Promise<T>): Promise<T> {
-  const payer = payerOf(key);
-  // Only live keys are ever stopped: test keys skip the read.
-  const model = key.live && deps.billing ? await deps.directory.model(conversationId) : null;
-  const held = await holdReservation(deps.billing, payer, () => generationEstimateNanos(deps.router.catalogue, "text", model, 0, null));
-  try {
-    return await call({ organization_id: key.organization_id, environment_id: key.environment_id, payer, request_id: requestId });
-  } finally {
-    await held.release();
-  }
+function turnRoute(deps: AgentRouteDeps) {
+  return {
+    tag: "agents",
+    auth: "api_key" as const,
+    scope: "agents" as const,
+    responses: { 200: conversationSchema },
+    errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"] satisfies ErrorCode[],
+    billing: {
+      admit: "hold" as const,
+      via: deps,
+      // Only live keys are ever stopped: test keys skip the read.
+      estimate: (ctx: { auth: { key: ApiKeyRecord }; params: { id: string } }): number | Promise<number> => {
+        if (!ctx.auth.key.live || !deps.billing) return 0;
+        return deps.directory.model(conversationId(ctx.params.id)).then((model) => generationEstimateNanos(deps.router.catalogue, "text", model, 0, null));
+      },
+    },
+  };
 }
-
-/** The message and tool-output routes both start a turn: same answer, same failures. */
-const turnRoute = {
-  tag: "agents",
-  auth: "api_key" as const,
-  scope: "agents" as const,
-  responses: { 200: conversationSchema },
-  errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"] satisfies ErrorCode[],
-};
 
 const MAX_CUSTOM_TOOLS = 64;
 
@@ -173,31 +176,25 @@ export function agentRoutes(deps: AgentRouteDeps) {
         json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id })),
     }),
     defineRoute({
-      ...turnRoute,
+      ...turnRoute(deps),
       method: "post",
       path: "/v1/agents/conversations/:id/messages",
       summary: "Send a user message; runs the agent until it answers or needs your tools",
       body: messageBody,
       handler: async (ctx) => {
-        const id = conversationId(ctx.params.id);
-        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, id, (caller) =>
-          callActor(actors, conversation, id, "postMessage", { ...caller, content: ctx.body.content }),
-        );
-        return json(200, answer);
+        const caller = turnCaller(ctx.auth.key, ctx.requestId);
+        return json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "postMessage", { ...caller, content: ctx.body.content }));
       },
     }),
     defineRoute({
-      ...turnRoute,
+      ...turnRoute(deps),
       method: "post",
       path: "/v1/agents/conversations/:id/tool-outputs",
       summary: "Answer every pending custom tool call; the agent then continues",
       body: toolOutputsBody,
       handler: async (ctx) => {
-        const id = conversationId(ctx.params.id);
-        const answer = await startTurn(deps, ctx.auth.key, ctx.requestId, id, (caller) =>
-          callActor(actors, conversation, id, "submitToolOutputs", { ...caller, outputs: ctx.body.outputs }),
-        );
-        return json(200, answer);
+        const caller = turnCaller(ctx.auth.key, ctx.requestId);
+        return json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "submitToolOutputs", { ...caller, outputs: ctx.body.outputs }));
       },
     }),
   ];

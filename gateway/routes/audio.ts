@@ -14,8 +14,8 @@ import { transcribeAudio, transcribes, transcriptionRequestSchema } from "../../
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { speechVoiceRules } from "../../providers/model-rules.ts";
 import { defineRoute, json } from "../route.ts";
-import { estimateNanos, runBilled } from "../billed-call.ts";
-import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
+import { estimateNanos } from "../billed-call.ts";
+import type { AiRouteDeps } from "../usage-context.ts";
 
 export type MediaRouteDeps = AiRouteDeps & { media: MediaDeps };
 
@@ -48,20 +48,22 @@ export function audioRoutes(deps: MediaRouteDeps) {
       body: speechBody,
       responses: { 200: speechResponseSchema },
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "audio",
+        estimate: (ctx) => estimateNanos(deps.router.catalogue, "audio", ctx.body.model, { input_tokens: 0, units: ctx.body.text.length }),
+      },
       handler: async (ctx) => {
-        const organizationId = ctx.auth.key.organization_id;
-        const estimate = () => estimateNanos(deps.router.catalogue, "audio", ctx.body.model, { input_tokens: 0, units: ctx.body.text.length });
-        const synthesize = async () => {
-          const r = await synthesizeSpeech(deps.router, ctx.body, { signal: ctx.signal });
-          const [file] = await rehostAll(deps.media, [{ kind: "bytes", ...r.audio }], {
-            organizationId,
-            provider: r.provider,
-            accept: ["audio/"],
-            check: (bytes) => (bytes.length < 16 ? "the audio is empty" : undefined),
-          });
-          return { r, file };
-        };
-        const { r, file } = await runBilled(deps, usageContextOf(ctx), "audio", estimate, synthesize, ({ r }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters }));
+        const r = await synthesizeSpeech(deps.router, ctx.body, { signal: ctx.signal });
+        // Billed once the audio is stored: a failed copy bills nothing.
+        const [file] = await rehostAll(deps.media, [{ kind: "bytes", ...r.audio }], {
+          organizationId: ctx.auth.key.organization_id,
+          provider: r.provider,
+          accept: ["audio/"],
+          check: (bytes) => (bytes.length < 16 ? "the audio is empty" : undefined),
+        });
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters });
         return json(200, { audio: deps.media.fileUrl(file!.id), model: r.model, provider: r.provider });
       },
     }),
@@ -75,6 +77,8 @@ export function audioRoutes(deps: MediaRouteDeps) {
       body: transcriptionBody,
       responses: { 200: transcriptionResponseSchema },
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      // The duration is known only after the download: admitted on what is spent (nothing reserved).
+      billing: { admit: "reserve", via: deps, category: "audio", estimate: () => 0 },
       handler: async (ctx) => {
         // Plan first: an unknown or unfit model is refused before anything is downloaded.
         deps.router.plan(ctx.body.model, ctx.body.routing_strategy, { category: "audio", media: transcribes });
@@ -85,14 +89,9 @@ export function audioRoutes(deps: MediaRouteDeps) {
           if (!isOutboundFetchError(e)) throw e;
           throw new TroupeError("invalid_request", `audio_url cannot be used: ${e.message}`, { details: [{ path: "body.audio_url", message: e.message, reason: e.reason }] });
         }
-        const bytes = { bytes: audio.body, contentType: audio.contentType };
-        // The duration is known only after the download: admitted on what is spent (nothing reserved).
-        const transcribe = async () => {
-          const r = await transcribeAudio(deps.router, ctx.body, bytes, { signal: ctx.signal });
-          return { r, seconds: r.durationSeconds ?? (await audioDurationSeconds(audio.body)) ?? 0 };
-        };
-        const figures = ({ r, seconds }: Awaited<ReturnType<typeof transcribe>>) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });
-        const { r } = await runBilled(deps, usageContextOf(ctx), "audio", () => 0, transcribe, figures);
+        const r = await transcribeAudio(deps.router, ctx.body, { bytes: audio.body, contentType: audio.contentType }, { signal: ctx.signal });
+        const seconds = r.durationSeconds ?? (await audioDurationSeconds(audio.body)) ?? 0;
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });
         return json(200, { text: r.text, model: r.model, provider: r.provider });
       },
     }),

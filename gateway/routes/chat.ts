@@ -9,8 +9,8 @@ import { chatRequestSchema } from "../../providers/chat-request.ts";
 import { chatResultSchema, isFinish, type StreamEvent } from "../../providers/types.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
 import { countChatInputTokens } from "../../providers/tokens.ts";
-import { admitCall, generationEstimateNanos, type BilledCall } from "../billed-call.ts";
-import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
+import { generationEstimateNanos } from "../billed-call.ts";
+import type { AiRouteDeps } from "../usage-context.ts";
 
 /**
  * Body of POST /v1/chat/completions: the chat request (its rules
@@ -26,7 +26,7 @@ function chatEstimate(deps: AiRouteDeps, body: ChatCompletionBody): number {
   return generationEstimateNanos(deps.router.catalogue, "text", body.model, input, body.max_tokens);
 }
 
-async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBody, undefined>, call: BilledCall): Promise<typeof streamed> {
+async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBody, undefined>): Promise<typeof streamed> {
   const events = deps.router.chatStream(ctx.body, { signal: ctx.signal });
   // Planning and the first upstream event happen before the response starts,
   // so invalid requests and unavailable providers still get their HTTP status.
@@ -37,7 +37,7 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBod
     while (event !== undefined) {
       if (isFinish(event)) {
         // Billed before the client learns the call ended, so its next call sees it spent.
-        await call.bill("chat", event);
+        await ctx.bill(event);
         await sse.send(event);
         break;
       }
@@ -51,9 +51,8 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBod
     const message = error instanceof Error ? error.message : "stream failed";
     await sse.send({ error: { code, message } });
   } finally {
-    // Stops the upstream when the client left or we stopped early.
+    // Stops the upstream when the client left or we stopped early (an unbilled reservation is released by the server).
     await events.return(undefined).catch(() => undefined);
-    await call.abandon();
   }
   sse.done();
   return streamed;
@@ -74,24 +73,11 @@ export function chatRoutes(deps: AiRouteDeps) {
       responses: { 200: chatResultSchema },
       streams: true,
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      billing: { admit: "reserve", via: deps, category: "chat", estimate: (ctx) => chatEstimate(deps, ctx.body) },
       handler: async (ctx) => {
-        const call = await admitCall(deps.billing, deps.usage, usageContextOf(ctx), () => chatEstimate(deps, ctx.body));
-        if (ctx.body.stream) {
-          try {
-            return await streamChat(deps, ctx, call);
-          } catch (error) {
-            await call.abandon();
-            throw error;
-          }
-        }
-        let result;
-        try {
-          result = await deps.router.chat(ctx.body, { signal: ctx.signal });
-        } catch (error) {
-          await call.abandon();
-          throw error;
-        }
-        await call.bill("chat", result);
+        if (ctx.body.stream) return streamChat(deps, ctx);
+        const result = await deps.router.chat(ctx.body, { signal: ctx.signal });
+        await ctx.bill(result);
         return json(200, result);
       },
     }),

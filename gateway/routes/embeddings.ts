@@ -6,8 +6,8 @@ import { embeddingDimensionRules } from "../../providers/model-rules.ts";
 import { embeddingRequestSchema } from "../../providers/types.ts";
 import { defineRoute, json } from "../route.ts";
 import { countTokens } from "../../providers/tokens.ts";
-import { estimateNanos, runBilled } from "../billed-call.ts";
-import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
+import { estimateNanos } from "../billed-call.ts";
+import type { AiRouteDeps } from "../usage-context.ts";
 
 export const embeddingResponseSchema = z.object({
   embeddings: z.array(z.array(z.number())),
@@ -15,6 +15,8 @@ export const embeddingResponseSchema = z.object({
   model: z.string(),
   provider: z.string(),
 });
+
+const inputsOf = (body: { input: string | string[] }): string[] => (typeof body.input === "string" ? [body.input] : body.input);
 
 export function embeddingRoutes(deps: AiRouteDeps) {
   const body = withModel(embeddingRequestSchema, modelIdSchema(deps.router.catalogue, { category: "embedding" }).nullable().optional(), embeddingDimensionRules(deps.router.catalogue));
@@ -29,17 +31,15 @@ export function embeddingRoutes(deps: AiRouteDeps) {
       body,
       responses: { 200: embeddingResponseSchema },
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "embeddings",
+        estimate: (ctx) => estimateNanos(deps.router.catalogue, "embedding", ctx.body.model, { input_tokens: inputsOf(ctx.body).reduce((n, text) => n + countTokens(text), 0) }),
+      },
       handler: async (ctx) => {
-        const input = typeof ctx.body.input === "string" ? [ctx.body.input] : ctx.body.input;
-        const estimate = () => estimateNanos(deps.router.catalogue, "embedding", ctx.body.model, { input_tokens: input.reduce((n, text) => n + countTokens(text), 0) });
-        const r = await runBilled(
-          deps,
-          usageContextOf(ctx),
-          "embeddings",
-          estimate,
-          () => deps.router.embed({ model: ctx.body.model, routing_strategy: ctx.body.routing_strategy, input, dimensions: ctx.body.dimensions }, { signal: ctx.signal }),
-          (result) => result,
-        );
+        const r = await deps.router.embed({ model: ctx.body.model, routing_strategy: ctx.body.routing_strategy, input: inputsOf(ctx.body), dimensions: ctx.body.dimensions }, { signal: ctx.signal });
+        await ctx.bill(r);
         return json(200, { embeddings: r.embeddings, dimensions: r.dimensions, model: r.model, provider: r.provider });
       },
     }),

@@ -11,8 +11,7 @@ import { generateImages, imageRequestSchema, imageSizeSchema } from "../../provi
 import { defineRoute, json } from "../route.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { imageRules } from "../../providers/model-rules.ts";
-import { estimateNanos, runBilled } from "../billed-call.ts";
-import { usageContextOf } from "../usage-context.ts";
+import { estimateNanos } from "../billed-call.ts";
 import type { MediaRouteDeps } from "./audio.ts";
 
 export const imagesResponseSchema = z.object({
@@ -39,28 +38,32 @@ export function imageRoutes(deps: MediaRouteDeps) {
       body,
       responses: { 200: imagesResponseSchema },
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "images",
+        estimate: (ctx) => {
+          const [width = 0, height = 0] = String(ctx.body.size).split("x").map(Number);
+          return estimateNanos(deps.router.catalogue, "image", ctx.body.model, { input_tokens: 0, units: (ctx.body.n * width * height) / 1_000_000 });
+        },
+      },
       handler: async (ctx) => {
-        const organizationId = ctx.auth.key.organization_id;
-        const [width = 0, height = 0] = String(ctx.body.size).split("x").map(Number);
-        const estimate = () => estimateNanos(deps.router.catalogue, "image", ctx.body.model, { input_tokens: 0, units: (ctx.body.n * width * height) / 1_000_000 });
-        const generate = async () => {
-          const r = await generateImages(deps.router, ctx.body, { signal: ctx.signal });
-          const files = await rehostAll(deps.media, r.images, {
-            organizationId,
-            provider: r.provider,
-            accept: ["image/png", "image/jpeg"],
-            check: (bytes) => {
-              const info = imageInfo(bytes);
-              if (!info) return "an image is neither PNG nor JPEG";
-              if (info.width !== r.width || info.height !== r.height) return `an image is ${info.width}x${info.height}, not ${r.width}x${r.height}`;
-              return undefined;
-            },
-            // The stored type follows the bytes' signature, not what a provider or a download claimed.
-            contentTypeOf: (bytes) => (imageInfo(bytes)?.format === "jpeg" ? "image/jpeg" : "image/png"),
-          });
-          return { r, files };
-        };
-        const { r, files } = await runBilled(deps, usageContextOf(ctx), "images", estimate, generate, ({ r, files }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000 }));
+        const r = await generateImages(deps.router, ctx.body, { signal: ctx.signal });
+        const files = await rehostAll(deps.media, r.images, {
+          organizationId: ctx.auth.key.organization_id,
+          provider: r.provider,
+          accept: ["image/png", "image/jpeg"],
+          check: (bytes) => {
+            const info = imageInfo(bytes);
+            if (!info) return "an image is neither PNG nor JPEG";
+            if (info.width !== r.width || info.height !== r.height) return `an image is ${info.width}x${info.height}, not ${r.width}x${r.height}`;
+            return undefined;
+          },
+          // The stored type follows the bytes' signature, not what a provider or a download claimed.
+          contentTypeOf: (bytes) => (imageInfo(bytes)?.format === "jpeg" ? "image/jpeg" : "image/png"),
+        });
+        // Billed once every image is stored: a failed copy bills nothing.
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000 });
         return json(200, { images: files.map((f) => deps.media.fileUrl(f.id)), model: r.model, provider: r.provider });
       },
     }),

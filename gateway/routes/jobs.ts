@@ -20,7 +20,7 @@ import { withModel } from "../../providers/catalogue.ts";
 import { videoImageRules } from "../../providers/model-rules.ts";
 import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../providers/video-routing.ts";
 import type { Router } from "../../providers/router.ts";
-import { admitUnderLimit, type CallBilling } from "../billed-call.ts";
+import type { CallBilling } from "../billed-call.ts";
 import { defineRoute, json } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 import { payerOf } from "../usage-context.ts";
@@ -96,18 +96,24 @@ export interface VideoJobRequest {
 }
 
 /**
- * Checks, admits and starts a video job; returns its id. The one path both
- * mounts take, so routing, scopes and budgets are the same on both.
+ * How both mounts' video create is billed: a project at its hard limit is
+ * refused 402 before the handler fetches or stores anything (the server
+ * admits it, route-billing.ts). The JobActor's create then holds the job's
+ * whole estimated cost, or refuses it 402 when it does not fit
+ * (actors/job/job-budget.ts); scenes settle their part.
+ */
+export const videoJobBilling = (deps: JobRouteDeps) => ({ admit: "under-limit", via: deps }) as const;
+
+/**
+ * Checks and starts a video job (its route admitted it: videoJobBilling);
+ * returns its id. The one path both mounts take, so routing, scopes and
+ * budgets are the same on both.
  */
 export async function startVideoJob(deps: JobRouteDeps, key: ApiKeyRecord, body: VideoJobRequest, signal: AbortSignal): Promise<string> {
-  // Refuse a model no provider can serve, or a project at its hard
-  // limit, before fetching or storing anything. The JobActor's create
-  // then holds the job's whole estimated cost, or refuses it 402 when
-  // it does not fit (actors/job/job-budget.ts); scenes settle their part.
+  // Refuse a model no provider can serve before fetching or storing anything.
   const withImage = body.image !== null;
   if (body.model) assertVideoModelFits(deps.router.catalogue, body.model, withImage);
   deps.router.plan(body.model, body.routing_strategy, videoNeed(withImage));
-  await admitUnderLimit(deps.billing, payerOf(key));
   let image: { file_id: string; content_type: string } | null = null;
   if (body.image && "url" in body.image) {
     let fetched;
@@ -153,6 +159,7 @@ export function jobRoutes(deps: JobRouteDeps) {
       body,
       responses: { 202: acceptedSchema },
       errors: ["budget_exceeded", "no_provider_available"],
+      billing: videoJobBilling(deps),
       handler: async (ctx) => {
         const id = await startVideoJob(deps, ctx.auth.key, { ...ctx.body, image: ctx.body.image_url ? { url: ctx.body.image_url } : null }, ctx.signal);
         return json(202, { job_id: id, status: "queued" });

@@ -5,8 +5,8 @@ import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { translate, translationRequestSchema } from "../../providers/translation.ts";
 import { defineRoute, json } from "../route.ts";
 import { countTokens } from "../../providers/tokens.ts";
-import { generationEstimateNanos, runBilled } from "../billed-call.ts";
-import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
+import { generationEstimateNanos } from "../billed-call.ts";
+import type { AiRouteDeps } from "../usage-context.ts";
 
 export const translationResponseSchema = z.object({
   text: z.string(),
@@ -29,11 +29,16 @@ export function translationRoutes(deps: AiRouteDeps) {
       body,
       responses: { 200: translationResponseSchema },
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
-      handler: async (ctx) => {
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "translation",
         // A translation has no max_tokens and its output may outgrow its input (into another script): the model's most is reserved.
-        const tokens = countTokens(ctx.body.text);
-        const estimate = () => generationEstimateNanos(deps.router.catalogue, "translation", ctx.body.model, tokens, null);
-        const r = await runBilled(deps, usageContextOf(ctx), "translation", estimate, () => translate(deps.router, ctx.body, { signal: ctx.signal }), (result) => result);
+        estimate: (ctx) => generationEstimateNanos(deps.router.catalogue, "translation", ctx.body.model, countTokens(ctx.body.text), null),
+      },
+      handler: async (ctx) => {
+        const r = await translate(deps.router, ctx.body, { signal: ctx.signal });
+        await ctx.bill(r);
         return json(200, { text: r.text, source_language: r.source_language, target_language: r.target_language, model: r.model, provider: r.provider });
       },
     }),

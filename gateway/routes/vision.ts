@@ -5,8 +5,8 @@ import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { analyzeImage, visionRequestSchema } from "../../providers/vision.ts";
 import { defineRoute, json } from "../route.ts";
 import { countTokens } from "../../providers/tokens.ts";
-import { generationEstimateNanos, runBilled } from "../billed-call.ts";
-import { usageContextOf, type AiRouteDeps } from "../usage-context.ts";
+import { generationEstimateNanos } from "../billed-call.ts";
+import type { AiRouteDeps } from "../usage-context.ts";
 
 export const visionResponseSchema = z.object({
   content: z.string(),
@@ -29,10 +29,16 @@ export function visionRoutes(deps: AiRouteDeps) {
       body,
       responses: { 200: visionResponseSchema },
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
-      handler: async (ctx) => {
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "vision",
         // The prompt plus one image (85 tokens, as counted for chat); the output: max_tokens, else the model's most.
-        const estimate = () => generationEstimateNanos(deps.router.catalogue, "vision", ctx.body.model, countTokens(ctx.body.prompt) + 85, ctx.body.max_tokens);
-        const r = await runBilled(deps, usageContextOf(ctx), "vision", estimate, () => analyzeImage(deps.router, ctx.body, { signal: ctx.signal }), (result) => result);
+        estimate: (ctx) => generationEstimateNanos(deps.router.catalogue, "vision", ctx.body.model, countTokens(ctx.body.prompt) + 85, ctx.body.max_tokens),
+      },
+      handler: async (ctx) => {
+        const r = await analyzeImage(deps.router, ctx.body, { signal: ctx.signal });
+        await ctx.bill(r);
         return json(200, r);
       },
     }),

@@ -4,7 +4,8 @@
 // each with that code: a misspelled actor input field or method name (through
 // callActor and through an actor-to-actor ctx.call), a wrong actor type name
 // in an actorRef, a timer naming a missing method, an unknown path
-// parameter, the wrong credential kind for the route's auth mode; an
+// parameter, the wrong credential kind for the route's auth mode, a
+// misspelled body field in a route's billing estimate; an
 // organization event of an unlisted type or with the wrong `data`.
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";

@@ -1,7 +1,7 @@
 // The /anthropic/v1 mount: Anthropic's Messages API over what /v1 chat
 // runs on — the same admission (API key in x-api-key or Authorization,
-// scope "chat", rate limits), budget reservation and billing
-// (gateway/billed-call.ts), and router (any catalogue model of any provider,
+// scope "chat", rate limits), budget reservation and billing (declared on
+// the route: gateway/route-billing.ts), and router (any catalogue model of any provider,
 // with its fallbacks). Only the shapes differ: request.ts, response.ts,
 // stream.ts translate, errors.ts renders the errors. A client that goes away
 // aborts the upstream call (ctx.signal), as on /v1.
@@ -9,9 +9,9 @@ import { isTroupeError, TroupeError } from "../../../core/errors.ts";
 import type { ChatRequest } from "../../../providers/chat-request.ts";
 import { countChatInputTokens } from "../../../providers/tokens.ts";
 import { isFinish, type StreamEvent } from "../../../providers/types.ts";
-import { admitCall, estimateNanos, type BilledCall } from "../../billed-call.ts";
+import { estimateNanos } from "../../billed-call.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../../route.ts";
-import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
+import type { AiRouteDeps } from "../../usage-context.ts";
 import { anthropicDialect, anthropicErrorBody } from "./errors.ts";
 import { requireModel, toChatConversation, toChatRequest } from "./request.ts";
 import { messageId, toMessage } from "./response.ts";
@@ -32,7 +32,6 @@ async function streamMessage(
   ctx: RouteContext<MessagesBody, undefined>,
   request: ChatRequest,
   inputTokens: number,
-  call: BilledCall,
 ): Promise<typeof streamed> {
   const events = deps.router.chatStream(request, { signal: ctx.signal });
   // Planning and the first upstream event happen before the response starts,
@@ -47,7 +46,7 @@ async function streamMessage(
     while (event !== undefined) {
       if (isFinish(event)) {
         // Billed before the client learns the call ended (message_delta carries the usage).
-        await call.bill("chat", event);
+        await ctx.bill(event);
         for (const f of translator.finish(event)) await sse.send(f.data, f.event);
         break;
       }
@@ -62,7 +61,6 @@ async function streamMessage(
   } finally {
     // Stops the upstream when the client left or the stream failed.
     await events.return(undefined).catch(() => undefined);
-    await call.abandon();
   }
   sse.end();
   return streamed;
@@ -80,29 +78,23 @@ export function anthropicRoutes(deps: AiRouteDeps) {
       responses: { 200: messageSchema },
       streams: true,
       errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "chat",
+        // The most it may cost: its input plus max_tokens of output (as /v1 chat reserves); an unknown model is 404 first.
+        estimate: (ctx) => {
+          requireModel(catalogue, ctx.body.model);
+          const request = toChatRequest(ctx.body);
+          return estimateNanos(catalogue, "text", ctx.body.model, { input_tokens: countChatInputTokens(request.messages, request.tools), output_tokens: ctx.body.max_tokens });
+        },
+      },
       handler: async (ctx) => {
         requireModel(catalogue, ctx.body.model);
         const request = toChatRequest(ctx.body);
-        const inputTokens = countChatInputTokens(request.messages, request.tools);
-        // The most it may cost: its input plus max_tokens of output (as /v1 chat reserves).
-        const estimate = () => estimateNanos(catalogue, "text", ctx.body.model, { input_tokens: inputTokens, output_tokens: ctx.body.max_tokens });
-        const call = await admitCall(deps.billing, deps.usage, usageContextOf(ctx), estimate);
-        if (ctx.body.stream) {
-          try {
-            return await streamMessage(deps, ctx, request, inputTokens, call);
-          } catch (error) {
-            await call.abandon();
-            throw error;
-          }
-        }
-        let result;
-        try {
-          result = await deps.router.chat(request, { signal: ctx.signal });
-        } catch (error) {
-          await call.abandon();
-          throw error;
-        }
-        await call.bill("chat", result);
+        if (ctx.body.stream) return streamMessage(deps, ctx, request, countChatInputTokens(request.messages, request.tools));
+        const result = await deps.router.chat(request, { signal: ctx.signal });
+        await ctx.bill(result);
         return json(200, toMessage(result, messageId(), ctx.body.stop_sequences), { "request-id": ctx.requestId });
       },
     }),

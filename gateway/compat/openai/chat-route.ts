@@ -6,13 +6,14 @@
 import { isTroupeError, TroupeError } from "../../../core/errors.ts";
 import { countChatInputTokens } from "../../../providers/tokens.ts";
 import { isFinish, type StreamEvent } from "../../../providers/types.ts";
-import { admitCall, generationEstimateNanos, type BilledCall } from "../../billed-call.ts";
+import { generationEstimateNanos } from "../../billed-call.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../../route.ts";
-import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
+import type { AiRouteDeps } from "../../usage-context.ts";
 import { openAiChatRequestSchema, toChatRequest, type OpenAiChatRequest, type TranslatedChat } from "./chat-request.ts";
 import { chatCompletionChunkSchema, chatCompletionSchema, completionId, toChatCompletion } from "./chat-response.ts";
 import { chunkStream } from "./chat-stream.ts";
-import { openAiDialect, openAiError } from "./errors.ts";
+import { openAiError } from "./errors.ts";
+import { modelCallErrors, openAiMount } from "./mount.ts";
 import { modelNameSchema } from "./model-name.ts";
 
 export interface OpenAiRouteDeps extends AiRouteDeps {
@@ -20,7 +21,7 @@ export interface OpenAiRouteDeps extends AiRouteDeps {
   now(): number;
 }
 
-async function streamChat(deps: OpenAiRouteDeps, ctx: RouteContext<OpenAiChatRequest, undefined>, chat: TranslatedChat, call: BilledCall): Promise<typeof streamed> {
+async function streamChat(deps: OpenAiRouteDeps, ctx: RouteContext<OpenAiChatRequest, undefined>, chat: TranslatedChat): Promise<typeof streamed> {
   const events = deps.router.chatStream(chat.request, { signal: ctx.signal, category: chat.category });
   // The first upstream event comes before the response starts: refusals and
   // unavailable providers still get their HTTP status.
@@ -31,7 +32,7 @@ async function streamChat(deps: OpenAiRouteDeps, ctx: RouteContext<OpenAiChatReq
   try {
     while (event !== undefined) {
       // Billed before the client learns the call ended, so its next call sees it spent.
-      if (isFinish(event)) await call.bill("chat", event);
+      if (isFinish(event)) await ctx.bill(event);
       for (const chunk of chunks.chunks(event)) await sse.send(chunk);
       if (isFinish(event) || sse.closed) break;
       const next = await events.next();
@@ -42,7 +43,6 @@ async function streamChat(deps: OpenAiRouteDeps, ctx: RouteContext<OpenAiChatReq
     await sse.send(openAiError(isTroupeError(error) ? error : new TroupeError("internal_error", error instanceof Error ? error.message : "stream failed")).body);
   } finally {
     await events.return(undefined).catch(() => undefined);
-    await call.abandon();
   }
   sse.done();
   return streamed;
@@ -54,36 +54,27 @@ export function openAiChatRoutes(deps: OpenAiRouteDeps) {
       method: "post",
       path: "/openai/v1/chat/completions",
       summary: "OpenAI-compatible chat completion (JSON, or chat.completion.chunk Server-Sent Events with stream: true)",
-      tag: "OpenAI-compatible",
-      auth: "api_key",
+      ...openAiMount,
       scope: "chat",
       body: openAiChatRequestSchema.extend({ model: modelNameSchema(deps.router.catalogue, { category: "text" }) }),
       responses: { 200: chatCompletionSchema },
       streams: chatCompletionChunkSchema,
-      dialect: openAiDialect,
-      errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      errors: modelCallErrors,
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "chat",
+        // As /v1: without max_tokens a hard budget reserves the model's most output, so a burst cannot run past it.
+        estimate: (ctx) => {
+          const { category, request } = toChatRequest(deps.router.catalogue, ctx.body);
+          return generationEstimateNanos(deps.router.catalogue, category, request.model, countChatInputTokens(request.messages, request.tools), request.max_tokens);
+        },
+      },
       handler: async (ctx) => {
         const chat = toChatRequest(deps.router.catalogue, ctx.body);
-        // As /v1: without max_tokens a hard budget reserves the model's most output, so a burst cannot run past it.
-        const estimate = () =>
-          generationEstimateNanos(deps.router.catalogue, chat.category, chat.request.model, countChatInputTokens(chat.request.messages, chat.request.tools), chat.request.max_tokens);
-        const call = await admitCall(deps.billing, deps.usage, usageContextOf(ctx), estimate);
-        if (ctx.body.stream) {
-          try {
-            return await streamChat(deps, ctx, chat, call);
-          } catch (error) {
-            await call.abandon();
-            throw error;
-          }
-        }
-        let result;
-        try {
-          result = await deps.router.chat(chat.request, { signal: ctx.signal, category: chat.category });
-        } catch (error) {
-          await call.abandon();
-          throw error;
-        }
-        await call.bill("chat", result);
+        if (ctx.body.stream) return streamChat(deps, ctx, chat);
+        const result = await deps.router.chat(chat.request, { signal: ctx.signal, category: chat.category });
+        await ctx.bill(result);
         return json(200, toChatCompletion(result, completionId(), Math.floor(deps.now() / 1000)));
       },
     }),

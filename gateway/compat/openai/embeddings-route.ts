@@ -5,11 +5,11 @@
 import { z } from "zod";
 import { countTokens } from "../../../providers/tokens.ts";
 import { routingStrategySchema } from "../../../providers/types.ts";
-import { estimateNanos, runBilled } from "../../billed-call.ts";
+import { estimateNanos } from "../../billed-call.ts";
 import { defineRoute, json } from "../../route.ts";
-import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
-import { openAiDialect } from "./errors.ts";
+import type { AiRouteDeps } from "../../usage-context.ts";
 import { modelNameSchema, resolveModel } from "./model-name.ts";
+import { modelCallErrors, openAiMount } from "./mount.ts";
 
 export const openAiEmbeddingRequestSchema = z
   .object({
@@ -44,31 +44,35 @@ export function toBase64Float32(vector: readonly number[]): string {
 }
 
 export function openAiEmbeddingRoutes(deps: AiRouteDeps) {
+  /** The texts and the routed model (404 for a model the catalogue does not know). */
+  const embeddingOf = (body: z.output<typeof openAiEmbeddingRequestSchema>) => ({
+    input: typeof body.input === "string" ? [body.input] : body.input,
+    routed: resolveModel(deps.router.catalogue, body.model, { category: "embedding", dimensions: body.dimensions }, body.routing_strategy),
+  });
   return [
     defineRoute({
       method: "post",
       path: "/openai/v1/embeddings",
       summary: "OpenAI-compatible embeddings (float or base64 encoding)",
-      tag: "OpenAI-compatible",
-      auth: "api_key",
+      ...openAiMount,
       scope: "embeddings",
       body: openAiEmbeddingRequestSchema.extend({ model: modelNameSchema(deps.router.catalogue, { category: "embedding" }) }),
       responses: { 200: embeddingResponseSchema },
-      dialect: openAiDialect,
-      errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      errors: modelCallErrors,
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "embeddings",
+        estimate: (ctx) => {
+          const { routed, input } = embeddingOf(ctx.body);
+          return estimateNanos(deps.router.catalogue, "embedding", routed.model, { input_tokens: input.reduce((n, text) => n + countTokens(text), 0) });
+        },
+      },
       handler: async (ctx) => {
         const body = ctx.body;
-        const input = typeof body.input === "string" ? [body.input] : body.input;
-        const routed = resolveModel(deps.router.catalogue, body.model, { category: "embedding", dimensions: body.dimensions }, body.routing_strategy);
-        const estimate = () => estimateNanos(deps.router.catalogue, "embedding", routed.model, { input_tokens: input.reduce((n, text) => n + countTokens(text), 0) });
-        const r = await runBilled(
-          deps,
-          usageContextOf(ctx),
-          "embeddings",
-          estimate,
-          () => deps.router.embed({ ...routed, input, dimensions: body.dimensions }, { signal: ctx.signal }),
-          (result) => result,
-        );
+        const { routed, input } = embeddingOf(body);
+        const r = await deps.router.embed({ ...routed, input, dimensions: body.dimensions }, { signal: ctx.signal });
+        await ctx.bill(r);
         const base64 = body.encoding_format === "base64";
         return json(200, {
           object: "list",

@@ -13,12 +13,12 @@ import { rehostAll } from "../../../media/rehost.ts";
 import { generateImages } from "../../../providers/images.ts";
 import { speaks, synthesizeSpeech } from "../../../providers/speech.ts";
 import { routingStrategySchema } from "../../../providers/types.ts";
-import { estimateNanos, runBilled } from "../../billed-call.ts";
+import type { Catalogue } from "../../../providers/catalogue.ts";
+import { estimateNanos } from "../../billed-call.ts";
 import { binary, defineRoute, json } from "../../route.ts";
 import type { MediaRouteDeps } from "../../routes/audio.ts";
-import { usageContextOf } from "../../usage-context.ts";
-import { openAiDialect } from "./errors.ts";
 import { modelNameSchema, resolveModel } from "./model-name.ts";
+import { modelCallErrors, openAiMount } from "./mount.ts";
 
 const imageBodySchema = z
   .object({
@@ -56,10 +56,23 @@ async function bytesOf(deps: MediaRouteDeps, id: string): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/**
+ * The image request as Troupe routes it, checked against the named model
+ * (the router would blame `model`; for a named model the field at fault is
+ * size or n): before the reservation (its estimate) and before the call.
+ */
+function imageRequestOf(catalogue: Catalogue, body: z.output<typeof imageBodySchema>) {
+  const routed = resolveModel(catalogue, body.model, { category: "image" }, body.routing_strategy);
+  const request = { prompt: body.prompt, ...routed, size: body.size ?? "1024x1024", n: body.n ?? 1 };
+  const caps = routed.model ? catalogue.get(routed.model)?.capabilities : undefined;
+  if (caps?.sizes && !caps.sizes.includes(request.size)) throw invalidRequest([{ path: "size", message: `model ${routed.model} does not make ${request.size} images; its sizes: ${caps.sizes.join(", ")}` }]);
+  if (caps && request.n > (caps.n_max ?? 1)) throw invalidRequest([{ path: "n", message: `model ${routed.model} makes at most ${caps.n_max ?? 1} images per request` }]);
+  return request;
+}
+
 export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
   const { catalogue } = deps.router;
-  const common = { tag: "OpenAI-compatible", auth: "api_key", dialect: openAiDialect, method: "post" } as const;
-  const errors = ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"] as const;
+  const common = { ...openAiMount, method: "post" } as const;
   return [
     defineRoute({
       ...common,
@@ -68,29 +81,29 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
       scope: "images",
       body: imageBodySchema.extend({ model: modelNameSchema(catalogue, { category: "image" }).default("troupe/auto") }),
       responses: { 200: imagesResponseSchema },
-      errors: [...errors],
+      errors: modelCallErrors,
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "images",
+        estimate: (ctx) => {
+          const request = imageRequestOf(catalogue, ctx.body);
+          const [width = 0, height = 0] = request.size.split("x").map(Number);
+          return estimateNanos(catalogue, "image", request.model, { input_tokens: 0, units: (request.n * width * height) / 1_000_000 });
+        },
+      },
       handler: async (ctx) => {
         const body = ctx.body;
-        const routed = resolveModel(catalogue, body.model, { category: "image" }, body.routing_strategy);
-        const request = { prompt: body.prompt, ...routed, size: body.size ?? "1024x1024", n: body.n ?? 1 };
-        // The router would blame `model`; for a named model the field at fault is size or n.
-        const caps = routed.model ? catalogue.get(routed.model)?.capabilities : undefined;
-        if (caps?.sizes && !caps.sizes.includes(request.size)) throw invalidRequest([{ path: "size", message: `model ${routed.model} does not make ${request.size} images; its sizes: ${caps.sizes.join(", ")}` }]);
-        if (caps && request.n > (caps.n_max ?? 1)) throw invalidRequest([{ path: "n", message: `model ${routed.model} makes at most ${caps.n_max ?? 1} images per request` }]);
-        const [width = 0, height = 0] = request.size.split("x").map(Number);
-        const estimate = () => estimateNanos(catalogue, "image", routed.model, { input_tokens: 0, units: (request.n * width * height) / 1_000_000 });
-        const generate = async () => {
-          const r = await generateImages(deps.router, request, { signal: ctx.signal });
-          const files = await rehostAll(deps.media, r.images, {
-            organizationId: ctx.auth.key.organization_id,
-            provider: r.provider,
-            accept: ["image/png", "image/jpeg"],
-            check: (bytes) => (imageInfo(bytes) ? undefined : "an image is neither PNG nor JPEG"),
-            contentTypeOf: (bytes) => (imageInfo(bytes)?.format === "jpeg" ? "image/jpeg" : "image/png"),
-          });
-          return { r, files };
-        };
-        const { r, files } = await runBilled(deps, usageContextOf(ctx), "images", estimate, generate, ({ r, files }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000 }));
+        const r = await generateImages(deps.router, imageRequestOf(catalogue, body), { signal: ctx.signal });
+        const files = await rehostAll(deps.media, r.images, {
+          organizationId: ctx.auth.key.organization_id,
+          provider: r.provider,
+          accept: ["image/png", "image/jpeg"],
+          check: (bytes) => (imageInfo(bytes) ? undefined : "an image is neither PNG nor JPEG"),
+          contentTypeOf: (bytes) => (imageInfo(bytes)?.format === "jpeg" ? "image/jpeg" : "image/png"),
+        });
+        // Billed once every image is stored: a failed copy bills nothing.
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000 });
         const data =
           body.response_format === "b64_json"
             ? await Promise.all(files.map(async (f) => ({ b64_json: (await bytesOf(deps, f.id)).toString("base64") })))
@@ -106,13 +119,21 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
       body: speechBodySchema.extend({ model: modelNameSchema(catalogue, { category: "audio", media: speaks }) }),
       responses: { 200: null },
       produces: speechFormats.map(speechContentType),
-      errors: [...errors],
+      errors: modelCallErrors,
+      billing: {
+        admit: "reserve",
+        via: deps,
+        category: "audio",
+        estimate: (ctx) => {
+          const routed = resolveModel(catalogue, ctx.body.model, { category: "audio", media: speaks }, ctx.body.routing_strategy);
+          return estimateNanos(catalogue, "audio", routed.model, { input_tokens: 0, units: ctx.body.input.length });
+        },
+      },
       handler: async (ctx) => {
         const body = ctx.body;
         const routed = resolveModel(catalogue, body.model, { category: "audio", media: speaks }, body.routing_strategy);
-        const request = { text: body.input, voice: body.voice, ...routed };
-        const estimate = () => estimateNanos(catalogue, "audio", routed.model, { input_tokens: 0, units: body.input.length });
-        const r = await runBilled(deps, usageContextOf(ctx), "audio", estimate, () => synthesizeSpeech(deps.router, request, { signal: ctx.signal }), (r) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters }));
+        const r = await synthesizeSpeech(deps.router, { text: body.input, voice: body.voice, ...routed }, { signal: ctx.signal });
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters });
         // Converted after billing: the provider's work is done whatever ffmpeg does with it.
         const audio = await convertSpeech(r.audio, body.response_format, { signal: ctx.signal });
         return binary(200, audio.bytes, audio.contentType);

@@ -6,7 +6,8 @@ import { z } from "zod";
 import { TroupeError } from "../../../core/errors.ts";
 import type { Router } from "../../../providers/router.ts";
 import { defineRoute, json } from "../../route.ts";
-import { openAiDialect, type OpenAiErrorDetails } from "./errors.ts";
+import type { OpenAiErrorDetails } from "./errors.ts";
+import { openAiMount } from "./mount.ts";
 import { routingModelNames } from "./model-name.ts";
 
 const modelSchema = z.object({
@@ -23,10 +24,9 @@ function modelsOf(router: Router): OpenAiModel[] {
 }
 
 export function openAiModelRoutes(deps: { router: Router }) {
-  const common = { tag: "OpenAI-compatible", auth: "api_key", dialect: openAiDialect } as const;
   return [
     defineRoute({
-      ...common,
+      ...openAiMount,
       method: "get",
       path: "/openai/v1/models",
       summary: "OpenAI-compatible model list: every catalogue model of every provider, and the troupe/<strategy> routing names",
@@ -34,7 +34,7 @@ export function openAiModelRoutes(deps: { router: Router }) {
       handler: async () => json(200, { object: "list", data: modelsOf(deps.router) }),
     }),
     defineRoute({
-      ...common,
+      ...openAiMount,
       method: "get",
       path: "/openai/v1/models/:model",
       summary: "OpenAI-compatible model lookup (404 model_not_found for an id the catalogue does not know)",

@@ -8,11 +8,10 @@ import { z } from "zod";
 import { audioDurationSeconds } from "../../../media/audio-duration.ts";
 import { transcribeAudio, transcribes } from "../../../providers/transcription.ts";
 import { routingStrategySchema } from "../../../providers/types.ts";
-import { runBilled } from "../../billed-call.ts";
 import { binary, defineRoute, json } from "../../route.ts";
-import { usageContextOf, type AiRouteDeps } from "../../usage-context.ts";
+import type { AiRouteDeps } from "../../usage-context.ts";
 import { isUpload, type UploadedFile } from "../../validation.ts";
-import { openAiDialect } from "./errors.ts";
+import { modelCallErrors, openAiMount } from "./mount.ts";
 import { segmentsOf, srt, transcriptionFormats, verboseJson, vtt } from "./transcription-formats.ts";
 import { modelNameSchema, resolveModel } from "./model-name.ts";
 
@@ -54,10 +53,8 @@ export function openAiTranscriptionRoutes(deps: AiRouteDeps) {
       method: "post",
       path: "/openai/v1/audio/transcriptions",
       summary: "OpenAI-compatible transcription of an uploaded audio file (multipart/form-data)",
-      tag: "OpenAI-compatible",
-      auth: "api_key",
+      ...openAiMount,
       scope: "audio",
-      dialect: openAiDialect,
       bodyType: "multipart",
       body: transcriptionBodySchema.extend({ model: modelNameSchema(catalogue, { category: "audio", media: transcribes }) }),
       responses: {
@@ -73,17 +70,16 @@ export function openAiTranscriptionRoutes(deps: AiRouteDeps) {
           .describe("json: text; verbose_json adds task, language, duration, segments and usage; text, srt and vtt answer text/plain or text/vtt"),
       },
       produces: ["text/plain", "text/vtt"],
-      errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
+      errors: modelCallErrors,
+      // The duration is known only once transcribed: admitted on what is spent (nothing reserved), as on /v1.
+      billing: { admit: "reserve", via: deps, category: "audio", estimate: () => 0 },
       handler: async (ctx) => {
         const body = ctx.body;
         const routed = resolveModel(catalogue, body.model, { category: "audio", media: transcribes }, body.routing_strategy);
         const audio = { bytes: body.file.bytes, contentType: audioTypeOf(body.file) };
-        // The duration is known only once transcribed: admitted on what is spent (nothing reserved), as on /v1.
-        const transcribe = async () => {
-          const r = await transcribeAudio(deps.router, { ...routed, language: body.language }, audio, { signal: ctx.signal });
-          return { r, seconds: r.durationSeconds ?? (await audioDurationSeconds(audio.bytes)) ?? 0 };
-        };
-        const { r, seconds } = await runBilled(deps, usageContextOf(ctx), "audio", () => 0, transcribe, ({ r, seconds }) => ({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 }));
+        const r = await transcribeAudio(deps.router, { ...routed, language: body.language }, audio, { signal: ctx.signal });
+        const seconds = r.durationSeconds ?? (await audioDurationSeconds(audio.bytes)) ?? 0;
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });
         switch (body.response_format) {
           case "text":
             return binary(200, Buffer.from(r.text, "utf8"), "text/plain; charset=utf-8");

@@ -1,7 +1,7 @@
 // OpenAI's Videos API on /openai/v1/videos (docs/guides/openai-compatible.md),
 // backed by Troupe's own video jobs, not by OpenAI's video provider: create
 // starts a JobActor through the same path as POST /v1/video/generate
-// (startVideoJob: routing, scope, budget), and the other routes read and
+// (startVideoJob: routing; videoJobBilling: budget), and the other routes read and
 // delete jobs as /v1/jobs does. A video's id is its job's id, so the same
 // video is also GET /v1/jobs/{id}. The SDKs send create as multipart (the
 // reference image is an upload); JSON is taken too.
@@ -15,9 +15,9 @@ import { DEFAULT_SEGMENT_SECONDS, MAX_PROMPT_CHARS, MAX_SEGMENT_SECONDS, MIN_SEG
 import { routingStrategySchema } from "../../../providers/types.ts";
 import { videoNeed } from "../../../providers/video-routing.ts";
 import { binary, defineRoute, json } from "../../route.ts";
-import { deleteJob, imageTypes, jobIdParam, startVideoJob, type JobRouteDeps } from "../../routes/jobs.ts";
+import { deleteJob, imageTypes, jobIdParam, startVideoJob, videoJobBilling, type JobRouteDeps } from "../../routes/jobs.ts";
 import { isUpload, type UploadedFile } from "../../validation.ts";
-import { openAiDialect } from "./errors.ts";
+import { openAiMount } from "./mount.ts";
 import { modelNameSchema, resolveModel } from "./model-name.ts";
 
 /** OpenAI's default size; Troupe's providers make their own resolution, so it is recorded and answered, not applied. */
@@ -112,7 +112,7 @@ async function entryFor(deps: JobRouteDeps, key: ApiKeyRecord, rawId: string): P
 
 export function openAiVideoRoutes(deps: JobRouteDeps) {
   const { catalogue } = deps.router;
-  const common = { tag: "OpenAI-compatible", auth: "api_key", scope: "video", dialect: openAiDialect } as const;
+  const common = { ...openAiMount, scope: "video" } as const;
   return [
     defineRoute({
       ...common,
@@ -123,6 +123,7 @@ export function openAiVideoRoutes(deps: JobRouteDeps) {
       body: createBodySchema.extend({ model: modelNameSchema(catalogue, { category: "video" }).default("troupe/auto") }),
       responses: { 200: videoSchema },
       errors: ["not_found", "budget_exceeded", "no_provider_available"],
+      billing: videoJobBilling(deps),
       handler: async (ctx) => {
         const body = ctx.body;
         const reference = body.input_reference;

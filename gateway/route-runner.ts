@@ -1,0 +1,131 @@
+// Runs one request of a declared route (route.ts): admission (admission.ts:
+// credential → scope → rate limit) → body/query/path validation → the
+// route's billing (route-billing.ts: admitted before the handler, 402 before
+// any provider call) → handler → its reservation settled or released → the
+// answer. Errors are rendered once (error-responder.ts), in the route's
+// dialect; in-flight accounting, metrics and the access log end every request.
+import type { HttpResponse } from "uWebSockets.js";
+import { isTroupeError } from "../core/errors.ts";
+import type { Logger } from "../core/log.ts";
+import { refusalOf, type Metrics, type RouteMetrics } from "../core/metrics.ts";
+import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
+import type { Admission } from "./admission.ts";
+import type { AuthContext } from "./auth-context.ts";
+import type { ErrorResponder } from "./error-responder.ts";
+import { HandlerContext } from "./handler-context.ts";
+import { writeJson, writeResponse, type CapturedRequest, type ResponseState } from "./http-io.ts";
+import { decodePathParam } from "./request-guards.ts";
+import { admitRoute, type RouteBill } from "./route-billing.ts";
+import { streamed, type RouteDefinition, type RouteResult } from "./route.ts";
+import { isMultipartType, parseJsonBody, parseMultipartBody, parseQuery, parseWith } from "./validation.ts";
+
+export interface RouteRunnerDeps {
+  admission: Admission;
+  log: Logger;
+  errors: ErrorResponder;
+  metrics: Metrics;
+  /** Cookies get `Secure` when the public URL is https. */
+  secureCookies: boolean;
+  /** Called once when a request ends (the server's in-flight count). */
+  finished(): void;
+}
+
+/** One request through the pipeline; `body` is the body being read (methods that carry one). */
+export type RunRoute = (
+  route: RouteDefinition,
+  paramNames: string[],
+  req: CapturedRequest,
+  res: HttpResponse,
+  state: ResponseState,
+  requestId: string,
+  body: Promise<Buffer> | undefined,
+  recorder: RouteMetrics | undefined,
+) => Promise<void>;
+
+const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
+  const { admission, log, errors, metrics, secureCookies, finished } = deps;
+  const accessLog = log.enabled("info");
+
+  /** One async function per request: the pipeline, its error rendering, in-flight accounting and the access log. */
+  return async (route, paramNames, req, res, state, requestId, bodyPromise, recorder) => {
+    const started = accessLog || recorder ? performance.now() : 0;
+    try {
+      // Awaits only when something is not already in memory (cold key, Redis).
+      const admitted = admission.admit(route, req.method, req.headers);
+      const auth: AuthContext = admitted instanceof Promise ? await admitted : admitted;
+      if (auth.kind === "api_key" && auth.rateLimit) {
+        state.headers = route.dialect?.rateLimitHeaders ? route.dialect.rateLimitHeaders(rateLimitHeaders(auth.rateLimit)) : rateLimitHeaders(auth.rateLimit);
+      }
+      let body: unknown;
+      if (bodyPromise) {
+        const raw = await bodyPromise;
+        const contentType = req.headers["content-type"];
+        const multipart = route.bodyType === "multipart" || (route.bodyType === "json-or-multipart" && isMultipartType(contentType));
+        const parsed = multipart ? await parseMultipartBody(raw, contentType) : parseJsonBody(raw, contentType);
+        body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
+      }
+      const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
+      let params: Record<string, string> = noParams;
+      if (paramNames.length > 0) {
+        params = {};
+        for (let i = 0; i < paramNames.length; i++) {
+          const name = paramNames[i] ?? "";
+          params[name] = decodePathParam(name, req.params[i] ?? "");
+        }
+      }
+      const ctx = new HandlerContext(res, state, requestId, params, body, query, req.headers, auth, secureCookies);
+      // Billing before the handler: no await unless a reservation is needed (a hard-limited live project).
+      let bill: RouteBill | undefined;
+      if (route.billing) {
+        const admittedBill = admitRoute(route.billing, ctx);
+        bill = admittedBill instanceof Promise ? await admittedBill : admittedBill;
+        ctx.billed = bill;
+      }
+      let result: RouteResult;
+      try {
+        result = await route.handler(ctx);
+      } catch (error) {
+        // A failed handler bills nothing: its reservation is released before the error is answered.
+        const released = bill?.release();
+        if (released) await released;
+        throw error;
+      }
+      // Not settled by ctx.bill (work billed elsewhere, a stream cut short): released before the answer.
+      const released = bill?.release();
+      if (released) await released;
+      writeResult(res, state, requestId, ctx, result);
+    } catch (error) {
+      if (recorder && isTroupeError(error)) {
+        const refusal = refusalOf(error.code);
+        if (refusal) metrics.refusal(refusal, route.path);
+      }
+      errors.sendError(res, state, requestId, error, req, false, route.dialect);
+    } finally {
+      finished();
+      recorder?.observe(state.status, (performance.now() - started) / 1000);
+      if (accessLog) {
+        log.info("request", { request_id: requestId, method: req.method, path: req.url, duration_ms: Math.round((performance.now() - started) * 100) / 100, aborted: state.aborted });
+      }
+    }
+  };
+}
+
+/** Writes what the handler answered: JSON (the fast path: one corked write), bytes, or nothing for a stream it already wrote. */
+function writeResult(res: HttpResponse, state: ResponseState, requestId: string, ctx: HandlerContext, result: RouteResult): void {
+  if (result === streamed) return;
+  if ("bytes" in result) {
+    writeResponse(res, state, result.status, [["x-request-id", requestId], ["content-type", result.contentType]], result.bytes);
+    return;
+  }
+  if (!ctx.cookies && !result.headers && result.body !== undefined) {
+    writeJson(res, state, result.status, requestId, JSON.stringify(result.body));
+    return;
+  }
+  const headers: [string, string][] = [["x-request-id", requestId]];
+  if (result.body !== undefined) headers.push(["content-type", "application/json"]);
+  if (ctx.cookies) for (const c of ctx.cookies) headers.push(["set-cookie", c]);
+  if (result.headers) for (const [k, v] of Object.entries(result.headers)) headers.push([k, v]);
+  writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
+}

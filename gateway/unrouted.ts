@@ -1,0 +1,156 @@
+// What the gateway serves besides the declared routes: plain GET/HEAD pages
+// (the console, /docs), /healthz, /readyz and the OpenAPI document, and the
+// answer to everything no route took: 426 on a WebSocket path without an
+// upgrade, 405 when the path exists under another method, else 404.
+import type { HttpRequest, HttpResponse, TemplatedApp } from "uWebSockets.js";
+import { errorBody, TroupeError } from "../core/errors.ts";
+import type { Admission } from "./admission.ts";
+import type { ErrorResponder } from "./error-responder.ts";
+import { bodyFraming, ResponseState, writeHead, writeResponse } from "./http-io.ts";
+import type { RawPath } from "./openapi.ts";
+import { uriTooLong } from "./request-guards.ts";
+import { pickRequestId } from "./request-id.ts";
+import type { RouteDefinition, WsRouteDefinition } from "./route.ts";
+
+/** What a plain page sees of its request (copied before any await). */
+export interface PageRequest {
+  url: string;
+  query: string;
+  headers: Readonly<Record<string, string>>;
+}
+
+export interface PageAnswer {
+  status: number;
+  contentType: string;
+  body: string | Buffer;
+  headers?: readonly [string, string][];
+}
+
+/** A GET (and HEAD) path outside the API: served as /healthz is, absent from the OpenAPI document. */
+export interface PlainPage {
+  path: string;
+  respond(req: PageRequest): Promise<PageAnswer>;
+}
+
+export interface UnroutedDeps {
+  errors: ErrorResponder;
+  admission: Admission;
+  routes: readonly RouteDefinition[];
+  wsRoutes: readonly WsRouteDefinition[];
+  rawPaths: readonly RawPath[];
+  pages: readonly PlainPage[];
+  /** /readyz: true while serving with every backing service usable. */
+  ready(): Promise<boolean>;
+  openApiJson(): string;
+}
+
+export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
+  const { errors } = deps;
+
+  /**
+   * Refuses ambiguous framing and over-long URLs for the handlers below,
+   * which do not go through captureRequest. True when the request may go on.
+   */
+  const admitted = (res: HttpResponse, req: HttpRequest, state: ResponseState, requestId: string): boolean => {
+    const framing = bodyFraming(req);
+    if (framing) {
+      errors.refuseFraming(res, state, requestId, framing);
+      return false;
+    }
+    const tooLong = uriTooLong(req.getUrl(), req.getQuery() ?? "");
+    if (tooLong) errors.sendError(res, state, requestId, tooLong);
+    return tooLong === undefined;
+  };
+
+  // GET and HEAD (the same headers and Content-Length, no body: load balancers probe with HEAD).
+  const plain = (path: string, respond: (req: HttpRequest) => Promise<PageAnswer>) => {
+    const handler = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
+      const requestId = pickRequestId(req.getHeader("x-request-id"));
+      const state = new ResponseState();
+      res.onAborted(() => state.markAborted());
+      if (!admitted(res, req, state, requestId)) return;
+      respond(req)
+        .then((answer) => {
+          const out: [string, string][] = [["content-type", answer.contentType], ["x-request-id", requestId], ...(answer.headers ?? [])];
+          if (head) writeHead(res, state, answer.status, out, Buffer.byteLength(answer.body));
+          else writeResponse(res, state, answer.status, out, answer.body);
+        })
+        .catch((error: unknown) => errors.sendError(res, state, requestId, error))
+        .catch((error: unknown) => errors.guard(res, state, requestId, error));
+    };
+    app.get(path, handler(false));
+    app.head(path, handler(true));
+  };
+  const jsonAnswer = (status: number, body: string): PageAnswer => ({ status, contentType: "application/json", body });
+
+  for (const page of deps.pages) {
+    plain(page.path, (req) => {
+      // Copied before the page's first await: uWS invalidates `req` then.
+      const headers: Record<string, string> = {};
+      req.forEach((name, value) => {
+        headers[name] = value;
+      });
+      return page.respond({ url: req.getUrl(), query: req.getQuery() ?? "", headers });
+    });
+  }
+  const plainPaths = ["/healthz", "/readyz", "/v1/openapi.json", ...deps.pages.map((p) => p.path)];
+  plain("/healthz", async () => jsonAnswer(200, '{"status":"ok"}'));
+  plain("/readyz", async () => {
+    const ok = await deps.ready().catch(() => false);
+    return jsonAnswer(ok ? 200 : 503, JSON.stringify({ status: ok ? "ready" : "not_ready" }));
+  });
+  plain("/v1/openapi.json", async () => jsonAnswer(200, deps.openApiJson()));
+
+  // Runs only for requests no route took, so the pattern scan costs nothing on the served paths.
+  const toRegex = (path: string) => new RegExp("^" + path.replace(/:[^/]+/g, "[^/]+") + "/?$");
+  const patterns = [
+    ...deps.routes.map((r) => ({ method: r.method.toUpperCase(), regex: toRegex(r.path) })),
+    ...plainPaths.flatMap((path) => ["GET", "HEAD"].map((method) => ({ method, regex: toRegex(path) }))),
+    ...deps.rawPaths.flatMap((raw) => Object.keys(raw.operations).map((method) => ({ method: method.toUpperCase(), regex: toRegex(raw.path) }))),
+  ];
+  const upgradeOnly = deps.wsRoutes.map((route) => ({ route, regex: toRegex(route.path) }));
+  app.any("/*", (res, req) => {
+    const requestId = pickRequestId(req.getHeader("x-request-id"));
+    const state = new ResponseState();
+    res.onAborted(() => state.markAborted());
+    try {
+      if (!admitted(res, req, state, requestId)) return;
+      const url = req.getUrl();
+      const method = req.getCaseSensitiveMethod().toUpperCase();
+      const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
+      const ws = upgradeOnly.find((w) => w.regex.test(url));
+      if (ws && method !== "GET") {
+        headers.push(["allow", "GET"]);
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
+        writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+        return;
+      }
+      if (ws) {
+        // Credentials first, as on every route (and as the document's security says): a plain GET
+        // without a valid credential is 401/403/429, and only an admitted one learns it must upgrade.
+        const copied: Record<string, string> = {};
+        req.forEach((name, value) => (copied[name] = value));
+        Promise.resolve()
+          .then(() => deps.admission.admit(ws.route, "GET", copied))
+          .then(() => {
+            headers.push(["upgrade", "websocket"], ["connection", "Upgrade"]);
+            const error = new TroupeError("upgrade_required", `${url} serves WebSocket upgrades only: send Upgrade: websocket`);
+            writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+          })
+          .catch((error: unknown) => errors.sendError(res, state, requestId, error))
+          .catch((error: unknown) => errors.guard(res, state, requestId, error));
+        return;
+      }
+      const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
+      if (allowed.length > 0 && !allowed.includes(method)) {
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed.join(", ")}`);
+        headers.push(["allow", allowed.join(", ")]);
+        writeResponse(res, state, 405, headers, JSON.stringify(errorBody(error, requestId)));
+        return;
+      }
+      errors.sendError(res, state, requestId, new TroupeError("not_found", `no route for ${method} ${url}`));
+    } catch (error) {
+      errors.guard(res, state, requestId, error);
+    }
+  });
+}
