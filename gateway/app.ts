@@ -58,7 +58,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const { actors, metrics } = shared;
   const webhooks = await webhooksFeature(shared);
   const billing = await billingFeature(shared, options.events ?? webhooks.publisher, options);
-  const vectors = await vectorsFeature(shared, billing.meter);
+  const vectors = await vectorsFeature(shared, billing);
   const conversations = conversationsFeature(shared, billing, vectors);
   const jobs = jobsFeature(shared, billing, webhooks.publisher, options.usage !== undefined);
   const authenticator = createAuthenticator(shared.accounts, shared.apiKeys, config.tenancy.apiKeyPrefix);

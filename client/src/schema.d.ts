@@ -8088,6 +8088,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description budget_exceeded */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description forbidden | insufficient_scope | quota_exceeded */
             403: {
                 headers: {
@@ -8236,6 +8245,15 @@ export interface operations {
             };
             /** @description unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description budget_exceeded */
+            402: {
                 headers: {
                     [name: string]: unknown;
                 };

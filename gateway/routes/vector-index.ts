@@ -2,10 +2,11 @@
 // organization-scoped index, always embedded with the one configured index
 // model (routing manual), so every vector in it has one dimension.
 import { z } from "zod";
-import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
-import type { UsageMeter } from "../../providers/usage.ts";
-import type { AuthContext } from "../auth-context.ts";
-import { usageContextOf } from "../usage-context.ts";
+import type { EmbeddingUsage, OrgIndex } from "../../vectors/org-index.ts";
+import type { Catalogue } from "../../providers/catalogue.ts";
+import { countTokens } from "../../providers/tokens.ts";
+import { estimateNanos } from "../billed-call.ts";
+import type { BillingServices } from "../route-billing.ts";
 import { MAX_CONTENT_CHARS } from "../../vectors/org-index.ts";
 import { text } from "../../core/text-schema.ts";
 import { MAX_TOP_K } from "../../vectors/vector-index.ts";
@@ -33,12 +34,27 @@ const recordSchema = z.object({
   distance: z.number(),
 });
 
-/** `usage` bills the embedding call of each add and search to the calling key (absent: not billed). */
-export function vectorIndexRoutes(deps: { index: OrgIndex; usage?: UsageMeter }) {
-  const billTo = (ctx: { auth: AuthContext; requestId: string }): OnEmbedded | undefined => {
-    const meter = deps.usage;
-    if (!meter) return undefined;
-    return (usage) => meter.record(usageContextOf(ctx), "embeddings", usage);
+/**
+ * Each add and search is one billed embedding call of the calling key, held
+ * to its project's hard limit like POST /v1/embeddings: reserved at the index
+ * model's price for the text before the call (402 before any provider call),
+ * settled at its real figures before the answer.
+ */
+export function vectorIndexRoutes(deps: BillingServices & { index: OrgIndex; catalogue: Catalogue }) {
+  const billing = (textOf: (body: { content?: string; query?: string }) => string) => ({
+    admit: "reserve" as const,
+    via: deps,
+    category: "embeddings" as const,
+    estimate: (ctx: { body: { content?: string; query?: string } }) => estimateNanos(deps.catalogue, "embedding", deps.index.model, { input_tokens: countTokens(textOf(ctx.body)) }),
+  });
+  /** Runs an embedding call whose usage arrives through a callback, then waits for its settle (the next call sees it spent). */
+  const billed = async <T>(bill: (usage: EmbeddingUsage) => void | Promise<void>, run: (onUsage: (usage: EmbeddingUsage) => void) => Promise<T>): Promise<T> => {
+    let settled: void | Promise<void> = undefined;
+    const result = await run((usage) => {
+      settled = bill(usage);
+    });
+    await settled;
+    return result;
   };
   return [
     defineRoute({
@@ -52,8 +68,9 @@ export function vectorIndexRoutes(deps: { index: OrgIndex; usage?: UsageMeter })
       // `model`: the index's embedding model (gateway/index-model.ts), the same for every record of the index.
       responses: { 200: z.object({ id: z.string(), model: z.string() }) },
       // Size and depth caps (400 naming content or metadata) and the organization's quota (403): vectors/vector-index.ts.
-      errors: ["quota_exceeded", "service_unavailable", "provider_error"],
-      handler: async (ctx) => json(200, await deps.index.add(ctx.auth.key.organization_id, ctx.body.content, ctx.body.metadata, ctx.signal, billTo(ctx))),
+      errors: ["budget_exceeded", "quota_exceeded", "service_unavailable", "provider_error"],
+      billing: billing((body) => body.content ?? ""),
+      handler: async (ctx) => json(200, await billed((usage) => ctx.bill(usage), (onUsage) => deps.index.add(ctx.auth.key.organization_id, ctx.body.content, ctx.body.metadata, ctx.signal, onUsage))),
     }),
     defineRoute({
       method: "post",
@@ -64,8 +81,9 @@ export function vectorIndexRoutes(deps: { index: OrgIndex; usage?: UsageMeter })
       scope: "embeddings",
       body: searchBody,
       responses: { 200: z.object({ results: z.array(recordSchema) }) },
-      errors: ["service_unavailable", "provider_error"],
-      handler: async (ctx) => json(200, { results: await deps.index.search(ctx.auth.key.organization_id, ctx.body.query, ctx.body.top_k, undefined, ctx.signal, billTo(ctx)) }),
+      errors: ["budget_exceeded", "service_unavailable", "provider_error"],
+      billing: billing((body) => body.query ?? ""),
+      handler: async (ctx) => json(200, { results: await billed((usage) => ctx.bill(usage), (onUsage) => deps.index.search(ctx.auth.key.organization_id, ctx.body.query, ctx.body.top_k, undefined, ctx.signal, onUsage)) }),
     }),
   ];
 }

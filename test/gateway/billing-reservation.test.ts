@@ -123,3 +123,20 @@ t.test("one call at a time still spends the whole budget", async (t) => {
   t.same(statuses, [200, 200, 200, 402, 402], "a reservation larger than the budget does not stop a call while nothing else is in flight");
   t.equal(await liveCost(p.projectId), p.limitNanos);
 });
+
+t.test("the vector index's add and search are held to the hard limit like /v1/embeddings", async (t) => {
+  const passage = longPrompt;
+  const callNanos = await costOfOne("/v1/embeddings/index", { content: passage });
+  t.ok(callNanos > 0, `one index add costs ${callNanos} nano-dollars (the index model is priced)`);
+  const p = await budgeted("burst index", callNanos, 5);
+  const before = fake.requests.length;
+  const results = await Promise.all(Array.from({ length: 50 }, () => troupe.request("POST", "/v1/embeddings/index", { token: p.liveKey, body: { content: passage } })));
+  const ok = results.filter((r) => r.status === 200).length;
+  t.equal(results.filter((r) => r.status === 402).length, 50 - ok, "every other add is 402 budget_exceeded");
+  t.ok(ok >= 1 && ok <= 5, `${ok} admitted`);
+  t.equal(fake.requests.length - before, ok, "only the admitted adds reached the provider");
+  const spent = await settled(p.projectId, ok * callNanos);
+  t.equal(spent, ok * callNanos, "the ledger holds exactly the adds that ran");
+  const search = await troupe.request("POST", "/v1/embeddings/search", { token: p.liveKey, body: { query: passage } });
+  if (spent + callNanos > p.limitNanos) t.equal(search.status, 402, "a search that cannot fit is refused too");
+});
