@@ -167,12 +167,19 @@ export class BudgetLeases {
     await Promise.all([...this.returns]);
   }
 
-  /** Settles a call admitted from a lease: gives back what it did not spend; the record goes with the lease's return. */
+  /**
+   * Settles a call admitted from a lease: gives back what it did not spend;
+   * the record goes with the lease's return. Without a record (a failed
+   * call, or an agent turn's hold whose model calls are billed on their
+   * own) the estimate stays used until the lease goes back: the turn's
+   * spending reaches the ledger without passing through the lease, so the
+   * lease must not admit others on that money meanwhile.
+   */
   settle(ticket: LeaseTicket, record: UsageRecord | undefined): void {
     const lease = ticket.lease;
     lease.inFlight -= 1;
-    lease.used += (record?.cost_nanos ?? 0) - ticket.estimate;
     if (record) {
+      lease.used += record.cost_nanos - ticket.estimate;
       lease.unapplied.set(record.usage_key, record);
       this.awaitingLedger.set(record.usage_key, lease);
     }
