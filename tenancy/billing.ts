@@ -142,7 +142,12 @@ export class Billing {
     const now = this.clock.now();
     if (cached && now - cached.readAt < cacheTtlMs) {
       if (!cached.hard) return undefined;
-      const estimate = Math.max(0, Math.ceil(estimateNanos()));
+      let estimate: number;
+      try {
+        estimate = Math.max(0, Math.ceil(estimateNanos()));
+      } catch (error) {
+        return Promise.reject(error); // as before, a failed estimate fails the admission's promise, never synchronously
+      }
       // From the replica's lease: no ledger step (a zero estimate, work of unknown cost, keeps the per-call rule).
       const ticket = estimate > 0 ? this.leases.take(payer.project_id, estimate, now) : undefined;
       return ticket ? Promise.resolve(ticket) : this.admitHard(payer, estimate, cached.limitNanos, now);
@@ -201,7 +206,12 @@ export class Billing {
       period: periodOf(isoTime(now)),
       parts: amountsNanos.map((amount, i) => ({ id: `${idPrefix}:${i}`, amount_nanos: Math.max(0, Math.ceil(amount)) })),
     };
-    const outcome = await this.ledger.reserveParts(held, held.parts, now + jobReservationTtlMs, now, false);
+    let outcome = await this.ledger.reserveParts(held, held.parts, now + jobReservationTtlMs, now, false);
+    if (!outcome.admitted && this.leases.holds(payer.project_id)) {
+      // As for a call: never refused for money this replica's idle leases hold.
+      await this.leases.returnIdle(payer.project_id);
+      outcome = await this.ledger.reserveParts(held, held.parts, now + jobReservationTtlMs, now, false);
+    }
     if (!outcome.admitted) throw exceeded(outcome, held.period, held.parts.reduce((sum, p) => sum + p.amount_nanos, 0));
     return held;
   }
