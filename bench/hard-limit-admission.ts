@@ -1,9 +1,9 @@
-// `node bench/hard-limit-admission.ts [--calls=4000] [--concurrency=64] [--base=<checkout>]`:
+// `node bench/hard-limit-admission.ts [--calls=4000] [--concurrency=64] [--base=<checkout>] [--redis=URL]`:
 // what admitting and settling one live call costs in Billing, in process
 // (immune to the load-generator noise of bench:chat's HTTP figures on a
 // shared machine): a project without a budget and one with a hard limit
-// (never reached), over the embedded ledger on its own thread, as the
-// gateway runs them — `concurrency` calls in flight, each admit → a
+// (never reached), over the embedded ledger on its own thread (or the Redis
+// ledger with --redis, a key prefix of its own per run), as the gateway runs them — `concurrency` calls in flight, each admit → a
 // setImmediate (the provider) → settle, as gateway/billed-call.ts does.
 // With --base, the same with that checkout's Billing (e.g. /work/main),
 // taking turns in one run so both see the same machine. Prints per-call
@@ -34,8 +34,11 @@ async function billingAt(root: string): Promise<BillingLike> {
   const { Billing } = await load("tenancy/billing.ts");
   const { EmbeddedDataStore } = await load("tenancy/embedded-data-store.ts");
   const { ThreadedLedgerStore } = await load("tenancy/threaded-ledger-store.ts");
+  const { RedisLedgerStore } = await load("tenancy/redis-ledger-store.ts");
   const dir = mkdtempSync(join(tmpdir(), "troupe-bench-hard-"));
-  return new Billing({ ledger: new ThreadedLedgerStore(dir), store: new EmbeddedDataStore(dir, systemClock), clock: systemClock, log: createLogger("error") }) as BillingLike;
+  const redis = args.get("redis");
+  const ledger = redis ? new RedisLedgerStore(redis, `troupe:bench-hard:${process.pid}:${roots.findIndex((r) => r.root === root)}:`) : new ThreadedLedgerStore(dir);
+  return new Billing({ ledger, store: new EmbeddedDataStore(dir, systemClock), clock: systemClock, log: createLogger("error") }) as BillingLike;
 }
 
 let n = 0;

@@ -73,6 +73,8 @@ export class Billing {
   private readonly budgets = new Map<string, CachedBudget>();
   private republishTimer: NodeJS.Timeout | undefined;
   private readonly leases: BudgetLeases;
+  /** The usage recorder's appends in flight (a lease's return waits for them). */
+  private readonly writes = new Set<Promise<unknown>>();
 
   constructor(deps: BillingDeps) {
     this.ledger = deps.ledger;
@@ -87,6 +89,9 @@ export class Billing {
       holdTtlMs: reservationTtlMs,
       chunk: appendChunk[this.ledger.kind],
       publishAlerts: (alerts) => this.publishAlerts(alerts),
+      writesSettled: async () => {
+        await Promise.allSettled([...this.writes]);
+      },
     });
   }
 
@@ -122,6 +127,11 @@ export class Billing {
       });
       step.catch(() => undefined); // handled below, once every step has settled (not an unhandled rejection meanwhile)
       appends.push(step);
+      this.writes.add(step);
+      void step.then(
+        () => this.writes.delete(step),
+        () => this.writes.delete(step),
+      );
     }
     // A failed step fails the flush once the others have settled: the
     // recorder retries the whole batch, which the ledger's idempotency makes safe.

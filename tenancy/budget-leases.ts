@@ -103,6 +103,8 @@ export interface BudgetLeasesDeps {
   /** Records per ledger append (the ledger's step size). */
   chunk: number;
   publishAlerts(alerts: BudgetAlert[]): Promise<void>;
+  /** Resolves once the usage recorder's appends in flight now have ended (however they ended). */
+  writesSettled(): Promise<void>;
 }
 
 export class BudgetLeases {
@@ -275,6 +277,9 @@ export class BudgetLeases {
    * stops counting. A failure is retried until the hold expires anyway.
    */
   private async returnLease(project: ProjectLeases, lease: Lease): Promise<void> {
+    // The recorder's appends already on their way carry most of the records: not sent twice (the
+    // ledger would skip them, at the cost of its thread's work per record).
+    await this.deps.writesSettled();
     const records = [...lease.unapplied.values()];
     try {
       const { chunk } = this.deps;
