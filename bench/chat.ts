@@ -18,7 +18,9 @@
 // budget; two more targets call the same Troupe with live keys of a project
 // with a budget (alerts only) and of one with a hard limit (never reached),
 // so the three overheads print side by side. --redis=URL runs Troupe on
-// Redis (the hard limit then costs two script round trips per call).
+// Redis. A hard-limited call is admitted from the replica's lease of the
+// budget (tenancy/budget-leases.ts): a ledger step per lease (about one a
+// second), not two per call as before.
 //
 //   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--ledger-here] [--redis=URL]
 // (--seconds: per round at the fixed rate, and per target at saturation.)

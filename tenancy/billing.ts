@@ -3,9 +3,11 @@
 // budget (reserve → settle), and publishes `budget.alert` once per threshold.
 //
 // The hot path: a call from a test key, or from a project without a hard
-// limit, costs one Map lookup (the replica's budget cache). Only projects
-// with a hard limit pay one atomic ledger step before the provider call and
-// one when it ends. The cache learns of budget changes over the store's
+// limit, costs one Map lookup (the replica's budget cache). A hard-limited
+// project's call is admitted from the replica's lease of its budget and
+// settled into it, in memory (tenancy/budget-leases.ts); only near the limit,
+// where no lease is taken, does a call pay one atomic ledger step before the
+// provider call and one when it ends. The cache learns of budget changes over the store's
 // broadcast channel within milliseconds, and re-reads every `cacheTtlMs`
 // anyway in case a broadcast was missed.
 import type { Clock } from "../core/clock.ts";
@@ -16,7 +18,8 @@ import { noEvents, type EventPublisher } from "../core/organization-events.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { Payer, UsageRecord } from "../providers/usage.ts";
 import type { DataStore } from "./data-store.ts";
-import { alertEventId, periodOf, type BudgetAlert, type LedgerStore, type Reservation, type ReservedPart, type ReserveOutcome, type StoredBudget } from "./ledger.ts";
+import { BudgetLeases, LeaseTicket } from "./budget-leases.ts";
+import { alertEventId, limitNanos, periodOf, type BudgetAlert, type LedgerStore, type Reservation, type ReservedPart, type ReserveOutcome, type StoredBudget } from "./ledger.ts";
 
 const budgetChannel = "budget-changed";
 const cacheTtlMs = 10_000; // 10 s: a missed broadcast heals this fast
@@ -31,6 +34,7 @@ const reservationTtlMs = 15 * 60_000;
  */
 const appendChunk = { redis: 500, embedded: 16 } as const;
 const republishEveryMs = 30_000;
+const settled: Promise<void> = Promise.resolve();
 /**
  * A video job's reservation outlives its job only if the job is lost: jobs
  * end within minutes (each poll is bounded, a stuck task fails the job), and
@@ -48,6 +52,7 @@ export interface HeldParts {
 
 interface CachedBudget {
   hard: boolean;
+  limitNanos: number;
   readAt: number;
 }
 
@@ -67,6 +72,9 @@ export class Billing {
   private readonly events: EventPublisher;
   private readonly budgets = new Map<string, CachedBudget>();
   private republishTimer: NodeJS.Timeout | undefined;
+  private readonly leases: BudgetLeases;
+  /** The usage recorder's appends in flight (a lease's return waits for them). */
+  private readonly writes = new Set<Promise<unknown>>();
 
   constructor(deps: BillingDeps) {
     this.ledger = deps.ledger;
@@ -74,18 +82,36 @@ export class Billing {
     this.clock = deps.clock;
     this.log = deps.log;
     this.events = deps.events ?? noEvents;
+    this.leases = new BudgetLeases({
+      ledger: this.ledger,
+      clock: this.clock,
+      log: this.log,
+      holdTtlMs: reservationTtlMs,
+      chunk: appendChunk[this.ledger.kind],
+      publishAlerts: (alerts) => this.publishAlerts(alerts),
+      writesSettled: async () => {
+        await Promise.allSettled([...this.writes]);
+      },
+    });
   }
 
   async start(): Promise<void> {
-    await this.store.subscribe(budgetChannel, (projectId) => this.budgets.delete(projectId));
+    await this.store.subscribe(budgetChannel, (projectId) => this.forgetBudget(projectId));
     // Alerts claimed before a crash and never published go out now and then periodically.
     void this.republishPending();
     this.republishTimer = setInterval(() => void this.republishPending(), republishEveryMs);
     this.republishTimer.unref();
   }
 
-  stop(): void {
+  /** Returns this replica's budget leases (those without calls in flight; the gateway drains calls first). */
+  async stop(): Promise<void> {
     clearInterval(this.republishTimer);
+    await this.leases.close();
+  }
+
+  private forgetBudget(projectId: string): void {
+    this.budgets.delete(projectId);
+    this.leases.forget(projectId);
   }
 
   /** The usage recorder's flush: appends the batch to the ledger and publishes the alerts it crossed. */
@@ -94,9 +120,18 @@ export class Billing {
     const appends: Array<Promise<BudgetAlert[]>> = [];
     for (let i = 0; i < batch.length; i += chunk) {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-      const step = this.ledger.append(batch.slice(i, i + chunk));
+      const records = batch.slice(i, i + chunk);
+      const step = this.ledger.append(records).then((alerts) => {
+        this.leases.applied(records);
+        return alerts;
+      });
       step.catch(() => undefined); // handled below, once every step has settled (not an unhandled rejection meanwhile)
       appends.push(step);
+      this.writes.add(step);
+      void step.then(
+        () => this.writes.delete(step),
+        () => this.writes.delete(step),
+      );
     }
     // A failed step fails the flush once the others have settled: the
     // recorder retries the whole batch, which the ledger's idempotency makes safe.
@@ -115,19 +150,51 @@ export class Billing {
     if (!payer.live) return undefined;
     const cached = this.budgets.get(payer.project_id);
     const now = this.clock.now();
-    if (cached && !cached.hard && now - cached.readAt < cacheTtlMs) return undefined;
-    return this.admitSlow(payer, estimateNanos, cached, now);
+    if (cached && now - cached.readAt < cacheTtlMs) {
+      if (!cached.hard) return undefined;
+      let estimate: number;
+      try {
+        estimate = Math.max(0, Math.ceil(estimateNanos()));
+      } catch (error) {
+        return Promise.reject(error); // as before, a failed estimate fails the admission's promise, never synchronously
+      }
+      // From the replica's lease: no ledger step (a zero estimate, work of unknown cost, keeps the per-call rule).
+      const ticket = estimate > 0 ? this.leases.take(payer.project_id, estimate, now) : undefined;
+      return ticket ? Promise.resolve(ticket) : this.admitHard(payer, estimate, cached.limitNanos, now);
+    }
+    return this.admitSlow(payer, estimateNanos, now);
   }
 
-  private async admitSlow(payer: Payer, estimateNanos: () => number, cached: CachedBudget | undefined, now: number): Promise<Reservation | undefined> {
-    if (!cached || now - cached.readAt >= cacheTtlMs) {
-      const budget = await this.ledger.getBudget(payer.project_id);
-      cached = { hard: budget?.hard_limit ?? false, readAt: now };
-      this.budgets.set(payer.project_id, cached);
-    }
+  private async admitSlow(payer: Payer, estimateNanos: () => number, now: number): Promise<Reservation | undefined> {
+    const cached = await this.readBudget(payer.project_id, now);
     if (!cached.hard) return undefined;
+    return this.admitHard(payer, Math.max(0, Math.ceil(estimateNanos())), cached.limitNanos, now);
+  }
+
+  private async readBudget(projectId: string, now: number): Promise<CachedBudget> {
+    const budget = await this.ledger.getBudget(projectId);
+    const cached = { hard: budget?.hard_limit ?? false, limitNanos: budget ? limitNanos(budget) : 0, readAt: now };
+    this.budgets.set(projectId, cached);
+    return cached;
+  }
+
+  /**
+   * A hard-limited call that the current lease cannot admit: from a new
+   * lease, else its own reservation. A refusal while this replica holds
+   * leases of the project returns the idle ones and asks once more, so on
+   * one replica a call is never refused for money its own idle lease holds.
+   */
+  private async admitHard(payer: Payer, estimate: number, limit: number, now: number): Promise<Reservation> {
+    if (estimate > 0) {
+      const ticket = await this.leases.takeWithNewLease(payer.project_id, estimate, limit, now);
+      if (ticket) return ticket;
+    }
     const reservation: Reservation = { project_id: payer.project_id, period: periodOf(isoTime(now)), id: prefixedId("rsv", now) };
-    const outcome = await this.ledger.reserve(reservation, Math.max(0, Math.ceil(estimateNanos())), now + reservationTtlMs, now);
+    let outcome = await this.ledger.reserve(reservation, estimate, now + reservationTtlMs, now);
+    if (!outcome.admitted && this.leases.holds(payer.project_id)) {
+      await this.leases.returnIdle(payer.project_id);
+      outcome = await this.ledger.reserve(reservation, estimate, now + reservationTtlMs, now);
+    }
     if (outcome.admitted) return reservation;
     throw exceeded(outcome, reservation.period);
   }
@@ -142,18 +209,19 @@ export class Billing {
     if (!payer.live) return undefined;
     const now = this.clock.now();
     let cached = this.budgets.get(payer.project_id);
-    if (!cached || now - cached.readAt >= cacheTtlMs) {
-      const budget = await this.ledger.getBudget(payer.project_id);
-      cached = { hard: budget?.hard_limit ?? false, readAt: now };
-      this.budgets.set(payer.project_id, cached);
-    }
+    if (!cached || now - cached.readAt >= cacheTtlMs) cached = await this.readBudget(payer.project_id, now);
     if (!cached.hard) return undefined;
     const held: HeldParts = {
       project_id: payer.project_id,
       period: periodOf(isoTime(now)),
       parts: amountsNanos.map((amount, i) => ({ id: `${idPrefix}:${i}`, amount_nanos: Math.max(0, Math.ceil(amount)) })),
     };
-    const outcome = await this.ledger.reserveParts(held, held.parts, now + jobReservationTtlMs, now, false);
+    let outcome = await this.ledger.reserveParts(held, held.parts, now + jobReservationTtlMs, now, false);
+    if (!outcome.admitted && this.leases.holds(payer.project_id)) {
+      // As for a call: never refused for money this replica's idle leases hold.
+      await this.leases.returnIdle(payer.project_id);
+      outcome = await this.ledger.reserveParts(held, held.parts, now + jobReservationTtlMs, now, false);
+    }
     if (!outcome.admitted) throw exceeded(outcome, held.period, held.parts.reduce((sum, p) => sum + p.amount_nanos, 0));
     return held;
   }
@@ -169,9 +237,19 @@ export class Billing {
     for (const id of partIds) await this.ledger.release({ project_id: held.project_id, period: held.period, id });
   }
 
-  /** Bills a reserved call at its real cost and releases its reservation, in one atomic ledger step. */
-  async settle(reservation: Reservation, record: UsageRecord | undefined): Promise<void> {
-    await this.publishAlerts(await this.ledger.append(record ? [record] : [], reservation));
+  /**
+   * Bills a reserved call at its real cost and releases its reservation. A
+   * call admitted from a lease settles in memory (its record is in the usage
+   * journal before the answer, and reaches the ledger with the recorder's
+   * append or the lease's return, whichever comes first); a call that
+   * reserved on its own settles in one atomic ledger step.
+   */
+  settle(reservation: Reservation, record: UsageRecord | undefined): Promise<void> {
+    if (reservation instanceof LeaseTicket) {
+      this.leases.settle(reservation, record);
+      return settled;
+    }
+    return this.ledger.append(record ? [record] : [], reservation).then((alerts) => this.publishAlerts(alerts));
   }
 
   /**
@@ -187,7 +265,7 @@ export class Billing {
 
   async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
     await this.ledger.putBudget(projectId, budget);
-    this.budgets.delete(projectId);
+    this.forgetBudget(projectId);
     await this.store.publish(budgetChannel, projectId);
   }
 

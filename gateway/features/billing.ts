@@ -61,7 +61,7 @@ export async function billingFeature(s: SharedServices, events: EventPublisher, 
     routes: billingRoutes(new UsageReports(s.accounts.orgs, billing, clock)),
     async stop() {
       await recorder?.close();
-      billing.stop();
+      await billing.stop();
     },
   };
 }
