@@ -10,7 +10,7 @@
 // `?organization_id=`, else it acts for the first organization the user
 // joined. Another organization's webhook or delivery answers 404.
 import { z } from "zod";
-import { invalidRequest, TroupeError } from "../../core/errors.ts";
+import { invalidRequest, TroupeError, type ErrorCode } from "../../core/errors.ts";
 import { prefixedId } from "../../core/ids.ts";
 import { callActor, type ActorHost } from "../../actors/host.ts";
 import type { DeliveryWatcher } from "../../actors/webhooks/delivery-events.ts";
@@ -132,6 +132,12 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
 
   // scope "all": a key must grant every category (its scope list is empty).
   const common = { tag: "webhooks", auth: "any" as const, scope: "all" as const };
+  /** What the two lists (webhooks, deliveries) share: a GET of one page, newest first. */
+  const onePage = { ...common, method: "get" as const, query: listQuery, errors: ["not_found", "forbidden"] satisfies ErrorCode[] };
+  /** What one webhook's GET and DELETE share. */
+  const oneWebhook = { ...common, path: "/v1/webhooks/:webhook_id" as const, query: orgQuery, responses: { 200: webhookSchema }, errors: ["not_found", "forbidden"] satisfies ErrorCode[] };
+  /** What the test and retry routes share: a POST answered with the attempt's delivery record (sendNow). */
+  const sendsNow = { ...common, method: "post" as const, query: orgQuery, responses: { 200: deliverySchema }, errors: ["not_found", "conflict", "forbidden"] satisfies ErrorCode[] };
   return [
     defineRoute({
       ...common,
@@ -163,46 +169,27 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       },
     }),
     defineRoute({
-      ...common,
-      method: "get",
+      ...onePage,
       path: "/v1/webhooks",
       summary: "The organization's webhooks (a session), or those made by the key's environment (an API key), newest first",
-      query: listQuery,
       responses: { 200: listOf(webhookSchema) },
-      errors: ["not_found", "forbidden"],
       handler: async (ctx) => {
         const caller = await callerOf(ctx);
         return json(200, await deps.directory.list(caller.organization_id, ctx.query.limit, ctx.query.cursor, caller.environment_id));
       },
     }),
+    defineRoute({ ...oneWebhook, method: "get", summary: "One webhook, with the reason when it was disabled", handler: webhookMethod("get") }),
     defineRoute({
-      ...common,
-      method: "get",
-      path: "/v1/webhooks/:webhook_id",
-      summary: "One webhook, with the reason when it was disabled",
-      query: orgQuery,
-      responses: { 200: webhookSchema },
-      errors: ["not_found", "forbidden"],
-      handler: webhookMethod("get"),
-    }),
-    defineRoute({
-      ...common,
+      ...oneWebhook,
       method: "delete",
-      path: "/v1/webhooks/:webhook_id",
       summary: "Deactivate a webhook: status inactive, pending retries cancelled, no further deliveries",
-      query: orgQuery,
-      responses: { 200: webhookSchema },
-      errors: ["not_found", "forbidden"],
       handler: webhookMethod("deactivate"),
     }),
     defineRoute({
-      ...common,
-      method: "get",
+      ...onePage,
       path: "/v1/webhooks/:webhook_id/deliveries",
       summary: "Delivery history: one record per attempt, newest first",
-      query: listQuery,
       responses: { 200: listOf(deliverySchema) },
-      errors: ["not_found", "forbidden"],
       handler: async (ctx) => {
         const caller = await callerOf(ctx);
         const after = ctx.query.cursor ? (decodeCursor(ctx.query.cursor)?.member ?? null) : null;
@@ -215,13 +202,9 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       },
     }),
     defineRoute({
-      ...common,
-      method: "post",
+      ...sendsNow,
       path: "/v1/webhooks/:webhook_id/test",
       summary: "Send a signed webhook.test event now; answers with the attempt's delivery record",
-      query: orgQuery,
-      responses: { 200: deliverySchema },
-      errors: ["not_found", "conflict", "forbidden"],
       handler: (ctx) =>
         sendNow(ctx, (id, caller) => {
           const now = deps.clock.now();
@@ -230,13 +213,9 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
         }),
     }),
     defineRoute({
-      ...common,
-      method: "post",
+      ...sendsNow,
       path: "/v1/webhooks/:webhook_id/deliveries/:delivery_id/retry",
       summary: "Send that delivery's event again now (same event id); answers with the new attempt's record",
-      query: orgQuery,
-      responses: { 200: deliverySchema },
-      errors: ["not_found", "conflict", "forbidden"],
       handler: (ctx) => sendNow(ctx, (id, caller) => callActor(actors, webhook, id, "retry", { ...caller, delivery_id: deliveryId(ctx.params.delivery_id) })),
     }),
   ];

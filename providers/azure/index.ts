@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { optionalString } from "../../core/env.ts";
 import { defineProvider } from "../descriptor.ts";
-import { createOpenAIAdapter } from "../openai/index.ts";
+import { createOpenAIChatAndEmbeddings } from "../openai/index.ts";
 import { trimSlash } from "../openai/api.ts";
 import type { ProviderAdapter } from "../types.ts";
 import type { UpstreamClient } from "../upstream-request.ts";
@@ -29,18 +29,16 @@ export function azureUrl(opts: Pick<AzureOpenAIOptions, "endpoint" | "apiVersion
 }
 
 export function createAzureOpenAIAdapter(opts: AzureOpenAIOptions): ProviderAdapter {
-  const openai = createOpenAIAdapter({
+  // Chat and embeddings only: Azure's audio and image APIs are not wired.
+  return createOpenAIChatAndEmbeddings({
     provider: "azure",
     baseUrl: opts.endpoint,
     apiKey: opts.apiKey,
     // Accepted by every GA api-version and every chat deployment (max_completion_tokens is newer).
     maxTokensField: "max_tokens",
     dialect: { url: (kind, model) => azureUrl(opts, kind, model), headers: () => ({ "api-key": opts.apiKey }) },
-    ...(opts.client ? { client: opts.client } : {}),
+    client: opts.client,
   });
-  // Chat and embeddings only: Azure's audio and image APIs are not wired.
-  const { provider, chat, chatStream, embed, close } = openai;
-  return { provider, chat, chatStream, embed, close };
 }
 
 export const descriptor = defineProvider({

@@ -4,23 +4,14 @@
 import { z } from "zod";
 import { optionalString } from "../../core/env.ts";
 import { defineProvider } from "../descriptor.ts";
-import { createOpenAIAdapter } from "../openai/index.ts";
+import { createOpenAIChatAndEmbeddings } from "../openai/index.ts";
 import type { ProviderAdapter } from "../types.ts";
 import type { UpstreamClient } from "../upstream-request.ts";
 import { mistralDialect } from "./dialect.ts";
 import { mistralModels } from "./models.ts";
 
 export function createMistralAdapter(opts: { baseUrl: string; apiKey: string; client?: UpstreamClient | undefined }): ProviderAdapter {
-  const openai = createOpenAIAdapter({
-    provider: "mistral",
-    baseUrl: opts.baseUrl,
-    apiKey: opts.apiKey,
-    maxTokensField: "max_tokens",
-    dialect: mistralDialect,
-    ...(opts.client ? { client: opts.client } : {}),
-  });
-  const { provider, chat, chatStream, embed, close } = openai;
-  return { provider, chat, chatStream, embed, close };
+  return createOpenAIChatAndEmbeddings({ ...opts, provider: "mistral", maxTokensField: "max_tokens", dialect: mistralDialect });
 }
 
 export const descriptor = defineProvider({

@@ -20,7 +20,7 @@ export interface OpenAIAdapterOptions {
   /** A provider speaking OpenAI's format with differences (azure/, mistral/). */
   dialect?: OpenAIDialect;
   /** Injected in tests; defaults to a keep-alive HTTP/1.1 client (http1/) owned by the adapter. */
-  client?: UpstreamClient;
+  client?: UpstreamClient | undefined;
 }
 
 export function createOpenAIAdapter(opts: OpenAIAdapterOptions): ProviderAdapter {
@@ -45,6 +45,16 @@ export function createOpenAIAdapter(opts: OpenAIAdapterOptions): ProviderAdapter
       if (owned) await client.close();
     },
   };
+}
+
+/**
+ * A provider that speaks OpenAI's chat and embeddings through a dialect
+ * (azure/, mistral/): the adapter without audio and images, so the router
+ * never sends those calls there.
+ */
+export function createOpenAIChatAndEmbeddings(opts: OpenAIAdapterOptions & { provider: string; dialect: OpenAIDialect }): ProviderAdapter {
+  const { provider, chat, chatStream, embed, close } = createOpenAIAdapter(opts);
+  return { provider, chat, chatStream, embed, close };
 }
 
 /** OPENAI_API_KEY turns OpenAI on. */

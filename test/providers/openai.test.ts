@@ -1,4 +1,7 @@
 import t from "tap";
+import { createAzureOpenAIAdapter } from "../../providers/azure/index.ts";
+import { adapterServesCategory } from "../../providers/media-types.ts";
+import { createMistralAdapter } from "../../providers/mistral/index.ts";
 import { createOpenAIAdapter } from "../../providers/openai/index.ts";
 import { mapOpenAIFinishReason } from "../../providers/openai/map-openai-finish-reason.ts";
 import { ProviderCallError } from "../../providers/errors.ts";
@@ -123,4 +126,21 @@ t.test("openai-compatible: own name, max_tokens (not max_completion_tokens), opt
   t.equal(body.max_tokens, 7);
   t.notOk("max_completion_tokens" in body);
   t.notOk("authorization" in local.requests[0]!.headers, "no key, no Authorization header");
+});
+
+t.test("Azure and Mistral, on this adapter, serve chat and embeddings only: the router plans no audio or image call there", async (t) => {
+  const narrowed = [
+    createAzureOpenAIAdapter({ endpoint: fake.url, apiKey: "k", apiVersion: "2024-10-21", deployments: {} }),
+    createMistralAdapter({ baseUrl: `${fake.url}/v1`, apiKey: "k" }),
+  ];
+  for (const a of narrowed) {
+    const served = ["chat", "embedding", "audio", "image", "video"].filter((category) => adapterServesCategory(a, category));
+    t.same(served, ["chat", "embedding"], a.provider);
+    await a.close?.();
+  }
+  t.same(
+    ["audio", "image"].filter((category) => adapterServesCategory(adapter, category)),
+    ["audio", "image"],
+    "OpenAI itself serves both",
+  );
 });

@@ -5,6 +5,7 @@
 import t from "tap";
 import { Catalogue } from "../../providers/catalogue.ts";
 import { UsageMeter, type UsageContext, type UsageRecord } from "../../providers/usage.ts";
+import { usageRecord } from "../support/usage-record.ts";
 
 const catalogue = Catalogue.load();
 const context: UsageContext = {
@@ -22,25 +23,17 @@ t.test("a call's context and figures become one priced record", async (t) => {
   // A chat result as the router returns it: extra fields are not copied into the record.
   const result = { content: "hi", finish_reason: "stop", model: "gpt-4.1-mini", provider: "openai", input_tokens: 1_000_000, output_tokens: 500_000, tool_calls: null };
   meter.record(context, "chat", result);
+  // The fixture's defaults are this context's ids and a gpt-4.1-mini chat call; the figures are the result's, priced.
   t.same(records, [
-    {
-      organization_id: "org_1",
-      project_id: "prj_1",
-      environment_id: "env_1",
-      api_key_id: "key_1",
-      live: true,
-      category: "chat",
-      model: "gpt-4.1-mini",
-      provider: "openai",
+    usageRecord({
       input_tokens: 1_000_000,
       output_tokens: 500_000,
-      units: 0,
       cost_usd: 1.2,
       cost_nanos: 1_200_000_000,
       request_id: "req_42",
       usage_key: "req_42",
       created_at: "2026-01-02T03:04:05.000Z",
-    },
+    }),
   ]);
   t.ok(records[0]!.cost_usd > 0, "priced from the catalogue");
 

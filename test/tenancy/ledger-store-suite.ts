@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { Test } from "tap";
 import type { UsageRecord } from "../../providers/usage.ts";
 import type { LedgerStore, StoredBudget } from "../../tenancy/ledger.ts";
+import { usageRecord } from "../support/usage-record.ts";
 
 export interface LedgerTarget {
   name: string;
@@ -38,30 +39,8 @@ export function directoryTarget(name: string, open: (dir: string) => LedgerStore
   };
 }
 
-let n = 0;
-export function usage(overrides: Partial<UsageRecord> = {}): UsageRecord {
-  n += 1;
-  const request_id = overrides.request_id ?? `req_${process.pid}_${n}`;
-  return {
-    organization_id: "org_1",
-    project_id: "prj_1",
-    environment_id: "env_1",
-    api_key_id: "key_1",
-    live: true,
-    category: "chat",
-    model: "gpt-4.1-mini",
-    provider: "openai",
-    input_tokens: 10,
-    output_tokens: 5,
-    units: 0,
-    cost_usd: 0.000001,
-    cost_nanos: 1000,
-    request_id,
-    usage_key: overrides.usage_key ?? request_id,
-    created_at: "2026-03-15T10:00:00.000Z",
-    ...overrides,
-  };
-}
+/** The suite's records; the ledger tests import it from here. */
+export const usage = usageRecord;
 
 const budget = (limitUsd: number, hard: boolean, thresholds = [0.5, 0.8, 1]): StoredBudget => ({
   monthly_limit_usd: limitUsd,
