@@ -14,6 +14,9 @@ import { generationsPerWindow, liveGenerations } from "../../tenancy/ledger-entr
 import type { LedgerStore } from "../../tenancy/ledger.ts";
 import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
 import { startTestRedis } from "../support/redis.ts";
+
+// Key prefixes of this run: on a shared Redis (CI's, a developer's) an earlier run's hashes live on until Redis expires them.
+const run = `${prefixedId("run")}:`;
 import { usage } from "./ledger-store-suite.ts";
 
 const retentionMs = 60_000;
@@ -152,29 +155,29 @@ t.test("redis: a generation's hash expires; the counters stay", async (t) => {
   const redis = { url: server.url, client: new Redis(server.url) };
   t.teardown(() => redis.client.quit());
   const shortMs = 1_000;
-  const ledger = new RedisLedgerStore(redis.url, "ret:", shortMs);
+  const ledger = new RedisLedgerStore(redis.url, `${run}ret:`, shortMs);
   t.teardown(() => ledger.close());
   const now = new Date().toISOString();
   const first = usage({ project_id: "prj_ret", created_at: now });
   await ledger.append([first]);
   await ledger.append([first]);
   t.equal((await ledger.records("prj_ret", now.slice(0, 7))).length, 1, "billed once within the window");
-  const memory = await redis.client.call("MEMORY", "USAGE", (await redis.client.keys("ret:calls:*"))[0] ?? "");
+  const memory = await redis.client.call("MEMORY", "USAGE", (await redis.client.keys(`${run}ret:calls:*`))[0] ?? "");
   t.ok(Number(memory) < 400, `one entry's hash: ${String(memory)} bytes`);
   await new Promise((resolve) => setTimeout(resolve, 1.6 * shortMs));
-  t.same(await redis.client.keys("ret:calls:*"), [], "Redis expired the generation");
+  t.same(await redis.client.keys(`${run}ret:calls:*`), [], "Redis expired the generation");
   t.same(await ledger.records("prj_ret", now.slice(0, 7)), []);
   const rows = await ledger.usageRows("prj_ret", now.slice(0, 7), now.slice(0, 7));
   t.equal(rows.reduce((sum, row) => sum + row.calls, 0), 1, "the report still counts the call");
   // Compact: 2,000 calls of one key and model (the default window: no expiry while measured).
-  const lasting = new RedisLedgerStore(redis.url, "compact:");
+  const lasting = new RedisLedgerStore(redis.url, `${run}compact:`);
   t.teardown(() => lasting.close());
   const batch = Array.from({ length: 2_000 }, () => {
     const request_id = prefixedId("req");
     return usage({ project_id: "prj_compact", request_id, usage_key: request_id, created_at: new Date().toISOString() });
   });
   await lasting.append(batch);
-  const [hash] = await redis.client.keys("compact:calls:*");
+  const [hash] = await redis.client.keys(`${run}compact:calls:*`);
   const bytes = Number(await redis.client.call("MEMORY", "USAGE", hash ?? "", "SAMPLES", "0"));
   t.ok(bytes / 2_000 <= 200, `${(bytes / 2_000).toFixed(0)} bytes of Redis memory per entry`);
 });
@@ -184,7 +187,7 @@ t.test("redis: the generations read and written hold the last window's calls and
   t.teardown(() => server.stop());
   // A clock from now on (Redis expires each hash at its generation's end by its own clock, later than this test runs).
   let now = Date.now();
-  const ledger = new RedisLedgerStore(server.url, "flat:", retentionMs, () => now);
+  const ledger = new RedisLedgerStore(server.url, `${run}flat:`, retentionMs, () => now);
   t.teardown(() => ledger.close());
   const held = await heldPerStep(ledger, () => (now += retentionMs / 10));
   assertFlat(t, held);
