@@ -37,6 +37,7 @@ export async function createVectorIndex(config: Omit<VectorsConfig, "indexModel"
     model: config.indexModel,
     dimensions: deps.dimensions,
     limits: config.limits,
+    graph: { fromRows: config.hnswFromRows },
     ...(logger ? { logger } : {}),
   });
 }
