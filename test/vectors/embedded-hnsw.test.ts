@@ -98,7 +98,7 @@ t.test("removed and replaced records are never returned; another organization is
     created_at: now,
   }));
   await index.add(intruders);
-  const intruderIds = new Set(intruders.map((r) => r.id));
+  const intruderIds = new Set<string>(intruders.map((r) => r.id));
   const before = await Promise.all(Array.from({ length: 20 }, (_, q) => index.search("org-a", row(queries, q), k, { metadataKind: "doc" })));
   // Move each query's best hit to another kind (removed from this partition) and
   // give each second-best a far vector (replaced in the graph).
