@@ -189,6 +189,8 @@ export class VectorPartition {
     if (count === 0) return [];
     const limit = Math.min(k, count);
     if (this.kernel === "js") return this.hits(this.topByJsLoop(query, limit));
+    // A search between a batch's apply and its graph insert (or a build) must still see every row.
+    if (this.graphBehind) this.syncGraph();
     if (this.graph && this.graph.size > 0) return this.hits(this.topByGraph(query, limit));
     if (count < this.quantizeFromRows) return this.hits(this.topByFloat32(query, limit));
     return this.hits(this.topByInt8ThenRescore(query, limit));
