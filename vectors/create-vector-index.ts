@@ -18,7 +18,10 @@ export interface VectorIndexDeps {
 }
 
 /** `indexModel`: the model the index is built with (gateway/index-model.ts resolves it when unset). */
-export async function createVectorIndex(config: Omit<VectorsConfig, "indexModel"> & { indexModel: string }, deps: VectorIndexDeps): Promise<VectorIndex> {
+export async function createVectorIndex(
+  config: Omit<VectorsConfig, "indexModel" | "hnswFromRows"> & { indexModel: string; hnswFromRows?: number },
+  deps: VectorIndexDeps,
+): Promise<VectorIndex> {
   const logger = deps.logger?.child({ component: "vectors" });
   if (config.elasticsearchUrl) {
     const { ElasticsearchVectorIndex } = await import("./elasticsearch-vector-index.ts");
@@ -37,6 +40,7 @@ export async function createVectorIndex(config: Omit<VectorsConfig, "indexModel"
     model: config.indexModel,
     dimensions: deps.dimensions,
     limits: config.limits,
+    ...(config.hnswFromRows === undefined ? {} : { graph: { fromRows: config.hnswFromRows } }),
     ...(logger ? { logger } : {}),
   });
 }

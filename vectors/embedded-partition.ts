@@ -11,7 +11,14 @@
 // |q·x − q̃·x̃| ≤ ‖q − q̃‖ + ‖x − x̃‖. Rescoring stops once no remaining row can
 // beat the current k-th exact score; if the candidates run out first, the
 // search falls back to a float32 pass. Results are exact either way.
+//
+// Partitions from GraphSettings.fromRows rows are searched approximately
+// instead: a usearch HNSW graph over the same int8 copies proposes
+// candidates, rescored in float32 (partition-graph.ts). Small partitions,
+// and every partition when no graph settings are given, stay exact.
 import type usearchModule from "usearch";
+import { PartitionGraph, type GraphSettings } from "./partition-graph.ts";
+import { dot, quantize, TopK, vectorChecksum } from "./partition-math.ts";
 
 let usearch: typeof usearchModule | undefined;
 
@@ -22,6 +29,10 @@ let usearch: typeof usearchModule | undefined;
  */
 export async function loadUsearch(): Promise<void> {
   usearch ??= (await import("usearch")).default;
+}
+
+export function loadedUsearchModule(): typeof usearchModule {
+  return loadedUsearch();
 }
 
 function loadedUsearch(): typeof usearchModule {
@@ -50,12 +61,31 @@ export interface PartitionOptions {
   kernel: ExactSearchKernel;
   /** Below this many rows a float32 pass is as fast; tests lower it to exercise the int8 path. */
   quantizeFromRows?: number;
+  /** Approximate search for large partitions; absent: always exact. */
+  graph?: Readonly<GraphSettings>;
+}
+
+/** What a saved graph knew about each record: the label it has there and its vector's checksum. */
+export interface SavedGraphEntry {
+  label: number;
+  checksum: number;
+}
+
+/** The partition's rows as a graph snapshot needs them, in row order. */
+export interface GraphSnapshotRows {
+  ids: string[];
+  labels: Float64Array;
+  checksums: Uint32Array;
 }
 
 /** Counters for the bench and tests: how often the int8 step had to fall back. */
 export interface SearchStats {
   quantized: number;
   fallbacks: number;
+  /** Searches answered through the HNSW graph. */
+  approximate: number;
+  /** Milliseconds spent inserting into the graph (the build, then each batch). */
+  graphInsertMs: number;
 }
 
 const initialCapacityRows = 64;
@@ -67,7 +97,7 @@ const boundSlack = 1e-3;
 
 export class VectorPartition {
   readonly dimensions: number;
-  readonly stats: SearchStats = { quantized: 0, fallbacks: 0 };
+  readonly stats: SearchStats = { quantized: 0, fallbacks: 0, approximate: 0, graphInsertMs: 0 };
   private data: Float32Array;
   private quantized: Int8Array;
   /** ‖x − x̃‖ per row, x̃ the unit vector of the row's int8 copy. */
@@ -78,6 +108,18 @@ export class VectorPartition {
   private readonly rowById = new Map<string, number>();
   private readonly kernel: ExactSearchKernel;
   private readonly quantizeFromRows: number;
+  private readonly graphSettings: Readonly<GraphSettings> | undefined;
+  /** Per row: the label its current vector has in the graph (never reused). */
+  private labels: Float64Array;
+  /** Per row: vectorChecksum of its unit vector. */
+  private checksums: Uint32Array;
+  private readonly rowByLabel = new Map<number, number>();
+  private nextLabel = 0;
+  private graph: PartitionGraph | undefined;
+  /** Labels stored since the graph last caught up (inserted in one batch: one thread pool per call). */
+  private pendingLabels: number[] = [];
+  /** Whether the graph changed since it was last saved or loaded. */
+  graphChanged = false;
 
   constructor(dimensions: number, options: PartitionOptions) {
     this.dimensions = dimensions;
@@ -86,6 +128,9 @@ export class VectorPartition {
     this.data = new Float32Array(initialCapacityRows * dimensions);
     this.quantized = new Int8Array(initialCapacityRows * dimensions);
     this.residuals = new Float32Array(initialCapacityRows);
+    this.graphSettings = options.graph;
+    this.labels = new Float64Array(initialCapacityRows);
+    this.checksums = new Uint32Array(initialCapacityRows);
   }
 
   get size(): number {
@@ -102,7 +147,13 @@ export class VectorPartition {
       this.rowById.set(entry.id, row);
     } else {
       this.entries[row] = entry;
+      this.forgetLabel(this.labels[row] as number);
     }
+    const label = this.nextLabel++;
+    this.labels[row] = label;
+    this.rowByLabel.set(label, row);
+    this.checksums[row] = vectorChecksum(unit);
+    if (this.graph) this.pendingLabels.push(label);
     this.data.set(unit, row * this.dimensions);
     const residual = quantize(unit, this.quantized.subarray(row * this.dimensions, (row + 1) * this.dimensions));
     this.residuals[row] = residual;
@@ -113,6 +164,7 @@ export class VectorPartition {
   remove(id: string): void {
     const row = this.rowById.get(id);
     if (row === undefined) return;
+    this.forgetLabel(this.labels[row] as number);
     const last = this.entries.length - 1;
     if (row !== last) {
       const moved = this.entries[last] as PartitionEntry;
@@ -122,6 +174,10 @@ export class VectorPartition {
       this.data.copyWithin(row * d, last * d, (last + 1) * d);
       this.quantized.copyWithin(row * d, last * d, (last + 1) * d);
       this.residuals[row] = this.residuals[last] as number;
+      const movedLabel = this.labels[last] as number;
+      this.labels[row] = movedLabel;
+      this.checksums[row] = this.checksums[last] as number;
+      this.rowByLabel.set(movedLabel, row);
     }
     this.entries.pop();
     this.rowById.delete(id);
@@ -133,6 +189,9 @@ export class VectorPartition {
     if (count === 0) return [];
     const limit = Math.min(k, count);
     if (this.kernel === "js") return this.hits(this.topByJsLoop(query, limit));
+    // A search between a batch's apply and its graph insert (or a build) must still see every row.
+    if (this.graphBehind) this.syncGraph();
+    if (this.graph && this.graph.size > 0) return this.hits(this.topByGraph(query, limit));
     if (count < this.quantizeFromRows) return this.hits(this.topByFloat32(query, limit));
     return this.hits(this.topByInt8ThenRescore(query, limit));
   }
@@ -144,6 +203,118 @@ export class VectorPartition {
       if (entry !== undefined) hits.push({ entry, cosine });
     }
     return hits;
+  }
+
+  /** Whether the graph should be built or has rows to catch up on (syncGraph needs usearch loaded). */
+  get graphBehind(): boolean {
+    if (this.graph) return this.pendingLabels.length > 0;
+    return this.graphSettings !== undefined && this.kernel === "usearch" && this.entries.length >= this.graphSettings.fromRows;
+  }
+
+  /** Rows waiting to be inserted into the graph. */
+  get pendingGraphRows(): number {
+    return this.pendingLabels.length;
+  }
+
+  get hasGraph(): boolean {
+    return this.graph !== undefined;
+  }
+
+  /**
+   * Builds the graph once the partition reaches GraphSettings.fromRows rows,
+   * or inserts the rows stored since the last call. Blocking (usearch inserts
+   * on every core); call after a batch is applied and after a load.
+   */
+  syncGraph(): void {
+    if (!this.graphBehind) return;
+    const settings = this.graphSettings;
+    if (!settings) return;
+    const startedMs = performance.now();
+    if (!this.graph) {
+      this.graph = PartitionGraph.create(loadedUsearch(), this.dimensions, settings);
+      this.pendingLabels = Array.from(this.labels.subarray(0, this.entries.length));
+    }
+    const live = this.pendingLabels.filter((label) => this.rowByLabel.has(label));
+    this.pendingLabels = [];
+    const d = this.dimensions;
+    // Chunks bound the temporary copy (a 1,000,000-row first build would copy 768 MB at once).
+    for (let from = 0; from < live.length; from += 65_536) {
+      const chunk = live.slice(from, from + 65_536);
+      const vectors = new Int8Array(chunk.length * d);
+      const keys = new BigUint64Array(chunk.length);
+      chunk.forEach((label, i) => {
+        const row = this.rowByLabel.get(label) as number;
+        vectors.set(this.quantized.subarray(row * d, (row + 1) * d), i * d);
+        keys[i] = BigInt(label);
+      });
+      this.graph.add(keys, vectors);
+    }
+    if (live.length > 0) this.graphChanged = true;
+    this.stats.graphInsertMs += performance.now() - startedMs;
+  }
+
+  /** Ids, labels and checksums in row order, with the graph to save beside them (undefined: no graph). */
+  graphSnapshot(): { rows: GraphSnapshotRows; graph: PartitionGraph } | undefined {
+    if (!this.graph) return undefined;
+    const count = this.entries.length;
+    return {
+      rows: { ids: this.entries.map((entry) => entry.id), labels: this.labels.slice(0, count), checksums: this.checksums.slice(0, count) },
+      graph: this.graph,
+    };
+  }
+
+  /**
+   * Adopts a graph loaded from disk. Records whose saved vector still matches
+   * keep their node; the others (new or changed since the save) are queued for
+   * insertion and the nodes of removed or changed records are removed.
+   */
+  adoptGraph(graph: PartitionGraph, saved: ReadonlyMap<string, SavedGraphEntry>): void {
+    const kept = new Set<number>();
+    let maxLabel = -1;
+    for (const entry of saved.values()) maxLabel = Math.max(maxLabel, entry.label);
+    this.rowByLabel.clear();
+    this.pendingLabels = [];
+    this.nextLabel = Math.max(this.nextLabel, maxLabel + 1);
+    for (let row = 0; row < this.entries.length; row++) {
+      const before = saved.get((this.entries[row] as PartitionEntry).id);
+      const label = before !== undefined && before.checksum === this.checksums[row] ? before.label : this.nextLabel++;
+      if (label === before?.label) kept.add(label);
+      else this.pendingLabels.push(label);
+      this.labels[row] = label;
+      this.rowByLabel.set(label, row);
+    }
+    let removed = 0;
+    for (const entry of saved.values()) {
+      if (kept.has(entry.label)) continue;
+      graph.remove(entry.label);
+      removed++;
+    }
+    this.graph = graph;
+    this.graphChanged = removed > 0 || this.pendingLabels.length > 0;
+  }
+
+  /** The label leaves the partition: out of the label map and out of the graph. */
+  private forgetLabel(label: number): void {
+    this.rowByLabel.delete(label);
+    this.graph?.remove(label);
+  }
+
+  private topByGraph(query: Float32Array, limit: number): Array<{ row: number; cosine: number }> {
+    this.stats.approximate++;
+    const settings = this.graphSettings as Readonly<GraphSettings>;
+    const d = this.dimensions;
+    const queryInt8 = new Int8Array(d);
+    quantize(query, queryInt8);
+    const matches = (this.graph as PartitionGraph).search(queryInt8, Math.max(limit, settings.candidates));
+    const best = new TopK(limit);
+    for (const key of matches.labels) {
+      const row = this.rowByLabel.get(Number(key));
+      // A label the partition no longer holds: a record removed or replaced since.
+      if (row !== undefined) best.offer(row, dot(this.data, row * d, query, d));
+    }
+    // Too few live nodes reached (a graph thinned by removals): answer exactly.
+    if (!best.full) return this.entries.length < this.quantizeFromRows ? this.topByFloat32(query, limit) : this.topByInt8ThenRescore(query, limit);
+    return best.sorted();
   }
 
   private topByInt8ThenRescore(query: Float32Array, limit: number): Array<{ row: number; cosine: number }> {
@@ -212,80 +383,12 @@ export class VectorPartition {
     const residuals = new Float32Array(rows);
     residuals.set(this.residuals);
     this.residuals = residuals;
+    const labels = new Float64Array(rows);
+    labels.set(this.labels);
+    this.labels = labels;
+    const checksums = new Uint32Array(rows);
+    checksums.set(this.checksums);
+    this.checksums = checksums;
   }
 }
 
-function dot(rows: Float32Array, offset: number, query: Float32Array, d: number): number {
-  let s0 = 0;
-  let s1 = 0;
-  let j = 0;
-  for (; j + 1 < d; j += 2) {
-    s0 += (rows[offset + j] as number) * (query[j] as number);
-    s1 += (rows[offset + j + 1] as number) * (query[j + 1] as number);
-  }
-  if (j < d) s0 += (rows[offset + j] as number) * (query[j] as number);
-  return s0 + s1;
-}
-
-/**
- * Writes round(x / max|x| · 127) into `out` and returns ‖x − x̃‖, x̃ the unit
- * vector along the int8 values. Per-vector scaling uses the whole int8 range.
- */
-function quantize(unit: Float32Array, out: Int8Array): number {
-  const d = unit.length;
-  let maxAbs = 0;
-  for (let j = 0; j < d; j++) maxAbs = Math.max(maxAbs, Math.abs(unit[j] as number));
-  const scale = maxAbs > 0 ? 127 / maxAbs : 0;
-  let sumSquares = 0;
-  for (let j = 0; j < d; j++) {
-    const q = Math.round((unit[j] as number) * scale);
-    out[j] = q;
-    sumSquares += q * q;
-  }
-  if (sumSquares === 0) return 2;
-  const inverseNorm = 1 / Math.sqrt(sumSquares);
-  let residualSquares = 0;
-  for (let j = 0; j < d; j++) residualSquares += ((unit[j] as number) - (out[j] as number) * inverseNorm) ** 2;
-  return Math.sqrt(residualSquares);
-}
-
-/** The best `k` (row, score) pairs seen, kept sorted (k ≤ 100: insertion is cheap). */
-class TopK {
-  readonly k: number;
-  private readonly rows: Int32Array;
-  private readonly scores: Float64Array;
-  private size = 0;
-
-  constructor(k: number) {
-    this.k = k;
-    this.rows = new Int32Array(k);
-    this.scores = new Float64Array(k);
-  }
-
-  get full(): boolean {
-    return this.size === this.k;
-  }
-
-  /** The k-th best score (only meaningful when full). */
-  get threshold(): number {
-    return this.scores[this.k - 1] as number;
-  }
-
-  offer(row: number, score: number): void {
-    if (this.full && score <= this.threshold) return;
-    let at = this.full ? this.k - 1 : this.size++;
-    while (at > 0 && (this.scores[at - 1] as number) < score) {
-      this.scores[at] = this.scores[at - 1] as number;
-      this.rows[at] = this.rows[at - 1] as number;
-      at--;
-    }
-    this.scores[at] = score;
-    this.rows[at] = row;
-  }
-
-  sorted(): Array<{ row: number; cosine: number }> {
-    const out: Array<{ row: number; cosine: number }> = [];
-    for (let i = 0; i < this.size; i++) out.push({ row: this.rows[i] as number, cosine: this.scores[i] as number });
-    return out;
-  }
-}

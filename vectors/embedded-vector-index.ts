@@ -5,6 +5,11 @@
 // organization partitions (isolation by construction: a search only ever
 // reads its own organization's partitions). The per-organization quota is
 // counted from memory plus the new ids of batches not yet applied.
+//
+// Partitions from `graph.fromRows` rows (VECTOR_HNSW_FROM_ROWS) are searched
+// through a usearch HNSW graph (approximate, distances still exact); their
+// graphs are saved under graphs/ at close and after a start that had to build
+// or repair one, and loaded back at open (graph-snapshot.ts).
 import { mkdir, open as openFile, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
@@ -12,6 +17,9 @@ import { z } from "zod";
 import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import type { Logger } from "../core/log.ts";
 import { loadUsearch, VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
+import { openPartitionGraphs, saveChangedGraphs, type GraphContext, type GraphOpenStats } from "./embedded-graphs.ts";
+import { removeGraphSnapshot } from "./graph-snapshot.ts";
+import { defaultGraphSettings, type GraphSettings } from "./partition-graph.ts";
 import {
   assertSameIndexMeta,
   assertValidIndexMeta,
@@ -43,6 +51,8 @@ export interface EmbeddedVectorIndexOptions {
   quantizeFromRows?: number;
   /** Size caps and the per-organization quota (default: defaultVectorLimits). */
   limits?: Readonly<VectorLimits>;
+  /** HNSW for large partitions (default defaultGraphSettings); fromRows 0 keeps every partition exact. */
+  graph?: Partial<GraphSettings>;
   logger?: Logger;
 }
 
@@ -71,6 +81,8 @@ export class EmbeddedVectorIndex implements VectorIndex {
   private readonly directory: string;
   private readonly partitionOptions: PartitionOptions;
   private readonly logger: Logger | undefined;
+  private readonly graphDirectory: string;
+  graphOpenStats: GraphOpenStats = { loaded: 0, built: 0, caughtUp: 0, ms: 0 };
   private db: RootDatabase<StoredValue, [string, string]> | undefined;
   /** organization → kind → partition. */
   private readonly organizations = new Map<string, Map<string, VectorPartition>>();
@@ -90,10 +102,13 @@ export class EmbeddedVectorIndex implements VectorIndex {
     this.model = options.model;
     this.dimensions = options.dimensions;
     this.limits = options.limits ?? defaultVectorLimits;
+    const graph = { ...defaultGraphSettings, ...options.graph };
     this.partitionOptions = {
       kernel: options.kernel ?? "usearch",
       ...(options.quantizeFromRows === undefined ? {} : { quantizeFromRows: options.quantizeFromRows }),
+      ...(graph.fromRows > 0 ? { graph } : {}),
     };
+    this.graphDirectory = join(this.directory, "graphs");
     this.logger = options.logger;
     assertValidIndexMeta({ model: this.model, dimensions: this.dimensions });
   }
@@ -129,7 +144,14 @@ export class EmbeddedVectorIndex implements VectorIndex {
       throw new Error(`vector index ${this.directory} holds an unreadable record: ${(error as Error).message}`, { cause: error });
     }
     this.db = db;
-    this.logger?.info("vector index loaded", { backend: "embedded", directory: this.directory, records: loaded, ms: Math.round(performance.now() - startedMs) });
+    this.graphOpenStats = await openPartitionGraphs(this.organizations, this.graphContext());
+    this.logger?.info("vector index loaded", {
+      backend: "embedded",
+      directory: this.directory,
+      records: loaded,
+      ms: Math.round(performance.now() - startedMs),
+      graphs: this.graphOpenStats,
+    });
   }
 
   async add(records: readonly VectorRecord[]): Promise<void> {
@@ -150,9 +172,15 @@ export class EmbeddedVectorIndex implements VectorIndex {
         await previous.catch(() => undefined);
         await written;
         await db.flushed;
-        for (const record of checked) this.applyOne(record.organization_id, record.id, toStored(record), record.metadata, record.unit);
+        const touched = new Set<VectorPartition>();
+        for (const record of checked) touched.add(this.applyOne(record.organization_id, record.id, toStored(record), record.metadata, record.unit));
         // Counted by kindById from here on: released in the same step.
         this.release(reservation);
+        for (const partition of touched) {
+          if (!partition.graphBehind) continue;
+          await loadUsearch();
+          partition.syncGraph();
+        }
       })();
       this.applyTail = applied;
       await applied;
@@ -203,6 +231,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
       for (const key of keys) void db.remove(key);
     });
     await db.flushed;
+    for (const kind of this.organizations.get(organizationId)?.keys() ?? []) removeGraphSnapshot(this.graphDirectory, organizationId, kind);
     this.organizations.delete(organizationId);
     this.kindById.delete(organizationId);
     return keys.length;
@@ -213,6 +242,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     if (!db) return;
     await this.applyTail.catch(() => undefined);
     this.db = undefined;
+    saveChangedGraphs(this.organizations, this.graphContext());
     this.organizations.clear();
     this.kindById.clear();
     await db.close();
@@ -258,17 +288,19 @@ export class EmbeddedVectorIndex implements VectorIndex {
 
   /** How many searches used the int8 step, and how many of those fell back to float32. */
   searchStats(): SearchStats {
-    const total: SearchStats = { quantized: 0, fallbacks: 0 };
+    const total: SearchStats = { quantized: 0, fallbacks: 0, approximate: 0, graphInsertMs: 0 };
     for (const partitions of this.organizations.values()) {
       for (const partition of partitions.values()) {
         total.quantized += partition.stats.quantized;
         total.fallbacks += partition.stats.fallbacks;
+        total.approximate += partition.stats.approximate;
+        total.graphInsertMs += partition.stats.graphInsertMs;
       }
     }
     return total;
   }
 
-  private applyOne(organizationId: string, id: string, value: StoredValue, metadata: Record<string, unknown>, unit: Float32Array): void {
+  private applyOne(organizationId: string, id: string, value: StoredValue, metadata: Record<string, unknown>, unit: Float32Array): VectorPartition {
     const kindValue = metadata["kind"];
     const kind = typeof kindValue === "string" ? kindKey(kindValue) : noKind;
     let partitions = this.organizations.get(organizationId);
@@ -288,6 +320,16 @@ export class EmbeddedVectorIndex implements VectorIndex {
     }
     partition.upsert({ id, content: value.content, metadataJson: value.metadata, model: value.model }, unit);
     kinds.set(id, kind);
+    return partition;
+  }
+
+  private graphContext(): GraphContext {
+    return {
+      directory: this.graphDirectory,
+      dimensions: this.dimensions,
+      ...(this.partitionOptions.graph ? { settings: this.partitionOptions.graph } : {}),
+      ...(this.logger ? { logger: this.logger } : {}),
+    };
   }
 
   private requireOpen(): Database<StoredValue, [string, string]> {

@@ -55,13 +55,13 @@ export function row(dataset: Dataset, index: number): Float32Array {
   return dataset.vectors.subarray(index * dataset.dimensions, (index + 1) * dataset.dimensions);
 }
 
-/** Exact top-k rows per query (usearch brute force, all cores): the recall reference. */
+/** Exact top-k rows per query (usearch brute force, all cores, one batch): the recall reference. */
 export function exactTopK(dataset: Dataset, queries: Dataset, k: number): number[][] {
   const truth: number[][] = [];
+  const matches = usearch.exactSearch(dataset.vectors, queries.vectors.slice(), dataset.dimensions, k, usearch.MetricKind.IP, 0);
   for (let q = 0; q < queries.count; q++) {
-    // slice(): usearch reads a typed array from its buffer's start, ignoring byteOffset.
-    const matches = usearch.exactSearch(dataset.vectors, row(queries, q).slice(), dataset.dimensions, k, usearch.MetricKind.IP, 0);
-    truth.push(Array.from(matches.keys, (key) => Number(key)));
+    const one = matches instanceof usearch.BatchMatches ? matches.get(q) : matches;
+    truth.push(Array.from(one.keys, (key) => Number(key)));
   }
   return truth;
 }
