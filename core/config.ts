@@ -76,7 +76,7 @@ const envSchema = z.object({
   /** Records one organization may hold in the vector index; more answers 403 quota_exceeded. */
   VECTOR_INDEX_QUOTA_PER_ORG: int(1, 1_000_000_000).default(100_000),
   /** Embedded index: a partition (organization × metadata.kind) from this many records is searched through an HNSW graph (approximate); smaller ones exactly. 0 = always exact. */
-  VECTOR_HNSW_FROM_ROWS: int(0, 1_000_000_000).default(20_000),
+  VECTOR_HNSW_FROM_ROWS: int(0, 1_000_000_000).default(0),
 
   DAPR_HOST: z.string().default("127.0.0.1"),
   DAPR_HTTP_PORT: int(1, 65535).default(3500),
