@@ -34,16 +34,10 @@ export const generationsPerWindow = 4;
 export const liveGenerations = generationsPerWindow + 1;
 
 /** The fields an entry shares with every call of its dimension. */
-export interface Dimension {
-  organization_id: string;
-  project_id: string;
-  environment_id: string;
-  api_key_id: string;
-  live: boolean;
-  category: UsageCategory;
-  model: string;
-  provider: string;
-}
+export type Dimension = Pick<
+  UsageRecord,
+  "organization_id" | "project_id" | "environment_id" | "api_key_id" | "live" | "category" | "model" | "provider"
+>;
 
 /**
  * A call's own figures: [dimension id, created_at (ms), input tokens, output
