@@ -31,7 +31,7 @@ const Journal = defineActor({
       input: z.string(),
       run: async (ctx, entry) => {
         const before = ctx.state.entries.length;
-        await new Promise((resolve) => setTimeout(resolve, Math.random() < 0.5 ? 0 : 1));
+        await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 4)));
         ctx.state.entries.push(entry);
         return before + 1;
       },
