@@ -5,9 +5,10 @@
 // The file is mapped in chunks (remapChunks): with a million conversations the
 // store outgrows what the process should keep resident, and a whole-file map
 // kept about twice the store's size in the process's RSS (measured: 200,000
-// states of 500 bytes, a 192 MiB file, 356 MiB file-backed RSS; in chunks
-// 178 MiB). States are read only on activation, so the slower reads cost
-// little.
+// states of 500 bytes, a 192 MiB file: ~356 MiB file-backed RSS; in chunks
+// ~178 MiB). lmdb keeps at most 16,384 chunks of 64 KiB mapped per
+// environment (1 GiB), dropping unused ones beyond that. States are read
+// only on activation, so the slower reads cost little.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
