@@ -35,8 +35,9 @@ export interface EmbeddedHostOptions {
  * 20,000 resident actors: twice the 10,000 conversations a process is meant
  * to keep busy at once (issue 27), so an active conversation stays resident
  * between its turns (a new conversation's activation: ~5 KiB, measured as
- * 100,000 in ~650 MiB RSS before the cap; plus its history's JSON). Beyond it the least recently used idle actors deactivate; their
- * state is already stored (every turn commits before it answers).
+ * 100,000 in ~650 MiB RSS before the cap; plus its history's JSON). Beyond
+ * it the least recently used idle actors deactivate; their state is
+ * already stored (every turn commits before it answers).
  */
 export const defaultMaxResident = 20_000;
 
