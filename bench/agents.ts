@@ -5,7 +5,12 @@
 // embedded host and on local Dapr (one replica) in one run. Prints turns/s,
 // p50/p99 turn latency, errors and the replica's memory, then one JSON line.
 // An idle phase creates many more conversations on the embedded host and
-// reports the memory they hold while active.
+// reports the memory they hold. The scale phase (--scale=N) creates N
+// conversations on one embedded Troupe while turns keep --active of them
+// busy, printing memory over time, then RSS and the store's size on disk
+// (bench/lib/agent-scale.ts). Every phase reports Troupe's own CPU time per
+// request (its user + system time over the phase, /proc) and the load
+// generator's, comparable where a busy machine makes rates move.
 //
 // Flags: --conversations=10000 --turns=3 --concurrency=128 (embedded) --dapr-concurrency=24
 //        (turns in flight; Dapr's p99 target is for a load it can absorb)
@@ -13,13 +18,16 @@
 //        --idle=100000 (0 skips) --script="say ok" (the user message; e.g.
 //        "remember: fact; then search_memory: fact; then answer" exercises
 //        the built-in tools)
+//        --scale=1000000 (0 skips) --active=10000 --creators=96 --talkers=32 --sample-seconds=10
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support/dapr-cluster.ts";
 import { freePort, waitFor } from "../test/support/net.ts";
+import { runScale } from "./lib/agent-scale.ts";
 import { drive, rssMiB, type Job } from "./lib/http-driver.ts";
+import { cpuSeconds } from "./lib/proc-stats.ts";
 import { fmt, summarize } from "./lib/stats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
@@ -30,23 +38,32 @@ const daprConcurrency = Number(args.get("dapr-concurrency") ?? 24);
 const hosts = (args.get("hosts") ?? "embedded,dapr").split(",");
 const idle = Number(args.get("idle") ?? 100_000);
 const script = args.get("script") ?? "say ok";
+const scale = Number(args.get("scale") ?? 0);
+const active = Number(args.get("active") ?? 10_000);
+const creators = Number(args.get("creators") ?? 96);
+const talkers = Number(args.get("talkers") ?? 32);
+const sampleSeconds = Number(args.get("sample-seconds") ?? 10);
 const appEnv = { LOG_LEVEL: "warn", DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000" };
 
 interface Server {
   url: string;
+  dataDir: string;
   pid(): number | undefined;
   stop(): Promise<void>;
 }
 
 async function startEmbedded(): Promise<Server> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [join(repoDir, "gateway/main.ts")], {
-    env: { ...process.env, ...appEnv, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-bench-agents-")) },
+  const dataDir = mkdtempSync(join(tmpdir(), "troupe-bench-agents-"));
+  // TROUPE_NODE_OPTIONS, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, profiles the server.
+  const nodeOptions = (process.env["TROUPE_NODE_OPTIONS"] ?? "").split(" ").filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...nodeOptions, join(repoDir, "gateway/main.ts")], {
+    env: { ...process.env, ...appEnv, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir },
     stdio: "ignore",
   });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${url}/readyz`)).ok, 30_000, "embedded troupe");
-  return { url, pid: () => child.pid, stop: async () => void child.kill("SIGTERM") };
+  return { url, dataDir, pid: () => child.pid, stop: async () => void child.kill("SIGTERM") };
 }
 
 async function startDapr(): Promise<Server> {
@@ -61,7 +78,7 @@ async function startDapr(): Promise<Server> {
     ...(process.env["REDIS_URL"] ? { redisUrl: process.env["REDIS_URL"] } : {}),
   });
   await cluster.start();
-  return { url: cluster.replicas[0]?.gatewayUrl ?? "", pid: () => cluster.appPid(0), stop: () => cluster.stop() };
+  return { url: cluster.replicas[0]?.gatewayUrl ?? "", dataDir: "", pid: () => cluster.appPid(0), stop: () => cluster.stop() };
 }
 
 async function keyFor(url: string): Promise<string> {
@@ -91,15 +108,30 @@ interface Row {
   p99Ms: number;
   errors: number;
   rssMiB: number;
+  /** Troupe's user + system CPU per request of the phase, and the load generator's (this process). */
+  troupeCpuUs: number;
+  loadgenCpuUs: number;
 }
 
+interface CpuMark {
+  troupe: number;
+  loadgen: NodeJS.CpuUsage;
+}
+const cpuMark = async (server: Server): Promise<CpuMark> => ({ troupe: await cpuSeconds(server.pid()), loadgen: process.cpuUsage() });
+
 const rows: Row[] = [];
-function report(host: string, phase: string, r: Awaited<ReturnType<typeof drive>>, rss: number): void {
+async function report(host: string, phase: string, r: Awaited<ReturnType<typeof drive>>, server: Server, since: CpuMark): Promise<void> {
   const s = summarize(r.latenciesMs);
-  const row = { host, phase, count: s.count, perSecond: s.count / r.seconds, p50Ms: s.p50, p99Ms: s.p99, errors: r.errors, rssMiB: rss };
+  const rss = await rssMiB(server.pid());
+  const troupeCpu = (await cpuSeconds(server.pid())) - since.troupe;
+  const loadgen = process.cpuUsage(since.loadgen);
+  const requests = Math.max(1, s.count + r.errors);
+  const troupeCpuUs = (troupeCpu * 1e6) / requests;
+  const loadgenCpuUs = (loadgen.user + loadgen.system) / requests;
+  const row = { host, phase, count: s.count, perSecond: s.count / r.seconds, p50Ms: s.p50, p99Ms: s.p99, errors: r.errors, rssMiB: rss, troupeCpuUs, loadgenCpuUs };
   rows.push(row);
   console.log(
-    `${host.padEnd(9)} ${phase.padEnd(7)} ${String(row.count).padStart(7)} in ${fmt(r.seconds, 1)} s  ${fmt(row.perSecond, 0).padStart(6)}/s  p50 ${fmt(row.p50Ms)} ms  p99 ${fmt(row.p99Ms)} ms  errors ${row.errors}  rss ${fmt(rss, 0)} MiB`,
+    `${host.padEnd(9)} ${phase.padEnd(7)} ${String(row.count).padStart(7)} in ${fmt(r.seconds, 1)} s  ${fmt(row.perSecond, 0).padStart(6)}/s  p50 ${fmt(row.p50Ms)} ms  p99 ${fmt(row.p99Ms)} ms  errors ${row.errors}  rss ${fmt(rss, 0)} MiB  cpu/req troupe ${fmt(troupeCpuUs, 0)} µs, load generator ${fmt(loadgenCpuUs, 0)} µs`,
   );
   if (r.firstError) console.log(`          first error: ${r.firstError}`);
 }
@@ -110,12 +142,14 @@ async function run(host: string, server: Server, concurrency: number): Promise<v
   const create: Job[] = Array.from({ length: conversations }, () => ({ method: "POST", path: "/v1/agents/conversations", body: {} }));
   const ids: string[] = [];
   // Creation, collecting ids (a driver run per batch keeps the ids in order).
+  const beforeCreate = await cpuMark(server);
   const created = await driveCollect(server.url, headers, create, concurrency, ids);
-  report(host, "create", created, await rssMiB(server.pid()));
+  await report(host, "create", created, server, beforeCreate);
   const turnJobs: Job[] = [];
   for (let round = 0; round < turns; round++) for (const id of ids) turnJobs.push({ method: "POST", path: `/v1/agents/conversations/${id}/messages`, body: { content: script } });
+  const beforeTurns = await cpuMark(server);
   const turned = await drive(server.url, headers, turnJobs, concurrency);
-  report(host, "turns", turned, await rssMiB(server.pid()));
+  await report(host, "turns", turned, server, beforeTurns);
 }
 
 /** Like drive(), but keeps each created conversation's id. */
@@ -169,14 +203,32 @@ if (idle > 0 && hosts.includes("embedded")) {
     const key = await keyFor(server.url);
     const base = await rssMiB(server.pid());
     const jobs: Job[] = Array.from({ length: idle }, () => ({ method: "POST", path: "/v1/agents/conversations", body: {} }));
+    const before = await cpuMark(server);
     const r = await drive(server.url, { authorization: `Bearer ${key}` }, jobs, concurrency);
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    const rss = await rssMiB(server.pid());
-    report("embedded", "idle", r, rss);
-    console.log(`          ${idle} idle conversations held active: rss ${fmt(rss, 0)} MiB (started at ${fmt(base, 0)} MiB; target ≤ 1024 MiB)`);
+    await report("embedded", "idle", r, server, before);
+    console.log(`          ${idle} idle conversations: rss ${fmt(await rssMiB(server.pid()), 0)} MiB (started at ${fmt(base, 0)} MiB; target ≤ 1024 MiB)`);
   } finally {
     await server.stop();
   }
 }
-console.log("targets: embedded ≥ 5,000 turns/s; dapr (1 replica) ≥ 1,000 turns/s with p99 ≤ 50 ms; 100,000 idle conversations ≤ 1 GiB");
-console.log(JSON.stringify({ bench: "agents", conversations, turns, concurrency, daprConcurrency, script, rows }));
+let scaled: Awaited<ReturnType<typeof runScale>> | undefined;
+if (scale > 0) {
+  const server = await startEmbedded();
+  try {
+    const key = await keyFor(server.url);
+    console.log(`scale: ${scale} conversations created (${creators} in flight) while ${active} of them take turns (${talkers} in flight)`);
+    scaled = await runScale({ url: server.url, pid: server.pid(), dataDir: server.dataDir, key, total: scale, active, creators, talkers, script, sampleSeconds });
+    const { end, diskMiB } = scaled;
+    console.log(
+      `scale  ${scaled.created} conversations, ${scaled.turns} turns on ${Math.min(active, scaled.created)} in ${fmt(scaled.seconds, 0)} s, errors ${scaled.errors}; turn p50 ${fmt(scaled.turnP50Ms)} ms p99 ${fmt(scaled.turnP99Ms)} ms; troupe cpu ${fmt(scaled.troupeCpuUsPerRequest, 0)} µs/request`,
+    );
+    console.log(
+      `scale  end rss ${fmt(end.rssMiB, 0)} MiB (anon ${fmt(end.anonMiB, 0)}, file-backed ${fmt(end.fileMiB, 0)}; target ≤ 1024 MiB); on disk ${fmt(diskMiB.total, 0)} MiB (actors ${fmt(diskMiB.actors, 0)}, tenancy ${fmt(diskMiB.tenancy, 0)})`,
+    );
+  } finally {
+    await server.stop();
+  }
+}
+console.log("targets (issue 27, P4): embedded ≥ 15,000 turns/s and dapr (1 replica) ≥ 4,000 turns/s, both with p99 ≤ 50 ms; 1,000,000 conversations with 10,000 active ≤ 1 GiB RSS (--scale)");
+console.log(JSON.stringify({ bench: "agents", conversations, turns, concurrency, daprConcurrency, script, rows, ...(scaled ? { scale: { ...scaled, samples: undefined } } : {}) }));

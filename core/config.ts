@@ -84,6 +84,8 @@ const envSchema = z.object({
   ACTOR_CALLBACK_PORT: int(0, 65535).default(3000),
   ACTOR_IDLE_TIMEOUT_MS: int(1_000, 24 * 3600_000).default(60 * 60_000),
   ACTOR_HANDOFF_MS: int(0, 60_000).default(3_000),
+  /** Embedded host: most actors kept in memory; beyond it the least recently used idle ones deactivate (state stays stored). */
+  ACTOR_MAX_RESIDENT: int(1, 10_000_000).default(20_000),
 
   OUTBOUND_ALLOW_HOSTS: commaList,
 
@@ -239,6 +241,7 @@ export function loadConfig(env: RawEnv = process.env) {
       callbackPort: e.ACTOR_CALLBACK_PORT,
       idleTimeoutMs: e.ACTOR_IDLE_TIMEOUT_MS,
       handOffMs: e.ACTOR_HANDOFF_MS,
+      maxResident: e.ACTOR_MAX_RESIDENT,
     },
     outboundAllowHosts: e.OUTBOUND_ALLOW_HOSTS,
     observability: {

@@ -59,7 +59,7 @@ export class Activation {
   private running = false;
   private readonly services: ActorServices;
   private readonly persist: PersistState;
-  private readonly log: Logger;
+  private logger: Logger | undefined;
   private idleWaiters: Array<() => void> = [];
   private readonly initialJson: string;
 
@@ -69,9 +69,14 @@ export class Activation {
     this.stateJson = stateJson;
     this.services = services;
     this.persist = persist;
-    this.initialJson = JSON.stringify(definition.state.parse(definition.initialState()));
+    this.initialJson = initialJsonOf(definition);
     this.lastUsedMs = services.clock.now();
-    this.log = services.log.child({ actor_type: definition.type, actor_id: id });
+  }
+
+  /** Made on first use: most activations never log, and a child logger per resident actor is memory held for nothing. */
+  private get log(): Logger {
+    this.logger ??= this.services.log.child({ actor_type: this.definition.type, actor_id: this.id });
+    return this.logger;
   }
 
   /** Nothing running or queued. */
@@ -146,13 +151,16 @@ export class Activation {
     if (!parsedInput.success) throw invalidInput(definition.type, method, parsedInput.error);
     const announcements: Array<() => unknown> = [];
     let turnOpen = true;
+    const activation = this;
     const ctx: ActorContext<unknown> = {
       type: definition.type,
       id,
       state: JSON.parse(this.stateJson) as unknown,
       clock: services.clock,
       ids: services.ids,
-      log: this.log,
+      get log() {
+        return activation.log;
+      },
       // Typed for the caller by the callee's declaration; the callee's host parses the input and answers JSON.
       call: ((callee: { type: string }, targetId: string, targetMethod: string, targetInput: unknown) => {
         // Turns are not reentrant: calling yourself would wait for this turn forever.
@@ -215,6 +223,17 @@ export class Activation {
       }
     }
   }
+}
+
+/** The initial state as JSON, once per definition (parsed with the schema, as a committed state would be). */
+const initialJsonByDefinition = new WeakMap<AnyActorDefinition, string>();
+function initialJsonOf(definition: AnyActorDefinition): string {
+  let json = initialJsonByDefinition.get(definition);
+  if (json === undefined) {
+    json = JSON.stringify(definition.state.parse(definition.initialState()));
+    initialJsonByDefinition.set(definition, json);
+  }
+  return json;
 }
 
 /** 400 naming the fields of the input that failed the method's schema. */

@@ -25,5 +25,13 @@ export async function createActorHost(options: CreateActorHostOptions): Promise<
     const { DaprActorHost } = await import("./dapr/dapr-host.ts");
     return new DaprActorHost({ ...options.actors, clock: options.clock, ids: options.ids, log: options.log, tracing: options.tracing });
   }
-  return new EmbeddedActorHost({ dataDir: options.dataDir, idleTimeoutMs: options.actors.idleTimeoutMs, clock: options.clock, ids: options.ids, log: options.log, tracing: options.tracing });
+  return new EmbeddedActorHost({
+    dataDir: options.dataDir,
+    idleTimeoutMs: options.actors.idleTimeoutMs,
+    maxResident: options.actors.maxResident,
+    clock: options.clock,
+    ids: options.ids,
+    log: options.log,
+    tracing: options.tracing,
+  });
 }

@@ -1,7 +1,10 @@
 // The in-process actor host: Dapr's actor semantics inside one Node process,
 // for `npm start` with nothing else installed. Turns run one
 // at a time per actor id (FIFO), actors activate on first call from the
-// lmdb store and deactivate after idleTimeoutMs, timers live in memory,
+// lmdb store and deactivate after idleTimeoutMs, or sooner when more than
+// maxResident are in memory (least recently used first, only between turns
+// and without armed timers: memory follows the active set, not the total
+// ever created), timers live in memory,
 // reminders are persisted and re-armed on start (one that fell due while
 // the process was down fires once right away). It never spans machines.
 import type { Clock } from "../../../core/clock.ts";
@@ -24,7 +27,22 @@ export interface EmbeddedHostOptions {
   log: Logger;
   /** A span per turn, child of the caller's (default: off). */
   tracing?: Tracing;
+  /** Most actors kept in memory (ACTOR_MAX_RESIDENT; default defaultMaxResident). */
+  maxResident?: number;
 }
+
+/**
+ * 20,000 resident actors: twice the 10,000 conversations a process is meant
+ * to keep busy at once (issue 27), so an active conversation stays resident
+ * between its turns (a new conversation's activation: ~5 KiB, measured as
+ * 100,000 in ~650 MiB RSS before the cap; plus its history's JSON). Beyond
+ * it the least recently used idle actors deactivate; their state is
+ * already stored (every turn commits before it answers).
+ */
+export const defaultMaxResident = 20_000;
+
+/** Resident actors looked at per eviction pass: busy ones are skipped, the sweeper retries what is left over. */
+const evictionScanLimit = 1_000;
 
 // setTimeout's ceiling (~24.8 days); longer delays re-arm in steps.
 const maxTimeoutMs = 2 ** 31 - 1;
@@ -38,7 +56,9 @@ interface ArmedTimer {
 export class EmbeddedActorHost implements ActorHost {
   private readonly options: EmbeddedHostOptions;
   private readonly registry = new ActorRegistry();
+  /** In least-recently-used order: a call moves its actor to the end. */
   private readonly activations = new Map<string, Activation>();
+  private readonly maxResident: number;
   private readonly timers = new Map<string, Map<string, ArmedTimer>>();
   private readonly reminders = new Map<string, ArmedTimer>();
   private readonly services: ActorServices;
@@ -49,6 +69,8 @@ export class EmbeddedActorHost implements ActorHost {
 
   constructor(options: EmbeddedHostOptions) {
     this.options = options;
+    this.maxResident = options.maxResident ?? defaultMaxResident;
+    if (!Number.isInteger(this.maxResident) || this.maxResident < 1) throw new Error(`maxResident must be a positive integer, got ${this.maxResident}`);
     this.log = options.log.child({ component: "actors", host: "embedded" });
     this.services = {
       clock: options.clock,
@@ -101,12 +123,21 @@ export class EmbeddedActorHost implements ActorHost {
     if (this.phase !== "running" && this.phase !== "stopping") {
       throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
     }
-    const activation = this.activate(type, id);
     const tracing = this.options.tracing;
-    if (!tracing?.enabled) return jsonCopy(await activation.invoke(method, jsonCopy(input), signal));
+    if (!tracing?.enabled) return jsonCopy(await this.enqueue(type, id, method, input, signal));
     return tracing.inSpan(`actor ${type}.${method}`, { kind: "internal", attributes: actorSpanAttributes(type, id, method) }, async () =>
-      jsonCopy(await activation.invoke(method, jsonCopy(input), signal)),
+      jsonCopy(await this.enqueue(type, id, method, input, signal)),
     );
+  }
+
+  /**
+   * Finds (or activates) the actor and queues the turn in one synchronous
+   * step: eviction runs only between turns, so no activation can be evicted
+   * between being found and holding the turn (a second activation of the
+   * same id would read a state the first is about to overwrite).
+   */
+  private enqueue(type: string, id: string, method: string, input: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+    return this.activate(type, id).invoke(method, jsonCopy(input), signal);
   }
 
   async runtimeActiveActors(): Promise<ActiveActorCount[]> {
@@ -119,6 +150,11 @@ export class EmbeddedActorHost implements ActorHost {
       counts.set(activation.definition.type, (counts.get(activation.definition.type) ?? 0) + 1);
     }
     return [...counts].map(([type, count]) => ({ type, count }));
+  }
+
+  /** Whether (type, id) is in memory now (tests; the cap's eviction is otherwise invisible). */
+  isActive(type: string, id: string): boolean {
+    return this.activations.has(actorKey(type, id));
   }
 
   async stop(): Promise<void> {
@@ -139,12 +175,17 @@ export class EmbeddedActorHost implements ActorHost {
   private activate(type: string, id: string): Activation {
     const key = actorKey(type, id);
     const existing = this.activations.get(key);
-    if (existing) return existing;
+    if (existing) {
+      this.activations.delete(key);
+      this.activations.set(key, existing);
+      return existing;
+    }
     const definition = this.registry.get(type);
     const store = this.requireStore();
     const stateJson = initialStateJson(definition, store.readState(type, id), id);
     const activation = new Activation(definition, id, stateJson, this.services, (json) => (json === null ? store.deleteState(type, id) : store.writeState(type, id, json)));
     this.activations.set(key, activation);
+    if (this.activations.size > this.maxResident) this.evictOverCap();
     return activation;
   }
 
@@ -155,6 +196,27 @@ export class EmbeddedActorHost implements ActorHost {
         this.activations.delete(key);
         this.dropTimers(key);
       }
+    }
+    if (this.activations.size > this.maxResident) this.evictOverCap();
+  }
+
+  /**
+   * Deactivates the least recently used actors until at most maxResident
+   * remain. Only an actor between turns (nothing running or queued: its
+   * state is committed and stored) and without armed timers (they live in
+   * memory and would die with it; reminders are stored and re-activate it) is
+   * evicted; the next call activates it again from the store. Synchronous,
+   * so no turn can start on an actor while it is being evicted.
+   */
+  private evictOverCap(): void {
+    let excess = this.activations.size - this.maxResident;
+    let scanned = 0;
+    for (const [key, activation] of this.activations) {
+      if (excess <= 0 || scanned++ >= evictionScanLimit) return;
+      if (!activation.idle || (this.timers.get(key)?.size ?? 0) > 0) continue;
+      this.activations.delete(key);
+      this.timers.delete(key);
+      excess -= 1;
     }
   }
 

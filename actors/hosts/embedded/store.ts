@@ -2,6 +2,13 @@
 // database file under <dataDir>/actors. States are stored as the JSON text
 // the turn committed, marked with their schema version (core/schema-version.ts);
 // reminders as msgpack records with the version in `s`, parsed back with zod.
+// The file is mapped in chunks (remapChunks): with a million conversations the
+// store outgrows what the process should keep resident, and a whole-file map
+// kept about twice the store's size in the process's RSS (measured: 200,000
+// states of 500 bytes, a 192 MiB file: ~356 MiB file-backed RSS; in chunks
+// ~178 MiB). lmdb keeps at most 16,384 chunks of 64 KiB mapped per
+// environment (1 GiB), dropping unused ones beyond that. States are read
+// only on activation, so the slower reads cost little.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
@@ -29,7 +36,7 @@ export class ActorStore {
   constructor(dataDir: string) {
     const dir = join(dataDir, "actors");
     mkdirSync(dir, { recursive: true });
-    this.root = open({ path: join(dir, "actors.mdb"), compression: false });
+    this.root = open({ path: join(dir, "actors.mdb"), compression: false, remapChunks: true });
     this.states = this.root.openDB({ name: "states", encoding: "string" });
     this.reminders = this.root.openDB({ name: "reminders", encoding: "msgpack" });
   }
