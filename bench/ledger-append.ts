@@ -1,9 +1,11 @@
-// `node bench/ledger-append.ts [--records=100000] [--root=<checkout>]`: what
-// the embedded ledger's thread pays per usage record. Appends chat records
-// (one live key of four, a ULID request id each) in steps of 16, as
-// Billing.write sends them, 64 steps per lmdb commit, and prints the CPU
-// time of this process per record (the thread's reads, sums and encoding,
-// plus lmdb's commit thread) and the ledger's bytes on disk per record.
+// `node bench/ledger-append.ts [--records=100000] [--batch=1024] [--per-commit=1] [--root=<checkout>]`:
+// what the embedded ledger's thread pays per usage record. Appends chat
+// records (one live key of four, a ULID request id each) in appends of
+// --batch records, --per-commit appends in flight at once (1: each awaited
+// before the next, as the usage recorder's one-write-at-a-time flushes send
+// them; more let an asynchronous store share one commit among them), and
+// prints the CPU time of this process per record (the thread's reads, sums
+// and encoding, plus the commits) and the ledger's bytes on disk per record.
 // --root measures another checkout's EmbeddedLedgerStore the same way.
 import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,13 +31,15 @@ const record = (i: number): UsageRecord =>
 const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-append-"));
 const ledger = new EmbeddedLedgerStore(dir);
 const batches: UsageRecord[][] = [];
-for (let i = 0; i < total; i += 16) batches.push(Array.from({ length: 16 }, (_, j) => record(i + j)));
+const batchSize = Number(args.get("batch") ?? 1024);
+for (let i = 0; i < total; i += batchSize) batches.push(Array.from({ length: batchSize }, (_, j) => record(i + j)));
 const cpu = process.cpuUsage();
 const started = performance.now();
-for (let b = 0; b < batches.length; b += 64) await Promise.all(batches.slice(b, b + 64).map((batch) => ledger.append(batch)));
+const perCommit = Number(args.get("per-commit") ?? 1);
+for (let b = 0; b < batches.length; b += perCommit) await Promise.all(batches.slice(b, b + perCommit).map((batch) => ledger.append(batch)));
 const elapsed = performance.now() - started;
 const used = process.cpuUsage(cpu);
 await ledger.close();
 const bytes = statSync(join(dir, "billing", "ledger.lmdb")).blocks * 512;
-const n = batches.length * 16;
+const n = batches.length * batchSize;
 console.log(`${root}: ${n} records, ${(((used.user + used.system) / n) as number).toFixed(1)} µs CPU per record (${((elapsed * 1000) / n).toFixed(1)} µs wall), ledger file ${(bytes / n).toFixed(0)} bytes per record`);

@@ -1,19 +1,18 @@
 // The ledger embedded: lmdb under the data directory, for the single-process
-// mode. Each append's writes are queued in one event turn, so lmdb commits
-// them in one transaction (the per-call entries, which are also the
-// idempotency marks, the counters and the alert claims change together, and
-// survive a crash once committed); entries are compact and kept for the
-// retention window only (tenancy/ledger-entry.ts), reports read the counters; reservations of calls in flight live in memory, as the calls
-// themselves do. The rules are those of the Redis scripts.
-// The writes are lmdb's asynchronous puts, performed on its write thread,
-// never in a transaction callback on the event loop: an append costs the
-// main thread only its reads and the encoding (bench:chat measured a
-// 200-record callback transaction at ~15 ms of blocked event loop).
-// Concurrent calls' appends share one commit (one fsync); each resolves once
-// its commit is durable, except a settle: it resolves once its writes read
-// back (the reservation it replaces is dropped then, when spent already
-// counts the record), its durability left to the usage recorder's append of
-// the same record.
+// mode, run on its own thread (tenancy/ledger-worker.ts). Each append is one
+// synchronous write transaction on that thread: the per-call entries (which
+// are also the idempotency marks), the counters and the alert claims change
+// together or not at all, and reads inside it see its own writes. Entries
+// are compact and kept for the retention window only (tenancy/ledger-entry.ts),
+// reports read the counters; reservations of calls in flight live in memory,
+// as the calls themselves do. The rules are those of the Redis scripts.
+// Synchronous, because the thread is the ledger's alone: lmdb's asynchronous
+// puts cost a promise per write and a commit on its own write thread per
+// event turn, ~3× the CPU per commit (bench/ledger-append.ts, 2026-11-27:
+// 69 vs 51 µs a record in appends of 16, 22 vs 13.5 in appends of 1,024).
+// An append resolves once committed (durable); a settle (a hard-limited call
+// answered after it) too, and its reservation is dropped then, when spent
+// already counts the record.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
@@ -47,7 +46,7 @@ import {
   type Dimension,
 } from "./ledger-entry.ts";
 import { GenerationSlots } from "./ledger-slots.ts";
-import { countsOf, WriteBehind, type Commits, type Counts } from "./lmdb-write-behind.ts";
+import { countsOf, type Counts } from "./batch-counts.ts";
 
 interface Held {
   amount: number;
@@ -87,7 +86,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
   readonly kind = "embedded" as const;
   private readonly root: RootDatabase;
   /** One database per live generation (slot = generation % (G + 1)): `<project>\n<usage_key>` → the compact entry. */
-  private readonly slots: WriteBehind<CompactEntry>[];
+  private readonly slots: Database<CompactEntry, string>[];
   /** Which generation each slot holds and when it is due, mirrored in `meta`. */
   private readonly generations: GenerationSlots;
   private readonly meta: Database<number, string>;
@@ -96,9 +95,9 @@ export class EmbeddedLedgerStore implements LedgerStore {
   private readonly dimensionIds = new Map<string, number>();
   private readonly dimensionById = new Map<number, Dimension>();
   /** Integer counters: aggregates, period spend, usage to date. */
-  private readonly counters: WriteBehind<number>;
+  private readonly counters: Database<number, string>;
   private readonly budgets: Database<Versioned<StoredBudget>, string>;
-  private readonly texts: WriteBehind<string>;
+  private readonly texts: Database<string, string>;
   private readonly pending: Database<BudgetAlert, string>;
   /** Reservations in flight per `<project>:<period>`. */
   private readonly held = new Map<string, Map<string, Held>>();
@@ -114,12 +113,12 @@ export class EmbeddedLedgerStore implements LedgerStore {
     this.root = open({ path: join(dir, "ledger.lmdb"), compression: false, maxDbs: 32 });
     this.meta = this.root.openDB<number, string>({ name: "generations", encoding: "msgpack" });
     this.generations = new GenerationSlots(this.meta, this.retentionMs);
-    this.slots = Array.from({ length: this.generations.count }, (_, i) => new WriteBehind(this.root.openDB<CompactEntry, string>({ name: `calls-${i}`, encoding: "msgpack" })));
+    this.slots = Array.from({ length: this.generations.count }, (_, i) => this.root.openDB<CompactEntry, string>({ name: `calls-${i}`, encoding: "msgpack" }));
     this.dimensions = this.root.openDB<string, number>({ name: "dimensions", encoding: "string" });
     for (const { key, value } of this.dimensions.getRange({})) this.learnDimension(key, value);
-    this.counters = new WriteBehind(this.root.openDB<number, string>({ name: "counters", encoding: "msgpack" }));
+    this.counters = this.root.openDB<number, string>({ name: "counters", encoding: "msgpack" });
     this.budgets = this.root.openDB<Versioned<StoredBudget>, string>({ name: "budgets", encoding: "msgpack" });
-    this.texts = new WriteBehind(this.root.openDB<string, string>({ name: "texts", encoding: "string" }));
+    this.texts = this.root.openDB<string, string>({ name: "texts", encoding: "string" });
     this.pending = this.root.openDB<BudgetAlert, string>({ name: "pending", encoding: "msgpack" });
     // Before compact entries, every record was kept whole and forever (`entries`, `ids`): dropped
     // here, since reports come from the counters, which are unchanged.
@@ -140,7 +139,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
       id = this.dimensionIds.size + 1;
       this.learnDimension(id, text);
       // Written with the entry's append; a crash before its commit loses both together.
-      void this.dimensions.put(id, text);
+      this.dimensions.putSync(id, text);
     }
     return id;
   }
@@ -151,15 +150,13 @@ export class EmbeddedLedgerStore implements LedgerStore {
    * every append and on the worker's timer, so an idle ledger is swept too;
    * the slot map is on disk, so a restart deletes what expired meanwhile.
    */
-  sweep(): WriteBehind<CompactEntry> {
+  sweep(): Database<CompactEntry, string> {
     const current = this.generations.rotate(this.now(), (i, written) => {
-      const slot = this.slots[i] as WriteBehind<CompactEntry>;
       // Synchronous (one drop of the generation's pages, on the ledger's own thread): reads never see
       // a cleared generation's entries in the slot that now holds the current one.
-      if (written) slot.db.clearSync();
-      slot.forgetAll();
+      if (written) (this.slots[i] as Database<CompactEntry, string>).clearSync();
     });
-    return this.slots[current] as WriteBehind<CompactEntry>;
+    return this.slots[current] as Database<CompactEntry, string>;
   }
 
   /** The entry of a usage key in any live generation. */
@@ -169,19 +166,26 @@ export class EmbeddedLedgerStore implements LedgerStore {
   }
 
   async append(records: UsageRecord[], settle?: Reservation): Promise<BudgetAlert[]> {
-    // Everything up to the await runs in one event turn, so lmdb commits all
-    // of it in one transaction: the entries (idempotency marks too), the
-    // counters and the alert claims land together or not at all. Counters
-    // are summed over the batch first, so each changes once per append.
-    const commits: Commits = { last: undefined, forget: [] };
+    const alerts: BudgetAlert[] = [];
+    if (records.length > 0) {
+      const slot = this.sweep();
+      this.root.transactionSync(() => this.appendInTransaction(records, slot, alerts));
+    }
+    if (settle) this.dropHeld(settle);
+    return alerts;
+  }
+
+  /** The body of an append's transaction: entries of the records not billed yet, then each counter once. */
+  private appendInTransaction(records: UsageRecord[], slot: Database<CompactEntry, string>, alerts: BudgetAlert[]): void {
     const rows = new Map<string, Counts>();
     const users = new Map<string, Counts>();
     const spend = new Map<string, { record: UsageRecord; period: string; nanos: number }>();
-    const slot = records.length > 0 ? this.sweep() : undefined;
+    let added = 0;
     for (const r of records) {
       const id = `${r.project_id}\n${r.usage_key}`;
       if (this.billed(id)) continue;
-      slot?.put(id, compactEntry(r, this.dimensionOf(r)), commits);
+      slot.putSync(id, compactEntry(r, this.dimensionOf(r)));
+      added += 1;
       const period = periodOf(r.created_at);
       const row = countsOf(rows, `agg\t${r.project_id}\t${period}\t${rowKey(r)}`);
       row.c += r.cost_nanos;
@@ -202,48 +206,34 @@ export class EmbeddedLedgerStore implements LedgerStore {
         else spend.set(spentKey, { record: r, period, nanos: r.cost_nanos });
       }
     }
-    const alerts: BudgetAlert[] = [];
-    if (commits.last) {
-      const add = (key: string, by: number) => {
-        if (by !== 0) this.counters.put(key, (this.counters.get(key) ?? 0) + by, commits);
-      };
-      for (const [field, row] of rows) for (const counter of ["c", "i", "o", "u", "n"] as const) add(`${field}\t${counter}`, row[counter]);
-      for (const [user, use] of users) {
-        add(`use\t${user}\tc`, use.c);
-        add(`use\t${user}\tn`, use.n);
-        const last = this.texts.get(`use\t${user}`);
-        if (last === undefined || last < use.last) this.texts.put(`use\t${user}`, use.last, commits);
-      }
-      for (const [spentKey, { record, period, nanos }] of spend) {
-        add(spentKey, nanos);
-        alerts.push(...this.claimAlerts(record, period, this.counters.get(spentKey) ?? 0, commits));
-      }
-      const committed = commits.last.finally(() => {
-        for (const forget of commits.forget) forget();
-      });
-      // A settle (a hard-limited call, answered only after it) is read back
-      // by every later call from here on, so the call need not wait for the
-      // disk: its record also goes to the usage recorder, whose append is
-      // durable and finds it already there. Everything else (a flush, a
-      // video scene) resolves once committed.
-      if (settle) committed.catch(() => undefined);
-      else await committed;
+    if (added === 0) return;
+    const add = (key: string, by: number) => {
+      if (by !== 0) this.counters.putSync(key, (this.counters.get(key) ?? 0) + by);
+    };
+    for (const [field, row] of rows) for (const counter of ["c", "i", "o", "u", "n"] as const) add(`${field}\t${counter}`, row[counter]);
+    for (const [user, use] of users) {
+      add(`use\t${user}\tc`, use.c);
+      add(`use\t${user}\tn`, use.n);
+      const last = this.texts.get(`use\t${user}`);
+      if (last === undefined || last < use.last) this.texts.putSync(`use\t${user}`, use.last);
     }
-    if (settle) this.dropHeld(settle);
-    return alerts;
+    for (const [spentKey, { record, period, nanos }] of spend) {
+      add(spentKey, nanos);
+      alerts.push(...this.claimAlerts(record, period, this.counters.get(spentKey) ?? 0));
+    }
   }
 
   /** Claims each threshold the project's spend has reached that no earlier append claimed. */
-  private claimAlerts(r: UsageRecord, period: string, spent: number, commits: Commits): BudgetAlert[] {
+  private claimAlerts(r: UsageRecord, period: string, spent: number): BudgetAlert[] {
     const budget = this.budget(r.project_id);
     if (!budget) return [];
     const alerts: BudgetAlert[] = [];
     for (const threshold of budget.alert_thresholds) {
       const claim = `alert\t${r.project_id}\t${period}\t${threshold}`;
       if (spent < thresholdMark(budget, threshold) || this.texts.get(claim) !== undefined) continue;
-      this.texts.put(claim, String(spent), commits);
+      this.texts.putSync(claim, String(spent));
       const alert: BudgetAlert = { organization_id: r.organization_id, project_id: r.project_id, period, threshold, limit_nanos: limitNanos(budget), spent_nanos: spent };
-      void this.pending.put(`${r.project_id}:${period}:${threshold}`, alert);
+      this.pending.putSync(`${r.project_id}:${period}:${threshold}`, alert);
       alerts.push(alert);
     }
     return alerts;
@@ -321,7 +311,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     const nowMs = this.now();
     this.slots.forEach((slot, i) => {
       if (!this.generations.live(i, nowMs)) return;
-      for (const { key, value } of slot.db.getRange({ start: `${projectId}\n`, end: `${projectId}\u000b` })) {
+      for (const { key, value } of slot.getRange({ start: `${projectId}\n`, end: `${projectId}\u000b` })) {
         const dimension = this.dimensionById.get(value[0]);
         const record = dimension && expandEntry(key.slice(projectId.length + 1), value, dimension);
         if (record && periodOf(record.created_at) === period) out.push(record);
@@ -334,7 +324,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     const rows = new Map<string, UsageRow>();
     // Periods sort as strings: one range scan over the months that have usage.
     const prefix = `agg\t${projectId}\t`;
-    for (const { key, value } of this.counters.db.getRange({ start: `${prefix}${fromPeriod}\t`, end: `${prefix}${toPeriod}\t\uffff` })) {
+    for (const { key, value } of this.counters.getRange({ start: `${prefix}${fromPeriod}\t`, end: `${prefix}${toPeriod}\t\uffff` })) {
       const field = key.slice(prefix.length + "YYYY-MM\t".length);
       const cut = field.lastIndexOf("\t");
       const rowId = field.slice(0, cut);

@@ -1,28 +1,30 @@
 // The production UsageSink: every AI call's usage record is buffered in
 // memory and appended to the usage ledger off the request path (never
-// delaying a response). One ledger append per flush keeps the cost per call
-// to a few microseconds at thousands of calls per second. A flush starts
-// after flushEveryMs, or as soon as flushAtRecords records wait, one at a
-// time: under load the appends stay small and frequent rather than one
-// large burst of ledger work every flushEveryMs, which on a 2-core machine
-// took the cores from calls in flight (bench:chat, 1,000 req/s, side by
-// side, two runs: added p99 2.2 / 3.4 ms with 200 ms flushes, 0.90 / 0.68
-// ms with these, 0.59 / 0.58 ms without a usage sink). A failed flush is retried after retryFlushAfterMs,
-// however many records wait; the ledger is idempotent on each record's
-// usage_key, so a flush retried after a partial failure never bills twice.
-// The flush timer is injected so tests control time.
+// delaying a response). A flush starts every flushEveryMs, or as soon as
+// flushAtRecords records wait, one at a time. Large, infrequent flushes are
+// what keep the ledger cheap: each flush is one commit on the embedded
+// ledger's thread (tenancy/billing.ts), and a commit costs as much CPU as
+// dozens of records (bench/ledger-append.ts). When the ledger ran on the
+// event loop, flushes of 16 records kept its bursts short; on its own
+// thread, with a lease instead of a ledger step per hard-limited call
+// (tenancy/budget-leases.ts), the commits are the cost that matters. A
+// failed flush is retried after retryFlushAfterMs, however many records
+// wait; the ledger is idempotent on each record's usage_key, so a flush
+// retried after a partial failure never bills twice. The flush timer is
+// injected so tests control time.
 //
 // With a journal (tenancy/usage-journal.ts), each record is also written to
 // an append-only file before record() returns — before its call is answered
 // — so a crash loses none: the next start hands the journal's leftovers to
-// recover(), and they reach the ledger like any other batch.
+// recover(), and they reach the ledger like any other batch. The journal is
+// cut at each flush, so fewer flushes also mean fewer segment files.
 import type { Logger } from "../core/log.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
 import type { UsageJournal } from "./usage-journal.ts";
 
 export const flushEveryMs = 200;
 /** A flush starts (on the next timer turn, never on the request's) once this many records wait. */
-export const flushAtRecords = 16;
+export const flushAtRecords = 1024;
 /** After a failed flush: back off so a failing store is not hammered. */
 export const retryFlushAfterMs = flushEveryMs * 5;
 const maxBuffered = 100_000; // beyond this, oldest records are dropped and counted

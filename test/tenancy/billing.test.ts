@@ -9,7 +9,7 @@ import t from "tap";
 import { systemClock } from "../../core/clock.ts";
 import { createLogger } from "../../core/log.ts";
 import type { OrganizationEvent } from "../../core/organization-events.ts";
-import { Billing } from "../../tenancy/billing.ts";
+import { appendChunk, Billing } from "../../tenancy/billing.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import { usage } from "./ledger-store-suite.ts";
@@ -95,12 +95,12 @@ t.test("a flush is appended in steps; a failed step fails the flush and its retr
     },
   });
   const billing = new Billing({ ledger: flaky, store, clock: systemClock, log });
-  const batch = Array.from({ length: 40 }, () => usage({ project_id: "prj_steps", cost_nanos: 1000 }));
+  const batch = Array.from({ length: 2 * appendChunk.embedded + 40 }, () => usage({ project_id: "prj_steps", cost_nanos: 1000 }));
   await t.rejects(billing.write(batch), /disk full/, "the recorder is told, so it keeps the batch");
   t.ok(appends > 2, "the flush went in several steps, the ones after the failure too");
-  t.equal(await ledger.spent("prj_steps", "2026-03"), (40 - 16) * 1000, "the steps that succeeded are in the ledger");
+  t.equal(await ledger.spent("prj_steps", "2026-03"), (batch.length - appendChunk.embedded) * 1000, "the steps that succeeded are in the ledger");
   failSecond = false;
   await billing.write(batch);
-  t.equal(await ledger.spent("prj_steps", "2026-03"), 40_000, "the retry adds the missing step only");
-  t.equal((await ledger.records("prj_steps", "2026-03")).length, 40);
+  t.equal(await ledger.spent("prj_steps", "2026-03"), batch.length * 1000, "the retry adds the missing step only");
+  t.equal((await ledger.records("prj_steps", "2026-03")).length, batch.length);
 });

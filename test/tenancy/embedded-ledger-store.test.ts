@@ -35,12 +35,12 @@ t.test("embedded: overlapping appends read each other's uncommitted writes", asy
   await reopened.close();
 });
 
-// A hard-limited call is answered after its settle: the settle resolves as
-// soon as every later call reads it (spent counts it, its reservation is
-// gone), not after lmdb's commit reaches the disk. `records` reads committed
-// data only, which makes the difference visible. A plain append (a usage
-// flush, a video scene) still resolves only once committed.
-t.test("embedded: a settle resolves once it reads back; a plain append once committed", async (t) => {
+// A hard-limited call is answered after its settle: the settle resolves
+// once every later call reads it (spent counts it, its reservation is gone)
+// and it is committed. `records` reads committed data only. On the ledger's
+// own thread an append is one synchronous transaction, so a plain append (a
+// usage flush, a video scene) and a settle alike resolve committed.
+t.test("embedded: a settle and a plain append each resolve once committed", async (t) => {
   const ledger = new EmbeddedLedgerStore(mkdtempSync(join(tmpdir(), "troupe-ledger-")));
   t.teardown(() => ledger.close());
   await ledger.putBudget("prj_settle", { monthly_limit_usd: 0.0000015, alert_thresholds: [1], hard_limit: true, updated_at: "2026-03-01T00:00:00.000Z" });
@@ -48,10 +48,10 @@ t.test("embedded: a settle resolves once it reads back; a plain append once comm
   t.same(await ledger.reserve(reservation, 1000, Date.now() + 60_000, Date.now()), { admitted: true });
   await ledger.append([usage({ project_id: "prj_settle" })], reservation);
   t.equal(await ledger.spent("prj_settle", "2026-03"), 1000, "spent counts the settled record at once");
-  t.equal((await ledger.records("prj_settle", "2026-03")).length, 0, "resolved before its commit");
+  t.equal((await ledger.records("prj_settle", "2026-03")).length, 1, "resolved once committed");
   const second = { ...reservation, id: "rsv_2" };
   t.same(await ledger.reserve(second, 1000, Date.now() + 60_000, Date.now()), { admitted: true }, "the first reservation is released: 1,000 spent + 1,000 reserved < 1,500");
   t.match(await ledger.reserve({ ...reservation, id: "rsv_3" }, 1, Date.now() + 60_000, Date.now()), { admitted: false, spent_nanos: 1000, reserved_nanos: 1000 });
   await ledger.append([usage({ project_id: "prj_settle" })]);
-  t.equal((await ledger.records("prj_settle", "2026-03")).length, 2, "a plain append resolves once committed (with the settle's commit before it)");
+  t.equal((await ledger.records("prj_settle", "2026-03")).length, 2, "a plain append resolves once committed");
 });
