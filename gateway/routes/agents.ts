@@ -21,7 +21,7 @@ import type { ApiKeyRecord } from "../../tenancy/types.ts";
 import type { AgentsConfig } from "../../core/config.ts";
 import { generationEstimateNanos, type CallBilling } from "../billed-call.ts";
 import { payerOf } from "../usage-context.ts";
-import { listOf, pageQuery } from "../schemas.ts";
+import { environmentList } from "../schemas.ts";
 
 export interface AgentRouteDeps {
   actors: ActorHost;
@@ -152,9 +152,7 @@ export function agentRoutes(deps: AgentRouteDeps) {
     defineRoute({
       ...agentRoute("get", "/v1/agents/conversations"),
       summary: "Conversations of the key's environment, newest first (summaries without messages)",
-      query: pageQuery,
-      responses: { 200: listOf(conversationSummarySchema) },
-      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.environment_id, ctx.query.limit, ctx.query.cursor)),
+      ...environmentList(conversationSummarySchema, (environmentId, limit, cursor) => deps.directory.list(environmentId, limit, cursor)),
     }),
     defineRoute({
       ...agentRoute("get", "/v1/agents/conversations/:id"),

@@ -22,7 +22,7 @@ import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../provi
 import type { Router } from "../../providers/router.ts";
 import type { CallBilling } from "../billed-call.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
-import { listOf, pageQuery } from "../schemas.ts";
+import { environmentList } from "../schemas.ts";
 import { payerOf } from "../usage-context.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
 import type { RoutingStrategy } from "../../providers/types.ts";
@@ -171,9 +171,7 @@ export function jobRoutes(deps: JobRouteDeps) {
     defineRoute({
       ...videoRoute("get", "/v1/jobs"),
       summary: "Jobs of the key's environment, newest first",
-      query: pageQuery,
-      responses: { 200: listOf(jobSchema) },
-      handler: async (ctx) => json(200, await deps.directory.listEnvironment(ctx.auth.key.environment_id, ctx.query.limit, ctx.query.cursor)),
+      ...environmentList(jobSchema, (environmentId, limit, cursor) => deps.directory.listEnvironment(environmentId, limit, cursor)),
     }),
     defineRoute({
       ...videoRoute("get", "/v1/jobs/:id"),
