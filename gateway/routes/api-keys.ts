@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { ApiKeyService } from "../../tenancy/api-keys.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
 import { usageToDateSchema, withUsageToDate, type ReadUsageToDate } from "../usage-to-date.ts";
-import { apiKeyRecordSchema, listOf, name, newApiKeySchema, pageQuery, scopeList } from "../schemas.ts";
+import { apiKeyRecordSchema, name, newApiKeySchema, pagedList, scopeList } from "../schemas.ts";
 
 const createKeyBody = z
   .object({
@@ -31,8 +31,7 @@ export function apiKeyRoutes(apiKeys: ApiKeyService, usageToDate?: ReadUsageToDa
     defineRoute({
       ...keyRoute("get", "/v1/environments/:environment_id/api-keys"),
       summary: "The keys of an environment (never the keys themselves)",
-      query: pageQuery,
-      responses: { 200: listOf(apiKeyRecordSchema.extend({ usage: usageToDateSchema })) },
+      ...pagedList(apiKeyRecordSchema.extend({ usage: usageToDateSchema })),
       handler: async (ctx) => json(200, await withUsageToDate(await apiKeys.list(ctx.auth.userId, ctx.params.environment_id, ctx.query.limit, ctx.query.cursor), usageToDate)),
     }),
     defineRoute({
