@@ -176,6 +176,20 @@ export function defineRoute<B extends z.ZodType = z.ZodUndefined, Q extends z.Zo
   return route as unknown as RouteDefinition;
 }
 
+/** What the routes of one area declare alike: document tag, credential kind, scope, the errors they all answer… */
+export type RouteGroupFields = Partial<Omit<RouteDefinition, "method" | "path" | "summary" | "body" | "query" | "responses" | "billing" | "handler">> & { tag: string; auth: AuthMode };
+
+/**
+ * States once what a file's routes share, and gives each route its method and
+ * path on one line, as the server matches them (Hono's `app.get(path)`):
+ * `const videoRoute = routeGroup({ tag: "video", auth: "api_key", scope: "video" })`,
+ * then `defineRoute({ ...videoRoute("get", "/v1/jobs/:id"), summary, … })`.
+ * The path stays a literal type, so `ctx.params` is still typed from it.
+ */
+export function routeGroup<const G extends RouteGroupFields>(shared: G) {
+  return <const M extends HttpMethod, const P extends string>(method: M, path: P) => ({ ...shared, method, path });
+}
+
 /** What a WebSocket route's `accept` sees: the admitted upgrade request. */
 export interface WsUpgradeContext<Path extends string = string, A extends AuthMode = AuthMode> {
   requestId: string;

@@ -4,8 +4,9 @@ import { domainToUnicode } from "node:url";
 import { z } from "zod";
 import { text } from "../core/text-schema.ts";
 import { cursorPattern } from "../tenancy/data-store.ts";
-import { scopeValues } from "./route.ts";
+import { json, scopeValues } from "./route.ts";
 import {
+  type ApiKeyRecord,
   apiKeyRecordSchema,
   environmentSchema,
   invitationSchema,
@@ -25,6 +26,27 @@ export const pageQuery = z
 
 export function listOf<S extends z.ZodType>(item: S) {
   return z.object({ data: z.array(item), next_cursor: z.string().nullable() });
+}
+
+/** What every list route declares: the page query in, one page of `item` out. */
+export function pagedList<S extends z.ZodType>(item: S) {
+  return { query: pageQuery, responses: { 200: listOf(item) } };
+}
+
+/**
+ * A GET of what the calling key's environment owns (conversations, jobs):
+ * the page query in, one page of `item` out, read for the key's environment
+ * only, so another environment's entries are never listed. Spread into the
+ * route's declaration; `read` is the directory's per-environment list.
+ */
+export function environmentList<S extends z.ZodType>(
+  item: S,
+  read: (environmentId: string, limit: number, cursor: string | undefined) => Promise<{ data: z.output<S>[]; next_cursor: string | null }>,
+) {
+  return {
+    ...pagedList(item),
+    handler: async (ctx: { auth: { key: ApiKeyRecord }; query: z.output<typeof pageQuery> }) => json(200, await read(ctx.auth.key.environment_id, ctx.query.limit, ctx.query.cursor)),
+  };
 }
 
 /** Checked as sent (the limits the document states), then stored trimmed. */

@@ -2,7 +2,7 @@
 // only, role-checked, and scoped so another organization's resources are 404.
 import { z } from "zod";
 import type { AccountService } from "../../tenancy/accounts.ts";
-import { defineRoute, json } from "../route.ts";
+import { defineRoute, json, routeGroup } from "../route.ts";
 import { usageToDateSchema, withUsageToDate, type ReadUsageToDate } from "../usage-to-date.ts";
 import { text } from "../../core/text-schema.ts";
 import {
@@ -10,11 +10,10 @@ import {
   environmentSchema,
   environmentWithKeySchema,
   invitationSchema,
-  listOf,
   membershipSchema,
   name,
   organizationSchema,
-  pageQuery,
+  pagedList,
   projectSchema,
   roleSchema,
   userSchema,
@@ -29,132 +28,98 @@ const orgChange = z
   // The same rule, stated in the OpenAPI document (the fuzzer generates bodies from it).
   .meta({ minProperties: 1 });
 
+// Every route here is a dashboard session's; each area is its own section of the document.
+const accountRoute = routeGroup({ tag: "accounts", auth: "session" });
+const orgRoute = routeGroup({ tag: "organizations", auth: "session" });
+const projectRoute = routeGroup({ tag: "projects", auth: "session" });
+const environmentRoute = routeGroup({ tag: "environments", auth: "session" });
+
 /** `usageToDate` adds each environment's usage to date and last use to its list (absent: zeros). */
 export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageToDate) {
   return [
     defineRoute({
-      method: "get",
-      path: "/v1/account",
+      ...accountRoute("get", "/v1/account"),
       summary: "The signed-in user and their memberships",
-      tag: "accounts",
-      auth: "session",
       responses: { 200: z.object({ user: userSchema, memberships: z.array(z.object({ organization: organizationSchema, role: roleSchema })) }) },
       handler: async (ctx) => json(200, await accounts.account(ctx.auth.userId)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/orgs",
+      ...orgRoute("get", "/v1/orgs"),
       summary: "Organizations the user belongs to",
-      tag: "organizations",
-      auth: "session",
-      query: pageQuery,
-      responses: { 200: listOf(organizationSchema) },
+      ...pagedList(organizationSchema),
       handler: async (ctx) => json(200, await accounts.orgs.listOrgs(ctx.auth.userId, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
-      method: "post",
-      path: "/v1/orgs",
+      ...orgRoute("post", "/v1/orgs"),
       summary: "Create an organization (you become its owner)",
-      tag: "organizations",
-      auth: "session",
       body: named,
       responses: { 201: organizationSchema },
       handler: async (ctx) => json(201, await accounts.orgs.createOrg(ctx.auth.userId, ctx.body.name)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/orgs/:org_id",
+      ...orgRoute("get", "/v1/orgs/:org_id"),
       summary: "One organization",
-      tag: "organizations",
-      auth: "session",
       responses: { 200: organizationSchema },
       errors: ["not_found"],
       handler: async (ctx) => json(200, await accounts.orgs.getOrg(ctx.auth.userId, ctx.params.org_id)),
     }),
     defineRoute({
-      method: "patch",
-      path: "/v1/orgs/:org_id",
+      ...orgRoute("patch", "/v1/orgs/:org_id"),
       summary: "Rename an organization or set how many days its stored files are kept (owners and admins)",
-      tag: "organizations",
-      auth: "session",
       body: orgChange,
       responses: { 200: organizationSchema },
       errors: ["not_found", "forbidden"],
       handler: async (ctx) => json(200, await accounts.orgs.updateOrg(ctx.auth.userId, ctx.params.org_id, ctx.body)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/orgs/:org_id/projects",
+      ...projectRoute("get", "/v1/orgs/:org_id/projects"),
       summary: "Projects of an organization",
-      tag: "projects",
-      auth: "session",
-      query: pageQuery,
-      responses: { 200: listOf(projectSchema) },
+      ...pagedList(projectSchema),
       errors: ["not_found"],
       handler: async (ctx) => json(200, await accounts.orgs.listProjects(ctx.auth.userId, ctx.params.org_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
-      method: "post",
-      path: "/v1/orgs/:org_id/projects",
+      ...projectRoute("post", "/v1/orgs/:org_id/projects"),
       summary: "Create a project with its production and development environments",
-      tag: "projects",
-      auth: "session",
       body: named,
       responses: { 201: z.object({ project: projectSchema, environments: z.array(environmentWithKeySchema) }) },
       errors: ["not_found"],
       handler: async (ctx) => json(201, await accounts.orgs.createProject(ctx.auth.userId, ctx.params.org_id, ctx.body.name)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/projects/:project_id/environments",
+      ...environmentRoute("get", "/v1/projects/:project_id/environments"),
       summary: "Environments of a project",
-      tag: "environments",
-      auth: "session",
-      query: pageQuery,
-      responses: { 200: listOf(environmentSchema.extend({ last_used_at: z.string().nullable(), usage: usageToDateSchema })) },
+      ...pagedList(environmentSchema.extend({ last_used_at: z.string().nullable(), usage: usageToDateSchema })),
       errors: ["not_found"],
       handler: async (ctx) =>
         json(200, await withUsageToDate(await accounts.orgs.listEnvironments(ctx.auth.userId, ctx.params.project_id, ctx.query.limit, ctx.query.cursor), usageToDate)),
     }),
     defineRoute({
-      method: "post",
-      path: "/v1/projects/:project_id/environments",
+      ...environmentRoute("post", "/v1/projects/:project_id/environments"),
       summary: "Create an environment; a non-production one comes with its test key, shown once",
-      tag: "environments",
-      auth: "session",
       body: z.object({ name, production: z.boolean().optional() }).strict(),
       responses: { 201: environmentWithKeySchema },
       errors: ["not_found"],
       handler: async (ctx) => json(201, await accounts.orgs.createEnvironment(ctx.auth.userId, ctx.params.project_id, ctx.body)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/orgs/:org_id/invitations",
+      ...orgRoute("get", "/v1/orgs/:org_id/invitations"),
       summary: "Invitations of an organization (owners and admins)",
-      tag: "organizations",
-      auth: "session",
-      query: pageQuery,
-      responses: { 200: listOf(invitationSchema) },
+      ...pagedList(invitationSchema),
       errors: ["not_found"],
       handler: async (ctx) => json(200, await accounts.invitations.list(ctx.auth.userId, ctx.params.org_id, ctx.query.limit, ctx.query.cursor)),
     }),
     defineRoute({
-      method: "post",
-      path: "/v1/orgs/:org_id/invitations",
+      ...orgRoute("post", "/v1/orgs/:org_id/invitations"),
       summary: "Invite someone by email with a role; the token is shown once",
-      tag: "organizations",
-      auth: "session",
       body: z.object({ email, role: roleSchema }).strict(),
       responses: { 201: z.object({ invitation: invitationSchema, token: z.string() }) },
       errors: ["not_found"],
       handler: async (ctx) => json(201, await accounts.invitations.create(ctx.auth.userId, ctx.params.org_id, ctx.body)),
     }),
     defineRoute({
-      method: "post",
-      path: "/v1/invitations/accept",
+      ...orgRoute("post", "/v1/invitations/accept"),
       summary: "Accept an invitation sent to your email",
-      tag: "organizations",
-      auth: "session",
       body: z.object({ token: text({ min: 1, max: 200 }) }).strict(),
       responses: { 200: membershipSchema },
       errors: ["not_found", "conflict"],

@@ -16,12 +16,12 @@ import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import type { Router } from "../../providers/router.ts";
 import type { Payer } from "../../providers/usage.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
-import { defineRoute, json } from "../route.ts";
+import { defineRoute, json, routeGroup } from "../route.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
 import type { AgentsConfig } from "../../core/config.ts";
 import { generationEstimateNanos, type CallBilling } from "../billed-call.ts";
 import { payerOf } from "../usage-context.ts";
-import { listOf, pageQuery } from "../schemas.ts";
+import { environmentList } from "../schemas.ts";
 
 export interface AgentRouteDeps {
   actors: ActorHost;
@@ -43,9 +43,12 @@ interface TurnCaller {
 }
 
 /** Who the turn's actor call runs for: the key's organization, its payer and the request id. */
-function turnCaller(key: ApiKeyRecord, requestId: string): TurnCaller {
+function turnCaller({ auth: { key }, requestId }: { auth: { key: ApiKeyRecord }; requestId: string }): TurnCaller {
   return { organization_id: key.organization_id, environment_id: key.environment_id, payer: payerOf(key), request_id: requestId };
 }
+
+/** What every agents route declares besides its own fields: its document tag and the API key with the agents scope. */
+const agentRoute = routeGroup({ tag: "agents", auth: "api_key", scope: "agents" });
 
 /**
  * The message and tool-output routes both start a turn: same answer, same
@@ -54,11 +57,9 @@ function turnCaller(key: ApiKeyRecord, requestId: string): TurnCaller {
  * model, or the dearest text model when routed), so a burst of turns cannot
  * all start on the same unspent budget; its calls are billed as they end.
  */
-function turnRoute(deps: AgentRouteDeps) {
+function turnRoute<const P extends string>(deps: AgentRouteDeps, path: P) {
   return {
-    tag: "agents",
-    auth: "api_key" as const,
-    scope: "agents" as const,
+    ...agentRoute("post", path),
     responses: { 200: conversationSchema },
     errors: ["not_found", "conflict", "budget_exceeded", "provider_error", "provider_timeout", "no_provider_available"] satisfies ErrorCode[],
     billing: {
@@ -123,12 +124,8 @@ export function agentRoutes(deps: AgentRouteDeps) {
   const body = withModel(createBody, modelIdSchema(deps.router.catalogue, { category: "text", tools: true }).nullable().default(null));
   return [
     defineRoute({
-      method: "post",
-      path: "/v1/agents/conversations",
+      ...agentRoute("post", "/v1/agents/conversations"),
       summary: "Start a conversation with a server-side agent",
-      tag: "agents",
-      auth: "api_key",
-      scope: "agents",
       body,
       responses: { 201: conversationSchema },
       errors: ["no_provider_available"],
@@ -153,49 +150,29 @@ export function agentRoutes(deps: AgentRouteDeps) {
       },
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/agents/conversations",
+      ...agentRoute("get", "/v1/agents/conversations"),
       summary: "Conversations of the key's environment, newest first (summaries without messages)",
-      tag: "agents",
-      auth: "api_key",
-      scope: "agents",
-      query: pageQuery,
-      responses: { 200: listOf(conversationSummarySchema) },
-      handler: async (ctx) => json(200, await deps.directory.list(ctx.auth.key.environment_id, ctx.query.limit, ctx.query.cursor)),
+      ...environmentList(conversationSummarySchema, (environmentId, limit, cursor) => deps.directory.list(environmentId, limit, cursor)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/agents/conversations/:id",
+      ...agentRoute("get", "/v1/agents/conversations/:id"),
       summary: "A conversation with all its messages",
-      tag: "agents",
-      auth: "api_key",
-      scope: "agents",
       responses: { 200: conversationSchema },
       errors: ["not_found"],
       handler: async (ctx) =>
         json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id })),
     }),
     defineRoute({
-      ...turnRoute(deps),
-      method: "post",
-      path: "/v1/agents/conversations/:id/messages",
+      ...turnRoute(deps, "/v1/agents/conversations/:id/messages"),
       summary: "Send a user message; runs the agent until it answers or needs your tools",
       body: messageBody,
-      handler: async (ctx) => {
-        const caller = turnCaller(ctx.auth.key, ctx.requestId);
-        return json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "postMessage", { ...caller, content: ctx.body.content }));
-      },
+      handler: async (ctx) => json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "postMessage", { ...turnCaller(ctx), content: ctx.body.content })),
     }),
     defineRoute({
-      ...turnRoute(deps),
-      method: "post",
-      path: "/v1/agents/conversations/:id/tool-outputs",
+      ...turnRoute(deps, "/v1/agents/conversations/:id/tool-outputs"),
       summary: "Answer every pending custom tool call; the agent then continues",
       body: toolOutputsBody,
-      handler: async (ctx) => {
-        const caller = turnCaller(ctx.auth.key, ctx.requestId);
-        return json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "submitToolOutputs", { ...caller, outputs: ctx.body.outputs }));
-      },
+      handler: async (ctx) => json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "submitToolOutputs", { ...turnCaller(ctx), outputs: ctx.body.outputs })),
     }),
   ];
 }

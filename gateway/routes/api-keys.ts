@@ -1,9 +1,9 @@
 // API key management (docs/api/keys.md): session only, owners and admins write.
 import { z } from "zod";
 import type { ApiKeyService } from "../../tenancy/api-keys.ts";
-import { defineRoute, json } from "../route.ts";
+import { defineRoute, json, routeGroup } from "../route.ts";
 import { usageToDateSchema, withUsageToDate, type ReadUsageToDate } from "../usage-to-date.ts";
-import { apiKeyRecordSchema, listOf, name, newApiKeySchema, pageQuery, scopeList } from "../schemas.ts";
+import { apiKeyRecordSchema, name, newApiKeySchema, pagedList, scopeList } from "../schemas.ts";
 
 const createKeyBody = z
   .object({
@@ -15,39 +15,29 @@ const createKeyBody = z
   })
   .strict();
 
+/** What every key route declares: its document tag, a session, and the 404 of an environment or key the user may not manage. */
+const keyRoute = routeGroup({ tag: "api-keys", auth: "session", errors: ["not_found"] });
+
 /** `usageToDate` adds each key's usage to date to the list (absent: zeros). */
 export function apiKeyRoutes(apiKeys: ApiKeyService, usageToDate?: ReadUsageToDate) {
   return [
     defineRoute({
-      method: "post",
-      path: "/v1/environments/:environment_id/api-keys",
+      ...keyRoute("post", "/v1/environments/:environment_id/api-keys"),
       summary: "Create an API key; the full key is returned only now",
-      tag: "api-keys",
-      auth: "session",
       body: createKeyBody,
       responses: { 201: newApiKeySchema },
-      errors: ["not_found"],
       handler: async (ctx) => json(201, await apiKeys.create(ctx.auth.userId, ctx.params.environment_id, ctx.body)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/environments/:environment_id/api-keys",
+      ...keyRoute("get", "/v1/environments/:environment_id/api-keys"),
       summary: "The keys of an environment (never the keys themselves)",
-      tag: "api-keys",
-      auth: "session",
-      query: pageQuery,
-      responses: { 200: listOf(apiKeyRecordSchema.extend({ usage: usageToDateSchema })) },
-      errors: ["not_found"],
+      ...pagedList(apiKeyRecordSchema.extend({ usage: usageToDateSchema })),
       handler: async (ctx) => json(200, await withUsageToDate(await apiKeys.list(ctx.auth.userId, ctx.params.environment_id, ctx.query.limit, ctx.query.cursor), usageToDate)),
     }),
     defineRoute({
-      method: "delete",
-      path: "/v1/api-keys/:api_key_id",
+      ...keyRoute("delete", "/v1/api-keys/:api_key_id"),
       summary: "Revoke a key: refused at once here, within seconds on every replica",
-      tag: "api-keys",
-      auth: "session",
       responses: { 200: apiKeyRecordSchema },
-      errors: ["not_found"],
       handler: async (ctx) => json(200, await apiKeys.revoke(ctx.auth.userId, ctx.params.api_key_id)),
     }),
   ];

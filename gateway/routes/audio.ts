@@ -13,7 +13,7 @@ import { speaks, speechRequestSchema, synthesizeSpeech, voiceSchema } from "../.
 import { transcribeAudio, transcribes, transcriptionRequestSchema } from "../../providers/transcription.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import { speechVoiceRules } from "../../providers/model-rules.ts";
-import { defineRoute, json } from "../route.ts";
+import { defineRoute, json, routeGroup } from "../route.ts";
 import { estimateNanos } from "../billed-call.ts";
 import type { AiRouteDeps } from "../usage-context.ts";
 
@@ -28,6 +28,9 @@ export const transcriptionResponseSchema = z.object({ text: z.string(), model: z
 
 const audioTypes = ["audio/", "video/", "application/octet-stream"] as const;
 
+/** What both audio routes declare: their document tag, the API key with the audio scope, and a billed model call's errors. */
+const audioRoute = routeGroup({ tag: "audio", auth: "api_key", scope: "audio", errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"] });
+
 export function audioRoutes(deps: MediaRouteDeps) {
   // `model`: one of the catalogue's models that can (an enum in the document), required when routing is manual.
   const { catalogue } = deps.router;
@@ -39,15 +42,10 @@ export function audioRoutes(deps: MediaRouteDeps) {
   const transcriptionBody = withModel(transcriptionRequestSchema, modelIdSchema(catalogue, { category: "audio", media: transcribes }).nullable().optional());
   return [
     defineRoute({
-      method: "post",
-      path: "/v1/audio/speech",
+      ...audioRoute("post", "/v1/audio/speech"),
       summary: "Text to speech; the audio is stored and returned as a file URL",
-      tag: "audio",
-      auth: "api_key",
-      scope: "audio",
       body: speechBody,
       responses: { 200: speechResponseSchema },
-      errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       billing: {
         admit: "reserve",
         via: deps,
@@ -68,15 +66,10 @@ export function audioRoutes(deps: MediaRouteDeps) {
       },
     }),
     defineRoute({
-      method: "post",
-      path: "/v1/audio/transcriptions",
+      ...audioRoute("post", "/v1/audio/transcriptions"),
       summary: "Transcribe the audio at audio_url (fetched through the outbound guard)",
-      tag: "audio",
-      auth: "api_key",
-      scope: "audio",
       body: transcriptionBody,
       responses: { 200: transcriptionResponseSchema },
-      errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       // The duration is known only after the download: admitted on what is spent (nothing reserved).
       billing: { admit: "reserve", via: deps, category: "audio", estimate: () => 0 },
       handler: async (ctx) => {

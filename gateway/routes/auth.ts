@@ -26,6 +26,24 @@ function setSessionCookies(ctx: RouteContext<unknown, unknown>, grant: SessionGr
   ctx.setCookie({ name: csrfCookie, value: grant.csrf_token, maxAgeSeconds: ttlSeconds, httpOnly: false });
 }
 
+/**
+ * Signup and login both open a session: public routes that still refuse an
+ * API key, whose handler sets the session and CSRF cookies from the grant and
+ * answers it (the body carries the same tokens, for bearer use).
+ */
+function opensSession<Body, G extends SessionGrant>(status: number, config: TenancyConfig, open: (body: Body, clientAddress: string) => Promise<G>) {
+  return {
+    tag: "accounts",
+    auth: "none",
+    refusesApiKeys: true,
+    handler: async (ctx: RouteContext<Body, unknown>) => {
+      const grant = await open(ctx.body, clientAddress(ctx, config));
+      setSessionCookies(ctx, grant, config.sessionTtlSeconds);
+      return json(status, grant);
+    },
+  } as const;
+}
+
 /** The client's address: the last entry of the configured proxy header, else the socket peer. */
 function clientAddress(ctx: RouteContext<unknown, unknown>, config: TenancyConfig): string {
   const forwarded = config.clientAddressHeader ? ctx.headers[config.clientAddressHeader] : undefined;
@@ -39,9 +57,7 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
       method: "post",
       path: "/v1/auth/signup",
       summary: "Create an account with its organization, default project and environments",
-      tag: "accounts",
-      auth: "none",
-      refusesApiKeys: true,
+      ...opensSession(201, config, (body: z.output<typeof signupBody>, address) => accounts.signup(body, address)),
       body: signupBody,
       responses: {
         201: z.object({
@@ -53,27 +69,15 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
         }),
       },
       errors: ["conflict", "forbidden", "rate_limited"],
-      handler: async (ctx) => {
-        const result = await accounts.signup(ctx.body, clientAddress(ctx, config));
-        setSessionCookies(ctx, result, config.sessionTtlSeconds);
-        return json(201, result);
-      },
     }),
     defineRoute({
       method: "post",
       path: "/v1/auth/login",
       summary: "Log in: returns a session token and sets the session cookie",
-      tag: "accounts",
-      auth: "none",
-      refusesApiKeys: true,
+      ...opensSession(200, config, (body: z.output<typeof loginBody>, address) => accounts.sessions.login(body, address)),
       body: loginBody,
       responses: { 200: z.object({ user: userSchema, ...sessionGrantSchema.shape }) },
       errors: ["unauthorized", "rate_limited"],
-      handler: async (ctx) => {
-        const result = await accounts.sessions.login(ctx.body, clientAddress(ctx, config));
-        setSessionCookies(ctx, result, config.sessionTtlSeconds);
-        return json(200, result);
-      },
     }),
     defineRoute({
       method: "post",

@@ -2,7 +2,7 @@
 // owners and admins; another organization's project is 404.
 import { z } from "zod";
 import { groupByValues, type UsageReports } from "../../tenancy/usage-report.ts";
-import { defineRoute, json } from "../route.ts";
+import { defineRoute, json, routeGroup } from "../route.ts";
 
 const usd = z.number().min(0);
 const totalsSchema = z.object({
@@ -52,38 +52,29 @@ const budgetSchema = z.object({
   spent_usd: usd.describe("live spend this period"),
 });
 
+/** What every billing route declares: its document tag, a session, and the 404 of a project the user may not manage. */
+const projectRoute = routeGroup({ tag: "billing", auth: "session", errors: ["not_found"] });
+
 export function billingRoutes(reports: UsageReports) {
   return [
     defineRoute({
-      method: "get",
-      path: "/v1/projects/:project_id/usage",
+      ...projectRoute("get", "/v1/projects/:project_id/usage"),
       summary: "A project's usage: totals and breakdowns, live and test apart (owners and admins)",
-      tag: "billing",
-      auth: "session",
       query: usageQuery,
       responses: { 200: usageSchema },
-      errors: ["not_found"],
       handler: async (ctx) => json(200, await reports.usage(ctx.auth.userId, ctx.params.project_id, ctx.query)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/projects/:project_id/budget",
+      ...projectRoute("get", "/v1/projects/:project_id/budget"),
       summary: "A project's monthly budget and this month's spend (owners and admins)",
-      tag: "billing",
-      auth: "session",
       responses: { 200: budgetSchema },
-      errors: ["not_found"],
       handler: async (ctx) => json(200, await reports.getBudget(ctx.auth.userId, ctx.params.project_id)),
     }),
     defineRoute({
-      method: "put",
-      path: "/v1/projects/:project_id/budget",
+      ...projectRoute("put", "/v1/projects/:project_id/budget"),
       summary: "Set a project's monthly budget: limit, alert thresholds, hard limit (owners and admins)",
-      tag: "billing",
-      auth: "session",
       body: budgetBody,
       responses: { 200: budgetSchema },
-      errors: ["not_found"],
       handler: async (ctx) => json(200, await reports.putBudget(ctx.auth.userId, ctx.params.project_id, ctx.body)),
     }),
   ];

@@ -21,8 +21,8 @@ import { videoImageRules } from "../../providers/model-rules.ts";
 import { assertVideoModelFits, videoModelIdSchema, videoNeed } from "../../providers/video-routing.ts";
 import type { Router } from "../../providers/router.ts";
 import type { CallBilling } from "../billed-call.ts";
-import { defineRoute, json } from "../route.ts";
-import { listOf, pageQuery } from "../schemas.ts";
+import { defineRoute, json, routeGroup } from "../route.ts";
+import { environmentList } from "../schemas.ts";
 import { payerOf } from "../usage-context.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
 import type { RoutingStrategy } from "../../providers/types.ts";
@@ -65,18 +65,25 @@ export async function jobForKey(deps: { actors: ActorHost; job: JobActorDefiniti
   });
 }
 
-/** The id of a job the key may see (404 otherwise); the directory answers unknown ids without activating an actor. */
-async function ownJobId(deps: Pick<JobRouteDeps, "actors" | "job" | "directory">, key: ApiKeyRecord, rawId: string): Promise<string> {
-  const id = jobIdParam(rawId);
-  if (!(await jobForKey(deps, key, id))) throw new TroupeError("not_found", "job not found");
-  return id;
+/**
+ * The job the key may see, else 404: the one check every /v1/jobs/{id} route
+ * makes before reading or changing a job. The directory answers unknown ids
+ * without activating an actor.
+ */
+async function ownJob(deps: Pick<JobRouteDeps, "actors" | "job" | "directory">, key: ApiKeyRecord, rawId: string): Promise<Job> {
+  const found = await jobForKey(deps, key, jobIdParam(rawId));
+  if (!found) throw new TroupeError("not_found", "job not found");
+  return found;
 }
+
+/** What every /v1 job route declares besides its own fields: its document tag and the API key with the video scope. */
+const videoRoute = routeGroup({ tag: "video", auth: "api_key", scope: "video" });
 
 export const jobDeletedSchema = z.object({ id: z.string(), deleted: z.literal(true) });
 
 /** DELETE /v1/jobs/{id} and DELETE /openai/v1/videos/{id}: cancel if needed, then remove the job and its files. */
 export async function deleteJob(deps: Pick<JobRouteDeps, "actors" | "job" | "directory">, key: ApiKeyRecord, rawId: string): Promise<z.infer<typeof jobDeletedSchema>> {
-  const id = await ownJobId(deps, key, rawId);
+  const { id } = await ownJob(deps, key, rawId);
   const gone = await callActor(deps.actors, deps.job, id, "delete", { organization_id: key.organization_id, environment_id: key.environment_id });
   return { id: gone.id, deleted: gone.deleted };
 }
@@ -150,12 +157,8 @@ export function jobRoutes(deps: JobRouteDeps) {
   const body = withModel(videoGenerateBody, videoModelIdSchema(deps.router.catalogue).nullable().default(null), videoImageRules(deps.router.catalogue));
   return [
     defineRoute({
-      method: "post",
-      path: "/v1/video/generate",
+      ...videoRoute("post", "/v1/video/generate"),
       summary: "Start a video job (one provider clip per scene, narration as a voiceover); poll GET /v1/jobs/{id} or listen to its events",
-      tag: "video",
-      auth: "api_key",
-      scope: "video",
       body,
       responses: { 202: acceptedSchema },
       errors: ["budget_exceeded", "no_provider_available"],
@@ -166,53 +169,31 @@ export function jobRoutes(deps: JobRouteDeps) {
       },
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/jobs",
+      ...videoRoute("get", "/v1/jobs"),
       summary: "Jobs of the key's environment, newest first",
-      tag: "video",
-      auth: "api_key",
-      scope: "video",
-      query: pageQuery,
-      responses: { 200: listOf(jobSchema) },
-      handler: async (ctx) => json(200, await deps.directory.listEnvironment(ctx.auth.key.environment_id, ctx.query.limit, ctx.query.cursor)),
+      ...environmentList(jobSchema, (environmentId, limit, cursor) => deps.directory.listEnvironment(environmentId, limit, cursor)),
     }),
     defineRoute({
-      method: "get",
-      path: "/v1/jobs/:id",
+      ...videoRoute("get", "/v1/jobs/:id"),
       summary: "A job: status, progress, per-scene segments, result_url once completed, error once failed",
-      tag: "video",
-      auth: "api_key",
-      scope: "video",
       responses: { 200: jobSchema },
       errors: ["not_found"],
-      handler: async (ctx) => {
-        const found = await jobForKey(deps, ctx.auth.key, jobIdParam(ctx.params.id));
-        if (!found) throw new TroupeError("not_found", "job not found");
-        return json(200, found);
-      },
+      handler: async (ctx) => json(200, await ownJob(deps, ctx.auth.key, ctx.params.id)),
     }),
     defineRoute({
-      method: "post",
-      path: "/v1/jobs/:id/cancel",
+      ...videoRoute("post", "/v1/jobs/:id/cancel"),
       summary: "Cancel an unfinished job: it ends failed with error.code cancelled and stays readable; unfinished scenes are not billed",
-      tag: "video",
-      auth: "api_key",
-      scope: "video",
       responses: { 200: jobSchema },
       errors: ["not_found", "conflict"],
       handler: async (ctx) => {
-        const id = await ownJobId(deps, ctx.auth.key, ctx.params.id);
+        const { id } = await ownJob(deps, ctx.auth.key, ctx.params.id);
         const { organization_id, environment_id } = ctx.auth.key;
         return json(200, await callActor(deps.actors, deps.job, id, "cancel", { organization_id, environment_id }));
       },
     }),
     defineRoute({
-      method: "delete",
-      path: "/v1/jobs/:id",
+      ...videoRoute("delete", "/v1/jobs/:id"),
       summary: "Delete a job: cancelled first if unfinished, then the job, its result and every file it stored are removed (404 afterwards)",
-      tag: "video",
-      auth: "api_key",
-      scope: "video",
       responses: { 200: jobDeletedSchema },
       errors: ["not_found"],
       handler: async (ctx) => json(200, await deleteJob(deps, ctx.auth.key, ctx.params.id)),

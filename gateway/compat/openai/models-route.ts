@@ -23,6 +23,14 @@ function modelsOf(router: Router): OpenAiModel[] {
   return [...routing, ...router.catalogue.models.map((m): OpenAiModel => ({ id: m.id, object: "model", created: 0, owned_by: m.provider }))];
 }
 
+/** The model OpenAI's SDKs ask for by id, else OpenAI's 404 model_not_found naming the `model` parameter. */
+function modelNamed(router: Router, id: string): OpenAiModel {
+  const found = modelsOf(router).find((m) => m.id === id);
+  if (found) return found;
+  const details: OpenAiErrorDetails = { openai_code: "model_not_found", param: "model" };
+  throw new TroupeError("not_found", `The model \`${id}\` does not exist`, { details });
+}
+
 export function openAiModelRoutes(deps: { router: Router }) {
   return [
     defineRoute({
@@ -40,14 +48,7 @@ export function openAiModelRoutes(deps: { router: Router }) {
       summary: "OpenAI-compatible model lookup (404 model_not_found for an id the catalogue does not know)",
       responses: { 200: modelSchema },
       errors: ["not_found"],
-      handler: async (ctx) => {
-        const found = modelsOf(deps.router).find((m) => m.id === ctx.params.model);
-        if (!found) {
-          const details: OpenAiErrorDetails = { openai_code: "model_not_found", param: "model" };
-          throw new TroupeError("not_found", `The model \`${ctx.params.model}\` does not exist`, { details });
-        }
-        return json(200, found);
-      },
+      handler: async (ctx) => json(200, modelNamed(deps.router, ctx.params.model)),
     }),
   ];
 }
