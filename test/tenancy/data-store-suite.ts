@@ -68,6 +68,7 @@ export function storeSuite(t: Test, factory: StoreFactory): void {
     t.equal(new Set(seen).size, 25, "no duplicates across pages, even with equal scores");
     t.equal(seen[0], "m24", "newest first");
     t.equal(seen[24], "m00");
+    t.equal((await store.page("list", 25)).nextCursor, null, "a page holding exactly the rest has no next cursor");
     await store.apply([{ op: "unindex", key: "list", member: "m24" }]);
     t.equal((await store.page("list", 1)).members[0], "m23");
     await store.close();
