@@ -96,3 +96,14 @@ export interface SamplingOptions {
 
 /** A JSON answer: any JSON object, or one matching `schema`. */
 export type JsonResponseFormat = { type: "json_object" } | { type: "json_schema"; name: string; schema: Record<string, unknown>; strict?: boolean | undefined };
+
+/**
+ * For APIs that take the system prompt apart from the turns (Anthropic's
+ * `system`, Gemini's `systemInstruction`): every system message's content,
+ * joined by a blank line (undefined when there is none), and the other
+ * messages in their order.
+ */
+export function systemApart(messages: ChatMessage[]): { system: string | undefined; conversation: ChatMessage[] } {
+  const system = messages.filter((m) => m.role === "system").map((m) => m.content);
+  return { system: system.length > 0 ? system.join("\n\n") : undefined, conversation: messages.filter((m) => m.role !== "system") };
+}

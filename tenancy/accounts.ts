@@ -13,7 +13,8 @@ import { ClaimTakenError, type DataStore, type StoreOp } from "./data-store.ts";
 import { InvitationService } from "./invitations.ts";
 import { OrganizationService } from "./organizations.ts";
 import { hashPassword } from "./passwords.ts";
-import { keys, recordsOf, type Records } from "./records.ts";
+import { keys } from "./records.ts";
+import { TenancyService } from "./tenancy-service.ts";
 import { publicUser, SessionService } from "./sessions.ts";
 import { SignupThrottle } from "./signup-throttle.ts";
 import type { StoredUser } from "./types.ts";
@@ -22,21 +23,16 @@ import { requireWellFormed } from "./well-formed.ts";
 export type { EnvironmentWithKey } from "./organizations.ts";
 export type { SessionGrant } from "./sessions.ts";
 
-export class AccountService {
+export class AccountService extends TenancyService {
   readonly sessions: SessionService;
   readonly orgs: OrganizationService;
   readonly invitations: InvitationService;
-  private readonly store: DataStore;
-  private readonly records: Records;
   private readonly config: TenancyConfig;
-  private readonly clock: Clock;
   private readonly signupThrottle: SignupThrottle;
 
   constructor(store: DataStore, config: TenancyConfig, clock: Clock, apiKeys: ApiKeyService) {
-    this.store = store;
-    this.records = recordsOf(store);
+    super(store, clock);
     this.config = config;
-    this.clock = clock;
     this.sessions = new SessionService(store, config, clock);
     this.orgs = new OrganizationService(store, clock, apiKeys);
     this.invitations = new InvitationService(store, clock);

@@ -16,7 +16,8 @@ import { displayPrefix, newApiKey, sha256 } from "./key-format.ts";
 import { KeyCache, toRecord } from "./key-cache.ts";
 import { KeyLimits, type RateLimitWindow } from "./key-rate-limit.ts";
 import { KeyRevocations, revocationMessageSchema, type RevocationMessage } from "./key-revocations.ts";
-import { keys, recordsOf, type Records } from "./records.ts";
+import { keys } from "./records.ts";
+import { TenancyService } from "./tenancy-service.ts";
 import type { StoreOp, DataStore } from "./data-store.ts";
 import type { ApiKeyRecord, Environment, StoredApiKey } from "./types.ts";
 
@@ -26,11 +27,8 @@ export interface NewTestKey extends ApiKeyRecord {
   key: string;
 }
 
-export class ApiKeyService {
-  private readonly store: DataStore;
-  private readonly records: Records;
+export class ApiKeyService extends TenancyService {
   private readonly config: TenancyConfig;
-  private readonly clock: Clock;
   private readonly log: Logger;
   private readonly cache: KeyCache;
   /** Requests and tokens per minute; also the UsageSink that counts billed tokens. */
@@ -40,10 +38,8 @@ export class ApiKeyService {
   readonly revocations = new KeyRevocations();
 
   constructor(store: DataStore, config: TenancyConfig, clock: Clock, log: Logger) {
-    this.store = store;
-    this.records = recordsOf(store);
+    super(store, clock);
     this.config = config;
-    this.clock = clock;
     this.log = log;
     this.cache = new KeyCache(store, config, clock, log);
     this.limits = new KeyLimits(store);

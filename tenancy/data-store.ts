@@ -102,6 +102,17 @@ export function encodeCursor(score: number, member: string): string {
   return `${Math.max(0, Math.trunc(score))}.${Buffer.from(member).toString("base64url")}`;
 }
 
+/**
+ * An index page from the members a store read after the cursor, newest
+ * first, one past `limit` when it could (that one says more follow): the
+ * first `limit`, and the cursor of the last of them.
+ */
+export function pageOf(found: readonly { score: number; member: string }[], limit: number): IndexPage {
+  const items = found.slice(0, limit);
+  const last = items[items.length - 1];
+  return { members: items.map((m) => m.member), nextCursor: found.length > limit && last ? encodeCursor(last.score, last.member) : null };
+}
+
 export function decodeCursor(cursor: string): { score: number; member: string } | undefined {
   if (!cursorPattern.test(cursor)) return undefined;
   const dot = cursor.indexOf(".");

@@ -11,7 +11,7 @@ import {
   backoffWaitMs,
   ClaimTakenError,
   decodeCursor,
-  encodeCursor,
+  pageOf,
   type BackoffAdmission,
   type BackoffPolicy,
   type DataStore,
@@ -133,13 +133,7 @@ export class EmbeddedDataStore implements DataStore {
       members.push({ score, member });
       if (members.length > limit) break;
     }
-    const hasMore = members.length > limit;
-    const pageItems = members.slice(0, limit);
-    const last = pageItems[pageItems.length - 1];
-    return {
-      members: pageItems.map((m) => m.member),
-      nextCursor: hasMore && last ? encodeCursor(last.score, last.member) : null,
-    };
+    return pageOf(members, limit);
   }
 
   async hit(counterKey: string, windowMs: number, by = 1): Promise<{ count: number; resetInMs: number }> {

@@ -19,9 +19,8 @@ import { open, type Database, type RootDatabase } from "lmdb";
 import { SCHEMA_VERSION, upgrade, type RecordKind } from "../core/schema-version.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import {
-  addCounter,
+  addToRows,
   limitNanos,
-  parseRowKey,
   periodOf,
   rowKey,
   thresholdMark,
@@ -325,15 +324,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     // Periods sort as strings: one range scan over the months that have usage.
     const prefix = `agg\t${projectId}\t`;
     for (const { key, value } of this.counters.getRange({ start: `${prefix}${fromPeriod}\t`, end: `${prefix}${toPeriod}\t\uffff` })) {
-      const field = key.slice(prefix.length + "YYYY-MM\t".length);
-      const cut = field.lastIndexOf("\t");
-      const rowId = field.slice(0, cut);
-      let row = rows.get(rowId);
-      if (!row) {
-        row = { ...parseRowKey(rowId), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units_micro: 0, calls: 0 };
-        rows.set(rowId, row);
-      }
-      addCounter(row, field.slice(cut + 1), value);
+      addToRows(rows, key.slice(prefix.length + "YYYY-MM\t".length), value);
     }
     return [...rows.values()];
   }

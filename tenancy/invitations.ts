@@ -8,21 +8,17 @@ import { prefixedId } from "../core/ids.ts";
 import { requireMembership, requireRole, roleAtLeast } from "./access.ts";
 import type { DataStore } from "./data-store.ts";
 import { newInvitationToken, sha256 } from "./key-format.ts";
-import { keys, recordsOf, type Records } from "./records.ts";
+import { keys } from "./records.ts";
+import { TenancyService } from "./tenancy-service.ts";
 import type { Invitation, Membership, Role } from "./types.ts";
 import { requireWellFormed } from "./well-formed.ts";
 
 const invitationTtlMs = 7 * 24 * 3600_000; // a week, like most dashboards
 
-export class InvitationService {
-  private readonly store: DataStore;
-  private readonly records: Records;
-  private readonly clock: Clock;
+export class InvitationService extends TenancyService {
 
   constructor(store: DataStore, clock: Clock) {
-    this.store = store;
-    this.records = recordsOf(store);
-    this.clock = clock;
+    super(store, clock);
   }
 
   async create(userId: string, orgId: string, input: { email: string; role: Role }) {

@@ -11,7 +11,8 @@ import { TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { DataStore } from "./data-store.ts";
 import { sha256 } from "./key-format.ts";
-import { keys, recordsOf, type Records } from "./records.ts";
+import { keys } from "./records.ts";
+import { TenancyService } from "./tenancy-service.ts";
 import type { ApiKeyRecord, StoredApiKey } from "./types.ts";
 
 const lastUsedWriteEveryMs = 60_000; // last_used_at is advisory: one write a minute per key
@@ -25,11 +26,8 @@ interface CacheEntry {
   refreshing: boolean;
 }
 
-export class KeyCache {
-  private readonly store: DataStore;
-  private readonly records: Records;
+export class KeyCache extends TenancyService {
   private readonly config: TenancyConfig;
-  private readonly clock: Clock;
   private readonly log: Logger;
   /**
    * Keyed by the presented key itself so a warm request costs one Map lookup
@@ -41,10 +39,8 @@ export class KeyCache {
   private readonly lastUsedWritten = new Map<string, number>();
 
   constructor(store: DataStore, config: TenancyConfig, clock: Clock, log: Logger) {
-    this.store = store;
-    this.records = recordsOf(store);
+    super(store, clock);
     this.config = config;
-    this.clock = clock;
     this.log = log;
   }
 

@@ -130,7 +130,7 @@ export function rowKey(record: UsageRecord): string {
   return [record.created_at.slice(0, 10), record.live ? "1" : "0", record.category, record.model, record.environment_id, record.api_key_id].join("\t");
 }
 
-export function parseRowKey(key: string): Pick<UsageRow, "day" | "live" | "category" | "model" | "environment_id" | "api_key_id"> {
+function parseRowKey(key: string): Pick<UsageRow, "day" | "live" | "category" | "model" | "environment_id" | "api_key_id"> {
   const [day = "", live = "0", category = "", model = "", environment_id = "", api_key_id = ""] = key.split("\t");
   return { day, live: live === "1", category, model, environment_id, api_key_id };
 }
@@ -140,8 +140,20 @@ export function unitsMicro(record: UsageRecord): number {
   return Math.round(record.units * 1_000_000);
 }
 
-/** Adds one counter (c cost, i/o tokens, u units in millionths, n calls) of an aggregate field to its row. */
-export function addCounter(row: UsageRow, counter: string, value: number): void {
+/**
+ * Adds one stored aggregate counter to the rows being built. Both stores keep
+ * a counter per `<row key>\t<counter>` field (rowKey; c cost, i/o tokens, u
+ * units in millionths, n calls); the first counter of a row creates it.
+ */
+export function addToRows(rows: Map<string, UsageRow>, field: string, value: number): void {
+  const cut = field.lastIndexOf("\t");
+  const key = field.slice(0, cut);
+  let row = rows.get(key);
+  if (!row) {
+    row = { ...parseRowKey(key), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units_micro: 0, calls: 0 };
+    rows.set(key, row);
+  }
+  const counter = field.slice(cut + 1);
   if (counter === "c") row.cost_nanos += value;
   else if (counter === "i") row.input_tokens += value;
   else if (counter === "o") row.output_tokens += value;

@@ -9,7 +9,8 @@ import { prefixedId } from "../core/ids.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import type { ApiKeyService, NewTestKey } from "./api-keys.ts";
 import type { DataStore, StoreOp } from "./data-store.ts";
-import { keys, recordsOf, type Records } from "./records.ts";
+import { keys } from "./records.ts";
+import { TenancyService } from "./tenancy-service.ts";
 import type { Environment, Membership, Organization, Project } from "./types.ts";
 
 export interface EnvironmentWithKey {
@@ -17,16 +18,11 @@ export interface EnvironmentWithKey {
   test_key?: NewTestKey;
 }
 
-export class OrganizationService {
-  private readonly store: DataStore;
-  private readonly records: Records;
-  private readonly clock: Clock;
+export class OrganizationService extends TenancyService {
   private readonly apiKeys: ApiKeyService;
 
   constructor(store: DataStore, clock: Clock, apiKeys: ApiKeyService) {
-    this.store = store;
-    this.records = recordsOf(store);
-    this.clock = clock;
+    super(store, clock);
     this.apiKeys = apiKeys;
   }
 

@@ -16,7 +16,7 @@
 import {
   ClaimTakenError,
   decodeCursor,
-  encodeCursor,
+  pageOf,
   type BackoffAdmission,
   type BackoffPolicy,
   type DataStore,
@@ -184,10 +184,7 @@ export class RedisDataStore implements DataStore {
       offset += batch;
       if (flat.length < batch * 2) break;
     }
-    const hasMore = members.length > limit;
-    const items = members.slice(0, limit);
-    const last = items[items.length - 1];
-    return { members: items.map((m) => m.member), nextCursor: hasMore && last ? encodeCursor(last.score, last.member) : null };
+    return pageOf(members, limit);
   }
 
   async hit(counterKey: string, windowMs: number, by = 1): Promise<{ count: number; resetInMs: number }> {

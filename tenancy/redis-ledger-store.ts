@@ -20,9 +20,8 @@
 import { parseVersioned, versionedJson } from "../core/schema-version.ts";
 import type { UsageRecord } from "../providers/usage.ts";
 import {
-  addCounter,
+  addToRows,
   limitNanos,
-  parseRowKey,
   periodOf,
   rowKey,
   thresholdMark,
@@ -271,16 +270,7 @@ export class RedisLedgerStore implements LedgerStore {
     const periods = (await this.redis.smembers(this.periods(projectId))).filter((p) => p >= fromPeriod && p <= toPeriod);
     for (const period of periods) {
       const all = await this.redis.hgetall(this.agg(projectId, period));
-      for (const [field, value] of Object.entries(all)) {
-        const cut = field.lastIndexOf("\t");
-        const key = field.slice(0, cut);
-        let row = rows.get(key);
-        if (!row) {
-          row = { ...parseRowKey(key), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units_micro: 0, calls: 0 };
-          rows.set(key, row);
-        }
-        addCounter(row, field.slice(cut + 1), Number(value));
-      }
+      for (const [field, value] of Object.entries(all)) addToRows(rows, field, Number(value));
     }
     return [...rows.values()];
   }

@@ -11,7 +11,8 @@ import type { DataStore, StoreOp } from "./data-store.ts";
 import { csrfTokenFor, newSessionToken, sha256 } from "./key-format.ts";
 import { verifyAgainstDummy, verifyPassword } from "./passwords.ts";
 import { LoginThrottle } from "./login-throttle.ts";
-import { keys, recordsOf, type Records } from "./records.ts";
+import { keys } from "./records.ts";
+import { TenancyService } from "./tenancy-service.ts";
 import type { Session, StoredUser, User } from "./types.ts";
 import { requireWellFormed } from "./well-formed.ts";
 
@@ -25,18 +26,13 @@ export function publicUser(user: StoredUser): User {
   return { id: user.id, email: user.email, name: user.name, created_at: user.created_at };
 }
 
-export class SessionService {
-  private readonly store: DataStore;
-  private readonly records: Records;
+export class SessionService extends TenancyService {
   private readonly config: TenancyConfig;
-  private readonly clock: Clock;
   private readonly throttle: LoginThrottle;
 
   constructor(store: DataStore, config: TenancyConfig, clock: Clock) {
-    this.store = store;
-    this.records = recordsOf(store);
+    super(store, clock);
     this.config = config;
-    this.clock = clock;
     this.throttle = new LoginThrottle(store, config.loginThrottle, clock);
   }
 

@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import type { VectorsConfig } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
-import type { VectorIndex } from "./vector-index.ts";
+import type { VectorIndex, VectorIndexOptions } from "./vector-index.ts";
 
 export interface VectorIndexDeps {
   /** TROUPE_DATA_DIR; the embedded index lives in <dataDir>/vectors. */
@@ -23,24 +23,15 @@ export async function createVectorIndex(
   deps: VectorIndexDeps,
 ): Promise<VectorIndex> {
   const logger = deps.logger?.child({ component: "vectors" });
+  const options: VectorIndexOptions = { model: config.indexModel, dimensions: deps.dimensions, limits: config.limits, ...(logger ? { logger } : {}) };
   if (config.elasticsearchUrl) {
     const { ElasticsearchVectorIndex } = await import("./elasticsearch-vector-index.ts");
-    return new ElasticsearchVectorIndex({
-      url: config.elasticsearchUrl,
-      index: config.elasticsearchIndex,
-      model: config.indexModel,
-      dimensions: deps.dimensions,
-      limits: config.limits,
-      ...(logger ? { logger } : {}),
-    });
+    return new ElasticsearchVectorIndex({ ...options, url: config.elasticsearchUrl, index: config.elasticsearchIndex });
   }
   const { EmbeddedVectorIndex } = await import("./embedded-vector-index.ts");
   return new EmbeddedVectorIndex({
+    ...options,
     directory: join(deps.dataDir, "vectors"),
-    model: config.indexModel,
-    dimensions: deps.dimensions,
-    limits: config.limits,
     ...(config.hnswFromRows === undefined ? {} : { graph: { fromRows: config.hnswFromRows } }),
-    ...(logger ? { logger } : {}),
   });
 }

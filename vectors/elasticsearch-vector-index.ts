@@ -24,6 +24,7 @@ import {
   quotaExceeded,
   type CheckedRecord,
   type VectorIndex,
+  type VectorIndexOptions,
   type VectorLimits,
   type VectorRecord,
   type VectorSearchFilter,
@@ -31,11 +32,9 @@ import {
   type VectorIndexMeta,
 } from "./vector-index.ts";
 
-export interface ElasticsearchVectorIndexOptions {
+export interface ElasticsearchVectorIndexOptions extends VectorIndexOptions {
   url: string;
   index: string;
-  model: string;
-  dimensions: number;
   /** Per-request deadline for searches and index management (default 5 s). */
   requestTimeoutMs?: number;
   /** Deadline for one _bulk request, which includes waiting for a refresh (default 60 s). */
@@ -46,9 +45,6 @@ export interface ElasticsearchVectorIndexOptions {
   numCandidates?: (k: number) => number;
   /** HNSW graph parameters, used only when this creates the index (default m 16, ef_construction 100). */
   hnsw?: { m: number; efConstruction: number };
-  /** Size caps and the per-organization quota (default: defaultVectorLimits). */
-  limits?: Readonly<VectorLimits>;
-  logger?: Logger;
 }
 
 export interface BulkAddOptions {

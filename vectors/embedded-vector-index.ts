@@ -34,26 +34,22 @@ import {
   type CheckedRecord,
   type VectorIndex,
   type VectorIndexMeta,
+  type VectorIndexOptions,
   type VectorLimits,
   type VectorRecord,
   type VectorSearchFilter,
   type VectorSearchResult,
 } from "./vector-index.ts";
 
-export interface EmbeddedVectorIndexOptions {
+export interface EmbeddedVectorIndexOptions extends VectorIndexOptions {
   /** Directory holding meta.json and records.mdb (created if missing). */
   directory: string;
-  model: string;
-  dimensions: number;
   /** Exact-search kernel; "usearch" (SIMD) unless a test pins the JS loop. */
   kernel?: ExactSearchKernel;
   /** Partitions from this many rows use int8 candidates + float32 rescoring (default 4096). */
   quantizeFromRows?: number;
-  /** Size caps and the per-organization quota (default: defaultVectorLimits). */
-  limits?: Readonly<VectorLimits>;
   /** HNSW for large partitions (default defaultGraphSettings); fromRows 0 keeps every partition exact. */
   graph?: Partial<GraphSettings>;
-  logger?: Logger;
 }
 
 /** Stored state read back at open is parsed like any other boundary. */

@@ -6,6 +6,7 @@
 // both backends share, so they validate and refuse in exactly the same way.
 import { z } from "zod";
 import { invalidRequest, TroupeError, type FieldIssue } from "../core/errors.ts";
+import type { Logger } from "../core/log.ts";
 
 /** The HTTP layer answers 400 outside this range (never clamps); the index refuses it too. */
 export const MAX_TOP_K = 100;
@@ -66,6 +67,13 @@ export interface VectorSearchFilter {
 export interface VectorIndexMeta {
   model: string;
   dimensions: number;
+}
+
+/** What every backend is opened with, besides where it keeps its data. */
+export interface VectorIndexOptions extends VectorIndexMeta {
+  /** Size caps and the per-organization quota (default: defaultVectorLimits). */
+  limits?: Readonly<VectorLimits>;
+  logger?: Logger;
 }
 
 export interface VectorIndex {

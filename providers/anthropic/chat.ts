@@ -2,7 +2,7 @@
 // the user turn, consecutive same-role turns merged), zod schemas of the
 // answers, JSON transform and SSE transform (message_start … message_stop).
 import { z } from "zod";
-import type { ChatMessage, ChatRequest } from "../chat-request.ts";
+import { systemApart, type ChatMessage, type ChatRequest } from "../chat-request.ts";
 import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
 import { ProviderCallError } from "../errors.ts";
 import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
@@ -20,7 +20,7 @@ type Block =
 type Turn = { role: "user" | "assistant"; content: Block[] };
 
 export function toAnthropicMessages(messages: ChatMessage[]): { system: string | undefined; turns: Turn[] } {
-  const system: string[] = [];
+  const { system, conversation } = systemApart(messages);
   const turns: Turn[] = [];
   const push = (role: Turn["role"], blocks: Block[], toolResults = false): void => {
     const last = turns[turns.length - 1];
@@ -33,11 +33,8 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system: string |
       } else last.content.push(...blocks);
     } else turns.push({ role, content: blocks });
   };
-  for (const m of messages) {
+  for (const m of conversation) {
     switch (m.role) {
-      case "system":
-        system.push(m.content);
-        break;
       case "user": {
         const blocks: Block[] = (m.images ?? []).map(
           (img): Block => ({
@@ -62,7 +59,7 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system: string |
         break;
     }
   }
-  return { system: system.length > 0 ? system.join("\n\n") : undefined, turns };
+  return { system, turns };
 }
 
 export function toAnthropicBody(cfg: AnthropicApiConfig, req: ChatRequest, model: string, stream: boolean): Record<string, unknown> {

@@ -2,7 +2,7 @@
 // user/model, functionCall/functionResponse parts, inline_data/file_data
 // images), zod schemas of the answers, JSON and SSE transforms.
 import { z } from "zod";
-import type { ChatMessage, ChatRequest } from "../chat-request.ts";
+import { systemApart, type ChatMessage, type ChatRequest } from "../chat-request.ts";
 import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
 import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
@@ -28,7 +28,7 @@ function mimeFromUrl(url: string): string {
 }
 
 export function toGeminiContents(messages: ChatMessage[]): { system: string | undefined; contents: Content[] } {
-  const system: string[] = [];
+  const { system, conversation } = systemApart(messages);
   const contents: Content[] = [];
   // functionResponse is matched by name, so remember which call id had which name.
   const callNames = new Map<string, string>();
@@ -37,11 +37,8 @@ export function toGeminiContents(messages: ChatMessage[]): { system: string | un
     if (last && last.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
   };
-  for (const m of messages) {
+  for (const m of conversation) {
     switch (m.role) {
-      case "system":
-        system.push(m.content);
-        break;
       case "user": {
         const parts: Part[] = [];
         if (m.content !== "" || !m.images?.length) parts.push({ text: m.content });
@@ -73,7 +70,7 @@ export function toGeminiContents(messages: ChatMessage[]): { system: string | un
       }
     }
   }
-  return { system: system.length > 0 ? system.join("\n\n") : undefined, contents };
+  return { system, contents };
 }
 
 /** Gemini wants an object: a JSON object result is passed as is, anything else wrapped. */

@@ -4,7 +4,7 @@
 // internal-only fields (images) are refused in a public body.
 import t from "tap";
 import { toAnthropicBody } from "../../providers/anthropic/chat.ts";
-import { chatRequestSchema, type ChatRequest } from "../../providers/chat-request.ts";
+import { chatRequestSchema, systemApart, type ChatRequest } from "../../providers/chat-request.ts";
 import { toGeminiBody } from "../../providers/gemini/chat.ts";
 import { toOpenAIBody } from "../../providers/openai/chat.ts";
 import { createSimulatedAdapter } from "../../providers/simulated/index.ts";
@@ -53,4 +53,16 @@ t.test("the public body refuses internal and unknown fields", async (t) => {
   t.notOk(chatRequestSchema.safeParse(withImages).success, "images are for internal callers (vision) only");
   t.notOk(chatRequestSchema.safeParse({ messages: [{ role: "user", content: "x" }], category: "vision" }).success);
   t.notOk(chatRequestSchema.safeParse({ messages: [{ role: "user", content: "x" }], tool_choice: { type: "function", function: {} } }).success);
+});
+
+t.test("systemApart: every system message joined by a blank line, the rest in order", async (t) => {
+  const split = systemApart([
+    { role: "system", content: "Be brief." },
+    { role: "user", content: "hi" },
+    { role: "system", content: "Answer in French." },
+    { role: "assistant", content: "salut" },
+  ]);
+  t.equal(split.system, "Be brief.\n\nAnswer in French.");
+  t.same(split.conversation.map((m) => m.content), ["hi", "salut"]);
+  t.equal(systemApart([{ role: "user", content: "hi" }]).system, undefined, "no system message: no system prompt, not an empty one");
 });

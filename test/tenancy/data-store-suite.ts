@@ -68,6 +68,7 @@ export function storeSuite(t: Test, factory: StoreFactory): void {
     t.equal(new Set(seen).size, 25, "no duplicates across pages, even with equal scores");
     t.equal(seen[0], "m24", "newest first");
     t.equal(seen[24], "m00");
+    t.equal((await store.page("list", 25)).nextCursor, null, "a page holding exactly the rest has no next cursor");
     await store.apply([{ op: "unindex", key: "list", member: "m24" }]);
     t.equal((await store.page("list", 1)).members[0], "m23");
     await store.close();
@@ -133,8 +134,12 @@ export function storeSuite(t: Test, factory: StoreFactory): void {
 
   t.test(`${factory.name}: publish reaches subscribers`, async (t) => {
     const store = await factory.create();
-    const got = new Promise<string>((resolve) => void store.subscribe("chan", resolve));
-    await new Promise((r) => setTimeout(r, 50));
+    let deliver: (message: string) => void = () => undefined;
+    const got = new Promise<string>((resolve) => (deliver = resolve));
+    // subscribe resolves once the subscription is in place (Redis acknowledged
+    // SUBSCRIBE), so a publish after it is delivered; a fixed 50 ms wait was not
+    // enough on a loaded machine.
+    await store.subscribe("chan", (message) => deliver(message));
     await store.publish("chan", "hello");
     t.equal(await got, "hello");
     await store.close();

@@ -2,8 +2,8 @@
 // script touches one project's keys (one slot); projects spread over the
 // primaries.
 import t from "tap";
-import type { LedgerStore } from "../../tenancy/ledger.ts";
 import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
+import { prefixedStores } from "../support/prefixed-stores.ts";
 import { startTestRedisCluster } from "../support/redis-cluster.ts";
 import { ledgerSuite } from "./ledger-store-suite.ts";
 
@@ -11,31 +11,5 @@ t.setTimeout(120_000);
 const cluster = await startTestRedisCluster();
 t.teardown(() => cluster.stop());
 const target = { clusterNodes: cluster.nodes };
-const prefixes = new WeakMap<LedgerStore, string>();
-let n = 0;
 
-const open = (prefix: string) => {
-  const store = new RedisLedgerStore(target, prefix);
-  prefixes.set(store, prefix);
-  return store;
-};
-const prefixOf = (store: LedgerStore) => {
-  const prefix = prefixes.get(store);
-  if (!prefix) throw new Error("unknown store");
-  return prefix;
-};
-
-ledgerSuite(t, {
-  name: "redis cluster",
-  async create() {
-    n += 1;
-    return open(`test:${process.pid}:${Date.now()}:${n}:bill:`);
-  },
-  async reopen(store) {
-    await store.close();
-    return open(prefixOf(store));
-  },
-  async twin(store) {
-    return open(prefixOf(store));
-  },
-});
+ledgerSuite(t, { name: "redis cluster", ...prefixedStores((prefix) => new RedisLedgerStore(target, prefix)) });

@@ -9,15 +9,10 @@ import t from "tap";
 import { projectWithLiveKey } from "../../support/billing.ts";
 import { field, str } from "../../support/troupe.ts";
 import { models, startCompatHarness } from "./anthropic-harness.ts";
-import { pythonSdk, runPython } from "./python-sdk.ts";
+import { runPython, withPythonSdk } from "./python-sdk.ts";
 
 t.setTimeout(180_000);
-const python = pythonSdk();
-if (typeof python !== "string") {
-  t.plan(0, python.skip);
-} else {
-  const h = await startCompatHarness();
-  t.teardown(() => h.stop());
+await withPythonSdk(t, startCompatHarness, async (python, h) => {
 
   const keyWith = async (body: Record<string, unknown>): Promise<string> => {
     const res = await h.troupe.request("POST", `/v1/environments/${h.productionEnvId}/api-keys`, { token: h.session, body: { name: "py", live: true, ...body } });
@@ -76,4 +71,4 @@ if (typeof python !== "string") {
     t.match(field(out, "budget"), { class: "PaymentRequiredError", status: 402, body: { error: { type: "billing_error" } }, is: { PaymentRequiredError: true, APIStatusError: true } });
     t.match(field(out, "rate_limit"), { class: "RateLimitError", status: 429, body: { error: { type: "rate_limit_error" } }, retry_after: /^\d+$/, is: { RateLimitError: true } });
   });
-}
+});

@@ -8,15 +8,10 @@ import t from "tap";
 import { projectWithLiveKey } from "../../support/billing.ts";
 import { field, str } from "../../support/troupe.ts";
 import { startCompatHarness } from "./openai-harness.ts";
-import { pythonSdk, runPython } from "./python-sdk.ts";
+import { runPython, withPythonSdk } from "./python-sdk.ts";
 
 t.setTimeout(120_000);
-const python = pythonSdk();
-if (typeof python !== "string") {
-  t.plan(0, python.skip);
-} else {
-  const h = await startCompatHarness({ durableUsage: true });
-  t.teardown(() => h.stop());
+await withPythonSdk(t, () => startCompatHarness({ durableUsage: true }), async (python, h) => {
 
   const keyFor = async (body: Record<string, unknown>): Promise<string> => {
     const res = await h.troupe.request("POST", `/v1/environments/${h.user.developmentEnvId}/api-keys`, { token: h.user.token, body: { name: "py", ...body } });
@@ -54,4 +49,4 @@ if (typeof python !== "string") {
     t.match(field(out, "budget"), { class: "RateLimitError", status: 429, type: "insufficient_quota", code: "insufficient_quota", should_retry: "false", is: { RateLimitError: true } });
     t.ok(Number(field(out, "budget", "elapsed_ms")) < 400, "with the SDK's retries on, x-should-retry: false stops them");
   });
-}
+});

@@ -10,15 +10,10 @@
 import t from "tap";
 import { field } from "../../support/troupe.ts";
 import { modelsByProvider, startCompatHarness } from "./openai-harness.ts";
-import { pythonSdk, runPython } from "./python-sdk.ts";
+import { runPython, withPythonSdk } from "./python-sdk.ts";
 
 t.setTimeout(180_000);
-const python = pythonSdk();
-if (typeof python !== "string") {
-  t.plan(0, python.skip);
-} else {
-  const h = await startCompatHarness();
-  t.teardown(() => h.stop());
+await withPythonSdk(t, startCompatHarness, async (python, h) => {
   const input = { base_url: h.baseURL, api_key: h.user.testKey };
 
   t.test("chat completions through an OpenAI, an Anthropic and a Gemini model", async (t) => {
@@ -123,4 +118,4 @@ if (typeof python !== "string") {
     t.same(field(out, "after_delete"), { class: "NotFoundError", status: 404 }, "the SDK's own class for a deleted video");
     t.ok(h.usage.some((u) => u.category === "video" && u.model === "simulated-video"), "the scene billed as on /v1");
   });
-}
+});

@@ -2,17 +2,18 @@
 // (scripts/python-sdks.sh) and a runner for the scripts in ./python: each
 // reads its settings as JSON on stdin and prints one JSON object of what the
 // SDK returned. TEST_PYTHON_SDK_PYTHON (CI exports it) or the cached venv;
-// in CI a missing venv is a loud failure, outside CI the caller skips with
-// the reason.
+// in CI a missing venv is a loud failure, outside CI the test file skips
+// with the reason (withPythonSdk).
 import { spawn } from "node:child_process";
 import { accessSync, constants, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import type { Test } from "tap";
 
 const scripts = join(import.meta.dirname, "python");
 
 /** The venv's python, or a string saying why there is none (outside CI only). */
-export function pythonSdk(): string | { skip: string } {
+function pythonSdk(): string | { skip: string } {
   const given = process.env["TEST_PYTHON_SDK_PYTHON"];
   const cache = process.env["TROUPE_CACHE_DIR"] ?? join(homedir(), ".cache", "troupe");
   const python = given || join(cache, "python-sdks", "bin", "python");
@@ -26,6 +27,19 @@ export function pythonSdk(): string | { skip: string } {
     if (given || process.env["CI"] === "true") throw new Error(why);
     return { skip: why };
   }
+}
+
+/**
+ * The frame of every Python SDK test file: `body` gets the venv's python and
+ * a started harness, stopped at teardown. Without a venv (outside CI) the
+ * file plans no tests and says why, and no harness is started.
+ */
+export async function withPythonSdk<H extends { stop(): Promise<void> }>(t: Test, start: () => Promise<H>, body: (python: string, h: H) => Promise<void>): Promise<void> {
+  const python = pythonSdk();
+  if (typeof python !== "string") return t.plan(0, python.skip);
+  const h = await start();
+  t.teardown(() => h.stop());
+  await body(python, h);
 }
 
 /** Runs python/<script> with `input` as JSON on stdin; its stdout's JSON, or an error with its stderr. */

@@ -9,6 +9,7 @@ import json
 import sys
 
 import anthropic
+import sdk_results
 
 config = json.load(sys.stdin)
 keys = config["keys"]
@@ -65,21 +66,7 @@ def tool_round_trip(model, stream):
 
 
 def caught(call):
-    try:
-        call()
-    except anthropic.APIStatusError as e:
-        return {
-            "class": type(e).__name__,
-            "status": e.status_code,
-            "body": e.body,
-            "request_id": e.request_id,
-            "retry_after": e.response.headers.get("retry-after"),
-            "is": {
-                name: isinstance(e, getattr(anthropic, name))
-                for name in ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "PaymentRequiredError", "RateLimitError", "APIStatusError")
-            },
-        }
-    return {"class": None}
+    return sdk_results.caught(anthropic, call, ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "PaymentRequiredError", "RateLimitError"))
 
 
 def with_key(key):
@@ -87,14 +74,7 @@ def with_key(key):
 
 
 hello = {"model": config["models"][0], "max_tokens": 50, "messages": [{"role": "user", "content": "hello there"}]}
-result = {"sdk": anthropic.__version__}
-for model in config["models"]:
-    result[model] = {
-        "plain": plain(model),
-        "stream": streamed(model),
-        "tools_plain": tool_round_trip(model, stream=False),
-        "tools_stream": tool_round_trip(model, stream=True),
-    }
+result = {"sdk": anthropic.__version__, **sdk_results.chat_cases(config["models"], plain, streamed, tool_round_trip)}
 short = client.messages.count_tokens(model=config["models"][0], messages=[{"role": "user", "content": "hi"}])
 long = client.messages.count_tokens(model=config["models"][0], tools=[weather], messages=[{"role": "user", "content": "hi there, a much longer question"}])
 result["count_tokens"] = {"short": short.input_tokens, "long": long.input_tokens}

@@ -8,6 +8,7 @@ import json
 import sys
 
 import openai
+import sdk_results
 
 config = json.load(sys.stdin)
 client = openai.OpenAI(base_url=config["base_url"], api_key=config["api_key"], max_retries=0)
@@ -101,12 +102,5 @@ def tool_round_trip(model, stream):
     return out
 
 
-result = {"sdk": openai.__version__}
-for model in config["models"]:
-    result[model] = {
-        "plain": plain(model),
-        "stream": streamed(model),
-        "tools_plain": tool_round_trip(model, stream=False),
-        "tools_stream": tool_round_trip(model, stream=True),
-    }
+result = {"sdk": openai.__version__, **sdk_results.chat_cases(config["models"], plain, streamed, tool_round_trip)}
 print(json.dumps(result))

@@ -9,6 +9,7 @@ import sys
 import time
 
 import openai
+import sdk_results
 
 config = json.load(sys.stdin)
 keys = config["keys"]
@@ -20,25 +21,12 @@ def client(key, retries=0):
 
 
 def caught(call):
-    try:
-        call()
-    except openai.APIStatusError as e:
-        return {
-            "class": type(e).__name__,
-            "status": e.status_code,
-            "body": e.body,
-            "code": e.code,
-            "type": e.type,
-            "param": e.param,
-            "request_id": e.request_id,
-            "retry_after": e.response.headers.get("retry-after"),
-            "should_retry": e.response.headers.get("x-should-retry"),
-            "is": {
-                name: isinstance(e, getattr(openai, name))
-                for name in ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "RateLimitError", "APIStatusError")
-            },
-        }
-    return {"class": None}
+    return sdk_results.caught(
+        openai,
+        call,
+        ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "RateLimitError"),
+        lambda e: {"code": e.code, "type": e.type, "param": e.param, "should_retry": e.response.headers.get("x-should-retry")},
+    )
 
 
 result = {"sdk": openai.__version__}
