@@ -40,6 +40,7 @@ import {
   type UsageRow,
   type UsageToDate,
 } from "./ledger.ts";
+import { KnownGenerations } from "./redis-ledger-generations.ts";
 import { reservePartsScript } from "./redis-ledger-parts.ts";
 import { connectRedis, isCluster, primaries, type RedisClient, type RedisTarget } from "./redis-connection.ts";
 import { adoptScript, appendScript, releaseScript, reserveScript, useScript } from "./redis-ledger-scripts.ts";
@@ -80,12 +81,8 @@ export class RedisLedgerStore implements LedgerStore {
   private readonly cluster: boolean;
   private readonly retentionMs: number;
   private readonly now: () => number;
-  /**
-   * Per project, the generation hashes this replica knows to be live, with
-   * their expiry (ms): learnt from the index when the append script finds
-   * one missing, so usually one call per append.
-   */
-  private readonly knownGenerations = new Map<string, Map<string, number>>();
+  /** The generation hashes this replica knows to be live, learnt from the append script's refusals. */
+  private readonly known = new KnownGenerations();
   /** Projects whose generation hashes of the ledger before the index have been listed in it (once per process). */
   private readonly adopted = new Map<string, Promise<void>>();
 
@@ -171,7 +168,7 @@ export class RedisLedgerStore implements LedgerStore {
     const wire = records.length === 0 ? "[]" : JSON.stringify(records.map(wireRecord));
     for (let attempt = 1; ; attempt++) {
       // Per project: the current generation first (where new entries go), then every other one known live.
-      const declared = new Map(projects.map((p) => [p, this.liveGenerations(p, nowMs, this.calls(p, generationStartMs(current, this.retentionMs)))]));
+      const declared = new Map(projects.map((p) => [p, this.known.live(p, nowMs, this.calls(p, generationStartMs(current, this.retentionMs)))]));
       const gens = Math.max(1, ...[...declared.values()].map((names) => names.length));
       const keys: string[] = [];
       for (const r of records) {
@@ -201,27 +198,10 @@ export class RedisLedgerStore implements LedgerStore {
       // Generations another replica (or this one under another retention) wrote: known from now on, then the append again.
       for (let i = 0; i + 2 < missing.length; i += 3) {
         const owner = records[Number(missing[i]) - 1]?.project_id ?? "";
-        this.learnGeneration(owner, missing[i + 1] ?? "", Number(missing[i + 2]));
+        this.known.learn(owner, missing[i + 1] ?? "", Number(missing[i + 2]));
       }
       if (attempt >= maxAppendAttempts) throw new Error(`ledger append: the generation index of ${projects.join(", ")} kept changing (${attempt} attempts)`);
     }
-  }
-
-  /** The generation hashes known live for a project at `nowMs`, `current` first; the due ones are forgotten. */
-  private liveGenerations(projectId: string, nowMs: number, current: string): string[] {
-    const known = this.knownGenerations.get(projectId);
-    const names = [current];
-    for (const [name, expiresAt] of known ?? []) {
-      if (expiresAt <= nowMs) known?.delete(name);
-      else if (name !== current) names.push(name);
-    }
-    return names;
-  }
-
-  private learnGeneration(projectId: string, name: string, expiresAt: number): void {
-    const known = this.knownGenerations.get(projectId) ?? new Map<string, number>();
-    known.set(name, Math.max(expiresAt, known.get(name) ?? 0));
-    this.knownGenerations.set(projectId, known);
   }
 
   /**
