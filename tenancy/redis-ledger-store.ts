@@ -192,6 +192,8 @@ export class RedisLedgerStore implements LedgerStore {
         String(nowMs),
       );
       if (missing.length === 0) {
+        // This generation stays named once the next begins: no refusal at each change of generation.
+        for (const [p, names] of declared) this.known.learn(p, names[0] ?? "", expiresAt);
         if (this.cluster) await this.addUsageToDate(fresh.map((i) => records[i - 1]).filter((r) => r !== undefined));
         return alerts.map(decodeAlert);
       }
