@@ -93,6 +93,11 @@ export function generationMs(retentionMs: number): number {
   return Math.max(1, Math.floor(retentionMs / generationsPerWindow));
 }
 
+/** When generation `g` begins (ms): Redis names a generation's hash by it, a time whatever the generation length. */
+export function generationStartMs(g: number, retentionMs: number): number {
+  return g * generationMs(retentionMs);
+}
+
 export function generationOf(nowMs: number, retentionMs: number): number {
   return Math.floor(nowMs / generationMs(retentionMs));
 }

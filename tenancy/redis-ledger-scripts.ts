@@ -1,22 +1,69 @@
 // The Redis ledger's Lua scripts (tenancy/redis-ledger-store.ts): each step
 // is one script, so it is atomic whatever the number of replicas.
-// Per record: KEYS = the entry generations (ARGV[5] of them: current + 1,
-// current, the G before: an entry in any of them is the usage_key's
-// idempotency mark), aggregates, period counters, budget, the project's set
-// of periods with usage, its dimensions, then (one Redis: ARGV[3], the keys
-// per record, is 7 more than the generations) key usage and environment
-// usage. After them: pending alerts, then the settled reservation's period
-// counters and expiry set (when ARGV[2] is not ""). ARGV[4]: when the
-// current generation expires (ms). Returns the alerts crossed and the
-// (1-based) indexes of the records that were new.
+// Per record: KEYS = the generation hashes (ARGV[5] of them: the current
+// one first, where a new entry goes, then every other generation the
+// replica knows to be live, padded with the current one: an entry in any of
+// them is the usage_key's idempotency mark), aggregates, period counters,
+// budget, the project's set of periods with usage, its dimensions, its
+// generation index, then (one Redis: ARGV[3], the keys per record, is 8
+// more than the generations) key usage and environment usage. After them:
+// pending alerts, then the settled reservation's period counters and expiry
+// set (when ARGV[2] is not ""). ARGV[4]: when the current generation
+// expires (ms); ARGV[6]: now (ms).
+//
+// The generation index (a sorted set: hash name → expiry) lists every
+// generation hash written and not yet due, whatever the generation length
+// it was written under: a hash is named by its start time, and a change of
+// USAGE_RECORD_RETENTION_SECONDS changes the names, not what the index
+// lists. A script must declare its keys, so the replica passes the hashes it
+// knows; if the index lists a live one it did not pass, nothing is written
+// and the script returns them ({i, hash, expiry} triples, i: a record of the
+// project) for the replica to call again with them.
+// Returns the alerts crossed, the (1-based) indexes of the records that were
+// new, and the generations missing (empty when it ran).
 export const appendScript = `
 local records = cjson.decode(ARGV[1])
 local per = tonumber(ARGV[3])
 local gens = tonumber(ARGV[5])
+local now = ARGV[6]
 local n = #records * per
 local pending = KEYS[n + 1]
 local alerts = {}
 local fresh = {}
+local missing = {}
+local checked = {}
+for i = 1, #records do
+  local b = (i - 1) * per
+  local index = KEYS[b + gens + 6]
+  if not checked[index] then
+    checked[index] = true
+    local declared = {}
+    for g = 1, gens do declared[KEYS[b + g]] = true end
+    local live = redis.call("ZRANGEBYSCORE", index, "(" .. now, "+inf", "WITHSCORES")
+    for j = 1, #live, 2 do
+      if not declared[live[j]] then
+        table.insert(missing, tostring(i))
+        table.insert(missing, live[j])
+        table.insert(missing, live[j + 1])
+      end
+    end
+  end
+end
+if #missing > 0 then return {{}, {}, missing} end
+local stamped = {}
+local function stamp(current, index)
+  if stamped[current] then return end
+  stamped[current] = true
+  -- Never shorter than it already was: the same start time may have been a longer generation's.
+  local due = redis.call("ZSCORE", index, current)
+  local untilMs = ARGV[4]
+  if due and tonumber(due) > tonumber(untilMs) then untilMs = due end
+  redis.call("PEXPIREAT", current, untilMs)
+  redis.call("ZADD", index, untilMs, current)
+  redis.call("ZREMRANGEBYSCORE", index, "-inf", now)
+  local last = redis.call("ZRANGE", index, -1, -1, "WITHSCORES")
+  redis.call("PEXPIREAT", index, last[2])
+end
 local function bump(key, r)
   redis.call("HINCRBY", key, "c", r.c)
   redis.call("HINCRBY", key, "n", 1)
@@ -40,8 +87,8 @@ for i, r in ipairs(records) do
       d = tostring(redis.call("HINCRBY", dims, "#", 1))
       redis.call("HSET", dims, r.d, d, "#" .. d, r.d)
     end
-    redis.call("HSET", KEYS[b + 2], r.k, d .. "," .. r.e)
-    redis.call("PEXPIREAT", KEYS[b + 2], ARGV[4])
+    redis.call("HSET", KEYS[b + 1], r.k, d .. "," .. r.e)
+    stamp(KEYS[b + 1], KEYS[o + 6])
     local agg = KEYS[o + 1]
     redis.call("HINCRBY", agg, r.f .. "\\tc", r.c)
     redis.call("HINCRBY", agg, r.f .. "\\ti", r.i)
@@ -49,9 +96,9 @@ for i, r in ipairs(records) do
     redis.call("HINCRBY", agg, r.f .. "\\tu", r.u)
     redis.call("HINCRBY", agg, r.f .. "\\tn", 1)
     redis.call("SADD", KEYS[o + 4], r.period)
-    if per == gens + 7 then
-      bump(KEYS[o + 6], r)
+    if per == gens + 8 then
       bump(KEYS[o + 7], r)
+      bump(KEYS[o + 8], r)
     end
     if r.live == "1" then
       local bud = KEYS[o + 2]
@@ -79,7 +126,26 @@ if ARGV[2] ~= "" then
   end
   redis.call("ZREM", exp, ARGV[2])
 end
-return {alerts, fresh}
+return {alerts, fresh, missing}
+`;
+
+// The generation hashes of a ledger before the index (named by generation
+// number) listed in it, with the expiry Redis holds for them. KEYS = the
+// index, then the hashes; ARGV = now (ms). Returns how many were listed.
+export const adoptScript = `
+local index = KEYS[1]
+local listed = 0
+for i = 2, #KEYS do
+  local ttl = redis.call("PTTL", KEYS[i])
+  if ttl > 0 then
+    listed = listed + redis.call("ZADD", index, "NX", string.format("%.0f", tonumber(ARGV[1]) + ttl), KEYS[i])
+  end
+end
+if listed > 0 then
+  local last = redis.call("ZRANGE", index, -1, -1, "WITHSCORES")
+  redis.call("PEXPIREAT", index, last[2])
+end
+return listed
 `;
 
 // Cluster mode: a key's or environment's usage to date, added after the

@@ -5,7 +5,11 @@
 // strings: Lua prints large doubles in exponent form, which HINCRBY refuses.
 // Per-call entries are compact (tenancy/ledger-entry.ts) and live in one
 // hash per project and generation that Redis expires: memory is bounded by
-// the calls of 1 + 1/G retention windows plus the per-day counters.
+// the calls of 1 + 1/G retention windows plus the per-day counters. A
+// generation's hash is named by its start time and listed, with its expiry,
+// in the project's generation index, so the usage_key check looks in every
+// generation not yet due, also those written under another
+// USAGE_RECORD_RETENTION_SECONDS (redis-ledger-scripts.ts).
 //
 // On a Redis Cluster every key of a project carries the project id as its
 // hash tag (`troupe:bill:bud:{prj_…}:2026-03`), so each script touches one
@@ -35,9 +39,10 @@ import {
   type UsageRow,
   type UsageToDate,
 } from "./ledger.ts";
+import { KnownGenerations } from "./redis-ledger-generations.ts";
 import { reservePartsScript } from "./redis-ledger-parts.ts";
 import { connectRedis, isCluster, primaries, type RedisClient, type RedisTarget } from "./redis-connection.ts";
-import { appendScript, releaseScript, reserveScript, useScript } from "./redis-ledger-scripts.ts";
+import { adoptScript, appendScript, releaseScript, reserveScript, useScript } from "./redis-ledger-scripts.ts";
 import {
   byCreation,
   compactEntry,
@@ -47,16 +52,21 @@ import {
   expandEntry,
   generationExpiresAtMs,
   generationOf,
+  generationStartMs,
   parseDimensionKey,
   liveGenerations,
   parseEntryText,
 } from "./ledger-entry.ts";
 
-/** The generations an entry may be in, relative to the current one: the next (a replica's clock a little fast), the current and the G before. */
-const liveOffsets = Array.from({ length: liveGenerations + 1 }, (_, i) => 1 - i);
+/** Generation numbers of the ledgers before the index (key names by number): the next, the current and the G before. */
+const legacyOffsets = Array.from({ length: liveGenerations + 1 }, (_, i) => 1 - i);
+
+/** Calls of the append script after the index listed generations the replica did not know (each call learns all of them). */
+const maxAppendAttempts = 4;
 
 type RedisWithScripts = RedisClient & {
-  troupeLedgerAppend(...keysThenArgs: string[]): Promise<[string[], number[]]>;
+  troupeLedgerAppend(...keysThenArgs: string[]): Promise<[string[], number[], string[]]>;
+  troupeLedgerAdopt(...keysThenArgs: string[]): Promise<number>;
   troupeLedgerUse(key: string, costNanos: string, calls: string, lastUsedAt: string): Promise<number>;
   troupeLedgerReserve(bud: string, exp: string, cfg: string, id: string, amount: string, expiresAt: string, now: string): Promise<[number, string, string, string]>;
   troupeLedgerRelease(bud: string, exp: string, id: string): Promise<number>;
@@ -70,6 +80,10 @@ export class RedisLedgerStore implements LedgerStore {
   private readonly cluster: boolean;
   private readonly retentionMs: number;
   private readonly now: () => number;
+  /** The generation hashes this replica knows to be live, learnt from the append script's refusals. */
+  private readonly known = new KnownGenerations();
+  /** Projects whose generation hashes of the ledger before the index have been listed in it (once per process). */
+  private readonly adopted = new Map<string, Promise<void>>();
 
   /**
    * `target`: a redis:// URL (one server) or a cluster's seed nodes.
@@ -84,6 +98,7 @@ export class RedisLedgerStore implements LedgerStore {
     this.cluster = isCluster(where);
     const redis = connectRedis(where, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
     redis.defineCommand("troupeLedgerAppend", { lua: appendScript });
+    redis.defineCommand("troupeLedgerAdopt", { lua: adoptScript });
     redis.defineCommand("troupeLedgerUse", { numberOfKeys: 1, lua: useScript });
     redis.defineCommand("troupeLedgerReserve", { numberOfKeys: 3, lua: reserveScript });
     redis.defineCommand("troupeLedgerRelease", { numberOfKeys: 2, lua: releaseScript });
@@ -107,9 +122,13 @@ export class RedisLedgerStore implements LedgerStore {
   private agg(projectId: string, period: string): string {
     return `${this.p}agg:${this.tag(projectId)}:${period}`;
   }
-  /** A generation's entries: usage_key → compact entry, expiring with the generation. */
-  private calls(projectId: string, generation: number): string {
-    return `${this.p}calls:${this.tag(projectId)}:${generation}`;
+  /** A generation's entries: usage_key → compact entry, expiring with the generation; named by its start (ms). */
+  private calls(projectId: string, startMs: number): string {
+    return `${this.p}calls:${this.tag(projectId)}:${startMs}`;
+  }
+  /** The project's generation index: generation hash → when it expires (ms). */
+  private generations(projectId: string): string {
+    return `${this.p}gens:${this.tag(projectId)}`;
   }
   private dims(projectId: string): string {
     return `${this.p}dims:${this.tag(projectId)}`;
@@ -140,44 +159,69 @@ export class RedisLedgerStore implements LedgerStore {
 
   /** One atomic append; `project` names the pending-alerts key (every record is of it in cluster mode). */
   private async appendScript(records: UsageRecord[], settle: Reservation | undefined, project: string): Promise<BudgetAlert[]> {
-    const keys: string[] = [];
-    // One generation ahead too: a replica whose clock runs a little fast may have written there.
-    const current = generationOf(this.now(), this.retentionMs);
-    const wire = records.map((r) => {
-      const period = periodOf(r.created_at);
-      keys.push(...liveOffsets.map((g) => this.calls(r.project_id, current + g)));
-      keys.push(this.agg(r.project_id, period), this.bud(r.project_id, period), this.cfg(r.project_id), this.periods(r.project_id), this.dims(r.project_id));
-      if (!this.cluster) keys.push(this.use(r.api_key_id), this.use(r.environment_id));
-      return {
-        k: r.usage_key,
-        d: dimensionKey(r),
-        e: entryText(compactEntry(r, 0)).slice(2),
-        f: rowKey(r),
-        c: String(r.cost_nanos),
-        i: String(r.input_tokens),
-        o: String(r.output_tokens),
-        u: String(unitsMicro(r)),
-        live: r.live ? "1" : "0",
-        t: r.created_at,
-        org: r.organization_id,
-        project: r.project_id,
-        period,
-      };
-    });
-    keys.push(this.pending(project));
-    if (settle) keys.push(this.bud(settle.project_id, settle.period), this.exp(settle.project_id, settle.period));
-    // cjson encodes an empty table as {}: an empty batch is still an array to the loop.
-    const [alerts, fresh] = await this.redis.troupeLedgerAppend(
-      String(keys.length),
-      ...keys,
-      wire.length === 0 ? "[]" : JSON.stringify(wire),
-      settle?.id ?? "",
-      String(liveOffsets.length + (this.cluster ? 5 : 7)),
-      String(generationExpiresAtMs(current, this.retentionMs)),
-      String(liveOffsets.length),
-    );
-    if (this.cluster) await this.addUsageToDate(fresh.map((i) => records[i - 1]).filter((r) => r !== undefined));
-    return alerts.map(decodeAlert);
+    const projects = [...new Set(records.map((r) => r.project_id))];
+    await Promise.all(projects.map((p) => this.adoptLegacy(p)));
+    const nowMs = this.now();
+    const current = generationOf(nowMs, this.retentionMs);
+    const expiresAt = generationExpiresAtMs(current, this.retentionMs);
+    const wire = records.length === 0 ? "[]" : JSON.stringify(records.map(wireRecord));
+    for (let attempt = 1; ; attempt++) {
+      // Per project: the current generation first (where new entries go), then every other one known live.
+      const declared = new Map(projects.map((p) => [p, this.known.live(p, nowMs, this.calls(p, generationStartMs(current, this.retentionMs)))]));
+      const gens = Math.max(1, ...[...declared.values()].map((names) => names.length));
+      const keys: string[] = [];
+      for (const r of records) {
+        const names = declared.get(r.project_id) ?? [];
+        // Padded with the current generation: every record has the same number of keys.
+        keys.push(...names, ...Array.from({ length: gens - names.length }, () => names[0] ?? ""));
+        keys.push(this.agg(r.project_id, periodOf(r.created_at)), this.bud(r.project_id, periodOf(r.created_at)), this.cfg(r.project_id));
+        keys.push(this.periods(r.project_id), this.dims(r.project_id), this.generations(r.project_id));
+        if (!this.cluster) keys.push(this.use(r.api_key_id), this.use(r.environment_id));
+      }
+      keys.push(this.pending(project));
+      if (settle) keys.push(this.bud(settle.project_id, settle.period), this.exp(settle.project_id, settle.period));
+      const [alerts, fresh, missing] = await this.redis.troupeLedgerAppend(
+        String(keys.length),
+        ...keys,
+        wire,
+        settle?.id ?? "",
+        String(gens + (this.cluster ? 6 : 8)),
+        String(expiresAt),
+        String(gens),
+        String(nowMs),
+      );
+      if (missing.length === 0) {
+        // This generation stays named once the next begins: no refusal at each change of generation.
+        for (const [p, names] of declared) this.known.learn(p, names[0] ?? "", expiresAt);
+        if (this.cluster) await this.addUsageToDate(fresh.map((i) => records[i - 1]).filter((r) => r !== undefined));
+        return alerts.map(decodeAlert);
+      }
+      // Generations another replica (or this one under another retention) wrote: known from now on, then the append again.
+      for (let i = 0; i + 2 < missing.length; i += 3) {
+        const owner = records[Number(missing[i]) - 1]?.project_id ?? "";
+        this.known.learn(owner, missing[i + 1] ?? "", Number(missing[i + 2]));
+      }
+      if (attempt >= maxAppendAttempts) throw new Error(`ledger append: the generation index of ${projects.join(", ")} kept changing (${attempt} attempts)`);
+    }
+  }
+
+  /**
+   * Once per project and process: the generation hashes a ledger before the
+   * index wrote (named by generation number under the current retention)
+   * are listed in the index with the expiry Redis holds for them, so a
+   * record appended before the upgrade is still found after it.
+   */
+  private adoptLegacy(projectId: string): Promise<void> {
+    let done = this.adopted.get(projectId);
+    if (!done) {
+      const current = generationOf(this.now(), this.retentionMs);
+      const legacy = legacyOffsets.map((g) => this.calls(projectId, current + g));
+      done = this.redis.troupeLedgerAdopt(String(legacy.length + 1), this.generations(projectId), ...legacy, String(this.now())).then(() => undefined);
+      // A failure is retried at the next append.
+      done.catch(() => this.adopted.delete(projectId));
+      this.adopted.set(projectId, done);
+    }
+    return done;
   }
 
   /** Cluster mode: the new records' cost, calls and last use added to their key's and environment's usage to date. */
@@ -247,11 +291,9 @@ export class RedisLedgerStore implements LedgerStore {
   }
 
   async records(projectId: string, period: string): Promise<UsageRecord[]> {
-    const current = generationOf(this.now(), this.retentionMs);
-    const [dims, ...generations] = await Promise.all([
-      this.redis.hgetall(this.dims(projectId)),
-      ...liveOffsets.map((g) => this.redis.hgetall(this.calls(projectId, current + g))),
-    ]);
+    await this.adoptLegacy(projectId);
+    const live = await this.redis.zrangebyscore(this.generations(projectId), `(${this.now()}`, "+inf");
+    const [dims, ...generations] = await Promise.all([this.redis.hgetall(this.dims(projectId)), ...live.map((name) => this.redis.hgetall(name))]);
     const out: UsageRecord[] = [];
     for (const generation of generations) {
       for (const [usageKey, text] of Object.entries(generation ?? {})) {
@@ -311,6 +353,25 @@ export class RedisLedgerStore implements LedgerStore {
   async close(): Promise<void> {
     await this.redis.quit().catch(() => undefined);
   }
+}
+
+/** A record as the append script reads it. */
+function wireRecord(r: UsageRecord): Record<string, string> {
+  return {
+    k: r.usage_key,
+    d: dimensionKey(r),
+    e: entryText(compactEntry(r, 0)).slice(2),
+    f: rowKey(r),
+    c: String(r.cost_nanos),
+    i: String(r.input_tokens),
+    o: String(r.output_tokens),
+    u: String(unitsMicro(r)),
+    live: r.live ? "1" : "0",
+    t: r.created_at,
+    org: r.organization_id,
+    project: r.project_id,
+    period: periodOf(r.created_at),
+  };
 }
 
 function decodeAlert(raw: string): BudgetAlert {
