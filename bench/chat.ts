@@ -195,7 +195,7 @@ async function orchestrate(): Promise<void> {
   console.log(`CPU layout: ${describeLayout()}`);
   const self = import.meta.filename;
 
-  const children: { stop(): void }[] = [];
+  const children: import("./lib/child-server.ts").ChildServer[] = [];
   const start = async (env: Record<string, string>, cpu: import("./lib/cpu-layout.ts").CpuRole = "server") => {
     const child = await startChildServer(self, env, cpu);
     children.push(child);
@@ -302,10 +302,21 @@ async function orchestrate(): Promise<void> {
 
     console.log(`\nsaturation: wrk, ${connections} keep-alive connections, ${seconds} s`);
     const sat: Record<string, number> = {};
+    // Troupe's own CPU per request at saturation, its main thread apart from
+    // its other threads (the ledger's, lmdb's, GC): the upstream and wrk are
+    // other processes, so this is Troupe's cost alone (issue 27's P2).
+    const { threadCpuMs } = await import("./lib/proc-stats.ts");
+    const pidOf = new Map(children.map((c) => [c.port, c.process.pid]));
     for (const t of targets) {
+      const pid = t.name.startsWith("Troupe") ? pidOf.get(t.port) : undefined;
+      const before = await threadCpuMs(pid);
       const r = wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, connections, seconds);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the ledger's last flush of the run
+      const after = await threadCpuMs(pid);
+      const perRequest = (ms: number) => fmt((ms * 1000) / (r.rps * seconds), 1);
+      const cpu = pid ? `  cpu/request main ${perRequest(after.main - before.main)} µs, other threads ${perRequest(after.others - before.others)} µs` : "";
       sat[t.name] = r.rps;
-      console.log(`  ${t.name.padEnd(32)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  non-2xx ${r.non2xx}`);
+      console.log(`  ${t.name.padEnd(32)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  non-2xx ${r.non2xx}${cpu}`);
     }
     const share = sat["Troupe"]! / sat[targets[1]!.name]!;
     console.log(`  Troupe / pass-through: ${fmt(share * 100, 1)} % (target ≥ 50 %)`);
@@ -350,6 +361,16 @@ async function orchestrate(): Promise<void> {
     console.log(
       `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 50 % of pass-through (${fmt(share * 100, 1)} %)`,
     );
+    // Issue 26's targets, each a ratio of two targets of this run.
+    const hard = fixed["Troupe, hard limit"]!;
+    console.log(
+      `usage targets: hard limit vs default added p50 ${fmt(hard.p50 - troupeFixed.p50, 3)} ms (target ≤ 0.1), saturation ${fmt((sat["Troupe, hard limit"]! / sat["Troupe"]!) * 100, 1)} % of the default (target ≥ 90 %)`,
+    );
+    for (const [name, label] of [["Troupe, usage off", "usage off"], ["Troupe, no usage journal", "no usage journal"]] as const) {
+      const other = fixed[name];
+      if (!other) continue;
+      console.log(`  default vs ${label}: added p50 ${fmt(troupeFixed.p50 - other.p50, 3)} ms, saturation ${fmt((sat["Troupe"]! / sat[name]!) * 100, 1)} % of ${label}`);
+    }
   } catch (error) {
     console.error(error);
     process.exitCode = 1;

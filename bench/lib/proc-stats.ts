@@ -42,3 +42,17 @@ export async function diskBytes(dir: string): Promise<number> {
   }
   return total;
 }
+
+/** CPU milliseconds a process has used so far, its main thread apart from all its other threads (workers, lmdb, GC, libuv). */
+export async function threadCpuMs(pid: number | undefined): Promise<{ main: number; others: number }> {
+  const split = { main: NaN, others: 0 };
+  if (!pid) return split;
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const text = await readFile(`/proc/${pid}/task/${tid}/stat`, "utf8").catch(() => "");
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
+    if (tid === String(pid)) split.main = ms;
+    else split.others += ms;
+  }
+  return split;
+}
