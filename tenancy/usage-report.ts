@@ -2,6 +2,7 @@
 // (docs/api/usage-budgets-rate-limits.md): session only, owners and admins; another organization's
 // project is 404. Totals are summed as BigInt nano-dollars and shown in USD
 // rounded to the micro-dollar, live and test apart.
+import { z } from "zod";
 import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import { requireRole } from "./access.ts";
@@ -15,14 +16,42 @@ export type GroupBy = (typeof groupByValues)[number];
 
 export const defaultThresholds = [0.5, 0.8, 1.0];
 
-export interface UsageTotals {
-  cost_usd: number;
-  cost_nanos: number;
-  calls: number;
-  input_tokens: number;
-  output_tokens: number;
-  units: number;
-}
+// The answers' schemas: the routes declare them (OpenAPI) and the types below are derived from them, so the
+// document and what the code returns cannot drift apart.
+const usdAmount = z.number().min(0);
+export const usageTotalsSchema = z.object({
+  cost_usd: usdAmount.describe("rounded to the micro-dollar"),
+  cost_nanos: z.number().int().min(0).describe("exact, in nano-dollars"),
+  calls: z.number().int().min(0),
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+  units: z.number().min(0).describe("per-unit categories: images, seconds, characters"),
+});
+
+export const usageSchema = z.object({
+  project_id: z.string(),
+  from: z.string(),
+  to: z.string(),
+  currency: z.literal("USD"),
+  live: usageTotalsSchema.describe("billed: live keys"),
+  test: usageTotalsSchema.describe("unbilled: test keys (cost 0)"),
+  group_by: z.enum(groupByValues).nullable(),
+  groups: z.array(z.object({ key: z.string(), live: usageTotalsSchema, test: usageTotalsSchema })),
+});
+
+export const budgetSchema = z.object({
+  project_id: z.string(),
+  monthly_limit_usd: z.number().nullable(),
+  alert_thresholds: z.array(z.number()),
+  hard_limit: z.boolean(),
+  updated_at: z.string().nullable(),
+  period: z.string().describe("the current calendar month (UTC), YYYY-MM"),
+  spent_usd: usdAmount.describe("live spend this period"),
+});
+
+export type UsageTotals = z.infer<typeof usageTotalsSchema>;
+export type UsageReport = z.infer<typeof usageSchema>;
+export type BudgetView = z.infer<typeof budgetSchema>;
 
 interface Sum {
   cost: bigint;
@@ -85,7 +114,7 @@ export class UsageReports {
     return project;
   }
 
-  async usage(userId: string, projectId: string, query: UsageQuery) {
+  async usage(userId: string, projectId: string, query: UsageQuery): Promise<UsageReport> {
     await this.managed(userId, projectId, "reading usage");
     const today = isoTime(this.clock.now()).slice(0, 10);
     const from = query.from ?? `${today.slice(0, 7)}-01`;
@@ -110,7 +139,7 @@ export class UsageReports {
       project_id: projectId,
       from,
       to,
-      currency: "USD" as const,
+      currency: "USD",
       live: totals(live),
       test: totals(test),
       group_by: query.group_by ?? null,
@@ -136,7 +165,7 @@ export class UsageReports {
     return this.present(projectId, budget);
   }
 
-  private async present(projectId: string, budget: StoredBudget | undefined) {
+  private async present(projectId: string, budget: StoredBudget | undefined): Promise<BudgetView> {
     const period = periodOf(isoTime(this.clock.now()));
     const spent = await this.billing.ledger.spent(projectId, period);
     return {
