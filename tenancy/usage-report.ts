@@ -97,30 +97,32 @@ export interface UsageQuery {
   group_by?: GroupBy | undefined;
 }
 
-export class UsageReports {
-  private readonly orgs: OrganizationService;
-  private readonly billing: Billing;
-  private readonly clock: Clock;
+export interface UsageReportsDeps {
+  orgs: OrganizationService;
+  billing: Billing;
+  clock: Clock;
+}
 
-  constructor(orgs: OrganizationService, billing: Billing, clock: Clock) {
-    this.orgs = orgs;
-    this.billing = billing;
-    this.clock = clock;
+export class UsageReports {
+  private readonly deps: UsageReportsDeps;
+
+  constructor(deps: UsageReportsDeps) {
+    this.deps = deps;
   }
 
   private async managed(userId: string, projectId: string, action: string) {
-    const { project, membership } = await this.orgs.projectFor(userId, projectId);
+    const { project, membership } = await this.deps.orgs.projectFor(userId, projectId);
     requireRole(membership, "admin", action);
     return project;
   }
 
   async usage(userId: string, projectId: string, query: UsageQuery): Promise<UsageReport> {
     await this.managed(userId, projectId, "reading usage");
-    const today = isoTime(this.clock.now()).slice(0, 10);
+    const today = isoTime(this.deps.clock.now()).slice(0, 10);
     const from = query.from ?? `${today.slice(0, 7)}-01`;
     const to = query.to ?? today;
     // Any range: the ledger reads only the months that have usage; from after to is simply empty.
-    const rows = (await this.billing.ledger.usageRows(projectId, from.slice(0, 7), to.slice(0, 7))).filter((r) => r.day >= from && r.day <= to);
+    const rows = (await this.deps.billing.ledger.usageRows(projectId, from.slice(0, 7), to.slice(0, 7))).filter((r) => r.day >= from && r.day <= to);
     const live = zero();
     const test = zero();
     const groups = new Map<string, { live: Sum; test: Sum }>();
@@ -149,7 +151,7 @@ export class UsageReports {
 
   async getBudget(userId: string, projectId: string) {
     await this.managed(userId, projectId, "reading the budget");
-    const budget = await this.billing.ledger.getBudget(projectId);
+    const budget = await this.deps.billing.ledger.getBudget(projectId);
     return this.present(projectId, budget);
   }
 
@@ -159,15 +161,15 @@ export class UsageReports {
       monthly_limit_usd: input.monthly_limit_usd,
       alert_thresholds: [...new Set(input.alert_thresholds ?? defaultThresholds)].sort((a, b) => a - b),
       hard_limit: input.hard_limit ?? false,
-      updated_at: isoTime(this.clock.now()),
+      updated_at: isoTime(this.deps.clock.now()),
     };
-    await this.billing.putBudget(projectId, budget);
+    await this.deps.billing.putBudget(projectId, budget);
     return this.present(projectId, budget);
   }
 
   private async present(projectId: string, budget: StoredBudget | undefined): Promise<BudgetView> {
-    const period = periodOf(isoTime(this.clock.now()));
-    const spent = await this.billing.ledger.spent(projectId, period);
+    const period = periodOf(isoTime(this.deps.clock.now()));
+    const spent = await this.deps.billing.ledger.spent(projectId, period);
     return {
       project_id: projectId,
       monthly_limit_usd: budget?.monthly_limit_usd ?? null,
