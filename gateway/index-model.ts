@@ -69,5 +69,5 @@ export async function openOrgIndex(config: Config, router: Router, log: Logger, 
     onUsage?.(result);
     return result.embeddings;
   };
-  return { vectors, orgIndex: new OrgIndex(vectors, embed, clock) };
+  return { vectors, orgIndex: new OrgIndex({ index: vectors, embed, clock }) };
 }

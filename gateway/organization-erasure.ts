@@ -17,6 +17,7 @@
 // The steps run in an order that a failure can resume from: the keys first
 // (nothing new is made meanwhile), the organization record and the
 // memberships last, so a retried DELETE finds the organization and finishes.
+import { z } from "zod";
 import { isTroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { actorRef } from "../actors/actor.ts";
@@ -45,14 +46,17 @@ export interface ErasureDeps {
   log: Logger;
 }
 
-export interface ErasureReport {
-  api_keys: number;
-  conversations: number;
-  jobs: number;
-  webhooks: number;
-  vector_records: number;
-  files: number;
-}
+/** What one erasure removed, counted by kind: the DELETE route's `erased` field in the OpenAPI document. */
+export const erasureReportSchema = z.object({
+  api_keys: z.number(),
+  conversations: z.number(),
+  jobs: z.number(),
+  webhooks: z.number(),
+  vector_records: z.number(),
+  files: z.number(),
+});
+
+export type ErasureReport = z.infer<typeof erasureReportSchema>;
 
 const conversationActor = actorRef<ConversationActorDefinition>(CONVERSATION_ACTOR);
 const jobActor = actorRef<JobActorDefinition>(JOB_ACTOR);

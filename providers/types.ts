@@ -5,6 +5,7 @@
 import { z } from "zod";
 import type { ChatRequest } from "./chat-request.ts";
 import type { MediaAdapterMethods } from "./media-types.ts";
+import type { UpstreamClient } from "./upstream-request.ts";
 
 export const routingStrategySchema = z.enum(["auto", "manual", "cost", "latency"]);
 export type RoutingStrategy = z.infer<typeof routingStrategySchema>;
@@ -120,3 +121,8 @@ export interface ProviderAdapter extends MediaAdapterMethods {
   embed?(req: EmbedRequest, opts: CallOptions): Promise<EmbedResult>;
   close?(): Promise<void>;
 }
+
+/** One chat call of an HTTP adapter, given its API config and upstream client (its index binds both into `chat`). */
+export type UpstreamChat<Cfg> = (cfg: Cfg, client: UpstreamClient, req: ChatRequest, opts: ChatCallOptions) => Promise<ChatResult>;
+/** The streaming form (bound into `chatStream`): deltas and tool calls, then one finish event. */
+export type UpstreamChatStream<Cfg> = (cfg: Cfg, client: UpstreamClient, req: ChatRequest, opts: ChatCallOptions) => AsyncGenerator<StreamEvent>;

@@ -2,6 +2,7 @@
 // (docs/api/usage-budgets-rate-limits.md): session only, owners and admins; another organization's
 // project is 404. Totals are summed as BigInt nano-dollars and shown in USD
 // rounded to the micro-dollar, live and test apart.
+import { z } from "zod";
 import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import { requireRole } from "./access.ts";
@@ -15,14 +16,42 @@ export type GroupBy = (typeof groupByValues)[number];
 
 export const defaultThresholds = [0.5, 0.8, 1.0];
 
-export interface UsageTotals {
-  cost_usd: number;
-  cost_nanos: number;
-  calls: number;
-  input_tokens: number;
-  output_tokens: number;
-  units: number;
-}
+// The answers' schemas: the routes declare them (OpenAPI) and the types below are derived from them, so the
+// document and what the code returns cannot drift apart.
+const usdAmount = z.number().min(0);
+export const usageTotalsSchema = z.object({
+  cost_usd: usdAmount.describe("rounded to the micro-dollar"),
+  cost_nanos: z.number().int().min(0).describe("exact, in nano-dollars"),
+  calls: z.number().int().min(0),
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+  units: z.number().min(0).describe("per-unit categories: images, seconds, characters"),
+});
+
+export const usageSchema = z.object({
+  project_id: z.string(),
+  from: z.string(),
+  to: z.string(),
+  currency: z.literal("USD"),
+  live: usageTotalsSchema.describe("billed: live keys"),
+  test: usageTotalsSchema.describe("unbilled: test keys (cost 0)"),
+  group_by: z.enum(groupByValues).nullable(),
+  groups: z.array(z.object({ key: z.string(), live: usageTotalsSchema, test: usageTotalsSchema })),
+});
+
+export const budgetSchema = z.object({
+  project_id: z.string(),
+  monthly_limit_usd: z.number().nullable(),
+  alert_thresholds: z.array(z.number()),
+  hard_limit: z.boolean(),
+  updated_at: z.string().nullable(),
+  period: z.string().describe("the current calendar month (UTC), YYYY-MM"),
+  spent_usd: usdAmount.describe("live spend this period"),
+});
+
+export type UsageTotals = z.infer<typeof usageTotalsSchema>;
+export type UsageReport = z.infer<typeof usageSchema>;
+export type BudgetView = z.infer<typeof budgetSchema>;
 
 interface Sum {
   cost: bigint;
@@ -68,30 +97,32 @@ export interface UsageQuery {
   group_by?: GroupBy | undefined;
 }
 
-export class UsageReports {
-  private readonly orgs: OrganizationService;
-  private readonly billing: Billing;
-  private readonly clock: Clock;
+export interface UsageReportsDeps {
+  orgs: OrganizationService;
+  billing: Billing;
+  clock: Clock;
+}
 
-  constructor(orgs: OrganizationService, billing: Billing, clock: Clock) {
-    this.orgs = orgs;
-    this.billing = billing;
-    this.clock = clock;
+export class UsageReports {
+  private readonly deps: UsageReportsDeps;
+
+  constructor(deps: UsageReportsDeps) {
+    this.deps = deps;
   }
 
   private async managed(userId: string, projectId: string, action: string) {
-    const { project, membership } = await this.orgs.projectFor(userId, projectId);
+    const { project, membership } = await this.deps.orgs.projectFor(userId, projectId);
     requireRole(membership, "admin", action);
     return project;
   }
 
-  async usage(userId: string, projectId: string, query: UsageQuery) {
+  async usage(userId: string, projectId: string, query: UsageQuery): Promise<UsageReport> {
     await this.managed(userId, projectId, "reading usage");
-    const today = isoTime(this.clock.now()).slice(0, 10);
+    const today = isoTime(this.deps.clock.now()).slice(0, 10);
     const from = query.from ?? `${today.slice(0, 7)}-01`;
     const to = query.to ?? today;
     // Any range: the ledger reads only the months that have usage; from after to is simply empty.
-    const rows = (await this.billing.ledger.usageRows(projectId, from.slice(0, 7), to.slice(0, 7))).filter((r) => r.day >= from && r.day <= to);
+    const rows = (await this.deps.billing.ledger.usageRows(projectId, from.slice(0, 7), to.slice(0, 7))).filter((r) => r.day >= from && r.day <= to);
     const live = zero();
     const test = zero();
     const groups = new Map<string, { live: Sum; test: Sum }>();
@@ -110,7 +141,7 @@ export class UsageReports {
       project_id: projectId,
       from,
       to,
-      currency: "USD" as const,
+      currency: "USD",
       live: totals(live),
       test: totals(test),
       group_by: query.group_by ?? null,
@@ -120,7 +151,7 @@ export class UsageReports {
 
   async getBudget(userId: string, projectId: string) {
     await this.managed(userId, projectId, "reading the budget");
-    const budget = await this.billing.ledger.getBudget(projectId);
+    const budget = await this.deps.billing.ledger.getBudget(projectId);
     return this.present(projectId, budget);
   }
 
@@ -130,15 +161,15 @@ export class UsageReports {
       monthly_limit_usd: input.monthly_limit_usd,
       alert_thresholds: [...new Set(input.alert_thresholds ?? defaultThresholds)].sort((a, b) => a - b),
       hard_limit: input.hard_limit ?? false,
-      updated_at: isoTime(this.clock.now()),
+      updated_at: isoTime(this.deps.clock.now()),
     };
-    await this.billing.putBudget(projectId, budget);
+    await this.deps.billing.putBudget(projectId, budget);
     return this.present(projectId, budget);
   }
 
-  private async present(projectId: string, budget: StoredBudget | undefined) {
-    const period = periodOf(isoTime(this.clock.now()));
-    const spent = await this.billing.ledger.spent(projectId, period);
+  private async present(projectId: string, budget: StoredBudget | undefined): Promise<BudgetView> {
+    const period = periodOf(isoTime(this.deps.clock.now()));
+    const spent = await this.deps.billing.ledger.spent(projectId, period);
     return {
       project_id: projectId,
       monthly_limit_usd: budget?.monthly_limit_usd ?? null,

@@ -22,32 +22,34 @@ export type Embedder = (texts: string[], purpose: "document" | "query", signal?:
 /** Content beyond this is refused (400): one record is one passage, not a book. */
 export const MAX_CONTENT_CHARS = 32_768;
 
-export class OrgIndex {
-  private readonly index: VectorIndex;
-  private readonly embed: Embedder;
-  private readonly clock: Clock;
+export interface OrgIndexDeps {
+  index: VectorIndex;
+  embed: Embedder;
+  clock: Clock;
+}
 
-  constructor(index: VectorIndex, embed: Embedder, clock: Clock) {
-    this.index = index;
-    this.embed = embed;
-    this.clock = clock;
+export class OrgIndex {
+  private readonly deps: OrgIndexDeps;
+
+  constructor(deps: OrgIndexDeps) {
+    this.deps = deps;
   }
 
   get model(): string {
-    return this.index.model;
+    return this.deps.index.model;
   }
 
   async add(organizationId: string, content: string, metadata: Record<string, unknown>, signal?: AbortSignal, onUsage?: OnEmbedded): Promise<{ id: string; model: string }> {
     if (content.trim().length === 0) throw invalidRequest([{ path: "body.content", message: "must not be empty" }]);
     if (content.length > MAX_CONTENT_CHARS) throw invalidRequest([{ path: "body.content", message: `must be at most ${MAX_CONTENT_CHARS} characters` }]);
     // Before the embedding call: a record the index would refuse costs nothing.
-    const issues = recordLimitIssues(content, metadata, this.index.limits, "body.");
+    const issues = recordLimitIssues(content, metadata, this.deps.index.limits, "body.");
     if (issues.length > 0) throw invalidRequest(issues);
-    const [vector] = await this.embed([content], "document", signal, onUsage);
+    const [vector] = await this.deps.embed([content], "document", signal, onUsage);
     if (!vector) throw new Error("the embedder returned no vector");
     const id = uuid();
-    await this.index.add([{ id, organization_id: organizationId, content, metadata, model: this.index.model, vector, created_at: isoTime(this.clock.now()) }]);
-    return { id, model: this.index.model };
+    await this.deps.index.add([{ id, organization_id: organizationId, content, metadata, model: this.deps.index.model, vector, created_at: isoTime(this.deps.clock.now()) }]);
+    return { id, model: this.deps.index.model };
   }
 
   async search(
@@ -60,8 +62,8 @@ export class OrgIndex {
   ): Promise<VectorSearchResult[]> {
     if (query.trim().length === 0) throw invalidRequest([{ path: "body.query", message: "must not be empty" }]);
     if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) throw invalidRequest([{ path: "body.top_k", message: `must be an integer from 1 to ${MAX_TOP_K}` }]);
-    const [vector] = await this.embed([query], "query", signal, onUsage);
+    const [vector] = await this.deps.embed([query], "query", signal, onUsage);
     if (!vector) throw new Error("the embedder returned no vector");
-    return this.index.search(organizationId, vector, topK, filter);
+    return this.deps.index.search(organizationId, vector, topK, filter);
   }
 }

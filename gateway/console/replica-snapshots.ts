@@ -57,26 +57,27 @@ export async function takeSnapshot(sources: SnapshotSources, clock: Clock): Prom
 }
 
 /** Publishes this replica's snapshot on a timer; stop() ends it. */
+export interface SnapshotPublisherDeps {
+  store: DataStore;
+  sources: SnapshotSources;
+  clock: Clock;
+  /** How often the snapshot is written; a row lives three intervals. */
+  intervalMs: number;
+  log: Logger;
+}
+
 export class SnapshotPublisher {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
-  private readonly store: DataStore;
-  private readonly sources: SnapshotSources;
-  private readonly clock: Clock;
-  private readonly intervalMs: number;
-  private readonly log: Logger;
+  private readonly deps: SnapshotPublisherDeps;
 
-  constructor(store: DataStore, sources: SnapshotSources, clock: Clock, intervalMs: number, log: Logger) {
-    this.store = store;
-    this.sources = sources;
-    this.clock = clock;
-    this.intervalMs = intervalMs;
-    this.log = log;
+  constructor(deps: SnapshotPublisherDeps) {
+    this.deps = deps;
   }
 
   start(): void {
     void this.publish();
-    this.timer = setInterval(() => void this.publish(), this.intervalMs);
+    this.timer = setInterval(() => void this.publish(), this.deps.intervalMs);
     this.timer.unref();
   }
 
@@ -84,14 +85,14 @@ export class SnapshotPublisher {
   publish(): Promise<void> {
     this.running ??= (async () => {
       try {
-        const snapshot = await takeSnapshot(this.sources, this.clock);
-        await this.store.apply([
+        const snapshot = await takeSnapshot(this.deps.sources, this.deps.clock);
+        await this.deps.store.apply([
           // Three intervals: one missed write does not drop the row; a stopped replica disappears.
-          { op: "put", key: snapshotKey(snapshot.replica), value: snapshot, ttlMs: this.intervalMs * 3 },
-          { op: "index", key: indexKey, member: snapshot.replica, score: this.clock.now() },
+          { op: "put", key: snapshotKey(snapshot.replica), value: snapshot, ttlMs: this.deps.intervalMs * 3 },
+          { op: "index", key: indexKey, member: snapshot.replica, score: this.deps.clock.now() },
         ]);
       } catch (error) {
-        this.log.warn("console snapshot not published", { error });
+        this.deps.log.warn("console snapshot not published", { error });
       } finally {
         this.running = undefined;
       }

@@ -58,7 +58,7 @@ export async function billingFeature(s: SharedServices, events: EventPublisher, 
     billing,
     usage,
     meter: new UsageMeter(s.router.catalogue, usage, () => clock.now()),
-    routes: billingRoutes(new UsageReports(s.accounts.orgs, billing, clock)),
+    routes: billingRoutes(new UsageReports({ orgs: s.accounts.orgs, billing, clock })),
     async stop() {
       await recorder?.close();
       await billing.stop();

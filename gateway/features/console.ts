@@ -16,7 +16,7 @@ import type { WebhooksFeature } from "./webhooks.ts";
 export function consoleFeature(s: SharedServices, authenticator: Authenticator, jobs: JobsFeature, webhooks: WebhooksFeature): Feature {
   const { actors, router, clock, config, ledger, store } = s;
   const snapshotSources = { replica: config.replica, mode: config.mode, activeActors: () => actors.runtimeActiveActors(), breakers: () => router.breakerStates() };
-  const snapshots = new SnapshotPublisher(store, snapshotSources, clock, config.observability.consoleSnapshotIntervalMs, s.log);
+  const snapshots = new SnapshotPublisher({ store, sources: snapshotSources, clock, intervalMs: config.observability.consoleSnapshotIntervalMs, log: s.log });
   const sources: ConsoleSources = {
     usageToday: (_orgId, projects) => usageTodayFromLedger(ledger, projects, clock.now()),
     budgets: (_orgId, projects) => budgetsFromLedger(ledger, projects, clock.now()),

@@ -1,18 +1,8 @@
 // Project budgets and usage (docs/api/usage-budgets-rate-limits.md): session only,
 // owners and admins; another organization's project is 404.
 import { z } from "zod";
-import { groupByValues, type UsageReports } from "../../tenancy/usage-report.ts";
+import { budgetSchema, groupByValues, usageSchema, type UsageReports } from "../../tenancy/usage-report.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
-
-const usd = z.number().min(0);
-const totalsSchema = z.object({
-  cost_usd: usd.describe("rounded to the micro-dollar"),
-  cost_nanos: z.number().int().min(0).describe("exact, in nano-dollars"),
-  calls: z.number().int().min(0),
-  input_tokens: z.number().int().min(0),
-  output_tokens: z.number().int().min(0),
-  units: z.number().min(0).describe("per-unit categories: images, seconds, characters"),
-});
 
 const usageQuery = z
   .object({
@@ -22,17 +12,6 @@ const usageQuery = z
   })
   .strict();
 
-const usageSchema = z.object({
-  project_id: z.string(),
-  from: z.string(),
-  to: z.string(),
-  currency: z.literal("USD"),
-  live: totalsSchema.describe("billed: live keys"),
-  test: totalsSchema.describe("unbilled: test keys (cost 0)"),
-  group_by: z.enum(groupByValues).nullable(),
-  groups: z.array(z.object({ key: z.string(), live: totalsSchema, test: totalsSchema })),
-});
-
 const budgetBody = z
   .object({
     // ≤ 1,000,000 USD: nano-dollar counters stay exact in Lua's doubles (2^53).
@@ -41,16 +20,6 @@ const budgetBody = z
     hard_limit: z.boolean().optional().describe("refuse live calls with 402 once the limit is reached; default false"),
   })
   .strict();
-
-const budgetSchema = z.object({
-  project_id: z.string(),
-  monthly_limit_usd: z.number().nullable(),
-  alert_thresholds: z.array(z.number()),
-  hard_limit: z.boolean(),
-  updated_at: z.string().nullable(),
-  period: z.string().describe("the current calendar month (UTC), YYYY-MM"),
-  spent_usd: usd.describe("live spend this period"),
-});
 
 /** What every billing route declares: its document tag, a session, and the 404 of a project the user may not manage. */
 const projectRoute = routeGroup({ tag: "billing", auth: "session", errors: ["not_found"] });

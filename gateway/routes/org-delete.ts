@@ -6,14 +6,14 @@
 import { z } from "zod";
 import { invalidRequest, TroupeError } from "../../core/errors.ts";
 import type { AccountService } from "../../tenancy/accounts.ts";
-import { eraseOrganization, type ErasureDeps } from "../organization-erasure.ts";
+import { eraseOrganization, erasureReportSchema, type ErasureDeps } from "../organization-erasure.ts";
 import { defineRoute, json } from "../route.ts";
 
 const body = z.object({ confirm: z.string().max(200).describe("The organization's name or id, repeated to confirm the deletion") }).strict();
 const answer = z.object({
   id: z.string(),
   deleted: z.literal(true),
-  erased: z.object({ api_keys: z.number(), conversations: z.number(), jobs: z.number(), webhooks: z.number(), vector_records: z.number(), files: z.number() }),
+  erased: erasureReportSchema,
 });
 
 export function orgDeleteRoutes(accounts: AccountService, deps: ErasureDeps) {

@@ -3,9 +3,9 @@
 // answers, JSON transform and SSE transform (message_start … message_stop).
 import { z } from "zod";
 import { systemApart, type ChatMessage, type ChatRequest } from "../chat-request.ts";
-import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import type { ChatResult, ToolCall, UpstreamChat, UpstreamChatStream } from "../types.ts";
 import { ProviderCallError } from "../errors.ts";
-import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
+import { send, sendForJson } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
 import { parseUpstream } from "../parse-upstream.ts";
@@ -129,12 +129,7 @@ const streamEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("error"), error: z.object({ type: z.string(), message: z.string() }).passthrough() }),
 ]);
 
-export async function anthropicChat(
-  cfg: AnthropicApiConfig,
-  client: UpstreamClient,
-  req: ChatRequest,
-  opts: ChatCallOptions,
-): Promise<ChatResult> {
+export const anthropicChat: UpstreamChat<AnthropicApiConfig> = async (cfg, client, req, opts) => {
   const answer = await sendForJson(cfg.provider, client, anthropicUrls.messages(cfg), {
     headers: anthropicHeaders(cfg),
     body: toAnthropicBody(cfg, req, opts.upstreamModel, false),
@@ -158,14 +153,9 @@ export async function anthropicChat(
     output_tokens: data.usage.output_tokens,
     tool_calls: toolCalls.length > 0 ? toolCalls : null,
   };
-}
+};
 
-export async function* anthropicChatStream(
-  cfg: AnthropicApiConfig,
-  client: UpstreamClient,
-  req: ChatRequest,
-  opts: ChatCallOptions,
-): AsyncGenerator<StreamEvent> {
+export const anthropicChatStream: UpstreamChatStream<AnthropicApiConfig> = async function* (cfg, client, req, opts) {
   const body = await send(cfg.provider, client, anthropicUrls.messages(cfg), {
     headers: { ...anthropicHeaders(cfg), accept: "text/event-stream" },
     body: toAnthropicBody(cfg, req, opts.upstreamModel, true),
@@ -226,4 +216,4 @@ export async function* anthropicChatStream(
     model: opts.upstreamModel,
     provider: cfg.provider,
   };
-}
+};

@@ -3,8 +3,8 @@
 // images), zod schemas of the answers, JSON and SSE transforms.
 import { z } from "zod";
 import { systemApart, type ChatMessage, type ChatRequest } from "../chat-request.ts";
-import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
-import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
+import type { ChatResult, ToolCall, UpstreamChat, UpstreamChatStream } from "../types.ts";
+import { send, sendForJson } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
 import { parseUpstream } from "../parse-upstream.ts";
@@ -152,12 +152,7 @@ function textOf(parts: z.infer<typeof partSchema>[]): string {
     .join("");
 }
 
-export async function geminiChat(
-  cfg: GeminiApiConfig,
-  client: UpstreamClient,
-  req: ChatRequest,
-  opts: ChatCallOptions,
-): Promise<ChatResult> {
+export const geminiChat: UpstreamChat<GeminiApiConfig> = async (cfg, client, req, opts) => {
   const answer = await sendForJson(cfg.provider, client, geminiUrls.generate(cfg, opts.upstreamModel), {
     headers: geminiHeaders(cfg),
     body: toGeminiBody(req),
@@ -177,14 +172,9 @@ export async function geminiChat(
     output_tokens: data.usageMetadata?.candidatesTokenCount ?? 0,
     tool_calls: toolCalls.length > 0 ? toolCalls : null,
   };
-}
+};
 
-export async function* geminiChatStream(
-  cfg: GeminiApiConfig,
-  client: UpstreamClient,
-  req: ChatRequest,
-  opts: ChatCallOptions,
-): AsyncGenerator<StreamEvent> {
+export const geminiChatStream: UpstreamChatStream<GeminiApiConfig> = async function* (cfg, client, req, opts) {
   const body = await send(cfg.provider, client, geminiUrls.stream(cfg, opts.upstreamModel), {
     headers: { ...geminiHeaders(cfg), accept: "text/event-stream" },
     body: toGeminiBody(req),
@@ -219,4 +209,4 @@ export async function* geminiChatStream(
     model: opts.upstreamModel,
     provider: cfg.provider,
   };
-}
+};

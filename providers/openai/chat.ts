@@ -2,9 +2,9 @@
 // answers, the JSON transform and the SSE stream transform.
 import { z } from "zod";
 import type { ChatMessage, ChatRequest } from "../chat-request.ts";
-import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import type { ChatResult, ToolCall, UpstreamChat, UpstreamChatStream } from "../types.ts";
 import { parseUpstream } from "../parse-upstream.ts";
-import { send, sendForJson, type UpstreamClient } from "../upstream-request.ts";
+import { send, sendForJson } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
 import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
@@ -129,12 +129,7 @@ const chunkSchema = z.object({
   usage: usageSchema.nullable().optional(),
 });
 
-export async function openaiChat(
-  cfg: OpenAIApiConfig,
-  client: UpstreamClient,
-  req: ChatRequest,
-  opts: ChatCallOptions,
-): Promise<ChatResult> {
+export const openaiChat: UpstreamChat<OpenAIApiConfig> = async (cfg, client, req, opts) => {
   const answer = await sendForJson(cfg.provider, client, openaiUrls.chat(cfg, opts.upstreamModel), {
     headers: openaiHeaders(cfg),
     body: toOpenAIBody(cfg, req, opts.upstreamModel, false),
@@ -156,14 +151,9 @@ export async function openaiChat(
     output_tokens: data.usage?.completion_tokens ?? 0,
     tool_calls: toolCalls.length > 0 ? toolCalls : null,
   };
-}
+};
 
-export async function* openaiChatStream(
-  cfg: OpenAIApiConfig,
-  client: UpstreamClient,
-  req: ChatRequest,
-  opts: ChatCallOptions,
-): AsyncGenerator<StreamEvent> {
+export const openaiChatStream: UpstreamChatStream<OpenAIApiConfig> = async function* (cfg, client, req, opts) {
   const body = await send(cfg.provider, client, openaiUrls.chat(cfg, opts.upstreamModel), {
     headers: { ...openaiHeaders(cfg), accept: "text/event-stream" },
     body: toOpenAIBody(cfg, req, opts.upstreamModel, true),
@@ -212,4 +202,4 @@ export async function* openaiChatStream(
     model: opts.upstreamModel,
     provider: cfg.provider,
   };
-}
+};

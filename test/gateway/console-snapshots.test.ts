@@ -25,8 +25,8 @@ const sources = (replica: string, actors: () => Promise<{ type: string; count: n
 });
 
 t.test("every replica's row, sorted; a failing daprd is the row's error; stale rows age out", async (t) => {
-  const r10 = new SnapshotPublisher(store, sources("10", async () => [{ type: "ConversationActor", count: 3 }]), clock, 1000, log);
-  const r2 = new SnapshotPublisher(store, sources("2", async () => Promise.reject(new Error("daprd is not answering"))), clock, 1000, log);
+  const r10 = new SnapshotPublisher({ store, sources: sources("10", async () => [{ type: "ConversationActor", count: 3 }]), clock, intervalMs: 1000, log });
+  const r2 = new SnapshotPublisher({ store, sources: sources("2", async () => Promise.reject(new Error("daprd is not answering"))), clock, intervalMs: 1000, log });
   await r10.publish();
   await r2.publish();
   const rows = await readSnapshots(store);
@@ -45,7 +45,7 @@ t.test("start() publishes at once; a write the store refuses is logged", async (
   const dir = mkdtempSync(join(tmpdir(), "troupe-snapshots-closed-"));
   const closed = new EmbeddedDataStore(dir, clock);
   await closed.close();
-  const publisher = new SnapshotPublisher(closed, sources("3", async () => []), clock, 60_000, log);
+  const publisher = new SnapshotPublisher({ store: closed, sources: sources("3", async () => []), clock, intervalMs: 60_000, log });
   publisher.start();
   await publisher.publish();
   await publisher.stop();

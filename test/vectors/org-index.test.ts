@@ -22,7 +22,7 @@ t.test("caps before the embedding call; remember meets the same caps and quota",
     await rm(directory, { recursive: true, force: true });
   });
   let embedded = 0;
-  const orgIndex = new OrgIndex(index, async (texts) => texts.map(() => (embedded++, [1, 0.5, 0.25, 0.125])), systemClock);
+  const orgIndex = new OrgIndex({ index, embed: async (texts) => texts.map(() => (embedded++, [1, 0.5, 0.25, 0.125])), clock: systemClock });
 
   try {
     await orgIndex.add("org", "fine content", { pad: "x".repeat(20_000) });
