@@ -10,6 +10,7 @@ import { freePort, waitFor } from "../support/net.ts";
 import { field, request, signup, startTestTroupe, str } from "../support/troupe.ts";
 import { agentSuite } from "./agent-suite.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
+import { embeddedEnv } from "../support/gateway-process.ts";
 
 const usage: UsageRecord[] = [];
 const troupe = await startTestTroupe({}, { usage: { record: (u) => void usage.push(u) } });
@@ -73,7 +74,7 @@ t.test("live events over the WebSocket", async (t) => {
 t.test("a process killed mid-turn leaves the conversation usable", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "troupe-kill-agent-"));
   const port = await freePort();
-  const env = { ...process.env, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir, LOG_LEVEL: "warn", SIMULATED_LATENCY_MS: "1500" };
+  const env = { ...embeddedEnv(), PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir, LOG_LEVEL: "warn", SIMULATED_LATENCY_MS: "1500" };
   const main = join(import.meta.dirname, "../../gateway/main.ts");
   const base = `http://127.0.0.1:${port}`;
   let child = spawn(process.execPath, [main], { env, stdio: "ignore" });

@@ -124,7 +124,11 @@ export function billingSuite(t: Test, target: BillingTarget): void {
     const ok = results.filter((r) => r.status === 200).length;
     t.equal(results.filter((r) => r.status === 402).length, 40 - ok, "every other call is 402");
     t.equal(fake.requests.length - providerCallsBefore, ok, "only admitted calls reached the provider");
-    const report = await usage(user.token, p.projectId);
+    // Records reach the ledger with the usage recorder's next flush: read until they are all in (or too many).
+    const report = await eventually(
+      () => usage(user.token, p.projectId),
+      (r) => num(field(r.body, "live", "cost_nanos")) >= ok * callNanos,
+    );
     const spent = num(field(report.body, "live", "cost_nanos"));
     t.equal(spent, ok * callNanos, "the ledger holds exactly the calls that succeeded");
     t.ok(spent - limitNanos < callNanos, `overshoot ${spent - limitNanos} nano-dollars < one call (${callNanos})`);

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import t from "tap";
 import { freePort, waitFor } from "../support/net.ts";
 import { request, str } from "../support/troupe.ts";
+import { embeddedEnv } from "../support/gateway-process.ts";
 
 t.setTimeout(60_000);
 
@@ -30,7 +31,7 @@ t.test("after a start and some writes, the data directory is 0700 and everything
   chmodSync(dataDir, 0o755); // as an earlier version left it
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const env = { ...process.env, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir, LOG_LEVEL: "warn", OUTBOUND_ALLOW_HOSTS: "127.0.0.1" };
+  const env = { ...embeddedEnv(), PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir, LOG_LEVEL: "warn", OUTBOUND_ALLOW_HOSTS: "127.0.0.1" };
   const child = spawn(process.execPath, [join(import.meta.dirname, "../../gateway/main.ts")], { env, stdio: "ignore" });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   t.teardown(() => child.kill("SIGKILL"));

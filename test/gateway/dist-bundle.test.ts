@@ -10,6 +10,7 @@ import t from "tap";
 import { freePort, waitFor } from "../support/net.ts";
 import { repoDir } from "../support/dapr-cluster.ts";
 import { field, request, signup } from "../support/troupe.ts";
+import { embeddedEnv } from "../support/gateway-process.ts";
 
 t.setTimeout(120_000);
 
@@ -20,7 +21,7 @@ const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const child = spawn(process.execPath, [join(repoDir, ".dist/main.mjs")], {
   cwd: repoDir,
-  env: { ...process.env, NODE_OPTIONS: "", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-dist-")) },
+  env: { ...embeddedEnv(), NODE_OPTIONS: "", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-dist-")) },
   stdio: ["ignore", "pipe", "pipe"],
 });
 let log = "";

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import t from "tap";
 import { freePort } from "../support/net.ts";
 import { startTestTroupe } from "../support/troupe.ts";
+import { embeddedEnv } from "../support/gateway-process.ts";
 
 // An explicit port: Linux never shares a port it picked itself (PORT=0),
 // with or without SO_REUSEPORT, so only an explicit one shows the split.
@@ -21,7 +22,7 @@ t.setTimeout(60_000);
 /** Runs a second Troupe (gateway/main.ts) with `env`; its exit code and everything it printed. */
 async function runSecond(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const main = join(import.meta.dirname, "../../gateway/main.ts");
-  const fullEnv = { ...process.env, HOST: "127.0.0.1", LOG_LEVEL: "error", TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-second-")), ...env };
+  const fullEnv = { ...embeddedEnv(), HOST: "127.0.0.1", LOG_LEVEL: "error", TROUPE_DATA_DIR: mkdtempSync(join(tmpdir(), "troupe-second-")), ...env };
   const child = spawn(process.execPath, [main], { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout.on("data", (d: Buffer) => (output += d.toString()));

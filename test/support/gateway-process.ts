@@ -9,6 +9,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, waitFor } from "./net.ts";
 
+/**
+ * The test's environment without the shared services (CI's REDIS_URL,
+ * ELASTICSEARCH_URL, TROUPE_MODE): a child Troupe started with it is the
+ * embedded host, whatever the test's environment. Inheriting REDIS_URL made
+ * such children share one Redis, and so one signup throttle for 127.0.0.1
+ * (20 an hour), with every other test of the run.
+ */
+export function embeddedEnv(): NodeJS.ProcessEnv {
+  const { REDIS_URL: _redis, ELASTICSEARCH_URL: _elasticsearch, TROUPE_MODE: _mode, ...inherited } = process.env;
+  return inherited;
+}
+
 export interface GatewayProcess {
   /** `http://127.0.0.1:<port>`, the same for every start. */
   base: string;
@@ -22,8 +34,7 @@ export async function gatewayProcess(dataDirPrefix: string, settings: Record<str
   const dataDir = mkdtempSync(join(tmpdir(), dataDirPrefix));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const { REDIS_URL: _redis, ELASTICSEARCH_URL: _elasticsearch, TROUPE_MODE: _mode, ...inherited } = process.env;
-  const env = { ...inherited, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir, LOG_LEVEL: "error", ...settings };
+  const env = { ...embeddedEnv(), PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir, LOG_LEVEL: "error", ...settings };
   const main = join(import.meta.dirname, "../../gateway/main.ts");
   return {
     base,

@@ -12,6 +12,7 @@ import { startWebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { freePort, waitFor } from "../support/net.ts";
 import { request, signup, str } from "../support/troupe.ts";
 import { publishPath } from "../support/webhook-publish-path.ts";
+import { embeddedEnv } from "../support/gateway-process.ts";
 
 const app = join(import.meta.dirname, "../support/webhook-app.ts");
 const count = 20;
@@ -22,7 +23,7 @@ t.test("kill -9 mid-retry: every event is delivered after the restart, with its 
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "troupe-webhooks-restart-"));
   const env = {
-    ...process.env,
+    ...embeddedEnv(),
     PORT: String(port),
     HOST: "127.0.0.1",
     TROUPE_DATA_DIR: dataDir,
