@@ -34,7 +34,11 @@ export interface GraphOpenStats {
 type Organizations = ReadonlyMap<string, ReadonlyMap<string, VectorPartition>>;
 
 /** Adopts or starts every partition's graph; `background` receives the saves that follow a build or repair. */
-export async function openPartitionGraphs(organizations: Organizations, context: GraphContext, background: (work: Promise<void>) => void): Promise<GraphOpenStats> {
+export async function openPartitionGraphs(
+  organizations: Organizations,
+  context: GraphContext,
+  background: (organizationId: string, work: Promise<void>) => void,
+): Promise<GraphOpenStats> {
   const startedMs = performance.now();
   const stats: GraphOpenStats = { loaded: 0, built: 0, caughtUp: 0, ms: 0 };
   const { settings, graphs } = context;
@@ -49,7 +53,7 @@ export async function openPartitionGraphs(organizations: Organizations, context:
         stats.built++;
       }
       partition.syncGraph();
-      if (partition.graphChanged) background(saveWhenSettled(organizationId, kind, partition, context));
+      if (partition.graphChanged) background(organizationId, saveWhenSettled(organizationId, kind, partition, context));
     }
   }
   stats.ms = Math.round(performance.now() - startedMs);

@@ -73,7 +73,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
   private readonly graphDirectory: string;
   /** The graph thread (started by the first graph; absent when every search is exact) and its background saves. */
   private readonly graphs: GraphWorker | undefined;
-  private readonly graphWork = new Set<Promise<void>>();
+  private readonly graphWork = new Map<Promise<void>, string>();
   graphOpenStats: GraphOpenStats = { loaded: 0, built: 0, caughtUp: 0, ms: 0 };
   private db: RootDatabase<StoredValue, [string, string]> | undefined;
   /** organization → kind → partition. */
@@ -137,7 +137,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
       throw new Error(`vector index ${this.directory} holds an unreadable record: ${(error as Error).message}`, { cause: error });
     }
     this.db = db;
-    this.graphOpenStats = await openPartitionGraphs(this.organizations, this.graphContext(), (work) => this.inBackground(work));
+    this.graphOpenStats = await openPartitionGraphs(this.organizations, this.graphContext(), (organizationId, work) => this.inBackground(organizationId, work));
     this.logger?.info("vector index loaded", {
       backend: "embedded",
       directory: this.directory,
@@ -223,7 +223,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     await db.flushed;
     for (const partition of this.organizations.get(organizationId)?.values() ?? []) partition.dropGraph();
     // A background save of a dropped graph finds nothing to save, or ends before its files are removed.
-    await this.graphsSettled();
+    await Promise.allSettled([...this.graphWork].filter(([, owner]) => owner === organizationId).map(([work]) => work));
     for (const kind of this.organizations.get(organizationId)?.keys() ?? []) removeGraphSnapshot(this.graphDirectory, organizationId, kind);
     this.organizations.delete(organizationId);
     this.kindById.delete(organizationId);
@@ -238,7 +238,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     // What is still unsent is left out of the saved maps and caught up at the next open.
     await saveChangedGraphs(this.organizations, this.graphContext());
     await this.graphs?.close();
-    await Promise.allSettled(this.graphWork);
+    await Promise.allSettled(this.graphWork.keys());
     this.organizations.clear();
     this.kindById.clear();
     await db.close();
@@ -248,12 +248,12 @@ export class EmbeddedVectorIndex implements VectorIndex {
   async graphsSettled(): Promise<void> {
     const partitions = [...this.organizations.values()].flatMap((kinds) => [...kinds.values()]);
     await Promise.all(partitions.map((partition) => partition.graphSettled()));
-    await Promise.allSettled(this.graphWork);
+    await Promise.allSettled(this.graphWork.keys());
   }
 
-  private inBackground(work: Promise<void>): void {
+  private inBackground(organizationId: string, work: Promise<void>): void {
     const tracked: Promise<void> = work.finally(() => this.graphWork.delete(tracked));
-    this.graphWork.add(tracked);
+    this.graphWork.set(tracked, organizationId);
   }
 
   /** Records held for an organization (for diagnostics and tests). */

@@ -196,3 +196,18 @@ t.test("a record added a moment ago is found before the graph thread has inserte
   t.same(missing, [], "every fresh record is the first answer to its own vector");
   t.ok(index.searchStats().approximate >= fresh.length, "through the graph (pending rows scored beside it)");
 });
+
+t.test("closing while the graph thread is still building: the close waits for nothing unbounded, the next open serves", async (t) => {
+  const directory = await freshDirectory(t);
+  const first = new EmbeddedVectorIndex({ directory, model, dimensions, graph });
+  await first.open();
+  await first.add(records("org-a", 0, count));
+  // No graphsSettled: the build is in flight; the save is queued behind it on the graph thread.
+  await first.close();
+  const second = await openIndex(t, directory);
+  t.equal(second.graphOpenStats.loaded + second.graphOpenStats.built, 1, "one graph, loaded or rebuilt");
+  await second.graphsSettled();
+  const truth = exactTopK(data, queries, k);
+  t.ok((await recallOf(second, truth)) >= 0.95, "and it serves after the restart");
+  t.ok(second.searchStats().approximate > 0, "through the graph");
+});
