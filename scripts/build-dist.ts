@@ -50,11 +50,13 @@ if (force || builtAt() < newestInput()) {
     // uws-settings must run before uWebSockets.js loads; in a bundle the
     // package import would be hoisted above it, so the entry below loads the
     // settings first and then the gateway with a dynamic import.
-    // The embedded ledger's worker thread is loaded by file (tenancy/threaded-ledger-store.ts).
+    // The embedded ledger's and the vector graphs' worker threads are loaded by file
+    // (tenancy/threaded-ledger-store.ts, vectors/graph-worker-client.ts).
     entryPoints: {
       "uws-settings": join(repo, "gateway/uws-settings.ts"),
       troupe: join(repo, "gateway/main.ts"),
       "ledger-worker": join(repo, "tenancy/ledger-worker.ts"),
+      "graph-worker": join(repo, "vectors/graph-worker.ts"),
     },
     outdir: outDir,
     outExtension: { ".js": ".mjs" },

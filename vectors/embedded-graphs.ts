@@ -1,11 +1,14 @@
 // The embedded index's HNSW graphs across a restart: at open, every partition
 // large enough for a graph adopts its saved one (catching up on what changed
-// after the save) or builds one; graphs built or repaired at open, and graphs
-// changed while running, are saved (at open and at close respectively).
+// after the save) or starts building one; both run on the graph thread, so
+// the open returns once the saved files are loaded. A graph built or repaired
+// at open is saved once it has caught up; graphs changed while running are
+// saved at close (what is still unsent then is caught up after a restart).
 import type { Logger } from "../core/log.ts";
-import { loadedUsearchModule, loadUsearch, type VectorPartition } from "./embedded-partition.ts";
+import type { VectorPartition } from "./embedded-partition.ts";
+import type { GraphWorker } from "./graph-worker-client.ts";
 import { readGraphSnapshot, saveGraphSnapshot } from "./graph-snapshot.ts";
-import { PartitionGraph, type GraphSettings } from "./partition-graph.ts";
+import type { GraphSettings } from "./partition-graph.ts";
 
 export interface GraphContext {
   /** <index directory>/graphs */
@@ -13,6 +16,7 @@ export interface GraphContext {
   dimensions: number;
   /** Absent: approximate search is off, nothing to load or save. */
   settings?: Readonly<GraphSettings>;
+  graphs?: GraphWorker;
   logger?: Logger;
 }
 
@@ -20,44 +24,54 @@ export interface GraphContext {
 export interface GraphOpenStats {
   /** Graphs read from disk and adopted. */
   loaded: number;
-  /** Graphs built from scratch (none saved, or the saved one unusable). */
+  /** Graphs being built from scratch (none saved, or the saved one unusable). */
   built: number;
-  /** Records inserted into adopted graphs because they were added or changed after the save. */
+  /** Records queued for insertion into adopted graphs because they were added or changed after the save. */
   caughtUp: number;
   ms: number;
 }
 
 type Organizations = ReadonlyMap<string, ReadonlyMap<string, VectorPartition>>;
 
-export async function openPartitionGraphs(organizations: Organizations, context: GraphContext): Promise<GraphOpenStats> {
+/** Adopts or starts every partition's graph; `background` receives the saves that follow a build or repair. */
+export async function openPartitionGraphs(
+  organizations: Organizations,
+  context: GraphContext,
+  background: (organizationId: string, work: Promise<void>) => void,
+): Promise<GraphOpenStats> {
   const startedMs = performance.now();
   const stats: GraphOpenStats = { loaded: 0, built: 0, caughtUp: 0, ms: 0 };
-  const settings = context.settings;
-  if (!settings) return stats;
+  const { settings, graphs } = context;
+  if (!settings || !graphs) return stats;
   for (const [organizationId, partitions] of organizations) {
     for (const [kind, partition] of partitions) {
       if (!partition.graphBehind) continue;
-      await loadUsearch();
-      const adopted = adoptSavedGraph(organizationId, kind, partition, settings, context);
-      if (adopted) {
+      if (await adoptSavedGraph(organizationId, kind, partition, settings, graphs, context)) {
         stats.loaded++;
         stats.caughtUp += partition.pendingGraphRows;
       } else {
         stats.built++;
       }
       partition.syncGraph();
-      if (partition.graphChanged) saveGraph(organizationId, kind, partition, context);
+      if (partition.graphChanged) background(organizationId, saveWhenSettled(organizationId, kind, partition, context));
     }
   }
   stats.ms = Math.round(performance.now() - startedMs);
   return stats;
 }
 
-function adoptSavedGraph(organizationId: string, kind: string, partition: VectorPartition, settings: Readonly<GraphSettings>, context: GraphContext): boolean {
+async function adoptSavedGraph(
+  organizationId: string,
+  kind: string,
+  partition: VectorPartition,
+  settings: Readonly<GraphSettings>,
+  graphs: GraphWorker,
+  context: GraphContext,
+): Promise<boolean> {
   try {
     const saved = readGraphSnapshot(context.directory, organizationId, kind);
     if (!saved || saved.header.dimensions !== context.dimensions || saved.header.connectivity !== settings.connectivity) return false;
-    partition.adoptGraph(PartitionGraph.load(loadedUsearchModule(), context.dimensions, settings, saved.graphPath, saved.header.graph_bytes), saved.entries);
+    await partition.adoptGraph(saved.entries, (removals) => graphs.load(context.dimensions, settings, saved.graphPath, saved.header.graph_bytes, removals));
     return true;
   } catch (error) {
     context.logger?.warn("saved vector graph unusable, rebuilding it", { organization_id: organizationId, error: (error as Error).message });
@@ -65,28 +79,42 @@ function adoptSavedGraph(organizationId: string, kind: string, partition: Vector
   }
 }
 
+async function saveWhenSettled(organizationId: string, kind: string, partition: VectorPartition, context: GraphContext): Promise<void> {
+  await partition.graphSettled();
+  await saveLogged(organizationId, kind, partition, context);
+}
+
 /** Saves every graph changed since it was loaded or last saved; a failure is logged (the records are in LMDB: the next open rebuilds). */
-export function saveChangedGraphs(organizations: Organizations, context: GraphContext): void {
+export async function saveChangedGraphs(organizations: Organizations, context: GraphContext): Promise<void> {
   for (const [organizationId, partitions] of organizations) {
     for (const [kind, partition] of partitions) {
-      if (!partition.graphChanged) continue;
-      try {
-        saveGraph(organizationId, kind, partition, context);
-      } catch (error) {
-        context.logger?.warn("could not save a vector graph", { organization_id: organizationId, error: (error as Error).message });
-      }
+      if (partition.graphChanged) await saveLogged(organizationId, kind, partition, context);
     }
   }
 }
 
-function saveGraph(organizationId: string, kind: string, partition: VectorPartition, context: GraphContext): void {
+async function saveLogged(organizationId: string, kind: string, partition: VectorPartition, context: GraphContext): Promise<void> {
+  try {
+    await saveGraph(organizationId, kind, partition, context);
+  } catch (error) {
+    context.logger?.warn("could not save a vector graph", { organization_id: organizationId, error: (error as Error).message });
+  }
+}
+
+async function saveGraph(organizationId: string, kind: string, partition: VectorPartition, context: GraphContext): Promise<void> {
   const snapshot = partition.graphSnapshot();
   if (!snapshot) return;
-  saveGraphSnapshot(
-    context.directory,
-    { organization_id: organizationId, kind, dimensions: context.dimensions, connectivity: context.settings?.connectivity ?? 0 },
-    snapshot.rows,
-    snapshot.graph,
-  );
+  // Cleared first: a change while the graph thread writes marks it changed again.
   partition.graphChanged = false;
+  try {
+    await saveGraphSnapshot(
+      context.directory,
+      { organization_id: organizationId, kind, dimensions: context.dimensions, connectivity: context.settings?.connectivity ?? 0 },
+      snapshot.rows,
+      (path) => snapshot.graph.save(path),
+    );
+  } catch (error) {
+    partition.graphChanged = true;
+    throw error;
+  }
 }

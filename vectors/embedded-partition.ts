@@ -13,12 +13,21 @@
 // search falls back to a float32 pass. Results are exact either way.
 //
 // Partitions from GraphSettings.fromRows rows are searched approximately
-// instead: a usearch HNSW graph over the same int8 copies proposes
-// candidates, rescored in float32 (partition-graph.ts). Small partitions,
-// and every partition when no graph settings are given, stay exact.
+// instead: a usearch HNSW graph over the same int8 copies, on the graph
+// thread (graph-worker.ts), proposes candidates, rescored in float32
+// (partition-graph.ts). Rows not yet confirmed in the graph are scored
+// exactly beside them (graph-feed.ts); while most of the partition is still
+// pending (the first build) the search is exact. Small partitions, and every
+// partition when no graph settings are given, stay exact.
 import type usearchModule from "usearch";
-import { PartitionGraph, type GraphSettings } from "./partition-graph.ts";
+import { GraphFeed } from "./graph-feed.ts";
+import type { GraphWorker, RemoteGraph } from "./graph-worker-client.ts";
+import type { GraphSettings } from "./partition-graph.ts";
+import { topByFloat32, topByInt8ThenRescore, topByJsLoop, type ExactRows } from "./exact-search.ts";
 import { dot, quantize, TopK, vectorChecksum } from "./partition-math.ts";
+import type { ExactSearchKernel, GraphSnapshotRows, PartitionEntry, PartitionHit, PartitionOptions, SavedGraphEntry, SearchStats } from "./partition-types.ts";
+
+export type { ExactSearchKernel, GraphSnapshotRows, PartitionEntry, PartitionHit, PartitionOptions, SavedGraphEntry, SearchStats } from "./partition-types.ts";
 
 let usearch: typeof usearchModule | undefined;
 
@@ -40,64 +49,18 @@ function loadedUsearch(): typeof usearchModule {
   return usearch;
 }
 
-export interface PartitionEntry {
-  id: string;
-  content: string;
-  /** JSON text; parsed only for the records a search returns. */
-  metadataJson: string;
-  model: string;
-}
-
-export interface PartitionHit {
-  entry: PartitionEntry;
-  /** Cosine similarity with the query. */
-  cosine: number;
-}
-
-/** "usearch": SIMD kernels (int8 candidates + float32 rescoring); "js": a plain float32 loop. */
-export type ExactSearchKernel = "usearch" | "js";
-
-export interface PartitionOptions {
-  kernel: ExactSearchKernel;
-  /** Below this many rows a float32 pass is as fast; tests lower it to exercise the int8 path. */
-  quantizeFromRows?: number;
-  /** Approximate search for large partitions; absent: always exact. */
-  graph?: Readonly<GraphSettings>;
-}
-
-/** What a saved graph knew about each record: the label it has there and its vector's checksum. */
-export interface SavedGraphEntry {
-  label: number;
-  checksum: number;
-}
-
-/** The partition's rows as a graph snapshot needs them, in row order. */
-export interface GraphSnapshotRows {
-  ids: string[];
-  labels: Float64Array;
-  checksums: Uint32Array;
-}
-
-/** Counters for the bench and tests: how often the int8 step had to fall back. */
-export interface SearchStats {
-  quantized: number;
-  fallbacks: number;
-  /** Searches answered through the HNSW graph. */
-  approximate: number;
-  /** Milliseconds spent inserting into the graph (the build, then each batch). */
-  graphInsertMs: number;
-}
-
 const initialCapacityRows = 64;
 /**
  * Allowance for rounding inside usearch's int8 cosine (its reciprocal square
  * roots are approximations); measured errors are ~1e-6, this keeps the bound safe.
  */
 const boundSlack = 1e-3;
+/** Beyond this many rows not yet in the graph, an exact search is cheaper than scoring them beside it. */
+const pendingExactLimit = 2048;
 
 export class VectorPartition {
   readonly dimensions: number;
-  readonly stats: SearchStats = { quantized: 0, fallbacks: 0, approximate: 0, graphInsertMs: 0 };
+  readonly stats: Omit<SearchStats, "graphInsertMs"> = { quantized: 0, fallbacks: 0, approximate: 0 };
   private data: Float32Array;
   private quantized: Int8Array;
   /** ‖x − x̃‖ per row, x̃ the unit vector of the row's int8 copy. */
@@ -115,11 +78,8 @@ export class VectorPartition {
   private checksums: Uint32Array;
   private readonly rowByLabel = new Map<number, number>();
   private nextLabel = 0;
-  private graph: PartitionGraph | undefined;
-  /** Labels stored since the graph last caught up (inserted in one batch: one thread pool per call). */
-  private pendingLabels: number[] = [];
-  /** Whether the graph changed since it was last saved or loaded. */
-  graphChanged = false;
+  private readonly graphs: GraphWorker | undefined;
+  private readonly feed: GraphFeed;
 
   constructor(dimensions: number, options: PartitionOptions) {
     this.dimensions = dimensions;
@@ -129,6 +89,12 @@ export class VectorPartition {
     this.quantized = new Int8Array(initialCapacityRows * dimensions);
     this.residuals = new Float32Array(initialCapacityRows);
     this.graphSettings = options.graph;
+    this.graphs = options.graphs;
+    this.feed = new GraphFeed({
+      dimensions,
+      rowOf: (label) => this.rowByLabel.get(label),
+      copyInt8: (row, out, offset) => out.set(this.quantized.subarray(row * dimensions, (row + 1) * dimensions), offset),
+    });
     this.labels = new Float64Array(initialCapacityRows);
     this.checksums = new Uint32Array(initialCapacityRows);
   }
@@ -153,7 +119,7 @@ export class VectorPartition {
     this.labels[row] = label;
     this.rowByLabel.set(label, row);
     this.checksums[row] = vectorChecksum(unit);
-    if (this.graph) this.pendingLabels.push(label);
+    this.feed.added(label);
     this.data.set(unit, row * this.dimensions);
     const residual = quantize(unit, this.quantized.subarray(row * this.dimensions, (row + 1) * this.dimensions));
     this.residuals[row] = residual;
@@ -183,17 +149,26 @@ export class VectorPartition {
     this.rowById.delete(id);
   }
 
-  /** The k most similar records, most similar first; `query` has length 1. */
-  search(query: Float32Array, k: number): PartitionHit[] {
+  /** The k most similar records, most similar first; `query` has length 1. Through the graph when there is one. */
+  async search(query: Float32Array, k: number): Promise<PartitionHit[]> {
+    if (this.graphBehind) this.syncGraph();
+    const remote = this.feed.remote;
+    if (!remote || this.entries.length === 0 || this.feed.pendingRows > pendingExactLimit) return this.searchExact(query, k);
+    return this.hits(await this.topByGraph(remote, query, k));
+  }
+
+  /** The exact k most similar records, most similar first; `query` has length 1. */
+  searchExact(query: Float32Array, k: number): PartitionHit[] {
     const count = this.entries.length;
     if (count === 0) return [];
     const limit = Math.min(k, count);
     if (this.kernel === "js") return this.hits(this.topByJsLoop(query, limit));
-    // A search between a batch's apply and its graph insert (or a build) must still see every row.
-    if (this.graphBehind) this.syncGraph();
-    if (this.graph && this.graph.size > 0) return this.hits(this.topByGraph(query, limit));
-    if (count < this.quantizeFromRows) return this.hits(this.topByFloat32(query, limit));
-    return this.hits(this.topByInt8ThenRescore(query, limit));
+    return this.hits(this.topByExact(query, limit));
+  }
+
+  private topByExact(query: Float32Array, limit: number): Array<{ row: number; cosine: number }> {
+    if (this.entries.length < this.quantizeFromRows) return this.topByFloat32(query, limit);
+    return this.topByInt8ThenRescore(query, limit);
   }
 
   private hits(top: Array<{ row: number; cosine: number }>): PartitionHit[] {
@@ -205,171 +180,183 @@ export class VectorPartition {
     return hits;
   }
 
-  /** Whether the graph should be built or has rows to catch up on (syncGraph needs usearch loaded). */
+  /** Whether the graph should be built or has rows to send. */
   get graphBehind(): boolean {
-    if (this.graph) return this.pendingLabels.length > 0;
-    return this.graphSettings !== undefined && this.kernel === "usearch" && this.entries.length >= this.graphSettings.fromRows;
+    if (this.feed.remote) return this.feed.hasUnsent;
+    return (
+      this.graphSettings !== undefined &&
+      this.graphs !== undefined &&
+      this.kernel === "usearch" &&
+      this.feed.failures < 3 &&
+      this.entries.length >= this.graphSettings.fromRows
+    );
   }
 
-  /** Rows waiting to be inserted into the graph. */
+  /** Rows not yet confirmed in the graph. */
   get pendingGraphRows(): number {
-    return this.pendingLabels.length;
+    return this.feed.pendingRows;
   }
 
   get hasGraph(): boolean {
-    return this.graph !== undefined;
+    return this.feed.remote !== undefined;
+  }
+
+  /** Whether the graph changed since it was last saved or loaded. */
+  get graphChanged(): boolean {
+    return this.feed.changed;
+  }
+
+  set graphChanged(changed: boolean) {
+    this.feed.changed = changed;
   }
 
   /**
-   * Builds the graph once the partition reaches GraphSettings.fromRows rows,
-   * or inserts the rows stored since the last call. Blocking (usearch inserts
-   * on every core); call after a batch is applied and after a load.
+   * Starts the graph once the partition reaches GraphSettings.fromRows rows,
+   * or sends the rows stored since the last call. Never blocks: the inserts
+   * run on the graph thread; `graphSettled` resolves when they are done.
    */
   syncGraph(): void {
     if (!this.graphBehind) return;
-    const settings = this.graphSettings;
-    if (!settings) return;
-    const startedMs = performance.now();
-    if (!this.graph) {
-      this.graph = PartitionGraph.create(loadedUsearch(), this.dimensions, settings);
-      this.pendingLabels = Array.from(this.labels.subarray(0, this.entries.length));
+    if (!this.feed.remote) {
+      const settings = this.graphSettings;
+      if (!settings || !this.graphs) return;
+      this.feed.start(this.graphs.create(this.dimensions, settings), Array.from(this.labels.subarray(0, this.entries.length)));
+      return;
     }
-    const live = this.pendingLabels.filter((label) => this.rowByLabel.has(label));
-    this.pendingLabels = [];
-    const d = this.dimensions;
-    // Chunks bound the temporary copy (a 1,000,000-row first build would copy 768 MB at once).
-    for (let from = 0; from < live.length; from += 65_536) {
-      const chunk = live.slice(from, from + 65_536);
-      const vectors = new Int8Array(chunk.length * d);
-      const keys = new BigUint64Array(chunk.length);
-      chunk.forEach((label, i) => {
-        const row = this.rowByLabel.get(label) as number;
-        vectors.set(this.quantized.subarray(row * d, (row + 1) * d), i * d);
-        keys[i] = BigInt(label);
-      });
-      this.graph.add(keys, vectors);
-    }
-    if (live.length > 0) this.graphChanged = true;
-    this.stats.graphInsertMs += performance.now() - startedMs;
+    this.feed.pump();
   }
 
-  /** Ids, labels and checksums in row order, with the graph to save beside them (undefined: no graph). */
-  graphSnapshot(): { rows: GraphSnapshotRows; graph: PartitionGraph } | undefined {
-    if (!this.graph) return undefined;
-    const count = this.entries.length;
-    return {
-      rows: { ids: this.entries.map((entry) => entry.id), labels: this.labels.slice(0, count), checksums: this.checksums.slice(0, count) },
-      graph: this.graph,
-    };
+  /** Resolves once every stored row is in the graph (at once when there is none). */
+  graphSettled(): Promise<void> {
+    this.syncGraph();
+    return this.feed.settled();
+  }
+
+  /** Milliseconds the graph thread spent inserting this partition's rows. */
+  get graphInsertMs(): number {
+    return this.feed.insertMs;
+  }
+
+  /** Drops the graph (its organization is deleted). */
+  dropGraph(): void {
+    this.feed.drop();
   }
 
   /**
-   * Adopts a graph loaded from disk. Records whose saved vector still matches
-   * keep their node; the others (new or changed since the save) are queued for
-   * insertion and the nodes of removed or changed records are removed.
+   * Ids, labels and checksums in row order, with the graph to save beside
+   * them (undefined: no graph). Rows not yet sent to the graph are left out,
+   * so the saved map never claims a node the graph file lacks (a restart
+   * re-inserts them); rows in flight are in the graph before a save sent now.
    */
-  adoptGraph(graph: PartitionGraph, saved: ReadonlyMap<string, SavedGraphEntry>): void {
+  graphSnapshot(): { rows: GraphSnapshotRows; graph: RemoteGraph } | undefined {
+    this.feed.pump();
+    const graph = this.feed.remote;
+    if (!graph) return undefined;
+    const unsent = this.feed.unsentLabels();
+    const rows: GraphSnapshotRows = { ids: [], labels: new Float64Array(this.entries.length), checksums: new Uint32Array(this.entries.length) };
+    for (let row = 0; row < this.entries.length; row++) {
+      const label = this.labels[row] as number;
+      if (unsent.has(label)) continue;
+      rows.labels[rows.ids.length] = label;
+      rows.checksums[rows.ids.length] = this.checksums[row] as number;
+      rows.ids.push((this.entries[row] as PartitionEntry).id);
+    }
+    return { rows: { ids: rows.ids, labels: rows.labels.slice(0, rows.ids.length), checksums: rows.checksums.slice(0, rows.ids.length) }, graph };
+  }
+
+  /**
+   * Adopts a saved graph, loaded by `load` (on the graph thread) with the
+   * nodes of removed or changed records removed. Records whose saved vector
+   * still matches keep their node; the others (new or changed since the
+   * save) are queued for insertion. Throws what `load` throws.
+   */
+  async adoptGraph(saved: ReadonlyMap<string, SavedGraphEntry>, load: (removals: number[]) => Promise<RemoteGraph>): Promise<void> {
     const kept = new Set<number>();
+    const pending: number[] = [];
     let maxLabel = -1;
     for (const entry of saved.values()) maxLabel = Math.max(maxLabel, entry.label);
     this.rowByLabel.clear();
-    this.pendingLabels = [];
     this.nextLabel = Math.max(this.nextLabel, maxLabel + 1);
     for (let row = 0; row < this.entries.length; row++) {
       const before = saved.get((this.entries[row] as PartitionEntry).id);
       const label = before !== undefined && before.checksum === this.checksums[row] ? before.label : this.nextLabel++;
       if (label === before?.label) kept.add(label);
-      else this.pendingLabels.push(label);
+      else pending.push(label);
       this.labels[row] = label;
       this.rowByLabel.set(label, row);
     }
-    let removed = 0;
-    for (const entry of saved.values()) {
-      if (kept.has(entry.label)) continue;
-      graph.remove(entry.label);
-      removed++;
-    }
-    this.graph = graph;
-    this.graphChanged = removed > 0 || this.pendingLabels.length > 0;
+    const removals: number[] = [];
+    for (const entry of saved.values()) if (!kept.has(entry.label)) removals.push(entry.label);
+    // Removed at load, not sent again: the feed only inserts `pending`.
+    this.feed.start(await load(removals), pending);
+    this.feed.changed = removals.length > 0 || pending.length > 0;
   }
 
-  /** The label leaves the partition: out of the label map and out of the graph. */
+  /** The label leaves the partition: out of the label map and, with the next job, out of the graph. */
   private forgetLabel(label: number): void {
     this.rowByLabel.delete(label);
-    this.graph?.remove(label);
+    this.feed.forgotten(label);
   }
 
-  private topByGraph(query: Float32Array, limit: number): Array<{ row: number; cosine: number }> {
-    this.stats.approximate++;
+  /** Graph candidates and the rows not yet in the graph, all rescored in float32. */
+  private async topByGraph(remote: RemoteGraph, query: Float32Array, k: number): Promise<Array<{ row: number; cosine: number }>> {
     const settings = this.graphSettings as Readonly<GraphSettings>;
     const d = this.dimensions;
     const queryInt8 = new Int8Array(d);
     quantize(query, queryInt8);
-    const matches = (this.graph as PartitionGraph).search(queryInt8, Math.max(limit, settings.candidates));
-    const best = new TopK(limit);
-    for (const key of matches.labels) {
-      const row = this.rowByLabel.get(Number(key));
-      // A label the partition no longer holds: a record removed or replaced since.
-      if (row !== undefined) best.offer(row, dot(this.data, row * d, query, d));
+    // Pending now, or confirmed while the graph search ran (it may have run before their insert).
+    const pendingBefore = this.feed.pendingLabels();
+    let labels: BigUint64Array;
+    try {
+      labels = await remote.search(queryInt8, Math.max(k, settings.candidates));
+    } catch {
+      if (remote.failed && this.feed.remote === remote) this.feed.drop();
+      return this.topByExactOrNone(query, k);
     }
+    this.stats.approximate++;
+    const limit = Math.min(k, this.entries.length);
+    if (limit === 0) return [];
+    const best = new TopK(limit);
+    const seen = new Set<number>();
+    const offer = (label: number): void => {
+      const row = this.rowByLabel.get(label);
+      // Undefined: a label the partition no longer holds (a record removed or replaced since).
+      if (row === undefined || seen.has(row)) return;
+      seen.add(row);
+      best.offer(row, dot(this.data, row * d, query, d));
+    };
+    for (const key of labels) offer(Number(key));
+    for (const label of pendingBefore) offer(label);
+    for (const label of this.feed.pendingLabels()) offer(label);
     // Too few live nodes reached (a graph thinned by removals): answer exactly.
-    if (!best.full) return this.entries.length < this.quantizeFromRows ? this.topByFloat32(query, limit) : this.topByInt8ThenRescore(query, limit);
+    if (!best.full) return this.topByExact(query, limit);
     return best.sorted();
+  }
+
+  private topByExactOrNone(query: Float32Array, k: number): Array<{ row: number; cosine: number }> {
+    const limit = Math.min(k, this.entries.length);
+    return limit === 0 ? [] : this.kernel === "js" ? this.topByJsLoop(query, limit) : this.topByExact(query, limit);
   }
 
   private topByInt8ThenRescore(query: Float32Array, limit: number): Array<{ row: number; cosine: number }> {
     this.stats.quantized++;
-    const d = this.dimensions;
-    const count = this.entries.length;
-    const queryInt8 = new Int8Array(d);
-    const queryResidual = quantize(query, queryInt8);
-    const margin = queryResidual + this.maxResidual + boundSlack;
-    // 1000: at 100k clustered 768-dim vectors, 100 candidates fell back to a
-    // float32 pass on 55 % of queries, 1000 on none; its cost is the same scan.
-    const candidates = Math.min(count, Math.max(1000, 20 * limit));
-    // Views from offset 0 only: usearch reads typed arrays from their buffer's start.
-    const simd = loadedUsearch();
-    const matches = simd.exactSearch(this.quantized.subarray(0, count * d), queryInt8, d, candidates, simd.MetricKind.Cos, 1);
-    const best = new TopK(limit);
-    let certified = matches.keys.length >= count;
-    for (let i = 0; i < matches.keys.length; i++) {
-      const approximateCosine = 1 - (matches.distances[i] as number);
-      // Every later candidate, and every row that was not a candidate, is at
-      // most this close: once that cannot beat the k-th exact score, stop.
-      if (best.full && approximateCosine + margin < best.threshold) {
-        certified = true;
-        break;
-      }
-      const row = Number(matches.keys[i]);
-      best.offer(row, dot(this.data, row * d, query, d));
-    }
-    const lastCosine = 1 - (matches.distances[matches.keys.length - 1] ?? 2);
-    if (!certified && best.full && lastCosine + margin < best.threshold) certified = true;
-    if (certified) return best.sorted();
+    const rows = this.exactRows();
+    const top = topByInt8ThenRescore(loadedUsearch(), rows, this.quantized, this.maxResidual + boundSlack, query, limit);
+    if (top) return top;
     this.stats.fallbacks++;
-    return this.topByFloat32(query, limit);
+    return topByFloat32(loadedUsearch(), rows, query, limit);
   }
 
   private topByFloat32(query: Float32Array, limit: number): Array<{ row: number; cosine: number }> {
-    const count = this.entries.length;
-    const ownQuery = query.byteOffset === 0 ? query : query.slice();
-    // threads 1: the gateway serves many requests at once; one search per core.
-    const simd = loadedUsearch();
-    const matches = simd.exactSearch(this.data.subarray(0, count * this.dimensions), ownQuery, this.dimensions, limit, simd.MetricKind.IP, 1);
-    const top: Array<{ row: number; cosine: number }> = [];
-    // usearch's IP distance is 1 − dot.
-    for (let i = 0; i < matches.keys.length; i++) top.push({ row: Number(matches.keys[i]), cosine: 1 - (matches.distances[i] as number) });
-    return top;
+    return topByFloat32(loadedUsearch(), this.exactRows(), query, limit);
   }
 
   private topByJsLoop(query: Float32Array, limit: number): Array<{ row: number; cosine: number }> {
-    const d = this.dimensions;
-    const best = new TopK(limit);
-    for (let row = 0, count = this.entries.length; row < count; row++) {
-      const score = dot(this.data, row * d, query, d);
-      if (!best.full || score > best.threshold) best.offer(row, score);
-    }
-    return best.sorted();
+    return topByJsLoop(this.exactRows(), query, limit);
+  }
+
+  private exactRows(): ExactRows {
+    return { data: this.data, count: this.entries.length, dimensions: this.dimensions };
   }
 
   private grow(): void {

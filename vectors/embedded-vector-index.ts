@@ -7,9 +7,9 @@
 // counted from memory plus the new ids of batches not yet applied.
 //
 // Partitions from `graph.fromRows` rows (VECTOR_HNSW_FROM_ROWS) are searched
-// through a usearch HNSW graph (approximate, distances still exact); their
-// graphs are saved under graphs/ at close and after a start that had to build
-// or repair one, and loaded back at open (graph-snapshot.ts).
+// through a usearch HNSW graph on its own thread (graph-worker.ts; distances
+// still exact); `add` does not wait for graph inserts (rows not yet in are
+// scored exactly). Graphs are saved under graphs/ (graph-snapshot.ts).
 import { mkdir, open as openFile, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
@@ -18,7 +18,9 @@ import { readVersionField, SCHEMA_VERSION } from "../core/schema-version.ts";
 import type { Logger } from "../core/log.ts";
 import { loadUsearch, VectorPartition, type ExactSearchKernel, type PartitionHit, type PartitionOptions, type SearchStats } from "./embedded-partition.ts";
 import { openPartitionGraphs, saveChangedGraphs, type GraphContext, type GraphOpenStats } from "./embedded-graphs.ts";
+import { GraphWorker } from "./graph-worker-client.ts";
 import { removeGraphSnapshot } from "./graph-snapshot.ts";
+import { storedKeySchema, storedValueSchema, toStored, type StoredValue } from "./embedded-records.ts";
 import { defaultGraphSettings, type GraphSettings } from "./partition-graph.ts";
 import {
   assertSameIndexMeta,
@@ -52,19 +54,6 @@ export interface EmbeddedVectorIndexOptions extends VectorIndexOptions {
   graph?: Partial<GraphSettings>;
 }
 
-/** Stored state read back at open is parsed like any other boundary. */
-const storedValueSchema = z.object({
-  /** Schema version (core/schema-version.ts); absent in records of releases before versions. */
-  s: z.number().optional(),
-  content: z.string(),
-  metadata: z.string(),
-  model: z.string(),
-  created_at: z.string(),
-  vector: z.custom<Uint8Array>((v) => v instanceof Uint8Array, "expected bytes"),
-});
-type StoredValue = z.infer<typeof storedValueSchema>;
-const storedKeySchema = z.tuple([z.string(), z.string()]);
-
 /** Partition keys: "k:<kind>" for a string metadata.kind, "-" for none (no kind can collide with it). */
 const noKind = "-";
 const kindKey = (kind: string): string => `k:${kind}`;
@@ -78,6 +67,9 @@ export class EmbeddedVectorIndex implements VectorIndex {
   private readonly partitionOptions: PartitionOptions;
   private readonly logger: Logger | undefined;
   private readonly graphDirectory: string;
+  /** The graph thread (started by the first graph; absent when every search is exact) and its background saves. */
+  private readonly graphs: GraphWorker | undefined;
+  private readonly graphWork = new Map<Promise<void>, string>();
   graphOpenStats: GraphOpenStats = { loaded: 0, built: 0, caughtUp: 0, ms: 0 };
   private db: RootDatabase<StoredValue, [string, string]> | undefined;
   /** organization → kind → partition. */
@@ -99,10 +91,11 @@ export class EmbeddedVectorIndex implements VectorIndex {
     this.dimensions = options.dimensions;
     this.limits = options.limits ?? defaultVectorLimits;
     const graph = { ...defaultGraphSettings, ...options.graph };
+    this.graphs = graph.fromRows > 0 ? new GraphWorker() : undefined;
     this.partitionOptions = {
       kernel: options.kernel ?? "usearch",
       ...(options.quantizeFromRows === undefined ? {} : { quantizeFromRows: options.quantizeFromRows }),
-      ...(graph.fromRows > 0 ? { graph } : {}),
+      ...(this.graphs ? { graph, graphs: this.graphs } : {}),
     };
     this.graphDirectory = join(this.directory, "graphs");
     this.logger = options.logger;
@@ -140,7 +133,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
       throw new Error(`vector index ${this.directory} holds an unreadable record: ${(error as Error).message}`, { cause: error });
     }
     this.db = db;
-    this.graphOpenStats = await openPartitionGraphs(this.organizations, this.graphContext());
+    this.graphOpenStats = await openPartitionGraphs(this.organizations, this.graphContext(), (organizationId, work) => this.inBackground(organizationId, work));
     this.logger?.info("vector index loaded", {
       backend: "embedded",
       directory: this.directory,
@@ -172,11 +165,8 @@ export class EmbeddedVectorIndex implements VectorIndex {
         for (const record of checked) touched.add(this.applyOne(record.organization_id, record.id, toStored(record), record.metadata, record.unit));
         // Counted by kindById from here on: released in the same step.
         this.release(reservation);
-        for (const partition of touched) {
-          if (!partition.graphBehind) continue;
-          await loadUsearch();
-          partition.syncGraph();
-        }
+        // Sent to the graph thread; the inserts do not hold up this add.
+        for (const partition of touched) partition.syncGraph();
       })();
       this.applyTail = applied;
       await applied;
@@ -198,9 +188,9 @@ export class EmbeddedVectorIndex implements VectorIndex {
     if (!partitions) return [];
     let hits: PartitionHit[] = [];
     if (query.metadataKind !== undefined) {
-      hits = partitions.get(kindKey(query.metadataKind))?.search(query.unit, query.topK) ?? [];
+      hits = (await partitions.get(kindKey(query.metadataKind))?.search(query.unit, query.topK)) ?? [];
     } else {
-      for (const partition of partitions.values()) hits.push(...partition.search(query.unit, query.topK));
+      for (const partition of [...partitions.values()]) hits.push(...(await partition.search(query.unit, query.topK)));
       hits.sort((a, b) => b.cosine - a.cosine);
       hits.length = Math.min(hits.length, query.topK);
     }
@@ -227,6 +217,9 @@ export class EmbeddedVectorIndex implements VectorIndex {
       for (const key of keys) void db.remove(key);
     });
     await db.flushed;
+    for (const partition of this.organizations.get(organizationId)?.values() ?? []) partition.dropGraph();
+    // A background save of a dropped graph finds nothing to save, or ends before its files are removed.
+    await Promise.allSettled([...this.graphWork].filter(([, owner]) => owner === organizationId).map(([work]) => work));
     for (const kind of this.organizations.get(organizationId)?.keys() ?? []) removeGraphSnapshot(this.graphDirectory, organizationId, kind);
     this.organizations.delete(organizationId);
     this.kindById.delete(organizationId);
@@ -238,10 +231,25 @@ export class EmbeddedVectorIndex implements VectorIndex {
     if (!db) return;
     await this.applyTail.catch(() => undefined);
     this.db = undefined;
-    saveChangedGraphs(this.organizations, this.graphContext());
+    // What is still unsent is left out of the saved maps and caught up at the next open.
+    await saveChangedGraphs(this.organizations, this.graphContext());
+    await this.graphs?.close();
+    await Promise.allSettled(this.graphWork.keys());
     this.organizations.clear();
     this.kindById.clear();
     await db.close();
+  }
+
+  /** Resolves once every partition's graph holds all its rows and background saves are done (tests, benches). */
+  async graphsSettled(): Promise<void> {
+    const partitions = [...this.organizations.values()].flatMap((kinds) => [...kinds.values()]);
+    await Promise.all(partitions.map((partition) => partition.graphSettled()));
+    await Promise.allSettled(this.graphWork.keys());
+  }
+
+  private inBackground(organizationId: string, work: Promise<void>): void {
+    const tracked: Promise<void> = work.finally(() => this.graphWork.delete(tracked));
+    this.graphWork.set(tracked, organizationId);
   }
 
   /** Records held for an organization (for diagnostics and tests). */
@@ -290,7 +298,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
         total.quantized += partition.stats.quantized;
         total.fallbacks += partition.stats.fallbacks;
         total.approximate += partition.stats.approximate;
-        total.graphInsertMs += partition.stats.graphInsertMs;
+        total.graphInsertMs += partition.graphInsertMs;
       }
     }
     return total;
@@ -324,6 +332,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
       directory: this.graphDirectory,
       dimensions: this.dimensions,
       ...(this.partitionOptions.graph ? { settings: this.partitionOptions.graph } : {}),
+      ...(this.graphs ? { graphs: this.graphs } : {}),
       ...(this.logger ? { logger: this.logger } : {}),
     };
   }
@@ -363,15 +372,4 @@ export class EmbeddedVectorIndex implements VectorIndex {
     }
     await rename(temp, target);
   }
-}
-
-function toStored(record: CheckedRecord): StoredValue {
-  return {
-    s: SCHEMA_VERSION,
-    content: record.content,
-    metadata: JSON.stringify(record.metadata),
-    model: record.model,
-    created_at: record.created_at,
-    vector: new Uint8Array(record.vector.buffer, record.vector.byteOffset, record.vector.byteLength),
-  };
 }

@@ -15,7 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { z } from "zod";
 import type { GraphSnapshotRows, SavedGraphEntry } from "./embedded-partition.ts";
-import { graphFileBytes, type PartitionGraph } from "./partition-graph.ts";
+import { graphFileBytes } from "./partition-graph.ts";
 
 const headerSchema = z.object({
   format: z.literal("troupe-graph-map-1"),
@@ -41,17 +41,17 @@ export interface SavedGraph {
   entries: Map<string, SavedGraphEntry>;
 }
 
-/** Writes the graph, then its map (atomically), then removes older graph files of this partition. */
-export function saveGraphSnapshot(
+/** Writes the graph (`writeGraph`: on the graph thread), then its map (atomically), then removes older graph files of this partition. */
+export async function saveGraphSnapshot(
   directory: string,
   identity: Omit<GraphMapHeader, "format" | "graph_file" | "graph_bytes" | "count">,
   rows: GraphSnapshotRows,
-  graph: PartitionGraph,
-): void {
+  writeGraph: (path: string) => Promise<unknown>,
+): Promise<void> {
   mkdirSync(directory, { recursive: true });
   const base = graphBase(identity.organization_id, identity.kind);
   const graphFile = `${base}.${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}.usearch`;
-  graph.save(join(directory, graphFile));
+  await writeGraph(join(directory, graphFile));
   const header: GraphMapHeader = {
     format: "troupe-graph-map-1",
     ...identity,

@@ -77,9 +77,9 @@ export class PartitionGraph {
     return this.index.size();
   }
 
-  /** Inserts rows of int8 vectors (rows × dimensions) under `labels`; uses every core, blocking. */
-  add(labels: BigUint64Array, vectors: Int8Array): void {
-    if (labels.length > 0) this.index.add(labels, vectors, 0);
+  /** Inserts rows of int8 vectors (rows × dimensions) under `labels`, blocking, on `threads` threads (0: every core). */
+  add(labels: BigUint64Array, vectors: Int8Array, threads = 0): void {
+    if (labels.length > 0) this.index.add(labels, vectors, threads);
   }
 
   remove(label: number): void {

@@ -23,7 +23,7 @@ t.test("int8 candidates + float32 rescoring return exactly the float32 answer", 
   const quantized = new VectorPartition(d, { kernel: "usearch", quantizeFromRows: 1 });
   const early = new VectorPartition(d, { kernel: "usearch" });
   early.upsert({ id: "x", content: "", metadataJson: "{}", model: "m" }, unit(random, d));
-  t.throws(() => early.search(unit(random, d), 1), /usearch is not loaded/, "a usearch search before loadUsearch() is a programming error");
+  t.throws(() => early.searchExact(unit(random, d), 1), /usearch is not loaded/, "a usearch search before loadUsearch() is a programming error");
   await loadUsearch();
   const plain = new VectorPartition(d, { kernel: "js" });
   const centres = Array.from({ length: 8 }, () => unit(random, d));
@@ -40,8 +40,8 @@ t.test("int8 candidates + float32 rescoring return exactly the float32 answer", 
   for (let q = 0; q < 60; q++) {
     const query = unit(random, d, q % 2 ? centres[q % 8] : undefined);
     for (const k of [1, 10, 100]) {
-      const a = quantized.search(query, k);
-      const b = plain.search(query, k);
+      const a = quantized.searchExact(query, k);
+      const b = plain.searchExact(query, k);
       t.equal(a.length, k);
       // Exact ties may swap ids; compare the scores and each id's own score.
       for (let i = 0; i < k; i++) {
