@@ -32,4 +32,4 @@ export interface LedgerCall<M extends LedgerMethod = LedgerMethod> {
   args: Parameters<LedgerMethods[M]>;
 }
 
-export type LedgerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: Error };
+export type { WorkerReply as LedgerReply } from "../core/worker-calls.ts";

@@ -12,6 +12,7 @@
 // billed twice; reservations of calls in flight are lost with it (they
 // expire anyway).
 import { Worker } from "node:worker_threads";
+import { WorkerCalls } from "../core/worker-calls.ts";
 import type { LedgerCall, LedgerMethod, LedgerMethods, LedgerReply } from "./ledger-rpc.ts";
 import type { BudgetAlert, LedgerStore, Reservation, ReservedPart, ReserveOutcome, StoredBudget, UsageRow, UsageToDate } from "./ledger.ts";
 import type { UsageRecord } from "../providers/usage.ts";
@@ -21,18 +22,12 @@ import { defaultRetentionMs } from "./ledger-entry.ts";
 // bundle in .dist/, where scripts/build-dist.ts emits the worker beside it.
 const workerUrl = new URL(import.meta.url.endsWith(".ts") ? "./ledger-worker.ts" : "./ledger-worker.mjs", import.meta.url);
 
-interface Waiting {
-  resolve(value: unknown): void;
-  reject(error: Error): void;
-}
-
 export class ThreadedLedgerStore implements LedgerStore {
   readonly kind = "embedded" as const;
   private readonly dataDir: string;
   private readonly retentionMs: number;
   private worker: Worker | undefined;
-  private readonly waiting = new Map<number, Waiting>();
-  private nextId = 1;
+  private readonly calls = new WorkerCalls();
   private closed = false;
 
   /** `retentionMs`: how long per-call entries are kept (EmbeddedLedgerStore). */
@@ -46,10 +41,10 @@ export class ThreadedLedgerStore implements LedgerStore {
     const worker = new Worker(workerUrl, { workerData: { dataDir: this.dataDir, retentionMs: this.retentionMs } });
     // Referenced only while a call waits: an idle ledger never keeps the process alive.
     worker.unref();
-    worker.on("message", (reply: LedgerReply) => this.answer(reply));
+    worker.on("message", (reply: LedgerReply) => this.calls.answer(this.worker, reply));
     const gone = (error: Error) => {
       if (this.worker === worker) this.worker = undefined;
-      this.failAll(error);
+      this.calls.failAll(error);
     };
     worker.on("error", gone);
     worker.on("exit", (code) => gone(new Error(`the ledger thread exited (code ${code})`)));
@@ -59,28 +54,8 @@ export class ThreadedLedgerStore implements LedgerStore {
   private call<M extends LedgerMethod>(method: M, ...args: Parameters<LedgerMethods[M]>): Promise<Awaited<ReturnType<LedgerMethods[M]>>> {
     if (this.closed) return Promise.reject(new Error("the ledger is closed"));
     const worker = (this.worker ??= this.spawn());
-    const id = this.nextId++;
-    const message: LedgerCall<M> = { id, method, args };
-    return new Promise((resolve, reject) => {
-      if (this.waiting.size === 0) worker.ref();
-      this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      worker.postMessage(message);
-    });
-  }
-
-  private answer(reply: LedgerReply): void {
-    const waiting = this.waiting.get(reply.id);
-    if (!waiting) return;
-    this.waiting.delete(reply.id);
-    if (this.waiting.size === 0) this.worker?.unref();
-    if (reply.ok) waiting.resolve(reply.value);
-    else waiting.reject(reply.error);
-  }
-
-  private failAll(error: Error): void {
-    const waiting = [...this.waiting.values()];
-    this.waiting.clear();
-    for (const w of waiting) w.reject(error);
+    const message: Omit<LedgerCall<M>, "id"> = { method, args };
+    return this.calls.send(worker, message) as Promise<Awaited<ReturnType<LedgerMethods[M]>>>;
   }
 
   append(records: UsageRecord[], settle?: Reservation): Promise<BudgetAlert[]> {

@@ -10,6 +10,7 @@
 // (their partitions fall back to exact search and rebuild); the next graph
 // starts a new thread.
 import { Worker } from "node:worker_threads";
+import { WorkerCalls, type WorkerReply } from "../core/worker-calls.ts";
 import type { GraphSettings } from "./partition-graph.ts";
 
 // Sources run as .ts (tests, benches); `npm start` runs the bundle in .dist/,
@@ -24,19 +25,13 @@ export type GraphRequest =
   | { op: "save"; graph: number; path: string }
   | { op: "drop"; graph: number };
 export type GraphCall = GraphRequest & { id: number };
-export type GraphReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: Error };
-
-interface Waiting {
-  resolve(value: unknown): void;
-  reject(error: Error): void;
-}
+export type { WorkerReply as GraphReply } from "../core/worker-calls.ts";
 
 export class GraphWorker {
   private worker: Worker | undefined;
   /** Bumped whenever a thread is started: handles on an earlier thread's graphs are dead. */
   private generation = 0;
-  private readonly waiting = new Map<number, Waiting>();
-  private nextId = 1;
+  private readonly calls = new WorkerCalls();
   private nextGraph = 1;
 
   /** A new empty graph on the thread (queued: usable at once). */
@@ -59,20 +54,13 @@ export class GraphWorker {
     this.worker = undefined;
     this.generation++;
     if (worker) await worker.terminate();
-    this.failAll(new Error("the vector graph thread is closed"));
+    this.calls.failAll(new Error("the vector graph thread is closed"));
   }
 
   /** @internal RemoteGraph's calls. */
   call(request: GraphRequest, generation = this.generation, transfer: ArrayBuffer[] = []): Promise<unknown> {
     if (generation !== this.generation) return Promise.reject(new Error("the vector graph thread that held this graph has exited"));
-    const worker = this.started();
-    const id = this.nextId++;
-    const message: GraphCall = { ...request, id };
-    return new Promise((resolve, reject) => {
-      if (this.waiting.size === 0) worker.ref();
-      this.waiting.set(id, { resolve, reject });
-      worker.postMessage(message, transfer);
-    });
+    return this.calls.send(this.started(), request, transfer);
   }
 
   private graphHandle(): RemoteGraph {
@@ -86,30 +74,15 @@ export class GraphWorker {
     this.generation++;
     // Referenced only while a call waits: idle graphs never keep the process alive.
     worker.unref();
-    worker.on("message", (reply: GraphReply) => this.answer(reply));
+    worker.on("message", (reply: WorkerReply) => this.calls.answer(this.worker, reply));
     const gone = (error: Error): void => {
       if (this.worker === worker) this.worker = undefined;
-      this.failAll(error);
+      this.calls.failAll(error);
     };
     worker.on("error", gone);
     worker.on("exit", (code) => gone(new Error(`the vector graph thread exited (code ${code})`)));
     this.worker = worker;
     return worker;
-  }
-
-  private answer(reply: GraphReply): void {
-    const waiting = this.waiting.get(reply.id);
-    if (!waiting) return;
-    this.waiting.delete(reply.id);
-    if (this.waiting.size === 0) this.worker?.unref();
-    if (reply.ok) waiting.resolve(reply.value);
-    else waiting.reject(reply.error);
-  }
-
-  private failAll(error: Error): void {
-    const waiting = [...this.waiting.values()];
-    this.waiting.clear();
-    for (const call of waiting) call.reject(error);
   }
 }
 
