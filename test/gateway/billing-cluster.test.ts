@@ -14,21 +14,24 @@ import { eventually, hello, projectWithLiveKey } from "../support/billing.ts";
 import { LocalCluster, repoDir, requireDaprPrerequisites } from "../support/dapr-cluster.ts";
 import { startTestRedis } from "../support/redis.ts";
 import { field, request, signup, str, type RequestOptions } from "../support/troupe.ts";
+import { ownVectorIndex } from "../support/own-vector-index.ts";
 
 t.setTimeout(300_000);
 const redis = await startTestRedis();
 requireDaprPrerequisites({ redisUrl: redis.url });
 const fake = await startOpenAIFake({ apiKey: "sk-fake" });
+const vectorIndex = ownVectorIndex("billing-cluster");
 const cluster = new LocalCluster({
   mode: "dapr",
   replicas: 3,
   dataDir: mkdtempSync(join(tmpdir(), "troupe-billing-cluster-")),
   appEntry: join(repoDir, "gateway/main.ts"),
-  appEnv: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: `${fake.url}/v1`, LOG_LEVEL: "warn" },
+  appEnv: { ...vectorIndex.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: `${fake.url}/v1`, LOG_LEVEL: "warn" },
   redisUrl: redis.url,
 });
 t.teardown(async () => {
   await cluster.stop();
+  await vectorIndex.drop();
   await fake.close();
   await redis.stop();
 });

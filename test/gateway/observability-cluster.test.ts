@@ -19,6 +19,7 @@ import { LocalCluster, repoDir, requireDaprPrerequisites } from "../support/dapr
 import { startTestRedis } from "../support/redis.ts";
 import { startOtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.ts";
 import { request, signup, str } from "../support/troupe.ts";
+import { ownVectorIndex } from "../support/own-vector-index.ts";
 
 t.setTimeout(240_000);
 const artifacts = join(repoDir, "test-artifacts");
@@ -27,18 +28,20 @@ const redis = await startTestRedis();
 requireDaprPrerequisites({ redisUrl: redis.url });
 const receiver = await startOtlpReceiver();
 
+const vectorIndex = ownVectorIndex("observability-cluster");
 const cluster = new LocalCluster({
   mode: "dapr",
   replicas: 2,
   dataDir: mkdtempSync(join(tmpdir(), "troupe-obs-cluster-")),
   appEntry: join(repoDir, "gateway/main.ts"),
-  appEnv: { LOG_LEVEL: "warn", CONSOLE_SNAPSHOT_INTERVAL_MS: "500", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
+  appEnv: { ...vectorIndex.env, LOG_LEVEL: "warn", CONSOLE_SNAPSHOT_INTERVAL_MS: "500", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
   redisUrl: redis.url,
 });
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
 t.teardown(async () => {
   await browser.close();
   await cluster.stop();
+  await vectorIndex.drop();
   await redis.stop();
   await receiver.close();
 });

@@ -16,21 +16,24 @@ import { LocalCluster, daprAppId, repoDir, requireDaprPrerequisites } from "../s
 import { populate } from "../support/org-footprint.ts";
 import { startTestRedis } from "../support/redis.ts";
 import { field, request, signup, type RequestOptions } from "../support/troupe.ts";
+import { ownVectorIndex } from "../support/own-vector-index.ts";
 
 t.setTimeout(240_000);
 const redis = await startTestRedis();
 requireDaprPrerequisites({ redisUrl: redis.url });
+const vectorIndex = ownVectorIndex("orgdel-dapr");
 const cluster = new LocalCluster({
   mode: "dapr",
   replicas: 1,
   dataDir: mkdtempSync(join(tmpdir(), "troupe-orgdel-dapr-")),
   appEntry: join(repoDir, "gateway/main.ts"),
-  appEnv: { LOG_LEVEL: "warn", OUTBOUND_ALLOW_HOSTS: "127.0.0.1", SIMULATED_VIDEO_DELAY_MS: "200", SIMULATED_VIDEO_DIR: mkdtempSync(join(tmpdir(), "troupe-orgdel-simvid-")) },
+  appEnv: { ...vectorIndex.env, LOG_LEVEL: "warn", OUTBOUND_ALLOW_HOSTS: "127.0.0.1", SIMULATED_VIDEO_DELAY_MS: "200", SIMULATED_VIDEO_DIR: mkdtempSync(join(tmpdir(), "troupe-orgdel-simvid-")) },
   redisUrl: redis.url,
 });
 const stateRedis = new Redis(redis.url);
 t.teardown(async () => {
   await cluster.stop();
+  await vectorIndex.drop();
   stateRedis.disconnect();
   await redis.stop();
 });

@@ -13,18 +13,21 @@ import { LocalCluster, repoDir, requireDaprPrerequisites } from "../support/dapr
 import { startTestRedis } from "../support/redis.ts";
 import { field, request, signup } from "../support/troupe.ts";
 import { plainAndStreamed, post, toolRoundTrip, type Started } from "./provider-e2e.ts";
+import { ownVectorIndex } from "../support/own-vector-index.ts";
 
 t.setTimeout(240_000);
 const redis = await startTestRedis();
 requireDaprPrerequisites({ redisUrl: redis.url });
 const azure = await startAzureOpenAIFake({ apiKey: "az-key", deployments: { "prod-4o": "gpt-4o-2024-08-06", "text-embedding-3-small": "text-embedding-3-small" } });
 const mistral = await startMistralFake({ apiKey: "mi-key" });
+const vectorIndex = ownVectorIndex("providers-dapr");
 const cluster = new LocalCluster({
   mode: "dapr",
   replicas: 2,
   dataDir: mkdtempSync(join(tmpdir(), "troupe-providers-dapr-")),
   appEntry: join(repoDir, "gateway/main.ts"),
   appEnv: {
+    ...vectorIndex.env,
     AZURE_OPENAI_API_KEY: "az-key",
     AZURE_OPENAI_ENDPOINT: azure.url,
     AZURE_OPENAI_DEPLOYMENTS: '{"gpt-4o": "prod-4o"}',
@@ -37,6 +40,7 @@ const cluster = new LocalCluster({
 });
 t.teardown(async () => {
   await cluster.stop();
+  await vectorIndex.drop();
   await azure.close();
   await mistral.close();
   await redis.stop();
