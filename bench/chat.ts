@@ -6,7 +6,7 @@
 //      of each and the added latency (Troupe − direct, pass-through − direct).
 //      The targets take turns in short rounds (--rounds, rotating the order)
 //      so a noisy neighbour on this shared machine hits all of them alike;
-//   2. at saturation (wrk, 64 keep-alive connections): req/s of each and
+//   2. at saturation (wrk, 64 keep-alive connections, in rounds too): req/s of each and
 //      Troupe as a share of the pass-through;
 //   3. streaming (stream: true): time to first byte, direct vs Troupe.
 // Troupe runs twice, metrics off (the default) and on (METRICS_PORT set:
@@ -23,7 +23,7 @@
 // second), not two per call as before.
 //
 //   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--ledger-here] [--redis=URL]
-// (--seconds: per round at the fixed rate, and per target at saturation.)
+// (--seconds: per round, at the fixed rate and at saturation; --rounds: rounds of each.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // (--usage-off: one more Troupe without the usage sink, side by side with the
 //  default, so its cost shows in one run.)
@@ -300,23 +300,37 @@ async function orchestrate(): Promise<void> {
         `non-zero troupe_ families: ${nonZero.join(", ")}`,
     );
 
-    console.log(`\nsaturation: wrk, ${connections} keep-alive connections, ${seconds} s`);
-    const sat: Record<string, number> = {};
+    console.log(`\nsaturation: wrk, ${connections} keep-alive connections, ${rounds} rounds of ${seconds} s per target (rotating order; the median round)`);
     // Troupe's own CPU per request at saturation, its main thread apart from
     // its other threads (the ledger's, lmdb's, GC): the upstream and wrk are
     // other processes, so this is Troupe's cost alone (issue 27's P2).
+    // Rounds as at the fixed rate: one target's window on this shared machine
+    // swings by 15-25 % (a neighbour, the ledger's flush of the previous
+    // target's calls), so each target's figure is its median round.
     const { threadCpuMs } = await import("./lib/proc-stats.ts");
     const pidOf = new Map(children.map((c) => [c.port, c.process.pid]));
+    const runs = new Map<string, { rps: number; p50Ms: number; p99Ms: number; non2xx: number; mainUs: number; othersUs: number }[]>(targets.map((t) => [t.name, []]));
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < targets.length; i++) {
+        const t = targets[(i + round) % targets.length]!;
+        const pid = t.name.startsWith("Troupe") ? pidOf.get(t.port) : undefined;
+        const before = await threadCpuMs(pid);
+        const r = wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, connections, seconds);
+        await new Promise((resolve) => setTimeout(resolve, 300)); // the ledger's last flush of the run
+        const after = await threadCpuMs(pid);
+        const perRequestUs = (ms: number) => (ms * 1000) / (r.rps * seconds);
+        runs.get(t.name)!.push({ ...r, mainUs: perRequestUs(after.main - before.main), othersUs: perRequestUs(after.others - before.others) });
+      }
+    }
+    const sat: Record<string, number> = {};
     for (const t of targets) {
-      const pid = t.name.startsWith("Troupe") ? pidOf.get(t.port) : undefined;
-      const before = await threadCpuMs(pid);
-      const r = wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, connections, seconds);
-      await new Promise((resolve) => setTimeout(resolve, 300)); // the ledger's last flush of the run
-      const after = await threadCpuMs(pid);
-      const perRequest = (ms: number) => fmt((ms * 1000) / (r.rps * seconds), 1);
-      const cpu = pid ? `  cpu/request main ${perRequest(after.main - before.main)} µs, other threads ${perRequest(after.others - before.others)} µs` : "";
+      const all = runs.get(t.name)!;
+      const r = [...all].sort((a, b) => a.rps - b.rps)[Math.floor(all.length / 2)]!;
+      const cpu = Number.isNaN(r.mainUs) ? "" : `  cpu/request main ${fmt(r.mainUs, 1)} µs, other threads ${fmt(r.othersUs, 1)} µs`;
       sat[t.name] = r.rps;
-      console.log(`  ${t.name.padEnd(32)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  non-2xx ${r.non2xx}${cpu}`);
+      console.log(
+        `  ${t.name.padEnd(32)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  non-2xx ${all.reduce((n, x) => n + x.non2xx, 0)}${cpu}  (rounds: ${all.map((x) => fmt(x.rps, 0)).join(", ")})`,
+      );
     }
     const share = sat["Troupe"]! / sat[targets[1]!.name]!;
     console.log(`  Troupe / pass-through: ${fmt(share * 100, 1)} % (target ≥ 50 %)`);

@@ -6,7 +6,7 @@ import type { Logger } from "../core/log.ts";
 import { noMetrics, type Metrics } from "../core/metrics.ts";
 import { noTracing, type Tracing } from "../core/tracing.ts";
 import type { AttemptObserver } from "../providers/router.ts";
-import type { UsageSink } from "../providers/usage.ts";
+import { recordGroupedIn, type UsageSink } from "../providers/usage.ts";
 
 /** prom-client is imported only when METRICS_PORT is set. */
 export async function createMetrics(config: ObservabilityConfig, replica: string): Promise<Metrics> {
@@ -48,6 +48,10 @@ export function meteredUsage(sink: UsageSink, metrics: Metrics): UsageSink {
     record(usage) {
       sink.record(usage);
       metrics.ledger(usage);
+    },
+    recordGrouped(usage) {
+      metrics.ledger(usage);
+      return recordGroupedIn(sink, usage);
     },
   };
 }

@@ -93,10 +93,11 @@ export class RouteBill {
     this.reservation = reservation;
   }
 
-  /** Bills the call's figures: settles the reservation (awaited), or records the call off the request path. */
+  /** Bills the call's figures: settles the reservation, or records the call off the request path; answer after the promise. */
   bill(figures: UsageFigures): void | Promise<void> {
     if (!this.meter || !this.category) throw new Error("ctx.bill on a route that declares no billed call (billing.admit \"reserve\")");
-    if (!this.reservation || !this.context || !this.billing) return this.meter.record(this.context, this.category, figures);
+    // The promise: the record's journal write, grouped with this turn's others (tenancy/usage-journal.ts); the answer waits for it.
+    if (!this.reservation || !this.context || !this.billing) return this.meter.recordGrouped(this.context, this.category, figures);
     if (this.done) return undefined;
     this.done = true;
     return settle(this.billing, this.meter, this.context, this.category, this.reservation, figures);
@@ -120,7 +121,7 @@ async function settle(billing: CallBilling, meter: UsageMeter, context: UsageCon
     // recorder below retries the record; the reservation expires on its own.
   }
   // Also to the usual sinks (the recorder, token limits); a ledger that already has it ignores the repeat.
-  meter.emit(record);
+  await meter.emitGrouped(record);
 }
 
 /** A route whose parts are billed elsewhere: nothing for `ctx.bill`, nothing to release. */

@@ -36,6 +36,20 @@ export interface UsageRecord {
 
 export interface UsageSink {
   record(usage: UsageRecord): void;
+  /**
+   * As record, for a caller that answers its call only after the returned
+   * promise settles (it never rejects): a sink may then group the record's
+   * durable write with others (tenancy/usage-recorder.ts). Absent or
+   * undefined: nothing to wait for.
+   */
+  recordGrouped?(usage: UsageRecord): Promise<void> | undefined;
+}
+
+/** `sink.recordGrouped`, or `record` for a sink that does not group (nothing to wait for then). */
+export function recordGroupedIn(sink: UsageSink, usage: UsageRecord): Promise<void> | undefined {
+  if (sink.recordGrouped) return sink.recordGrouped(usage);
+  sink.record(usage);
+  return undefined;
 }
 
 /** Discards records: for tests and for callers that do not bill. */
@@ -125,6 +139,22 @@ export class UsageMeter {
     } catch {
       // As in record(): the sink logs its own errors.
     }
+  }
+
+  /** As emit, for a caller that answers only after the returned promise (UsageSink.recordGrouped). Never rejects. */
+  emitGrouped(record: UsageRecord): Promise<void> | undefined {
+    try {
+      return recordGroupedIn(this.sink, record);
+    } catch {
+      // As in record(): the sink logs its own errors.
+      return undefined;
+    }
+  }
+
+  /** As record, for a caller that answers only after the returned promise (UsageSink.recordGrouped). Never rejects. */
+  recordGrouped(context: UsageContext | undefined, category: UsageCategory, call: UsageFigures): Promise<void> | undefined {
+    if (!context) return undefined;
+    return this.emitGrouped(usageRecord(this.catalogue, context, category, call, this.now()));
   }
 
   /** Records one call; a call without a context (a session, not an API key) is not billed. Never throws. */

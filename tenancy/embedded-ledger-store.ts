@@ -158,9 +158,12 @@ export class EmbeddedLedgerStore implements LedgerStore {
     return this.slots[current] as Database<CompactEntry, string>;
   }
 
-  /** The entry of a usage key in any live generation. */
-  private billed(id: string): boolean {
-    for (const slot of this.slots) if (slot.get(id) !== undefined) return true;
+  /** The entry of a usage key in a live generation that may hold a call made at `createdAt` (GenerationSlots.mayHold). */
+  private billed(id: string, createdAt: string): boolean {
+    const createdAtMs = Date.parse(createdAt);
+    for (let i = 0; i < this.slots.length; i++) {
+      if (this.generations.mayHold(i, createdAtMs) && this.slots[i]?.get(id) !== undefined) return true;
+    }
     return false;
   }
 
@@ -182,7 +185,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     let added = 0;
     for (const r of records) {
       const id = `${r.project_id}\n${r.usage_key}`;
-      if (this.billed(id)) continue;
+      if (this.billed(id, r.created_at)) continue;
       slot.putSync(id, compactEntry(r, this.dimensionOf(r)));
       added += 1;
       const period = periodOf(r.created_at);

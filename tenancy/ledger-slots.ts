@@ -7,7 +7,10 @@
 // under a new USAGE_RECORD_RETENTION_SECONDS (or G) they mean other times,
 // while a time still says when the entries written before the change are due.
 import type { Database } from "lmdb";
-import { generationExpiresAtMs, generationMs, generationOf, liveGenerations } from "./ledger-entry.ts";
+import { generationExpiresAtMs, generationMs, generationOf, generationStartMs, liveGenerations } from "./ledger-entry.ts";
+
+/** How far the clock may step back between a call and its record's append (NTP) and still be deduplicated. */
+const clockSkewMs = 60_000;
 
 /** A slot's deletion time in a ledger that kept only generation numbers (halves of the window, three live). */
 const legacyUntil = (generation: number, retentionMs: number) => (generation < 0 ? 0 : (generation + 3) * Math.max(1, Math.floor(retentionMs / 2)));
@@ -59,6 +62,22 @@ export class GenerationSlots {
       void this.meta.put(`until-${i}`, this.until[i] ?? 0);
     }
     return current % liveGenerations;
+  }
+
+  /**
+   * Whether a slot may hold the entry of a call made at `createdAtMs`: an
+   * entry is written in the generation current when it is appended, never
+   * before its call was made, so a slot whose generation had ended by then
+   * cannot (give or take `clockSkewMs` of the clock stepping back). An
+   * append reads only these, usually the current slot alone, for its
+   * idempotency check.
+   */
+  mayHold(slot: number, createdAtMs: number): boolean {
+    const held = this.generation[slot] ?? -1;
+    if (held === -1) return false;
+    // -2: written under another generation length, its times unknown; an unparsable time: every slot.
+    if (held === -2 || Number.isNaN(createdAtMs)) return true;
+    return createdAtMs < generationStartMs(held + 1, this.retentionMs) + clockSkewMs;
   }
 
   /** Whether a slot's entries are still within their window (an expired slot not swept yet reads as empty). */

@@ -18,6 +18,9 @@
 // — so a crash loses none: the next start hands the journal's leftovers to
 // recover(), and they reach the ledger like any other batch. The journal is
 // cut at each flush, so fewer flushes also mean fewer segment files.
+// recordGrouped is record for a caller that answers after a promise (an HTTP
+// route's ctx.bill): the journal groups the writes of one event-loop turn
+// into one (tenancy/usage-journal.ts).
 import type { Logger } from "../core/log.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
 import type { UsageJournal } from "./usage-journal.ts";
@@ -82,6 +85,22 @@ export class UsageRecorder implements UsageSink {
     }
     if (this.journal) this.journalAppend(usage);
     this.push(usage);
+  }
+
+  /**
+   * As record(), for a caller that answers only after the returned promise:
+   * the record's journal line is written with those of the other calls of
+   * this event-loop turn, in one write. Undefined when there is nothing to
+   * wait for (no journal). The promise never rejects.
+   */
+  recordGrouped(usage: UsageRecord): Promise<void> | undefined {
+    if (!this.journal || this.closed) {
+      this.record(usage);
+      return undefined;
+    }
+    const written = this.journal.appendGrouped(usage);
+    this.push(usage);
+    return written;
   }
 
   /** Records a crashed run left in the journal (already written there): to the ledger with the next batch. */

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import type { Logger } from "../../core/log.ts";
 import type { EventPublisher } from "../../core/organization-events.ts";
-import { UsageMeter, type UsageSink } from "../../providers/usage.ts";
+import { recordGroupedIn, UsageMeter, type UsageSink } from "../../providers/usage.ts";
 import { Billing } from "../../tenancy/billing.ts";
 import { readJournal, UsageJournal } from "../../tenancy/usage-journal.ts";
 import { UsageRecorder, type WriteUsage } from "../../tenancy/usage-recorder.ts";
@@ -53,7 +53,12 @@ export async function billingFeature(s: SharedServices, events: EventPublisher, 
   await billing.start();
   const recorder = options.usage ? undefined : options.usageJournal === false ? new UsageRecorder(billing.write, log) : journaledRecorder(config.dataDir, billing.write, log);
   const recorded: UsageSink = options.usage ?? (recorder as UsageRecorder);
-  const usage: UsageSink = meteredUsage({ record: (u) => (recorded.record(u), s.apiKeys.limits.record(u)) }, s.metrics);
+  const limits = s.apiKeys.limits;
+  const counted: UsageSink = {
+    record: (u) => (recorded.record(u), limits.record(u)),
+    recordGrouped: (u) => (limits.record(u), recordGroupedIn(recorded, u)),
+  };
+  const usage: UsageSink = meteredUsage(counted, s.metrics);
   return {
     billing,
     usage,

@@ -101,6 +101,21 @@ t.test("embedded: entries are kept for the retention window, the counters for go
   t.equal(entryPages(dir).entries, 0, "the expired generations are cleared on disk");
 });
 
+t.test("embedded: a replay is billed once whichever generation holds the original, and at its call's time the check reads only the slots that may", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-"));
+  let now = Date.parse("2026-03-15T10:00:00.000Z");
+  const ledger = new EmbeddedLedgerStore(dir, { retentionMs, now: () => now });
+  // Made and appended now; replayed (a journal after a crash, a retried flush) in each later generation of the window.
+  const call = usage({ project_id: "prj_replay", created_at: new Date(now).toISOString() });
+  await ledger.append([call]);
+  for (let step = 1; step <= generationsPerWindow; step++) {
+    now += (0.9 * retentionMs) / generationsPerWindow;
+    await ledger.append([call, usage({ project_id: "prj_replay", created_at: new Date(now).toISOString() })]);
+  }
+  t.equal(await calls(ledger, "prj_replay"), 1 + generationsPerWindow, "the replayed call once, each new call once");
+  await ledger.close();
+});
+
 t.test("embedded: a new retention setting (or generation length) keeps every entry until it is due", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-"));
   let now = Date.parse("2026-03-15T10:00:00.000Z");

@@ -113,3 +113,43 @@ t.test("a close with the ledger down leaves no retry timer behind, and later rec
   t.same(scheduled.filter((s) => !s.cancelled), [], "a record after close schedules nothing");
   t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1"], "the unapplied record waits in the journal for the next start");
 });
+
+t.test("grouped records of one event-loop turn share one write, on file when their promise settles", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  const recorder = new UsageRecorder(ledger().write, log, { schedule: never, journal: new UsageJournal(dir, log) });
+  const first = recorder.recordGrouped(record(1));
+  const second = recorder.recordGrouped(record(2));
+  t.ok(first instanceof Promise, "a grouped record is waited for");
+  t.equal(second, first, "the same turn's records share the group's one write");
+  t.same(readJournal(dir).records, [], "not written yet: the group is written at the end of the turn");
+  await first;
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1", "req_2"], "both on file once the promise settles");
+  const next = recorder.recordGrouped(record(3));
+  t.not(next, first, "a later turn starts a new group");
+  await next;
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1", "req_2", "req_3"]);
+  await recorder.close();
+});
+
+t.test("a synchronous record writes the waiting group first, in call order", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  const recorder = new UsageRecorder(ledger().write, log, { schedule: never, journal: new UsageJournal(dir, log) });
+  const grouped = recorder.recordGrouped(record(1));
+  recorder.record(record(2));
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1", "req_2"], "on file when record() returns");
+  await grouped;
+  t.same(readJournal(dir).records.map((r) => r.usage_key), ["req_1", "req_2"], "the group is not written twice");
+  await recorder.close();
+});
+
+t.test("a flush takes the waiting group into the segment that goes with its batch", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  const l = ledger();
+  const recorder = new UsageRecorder(l.write, log, { schedule: never, journal: new UsageJournal(dir, log) });
+  const grouped = recorder.recordGrouped(record(1));
+  await recorder.flush();
+  await grouped;
+  t.same(l.applied.map((r) => r.usage_key), ["req_1"]);
+  t.same(readJournal(dir).records, [], "nothing left to replay: the line went with its batch's segment, not into the next one");
+  await recorder.close();
+});
