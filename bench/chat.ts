@@ -22,13 +22,16 @@
 // budget (tenancy/budget-leases.ts): a ledger step per lease (about one a
 // second), not two per call as before.
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--ledger-here] [--redis=URL]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--baseline=DIR] [--ledger-here] [--redis=URL]
 // (--seconds: per round, at the fixed rate and at saturation; --rounds: rounds of each.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // (--usage-off: one more Troupe without the usage sink, side by side with the
 //  default, so its cost shows in one run.)
 // (--no-journal: one more Troupe whose usage recorder has no journal, side
 //  by side with the default, so the journal's write per call shows.)
+// (--baseline=DIR: one more Troupe, the same role started from another
+//  checkout's bench/chat.ts, e.g. `git worktree add /tmp/old <commit>` with
+//  node_modules linked: the default of that commit, side by side.)
 // (--ledger-here: one more Troupe, with the embedded ledger on its event
 //  loop instead of its own thread, side by side with the default.)
 // "Troupe, /openai/v1" calls the same Troupe through the OpenAI-compatible
@@ -229,6 +232,11 @@ async function orchestrate(): Promise<void> {
     const troupeNoJournal = args.has("no-journal") ? await start({ ...troupeEnv, BENCH_NO_JOURNAL: "1" }) : undefined;
     const noJournalKey = troupeNoJournal ? await (await liveKeyFor(`http://127.0.0.1:${troupeNoJournal.port}`)).project(undefined) : "";
 
+    const baselineDir = args.get("baseline");
+    const troupeBaseline = baselineDir ? await startChildServer(join(baselineDir, "bench", "chat.ts"), troupeEnv) : undefined;
+    if (troupeBaseline) children.push(troupeBaseline);
+    const baselineKey = troupeBaseline ? await (await liveKeyFor(`http://127.0.0.1:${troupeBaseline.port}`)).project(undefined) : "";
+
     const chatBody = (stream: boolean) =>
       JSON.stringify({ model: "gpt-4.1-mini", routing_strategy: "manual", stream, messages: [{ role: "user", content: "Hello there, how are you today?" }] });
     const spec = (stream: boolean, auth: boolean, bearer = key): RequestSpec => ({
@@ -256,6 +264,7 @@ async function orchestrate(): Promise<void> {
       ...(troupeLedgerHere ? [{ name: "Troupe, ledger on event loop", port: troupeLedgerHere.port, spec: spec(false, true, ledgerHereKey) }] : []),
       ...(troupeUsageOff ? [{ name: "Troupe, usage off", port: troupeUsageOff.port, spec: spec(false, true, usageOffKey) }] : []),
       ...(troupeNoJournal ? [{ name: "Troupe, no usage journal", port: troupeNoJournal.port, spec: spec(false, true, noJournalKey) }] : []),
+      ...(troupeBaseline ? [{ name: "Troupe, baseline", port: troupeBaseline.port, spec: spec(false, true, baselineKey) }] : []),
     ];
     // Sanity: Troupe really answers through the upstream.
     const check = await fetch(`http://127.0.0.1:${troupe.port}${chatPath}`, { method: "POST", headers: targets[2]!.spec.headers, body: targets[2]!.spec.body! });
@@ -380,7 +389,7 @@ async function orchestrate(): Promise<void> {
     console.log(
       `usage targets: hard limit vs default added p50 ${fmt(hard.p50 - troupeFixed.p50, 3)} ms (target ≤ 0.1), saturation ${fmt((sat["Troupe, hard limit"]! / sat["Troupe"]!) * 100, 1)} % of the default (target ≥ 90 %)`,
     );
-    for (const [name, label] of [["Troupe, usage off", "usage off"], ["Troupe, no usage journal", "no usage journal"]] as const) {
+    for (const [name, label] of [["Troupe, usage off", "usage off"], ["Troupe, no usage journal", "no usage journal"], ["Troupe, baseline", `the baseline (${baselineDir})`]] as const) {
       const other = fixed[name];
       if (!other) continue;
       console.log(`  default vs ${label}: added p50 ${fmt(troupeFixed.p50 - other.p50, 3)} ms, saturation ${fmt((sat["Troupe"]! / sat[name]!) * 100, 1)} % of ${label}`);
