@@ -93,6 +93,8 @@ export class EmbeddedLedgerStore implements LedgerStore {
   private readonly dimensions: Database<string, number>;
   private readonly dimensionIds = new Map<string, number>();
   private readonly dimensionById = new Map<number, Dimension>();
+  /** Dimensions learnt by the transaction in progress: forgotten again if it aborts, so memory never holds an id the disk does not. */
+  private learntInTransaction: string[] = [];
   /** Integer counters: aggregates, period spend, usage to date. */
   private readonly counters: Database<number, string>;
   private readonly budgets: Database<Versioned<StoredBudget>, string>;
@@ -137,6 +139,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
     if (id === undefined) {
       id = this.dimensionIds.size + 1;
       this.learnDimension(id, text);
+      this.learntInTransaction.push(text);
       // Written with the entry's append; a crash before its commit loses both together.
       this.dimensions.putSync(id, text);
     }
@@ -171,7 +174,18 @@ export class EmbeddedLedgerStore implements LedgerStore {
     const alerts: BudgetAlert[] = [];
     if (records.length > 0) {
       const slot = this.sweep();
-      this.root.transactionSync(() => this.appendInTransaction(records, slot, alerts));
+      this.learntInTransaction = [];
+      try {
+        this.root.transactionSync(() => this.appendInTransaction(records, slot, alerts));
+      } catch (error) {
+        for (const text of this.learntInTransaction) {
+          this.dimensionById.delete(this.dimensionIds.get(text) ?? 0);
+          this.dimensionIds.delete(text);
+        }
+        throw error;
+      } finally {
+        this.learntInTransaction = [];
+      }
     }
     if (settle) this.dropHeld(settle);
     return alerts;

@@ -55,3 +55,28 @@ t.test("embedded: a settle and a plain append each resolve once committed", asyn
   await ledger.append([usage({ project_id: "prj_settle" })]);
   t.equal((await ledger.records("prj_settle", "2026-03")).length, 2, "a plain append resolves once committed");
 });
+
+t.test("embedded: an append whose transaction aborts leaves no dimension in memory that the disk lacks", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-ledger-"));
+  let ledger = new EmbeddedLedgerStore(dir);
+  // The counters' write fails mid-transaction (a full disk, say), after the call's new dimension was assigned an id.
+  const counters = (ledger as unknown as { counters: { putSync: (...args: unknown[]) => unknown } }).counters;
+  const putSync = counters.putSync;
+  counters.putSync = () => {
+    throw new Error("disk full");
+  };
+  const aborted = usage({ project_id: "prj_abort", model: "gpt-4.1" });
+  await t.rejects(ledger.append([aborted]), /disk full/);
+  counters.putSync = putSync;
+  // The same dimension again, now committed: its text must be written with it.
+  const committed = usage({ project_id: "prj_abort", model: "gpt-4.1" });
+  await ledger.append([committed]);
+  await ledger.close();
+  ledger = new EmbeddedLedgerStore(dir);
+  t.same(
+    (await ledger.records("prj_abort", committed.created_at.slice(0, 7))).map((r) => [r.usage_key, r.model]),
+    [[committed.usage_key, "gpt-4.1"]],
+    "after a restart the committed call reads back with its dimension; the aborted one was never written",
+  );
+  await ledger.close();
+});
