@@ -1,0 +1,115 @@
+// A partition's rows live in fixed-size pages (vectors/partition-pages.ts).
+// With a small page size, inserts cross several pages, removals move the last
+// row into holes on other pages, and every exact kernel (the JS loop, usearch
+// float32, int8 candidates rescored in float32) must still answer what a
+// brute force over the same vectors answers, and exactly what one page
+// holding every row answers.
+import t from "tap";
+import { loadUsearch, VectorPartition, type PartitionHit, type PartitionOptions } from "../../vectors/embedded-partition.ts";
+import { dot } from "../../vectors/partition-math.ts";
+import { seededRandom } from "../support/seeded-random.ts";
+
+const d = 32;
+
+function unit(random: () => number, around?: Float32Array): Float32Array {
+  const v = new Float32Array(d);
+  let s = 0;
+  for (let i = 0; i < d; i++) {
+    v[i] = (around ? (around[i] as number) * 2 : 0) + random() * 2 - 1;
+    s += (v[i] as number) ** 2;
+  }
+  for (let i = 0; i < d; i++) v[i] = (v[i] as number) / Math.sqrt(s);
+  return v;
+}
+
+function bruteForce(vectors: ReadonlyMap<string, Float32Array>, query: Float32Array, k: number): Array<{ id: string; cosine: number }> {
+  const scored = [...vectors].map(([id, v]) => ({ id, cosine: dot(v, 0, query, d) }));
+  scored.sort((a, b) => b.cosine - a.cosine);
+  return scored.slice(0, k);
+}
+
+const kernels: Array<{ name: string; options: PartitionOptions }> = [
+  { name: "js loop", options: { kernel: "js" } },
+  { name: "usearch float32", options: { kernel: "usearch" } },
+  { name: "usearch int8 + rescoring", options: { kernel: "usearch", quantizeFromRows: 1 } },
+];
+
+// 100 rows a page: the first page doubles 64 → 100, then 3 more pages; every
+// int8 page is fully a candidate. 1,500 rows a page: fewer rows than
+// candidates per page (1,000), so the int8 scan stops early page by page.
+for (const { pageRows, count } of [
+  { pageRows: 100, count: 350 },
+  { pageRows: 1500, count: 4000 },
+]) {
+  t.test(`${count} rows in pages of ${pageRows}: exact across page boundaries`, async (t) => {
+    await loadUsearch();
+    const random = seededRandom(pageRows);
+    const centres = Array.from({ length: 6 }, () => unit(random));
+    const vectors = new Map<string, Float32Array>();
+    const partitions = kernels.map(({ name, options }) => ({
+      name,
+      paged: new VectorPartition(d, { ...options, pageRows }),
+      onePage: new VectorPartition(d, { ...options, pageRows: 1 << 20 }),
+    }));
+    const upsert = (id: string, v: Float32Array): void => {
+      vectors.set(id, v);
+      for (const p of partitions) {
+        p.paged.upsert({ id, content: "", metadataJson: "{}", model: "m" }, v);
+        p.onePage.upsert({ id, content: "", metadataJson: "{}", model: "m" }, v);
+      }
+    };
+    const remove = (id: string): void => {
+      vectors.delete(id);
+      for (const p of partitions) {
+        p.paged.remove(id);
+        p.onePage.remove(id);
+      }
+    };
+    for (let i = 0; i < count; i++) upsert(`r${i}`, unit(random, centres[i % 6]));
+    // Holes on every page, each filled by the then-last row (often pages away).
+    for (let i = 0; i < count; i += 7) remove(`r${i}`);
+    // Replacements in place, then appends into the partly emptied last page.
+    for (let i = 3; i < count; i += 50) upsert(`r${i}`, unit(random, centres[(i + 1) % 6]));
+    for (let i = 0; i < pageRows / 2; i++) upsert(`n${i}`, unit(random, centres[i % 6]));
+    t.equal(partitions[0]?.paged.size, vectors.size, "sizes agree with the reference");
+
+    for (let q = 0; q < 40; q++) {
+      const query = unit(random, q % 2 ? centres[q % 6] : undefined);
+      for (const k of [1, 10, 100]) {
+        const truth = bruteForce(vectors, query, k);
+        for (const p of partitions) {
+          const paged = p.paged.searchExact(query, k);
+          const onePage = p.onePage.searchExact(query, k);
+          const where = `${p.name}, query ${q}, k ${k}`;
+          if (!sameHits(paged, onePage)) return void t.fail(`${where}: pages answer differently from one page`, { paged: brief(paged), onePage: brief(onePage) });
+          const ids = paged.map((h) => h.entry.id);
+          if (ids.join() !== truth.map((h) => h.id).join()) return void t.fail(`${where}: not the brute-force top ${k}`, { paged: brief(paged), truth });
+          // The JS loop and the int8 rescoring score with the same float32 dot as the reference; usearch's SIMD float32 may round differently.
+          const tolerance = p.name === "usearch float32" ? 1e-6 : 0;
+          for (let i = 0; i < k; i++) {
+            if (Math.abs((paged[i] as PartitionHit).cosine - (truth[i] as { cosine: number }).cosine) > tolerance) {
+              return void t.fail(`${where} rank ${i}: score ${paged[i]?.cosine} vs ${truth[i]?.cosine}`);
+            }
+          }
+        }
+      }
+    }
+    t.pass("every kernel: 120 searches equal to the brute force and to a single page");
+    const int8 = partitions[2]?.paged as VectorPartition;
+    t.equal(int8.stats.quantized, 120, "every int8 search took the int8 path");
+    t.comment(`int8 fallbacks to float32: ${int8.stats.fallbacks} of ${int8.stats.quantized}`);
+  });
+}
+
+t.test("the page size must be a positive integer", async (t) => {
+  t.throws(() => new VectorPartition(d, { kernel: "js", pageRows: 0 }), RangeError);
+  t.throws(() => new VectorPartition(d, { kernel: "js", pageRows: 1.5 }), RangeError);
+});
+
+function sameHits(a: PartitionHit[], b: PartitionHit[]): boolean {
+  return a.length === b.length && a.every((hit, i) => hit.entry.id === b[i]?.entry.id && hit.cosine === b[i]?.cosine);
+}
+
+function brief(hits: PartitionHit[]): Array<{ id: string; cosine: number }> {
+  return hits.map((h) => ({ id: h.entry.id, cosine: h.cosine }));
+}
