@@ -6,7 +6,9 @@
 // holding every row answers.
 import t from "tap";
 import { loadUsearch, VectorPartition, type PartitionHit, type PartitionOptions } from "../../vectors/embedded-partition.ts";
-import { dot } from "../../vectors/partition-math.ts";
+import { GraphWorker } from "../../vectors/graph-worker-client.ts";
+import { defaultGraphSettings } from "../../vectors/partition-graph.ts";
+import { dot, vectorChecksum } from "../../vectors/partition-math.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 
 const d = 32;
@@ -100,6 +102,41 @@ for (const { pageRows, count } of [
     t.comment(`int8 fallbacks to float32: ${int8.stats.fallbacks} of ${int8.stats.quantized}`);
   });
 }
+
+t.test("the graph path reads vectors, int8 copies, labels and checksums through the pages", async (t) => {
+  await loadUsearch();
+  const graphs = new GraphWorker();
+  t.teardown(() => graphs.close());
+  const random = seededRandom(3);
+  // Candidates and ef above the row count: the graph proposes every live row,
+  // so its rescored answer must be the brute force's exactly.
+  const graph = { ...defaultGraphSettings, fromRows: 200, candidates: 1000, expansionSearch: 1000 };
+  const partition = new VectorPartition(d, { kernel: "usearch", pageRows: 100, graph, graphs });
+  const vectors = new Map<string, Float32Array>();
+  for (let i = 0; i < 450; i++) {
+    const v = unit(random);
+    vectors.set(`r${i}`, v);
+    partition.upsert({ id: `r${i}`, content: "", metadataJson: "{}", model: "m" }, v);
+  }
+  for (let i = 0; i < 450; i += 9) {
+    vectors.delete(`r${i}`);
+    partition.remove(`r${i}`);
+  }
+  await partition.graphSettled();
+  t.ok(partition.hasGraph, "the partition built its graph");
+  for (let q = 0; q < 20; q++) {
+    const query = unit(random);
+    const hits = await partition.search(query, 10);
+    const truth = bruteForce(vectors, query, 10);
+    t.same(brief(hits), truth, `query ${q}: the brute-force top 10, same scores`);
+  }
+  t.equal(partition.stats.approximate, 20, "every search went through the graph");
+  const snapshot = partition.graphSnapshot();
+  t.equal(snapshot?.rows.ids.length, vectors.size, "the snapshot holds every row");
+  const wrong = (snapshot?.rows.ids ?? []).filter((id, i) => snapshot?.rows.checksums[i] !== vectorChecksum(vectors.get(id) as Float32Array));
+  t.same(wrong, [], "each row's checksum is its own vector's");
+  t.equal(new Set(snapshot?.rows.labels).size, vectors.size, "labels are distinct");
+});
 
 t.test("the page size must be a positive integer", async (t) => {
   t.throws(() => new VectorPartition(d, { kernel: "js", pageRows: 0 }), RangeError);
