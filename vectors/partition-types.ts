@@ -24,6 +24,8 @@ export interface PartitionOptions {
   kernel: ExactSearchKernel;
   /** Below this many rows a float32 pass is as fast; tests lower it to exercise the int8 path. */
   quantizeFromRows?: number;
+  /** Rows per storage page (partition-pages.ts); tests lower it to cross page boundaries. Default 16,384. */
+  pageRows?: number;
   /** Approximate search for large partitions; absent: always exact. */
   graph?: Readonly<GraphSettings>;
   /** The thread holding the graphs (required with `graph`). */
