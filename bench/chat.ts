@@ -25,15 +25,11 @@
 //   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--baseline=DIR] [--ledger-here] [--redis=URL]
 // (--seconds: per round, at the fixed rate and at saturation; --rounds: rounds of each.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
-// (--usage-off: one more Troupe without the usage sink, side by side with the
-//  default, so its cost shows in one run.)
-// (--no-journal: one more Troupe whose usage recorder has no journal, side
-//  by side with the default, so the journal's write per call shows.)
-// (--baseline=DIR: one more Troupe, the same role started from another
-//  checkout's bench/chat.ts, e.g. `git worktree add /tmp/old <commit>` with
-//  node_modules linked: the default of that commit, side by side.)
-// (--ledger-here: one more Troupe, with the embedded ledger on its event
-//  loop instead of its own thread, side by side with the default.)
+// One more Troupe side by side with the default, so a cost shows in one run:
+// --usage-off without the usage sink; --no-journal with no usage journal;
+// --ledger-here with the embedded ledger on its event loop, not its thread;
+// --baseline=DIR started from another checkout's bench/chat.ts (e.g.
+// `git worktree add /tmp/old <commit>`, node_modules linked): that commit.
 // "Troupe, /openai/v1" calls the same Troupe through the OpenAI-compatible
 // mount (same model and message in OpenAI's body): its added p50 prints beside
 // /v1's, target within 5 %.
