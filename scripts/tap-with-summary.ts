@@ -1,6 +1,8 @@
 // Runs tap with the arguments given, passes its output through unchanged, and
-// ends with one plain line, "tests: N passed, N failed" (", N skipped" when
-// some were). tap's own summary is an object literal (`# { total: N, pass:
+// ends with the failures, if any (each failed file and its first failed
+// assertions, one line each), then one plain line, "tests: N passed, N
+// failed" (", N skipped" when some were). CI shows only a run's closing
+// lines, after tap's coverage table: the failures must be among them. tap's own summary is an object literal (`# { total: N, pass:
 // N }`) that CI's result reader does not recognise, so without this line a
 // green run is recorded as having run no test. The exit code is tap's; a run
 // whose summary cannot be found exits non-zero even if tap did not.
@@ -26,11 +28,37 @@ const env = process.stdout.isTTY ? { ...testEnv, FORCE_COLOR: "1" } : testEnv;
 // `tap` from node_modules/.bin, which npm scripts put on PATH.
 const child = spawn("tap", process.argv.slice(2), { stdio: ["inherit", "pipe", "inherit"], env });
 
+/** A top-level "not ok": a test file that failed. */
+const failedFile = /^not ok \d+ - (\S+)/;
+/** An indented "not ok": an assertion or subtest inside a file. */
+const failedAssertion = /^\s+not ok \d+ - (.*)$/;
+const shownAssertions = 5;
+const failures: string[] = [];
+let assertionsOfFile: string[] = [];
+
 let tail = "";
+let partialLine = "";
 child.stdout.on("data", (chunk: Buffer) => {
   process.stdout.write(chunk);
-  tail = (tail + chunk.toString("utf8")).slice(-8192);
+  const text = chunk.toString("utf8");
+  tail = (tail + text).slice(-8192);
+  const lines = (partialLine + text).replace(/\u001b\[[0-9;]*m/g, "").split("\n");
+  partialLine = lines.pop() ?? "";
+  for (const line of lines) noteFailure(line);
 });
+
+/** Keeps each failed file with its first failed assertions (nested ones come before their file's line). */
+function noteFailure(line: string): void {
+  const file = failedFile.exec(line)?.[1];
+  if (file) {
+    failures.push(`FAILED ${file}`, ...assertionsOfFile.slice(0, shownAssertions).map((a) => `  not ok: ${a.slice(0, 300)}`));
+    assertionsOfFile = [];
+    return;
+  }
+  const assertion = failedAssertion.exec(line)?.[1];
+  if (assertion) assertionsOfFile.push(assertion);
+  else if (/^ok \d+ - /.test(line)) assertionsOfFile = [];
+}
 
 child.on("close", (code, signal) => {
   // Colour codes would hide the summary from the pattern.
@@ -43,6 +71,7 @@ child.on("close", (code, signal) => {
   const counts = countsOf(match[1]);
   const skipped = (counts.get("skip") ?? 0) + (counts.get("todo") ?? 0);
   const suffix = skipped > 0 ? `, ${skipped} skipped` : "";
+  if (failures.length > 0) process.stdout.write(`\nfailed test files:\n${failures.join("\n")}\n`);
   process.stdout.write(`tests: ${counts.get("pass") ?? 0} passed, ${counts.get("fail") ?? 0} failed${suffix}\n`);
   process.exit(code ?? 1);
 });
