@@ -179,6 +179,7 @@ async function freePort(): Promise<number> {
 async function orchestrate(): Promise<void> {
   const { startChildServer } = await import("./lib/child-server.ts");
   const { fixedRate } = await import("./lib/loadgen.ts");
+  const { inRotatingRounds } = await import("./lib/rotating-rounds.ts");
   const { fmt, summarize } = await import("./lib/stats.ts");
   const { requireWrk, wrk } = await import("./lib/wrk.ts");
   type RequestSpec = import("./lib/loadgen.ts").RequestSpec;
@@ -275,14 +276,11 @@ async function orchestrate(): Promise<void> {
     console.log(`\nfixed rate: ${rate} req/s, ${rounds} rounds of ${seconds} s per target (open loop, latency from scheduled start)`);
     const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const errors = new Map<string, number>(targets.map((t) => [t.name, 0]));
-    for (let round = 0; round < rounds; round++) {
-      for (let i = 0; i < targets.length; i++) {
-        const t = targets[(i + round) % targets.length]!;
-        const r = fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
-        latencies.get(t.name)!.push(...r.latenciesMs);
-        errors.set(t.name, errors.get(t.name)! + r.errors);
-      }
-    }
+    await inRotatingRounds(targets, rounds, (t) => {
+      const r = fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
+      latencies.get(t.name)!.push(...r.latenciesMs);
+      errors.set(t.name, errors.get(t.name)! + r.errors);
+    });
     const fixed: Record<string, { p50: number; p99: number }> = {};
     for (const t of targets) {
       const s = summarize(latencies.get(t.name)!);
@@ -315,18 +313,15 @@ async function orchestrate(): Promise<void> {
     const { threadCpuMs } = await import("./lib/proc-stats.ts");
     const pidOf = new Map(children.map((c) => [c.port, c.process.pid]));
     const runs = new Map<string, { rps: number; p50Ms: number; p99Ms: number; non2xx: number; mainUs: number; othersUs: number }[]>(targets.map((t) => [t.name, []]));
-    for (let round = 0; round < rounds; round++) {
-      for (let i = 0; i < targets.length; i++) {
-        const t = targets[(i + round) % targets.length]!;
-        const pid = t.name.startsWith("Troupe") ? pidOf.get(t.port) : undefined;
-        const before = await threadCpuMs(pid);
-        const r = wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, connections, seconds);
-        await new Promise((resolve) => setTimeout(resolve, 300)); // the ledger's last flush of the run
-        const after = await threadCpuMs(pid);
-        const perRequestUs = (ms: number) => (ms * 1000) / (r.rps * seconds);
-        runs.get(t.name)!.push({ ...r, mainUs: perRequestUs(after.main - before.main), othersUs: perRequestUs(after.others - before.others) });
-      }
-    }
+    await inRotatingRounds(targets, rounds, async (t) => {
+      const pid = t.name.startsWith("Troupe") ? pidOf.get(t.port) : undefined;
+      const before = await threadCpuMs(pid);
+      const r = wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, connections, seconds);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the ledger's last flush of the run
+      const after = await threadCpuMs(pid);
+      const perRequestUs = (ms: number) => (ms * 1000) / (r.rps * seconds);
+      runs.get(t.name)!.push({ ...r, mainUs: perRequestUs(after.main - before.main), othersUs: perRequestUs(after.others - before.others) });
+    });
     const sat: Record<string, number> = {};
     for (const t of targets) {
       const all = runs.get(t.name)!;
