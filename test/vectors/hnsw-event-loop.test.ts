@@ -11,7 +11,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EmbeddedVectorIndex } from "../../vectors/embedded-vector-index.ts";
-import type { VectorRecord } from "../../vectors/vector-index.ts";
+import { defaultVectorLimits, type VectorRecord } from "../../vectors/vector-index.ts";
 import { clusteredUnitVectors, exactTopK, row } from "../../bench/lib/vectors-dataset.ts";
 
 const dimensions = 256;
@@ -88,4 +88,58 @@ t.test("a partition crossing the HNSW threshold never stalls the event loop; sea
   const results = await index.search("org-a", row(queries, 0), k, { metadataKind: "doc" });
   t.equal(results.length, k);
   t.ok(index.searchStats().approximate >= 1, "once built, searches go through the graph");
+});
+
+t.test("a large batch goes into memory in slices, the event loop turning between them", async (t) => {
+  const directory = await mkdtemp(join(tmpdir(), "troupe-apply-slices-"));
+  t.teardown(() => rm(directory, { recursive: true, force: true }));
+  const index = new EmbeddedVectorIndex({ directory, model: "m", dimensions, graph: { fromRows: count + 1 } });
+  await index.open();
+  t.teardown(() => index.close());
+  // Which event-loop turn each record is applied in: a setImmediate chain counts turns.
+  let turn = 0;
+  let ticking = true;
+  const tick = (): void => {
+    turn++;
+    if (ticking) setImmediate(tick);
+  };
+  const turnsApplied = new Set<number>();
+  const spied = index as unknown as { applyOne: (...args: unknown[]) => unknown };
+  const applyOne = spied.applyOne.bind(index);
+  spied.applyOne = (...args: unknown[]) => {
+    turnsApplied.add(turn);
+    return applyOne(...args);
+  };
+  setImmediate(tick);
+  // 5,000 records of 256 dimensions: tens of milliseconds to apply, many 4 ms slices.
+  await index.add(records(0, 5000));
+  ticking = false;
+  t.equal(index.count("org-a"), 5000, "every record applied");
+  t.ok(turnsApplied.size > 1, `applied over ${turnsApplied.size} event-loop turns, not one`);
+  const results = await index.search("org-a", row(data, 4999), 1);
+  t.equal(results[0]?.id, ids[4999], "the last record of the batch is found");
+});
+
+t.test("between slices the quota counts each record once: a concurrent add that fits is taken, one over is refused", async (t) => {
+  const directory = await mkdtemp(join(tmpdir(), "troupe-apply-quota-"));
+  t.teardown(() => rm(directory, { recursive: true, force: true }));
+  const limits = { ...defaultVectorLimits, quotaPerOrganization: 5100 };
+  const index = new EmbeddedVectorIndex({ directory, model: "m", dimensions, limits, graph: { fromRows: count + 1 } });
+  await index.open();
+  t.teardown(() => index.close());
+  // Two adds started while the 1,000th record of a 5,000-record batch is applied (a quota check then sees the batch half in memory).
+  const spied = index as unknown as { applyOne: (...args: unknown[]) => unknown };
+  const applyOne = spied.applyOne.bind(index);
+  let applied = 0;
+  let during: Array<Promise<string>> = [];
+  spied.applyOne = (...args: unknown[]) => {
+    if (++applied === 1000) {
+      const outcome = (p: Promise<void>): Promise<string> => p.then(() => "added", (error: unknown) => String((error as { code?: string }).code));
+      during = [outcome(index.add(records(5000, 5101))), outcome(index.add(records(6000, 6100)))];
+    }
+    return applyOne(...args);
+  };
+  await index.add(records(0, 5000));
+  t.same(await Promise.all(during), ["quota_exceeded", "added"], "101 more would pass 5,100 and are refused; 100 more fit and are added");
+  t.equal(index.count("org-a"), 5100, "exactly the quota is held");
 });
