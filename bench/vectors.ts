@@ -12,6 +12,7 @@
 //
 //   node bench/vectors.ts [--n 100000] [--queries 200] [--dims 768] [--k 10]
 //                         [--rate 50] [--hnsw-from-rows 20000] [--candidates 80] [--ef-search 128]
+//                         [--ef-sweep 256:160,512:320]  more ef_search:candidates pairs, measured on the saved graph
 //                         [--batch 500] [--only embedded|elasticsearch]
 //                         [--num-candidates 100,200,400]  extra num_candidates to measure on the same ES index
 //                         [--m 16] [--ef-construction 100] ES HNSW build parameters
@@ -48,6 +49,7 @@ const { values: args } = parseArgs({
     "hnsw-from-rows": { type: "string", default: String(defaultGraphSettings.fromRows) },
     candidates: { type: "string", default: String(defaultGraphSettings.candidates) },
     "ef-search": { type: "string", default: String(defaultGraphSettings.expansionSearch) },
+    "ef-sweep": { type: "string", default: "" },
   },
 });
 const n = positiveInt("n", args.n);
@@ -68,6 +70,14 @@ const graph = {
   candidates: positiveInt("candidates", args.candidates),
   expansionSearch: positiveInt("ef-search", args["ef-search"]),
 };
+// Search settings are not stored in a saved graph: each pair reopens the index, loading the graph built once.
+const efSweep = (args["ef-sweep"] ?? "")
+  .split(",")
+  .filter((pair) => pair.trim() !== "")
+  .map((pair) => {
+    const [ef, candidates] = pair.split(":");
+    return { expansionSearch: positiveInt("ef-sweep", ef), candidates: positiveInt("ef-sweep", candidates) };
+  });
 const model = "bench-embed";
 const organizationId = "org-bench";
 // A second organization (1 % of N) so the org filter has something to exclude.
@@ -239,6 +249,13 @@ async function benchEmbedded(corpus: Corpus): Promise<void> {
     const approximate = await measureSearch(hnsw.index, corpus);
     const hnswStats = hnsw.index.searchStats();
     await hnsw.index.close();
+
+    for (const settings of efSweep) {
+      const swept = await open({ ...graph, ...settings });
+      const figures = await measureSearch(swept.index, corpus);
+      await swept.index.close();
+      report(`embedded (HNSW, ef_search ${settings.expansionSearch}, ${settings.candidates} candidates)`, { count: n, seconds: Number.NaN }, figures, targets.embeddedHnsw);
+    }
 
     const exact = await open({ fromRows: 0 });
     log(`embedded (exact): restart ${exact.seconds.toFixed(1)} s (records from LMDB, no graph)`);
