@@ -12,8 +12,9 @@
 // Troupe runs twice, metrics off (the default) and on (METRICS_PORT set:
 // one histogram observation per request, provider counters, ledger totals),
 // taking turns with the others, so the cost of recording shows side by side.
-// Targets (issue 7): added p50 ≤ 0.25 ms, p99 ≤ 1 ms at 1,000 req/s;
-// Troupe ≥ 50 % of the pass-through at saturation.
+// Targets (issue 27): added p50 ≤ 0.25 ms, p99 ≤ 1 ms at --rate=5000 (issue 7
+// set them at 1,000); at saturation ≥ 90 % of the pass-through, and a main
+// thread's CPU per request ≤ 20 µs over the pass-through's.
 // Budgets (issue 14): "Troupe" calls with a live key of a project without a
 // budget; two more targets call the same Troupe with live keys of a project
 // with a budget (alerts only) and of one with a hard limit (never reached),
@@ -314,7 +315,7 @@ async function orchestrate(): Promise<void> {
     const pidOf = new Map(children.map((c) => [c.port, c.process.pid]));
     const runs = new Map<string, { rps: number; p50Ms: number; p99Ms: number; non2xx: number; mainUs: number; othersUs: number }[]>(targets.map((t) => [t.name, []]));
     await inRotatingRounds(targets, rounds, async (t) => {
-      const pid = t.name.startsWith("Troupe") ? pidOf.get(t.port) : undefined;
+      const pid = t.port === upstream.port ? undefined : pidOf.get(t.port);
       const before = await threadCpuMs(pid);
       const r = wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, connections, seconds);
       await new Promise((resolve) => setTimeout(resolve, 300)); // the ledger's last flush of the run
@@ -323,17 +324,21 @@ async function orchestrate(): Promise<void> {
       runs.get(t.name)!.push({ ...r, mainUs: perRequestUs(after.main - before.main), othersUs: perRequestUs(after.others - before.others) });
     });
     const sat: Record<string, number> = {};
+    const mainUs: Record<string, number> = {};
     for (const t of targets) {
       const all = runs.get(t.name)!;
       const r = [...all].sort((a, b) => a.rps - b.rps)[Math.floor(all.length / 2)]!;
       const cpu = Number.isNaN(r.mainUs) ? "" : `  cpu/request main ${fmt(r.mainUs, 1)} µs, other threads ${fmt(r.othersUs, 1)} µs`;
       sat[t.name] = r.rps;
+      mainUs[t.name] = r.mainUs;
       console.log(
         `  ${t.name.padEnd(32)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  non-2xx ${all.reduce((n, x) => n + x.non2xx, 0)}${cpu}  (rounds: ${all.map((x) => fmt(x.rps, 0)).join(", ")})`,
       );
     }
     const share = sat["Troupe"]! / sat[targets[1]!.name]!;
-    console.log(`  Troupe / pass-through: ${fmt(share * 100, 1)} % (target ≥ 50 %)`);
+    console.log(`  Troupe / pass-through: ${fmt(share * 100, 1)} % (target ≥ 90 %)`);
+    // Both pay the same syscalls (the answer, the upstream request): the difference is Troupe's own work.
+    console.log(`  Troupe's main-thread CPU per request over the pass-through's: ${fmt(mainUs["Troupe"]! - mainUs[targets[1]!.name]!, 1)} µs (target ≤ 20 µs)`);
     const off = fixed["Troupe"]!;
     const on = fixed["Troupe + metrics"]!;
     console.log(
@@ -373,7 +378,7 @@ async function orchestrate(): Promise<void> {
     );
     const troupeFixed = fixed["Troupe"]!;
     console.log(
-      `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 50 % of pass-through (${fmt(share * 100, 1)} %)`,
+      `\ntargets: added p50 ≤ 0.25 ms (${fmt(troupeFixed.p50 - direct.p50, 3)}), added p99 ≤ 1 ms (${fmt(troupeFixed.p99 - direct.p99, 3)}), ≥ 90 % of pass-through (${fmt(share * 100, 1)} %)`,
     );
     // Issue 26's targets, each a ratio of two targets of this run.
     const hard = fixed["Troupe, hard limit"]!;
