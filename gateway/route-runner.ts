@@ -64,7 +64,7 @@ export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
         const contentType = req.headers["content-type"];
         const multipart = route.bodyType === "multipart" || (route.bodyType === "json-or-multipart" && isMultipartType(contentType));
         const parsed = multipart ? await parseMultipartBody(raw, contentType) : parseJsonBody(raw, contentType);
-        body = route.body ? parseWith(route.body, parsed === undefined ? {} : parsed, "body") : undefined;
+        body = route.body ? (route.fastBody?.(parsed) ?? parseWith(route.body, parsed === undefined ? {} : parsed, "body")) : undefined;
       }
       const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
       let params: Record<string, string> = noParams;

@@ -145,6 +145,12 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   /** Errors in another API's shape (a compatibility mount); absent: Troupe's. */
   dialect?: RouteDialect;
   body?: B;
+  /**
+   * A hand-written check of the body's common form, tried before `body`: its
+   * parsed value, or undefined to let the schema parse (and word the 400s).
+   * It must answer exactly what the schema would (chat-body.ts).
+   */
+  fastBody?: (value: unknown) => z.output<B> | undefined;
   query?: Q;
   /** Success responses for OpenAPI: status → schema (null for an empty body). */
   responses: Record<number, z.ZodType | null>;

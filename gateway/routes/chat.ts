@@ -2,23 +2,15 @@
 // JSON, or Server-Sent Events with `stream: true`. Errors before the first
 // event are ordinary JSON errors with their status; after it, a final
 // {"error"} event then [DONE]. A client disconnect aborts the upstream call.
-import { z } from "zod";
 import { isTroupeError } from "../../core/errors.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
-import { chatRequestSchema } from "../../providers/chat-request.ts";
 import { chatResultSchema, isFinish, type StreamEvent } from "../../providers/types.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
 import { countChatInputTokens } from "../../providers/tokens.ts";
 import { generationEstimateNanos } from "../billed-call.ts";
 import type { AiRouteDeps } from "../usage-context.ts";
+import { chatCompletionBodySchema, plainChatBody, type ChatCompletionBody } from "./chat-body.ts";
 
-/**
- * Body of POST /v1/chat/completions: the chat request (its rules
- * live in providers/chat-request.ts) plus how to answer. The parsed body goes
- * to the router as it is.
- */
-const chatCompletionBodySchema = chatRequestSchema.extend({ stream: z.boolean().default(false) });
-type ChatCompletionBody = z.infer<typeof chatCompletionBodySchema>;
 
 /** The most this request may cost: its input plus max_tokens of output, or the model's most without it (what a hard budget reserves). */
 function chatEstimate(deps: AiRouteDeps, body: ChatCompletionBody): number {
@@ -60,7 +52,9 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBod
 
 export function chatRoutes(deps: AiRouteDeps) {
   // `model` is one of the catalogue's text models (an enum in the document), required when routing is manual.
-  const body = withModel(chatCompletionBodySchema, modelIdSchema(deps.router.catalogue, { category: "text" }).nullable().optional());
+  const models = modelIdSchema(deps.router.catalogue, { category: "text" });
+  const body = withModel(chatCompletionBodySchema, models.nullable().optional());
+  const modelIds: ReadonlySet<string> = new Set(models.options);
   return [
     defineRoute({
       method: "post",
@@ -70,6 +64,8 @@ export function chatRoutes(deps: AiRouteDeps) {
       auth: "api_key",
       scope: "chat",
       body,
+      // The parsed body goes to the router as it is.
+      fastBody: (value) => plainChatBody(value, modelIds),
       responses: { 200: chatResultSchema },
       streams: true,
       errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
