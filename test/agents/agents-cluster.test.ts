@@ -13,6 +13,7 @@ import { LocalCluster, repoDir, requireDaprPrerequisites } from "../support/dapr
 import { startTestRedis } from "../support/redis.ts";
 import { field, request, signup, str, type RequestOptions } from "../support/troupe.ts";
 import { agentSuite } from "./agent-suite.ts";
+import { openEventSocket } from "../support/event-socket.ts";
 
 t.setTimeout(240_000);
 const elasticsearchUrl = process.env["ELASTICSEARCH_URL"];
@@ -62,13 +63,11 @@ t.test("a key revoked through replica 0 is refused by replica 1 within 5 s", asy
 t.test("live events cross replicas: listen on replica 1, talk through replica 0", async (t) => {
   const created = await at(0)("POST", "/v1/agents/conversations", { token: a.testKey, body: {} });
   const id = str(created.body, "id");
-  const ws = new WebSocket(`${(urls[1] ?? "").replace("http", "ws")}/v1/agents/conversations/${id}/events`, ["troupe.v1", `bearer.${a.testKey}`]);
-  const frames: { type: string; message?: { role: string } }[] = [];
-  ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)) as (typeof frames)[number]);
-  await new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve();
-    ws.onerror = () => reject(new Error("websocket to replica 1 failed"));
-  });
+  const { ws, frames } = await openEventSocket<{ type: string; message?: { role: string } }>(
+    t,
+    `${(urls[1] ?? "").replace("http", "ws")}/v1/agents/conversations/${id}/events`,
+    ["troupe.v1", `bearer.${a.testKey}`],
+  );
   const sent = await at(0)("POST", `/v1/agents/conversations/${id}/messages`, { token: a.testKey, body: { content: "say across replicas" } });
   t.equal(sent.status, 200, `the message was taken: ${JSON.stringify(sent.body)}`);
   const deadline = Date.now() + 10_000;

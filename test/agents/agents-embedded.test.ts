@@ -9,6 +9,7 @@ import t from "tap";
 import { freePort, waitFor } from "../support/net.ts";
 import { field, request, signup, startTestTroupe, str } from "../support/troupe.ts";
 import { agentSuite } from "./agent-suite.ts";
+import { openEventSocket } from "../support/event-socket.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import { embeddedEnv } from "../support/gateway-process.ts";
 
@@ -45,14 +46,11 @@ t.test("every model call of a turn is a usage record of the calling key", async 
 t.test("live events over the WebSocket", async (t) => {
   const created = await troupe.request("POST", "/v1/agents/conversations", { token: a.testKey, body: {} });
   const id = str(created.body, "id");
-  const ws = new WebSocket(`ws://127.0.0.1:${troupe.port}/v1/agents/conversations/${id}/events`, ["troupe.v1", `bearer.${a.testKey}`]);
-  const frames: { type: string; status?: string; message?: { role: string } }[] = [];
-  await new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve();
-    ws.onerror = () => reject(new Error("websocket failed"));
-  });
-  ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)) as (typeof frames)[number]);
-  await waitFor(async () => frames.length >= 1, 5000, "the snapshot frame");
+  const { ws, frames } = await openEventSocket<{ type: string; status?: string; message?: { role: string } }>(
+    t,
+    `ws://127.0.0.1:${troupe.port}/v1/agents/conversations/${id}/events`,
+    ["troupe.v1", `bearer.${a.testKey}`],
+  );
   t.equal(frames[0]?.type, "conversation", "first frame is the conversation");
   await troupe.request("POST", `/v1/agents/conversations/${id}/messages`, { token: a.testKey, body: { content: "remember: websockets work; then answer" } });
   await waitFor(async () => frames.filter((f) => f.type === "message.appended").length >= 4, 5000, "message events");

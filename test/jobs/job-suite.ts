@@ -11,6 +11,7 @@ import { probeMedia } from "../../media/video-compose.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import type { RequestOptions, TestResponse } from "../support/troupe.ts";
 import { field, str } from "../support/troupe.ts";
+import { openEventSocket } from "../support/event-socket.ts";
 
 export type Requester = (method: string, path: string, options?: RequestOptions) => Promise<TestResponse>;
 
@@ -241,14 +242,7 @@ export function jobSuite(t: Test, target: JobTarget): void {
 
   t.test("live job events over the WebSocket, on the other replica", async (t) => {
     const id = await start(r0, target.keyA, { prompt: "p", scenes: ["one", "two"], duration_seconds: 1 });
-    const ws = new WebSocket(`${target.wsUrl(1)}/v1/jobs/${id}/events`, ["troupe.v1", `bearer.${target.keyA}`]);
-    const frames: { type: string; job: JobView }[] = [];
-    ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)) as (typeof frames)[number]);
-    const closed = new Promise<number>((resolve) => (ws.onclose = (e) => resolve(e.code)));
-    await new Promise<void>((resolve, reject) => {
-      ws.onopen = () => resolve();
-      ws.onerror = () => reject(new Error("websocket failed"));
-    });
+    const { frames, closed } = await openEventSocket<{ type: string; job: JobView }>(t, `${target.wsUrl(1)}/v1/jobs/${id}/events`, ["troupe.v1", `bearer.${target.keyA}`]);
     const code = await Promise.race([closed, new Promise<number>((resolve) => setTimeout(() => resolve(-1), 60_000))]);
     t.equal(code, 1000, "the server closes the socket once the job is final");
     t.equal(frames[0]?.type, "job", "first frame is the job");
