@@ -6,6 +6,7 @@
 import t, { type Test } from "tap";
 import { startReplicas } from "../support/replicas.ts";
 import { signup, startTestTroupe, str, type TestTroupe } from "../support/troupe.ts";
+import { openEventSocket } from "../support/event-socket.ts";
 
 interface Frame {
   type: string;
@@ -16,21 +17,11 @@ interface OpenSocket {
   closed: Promise<{ code: number; reason: string; at: number }>;
 }
 
-async function openEvents(troupe: TestTroupe, conversationId: string, key: string): Promise<OpenSocket> {
-  const ws = new WebSocket(`ws://127.0.0.1:${troupe.port}/v1/agents/conversations/${conversationId}/events`, ["troupe.v1", `bearer.${key}`]);
-  const frames: Frame[] = [];
-  ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)) as Frame);
-  const closed = new Promise<{ code: number; reason: string; at: number }>((resolve) => {
-    ws.onclose = (e) => resolve({ code: e.code, reason: e.reason, at: Date.now() });
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve();
-    ws.onerror = () => reject(new Error("websocket failed to open"));
-  });
-  const deadline = Date.now() + 5000;
-  while (frames.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  if (frames[0]?.type !== "conversation") throw new Error("no snapshot frame");
-  return { frames, closed };
+async function openEvents(t: Test, troupe: TestTroupe, conversationId: string, key: string): Promise<OpenSocket> {
+  const url = `ws://127.0.0.1:${troupe.port}/v1/agents/conversations/${conversationId}/events`;
+  const socket = await openEventSocket<Frame>(t, url, ["troupe.v1", `bearer.${key}`]);
+  if (socket.frames[0]?.type !== "conversation") throw new Error("no snapshot frame");
+  return { frames: socket.frames, closed: socket.closing };
 }
 
 /** A user, a conversation, the key to revoke (agents scope) and a second key that keeps working. */
@@ -48,8 +39,8 @@ async function setup(on: TestTroupe) {
 
 async function checkRevocationCloses(t: Test, socketOn: TestTroupe, revokeOn: TestTroupe): Promise<void> {
   const s = await setup(socketOn);
-  const doomedSocket = await openEvents(socketOn, s.conversationId, s.doomed.key);
-  const otherSocket = await openEvents(socketOn, s.conversationId, s.other.key);
+  const doomedSocket = await openEvents(t, socketOn, s.conversationId, s.doomed.key);
+  const otherSocket = await openEvents(t, socketOn, s.conversationId, s.other.key);
   const revokedAt = Date.now();
   const revoked = await revokeOn.request("DELETE", `/v1/api-keys/${s.doomed.id}`, { token: s.user.token });
   t.equal(revoked.status, 200);
@@ -86,7 +77,7 @@ t.test("a replica that missed the broadcast still closes the socket within the r
   const troupe = await startTestTroupe({ KEY_CACHE_REVALIDATE_MS: "300" });
   t.teardown(() => troupe.stop());
   const s = await setup(troupe);
-  const socket = await openEvents(troupe, s.conversationId, s.doomed.key);
+  const socket = await openEvents(t, troupe, s.conversationId, s.doomed.key);
   // Revoked behind the gateway's back: the record changes, no broadcast is sent.
   const key = `apikey:${s.doomed.id}`;
   const stored = (await troupe.services.store.get(key)) as Record<string, unknown>;

@@ -18,15 +18,20 @@ export interface EventSocket<Frame> {
   frames: Frame[];
   /** Resolves with the close code. */
   closed: Promise<number>;
+  /** Resolves with the close code, its reason, and when it came (Date.now()). */
+  closing: Promise<{ code: number; reason: string; at: number }>;
 }
 
 function open<Frame>(url: string, protocols: string[]): Promise<EventSocket<Frame>> {
   const ws = new WebSocket(url, protocols);
   const frames: Frame[] = [];
   ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)) as Frame);
-  const closed = new Promise<number>((resolve) => ws.addEventListener("close", (e) => resolve(e.code)));
+  const closing = new Promise<{ code: number; reason: string; at: number }>((resolve) =>
+    ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason, at: Date.now() })),
+  );
+  const closed = closing.then((c) => c.code);
   return new Promise((resolve, reject) => {
-    ws.onopen = () => resolve({ ws, frames, closed });
+    ws.onopen = () => resolve({ ws, frames, closed, closing });
     ws.onerror = () => reject(new Error(`websocket to ${url} failed`));
   });
 }
