@@ -2,13 +2,16 @@
 // ends with the failures, if any (each failed file and its first failed
 // assertions, one line each), then one plain line, "tests: N passed, N
 // failed" (", N skipped" when some were). CI shows only a run's closing
-// lines, after tap's coverage table: the failures must be among them. tap's own summary is an object literal (`# { total: N, pass:
-// N }`) that CI's result reader does not recognise, so without this line a
-// green run is recorded as having run no test. The exit code is tap's; a run
+// lines, after tap's coverage table: the failures must be among them.
+// tap's own summary is an object literal (`# { total: N, pass: N }`) that
+// CI's result reader does not recognise, so without this line a green run
+// is recorded as having run no test. The exit code is tap's; a run
 // whose summary cannot be found exits non-zero even if tap did not.
 import { spawn } from "node:child_process";
 
 const summaryLine = /^# \{ (total: \d+(?:, \w+: \d+)*) \}$/m;
+/** Colour codes would hide the summary and the failures from the patterns. */
+const colourCodes = /\u001b\[[0-9;]*m/g;
 
 /** Reads `# { total: 12, pass: 10, fail: 1, skip: 1 }` into its counts. */
 function countsOf(summary: string): Map<string, number> {
@@ -42,7 +45,7 @@ child.stdout.on("data", (chunk: Buffer) => {
   process.stdout.write(chunk);
   const text = chunk.toString("utf8");
   tail = (tail + text).slice(-8192);
-  const lines = (partialLine + text).replace(/\u001b\[[0-9;]*m/g, "").split("\n");
+  const lines = (partialLine + text).replace(colourCodes, "").split("\n");
   partialLine = lines.pop() ?? "";
   for (const line of lines) noteFailure(line);
 });
@@ -61,8 +64,7 @@ function noteFailure(line: string): void {
 }
 
 child.on("close", (code, signal) => {
-  // Colour codes would hide the summary from the pattern.
-  const plain = tail.replace(/\u001b\[[0-9;]*m/g, "");
+  const plain = tail.replace(colourCodes, "");
   const match = summaryLine.exec(plain);
   if (!match?.[1]) {
     console.error(`tap ended (${signal ?? `exit ${code}`}) without its summary line`);

@@ -294,7 +294,7 @@ export class EmbeddedVectorIndex implements VectorIndex {
     return reservation;
   }
 
-  /** Idempotent: called once the batch is in memory and again, as a no-op, when add returns. */
+  /** One record of the reservation is now counted by kindById: it leaves the reservation (a no-op if it already left). */
   private releaseOne(reservation: Map<string, Set<string>>, organizationId: string, id: string): void {
     if (!reservation.get(organizationId)?.delete(id)) return;
     const pending = this.reserved.get(organizationId);
@@ -302,13 +302,9 @@ export class EmbeddedVectorIndex implements VectorIndex {
     if (pending?.size === 0) this.reserved.delete(organizationId);
   }
 
+  /** What is left of the reservation when add returns: nothing once every record was applied, all of it if the write failed. */
   private release(reservation: Map<string, Set<string>>): void {
-    for (const [organizationId, fresh] of reservation) {
-      const pending = this.reserved.get(organizationId);
-      if (!pending) continue;
-      for (const id of fresh) pending.delete(id);
-      if (pending.size === 0) this.reserved.delete(organizationId);
-    }
+    for (const [organizationId, fresh] of reservation) for (const id of [...fresh]) this.releaseOne(reservation, organizationId, id);
     reservation.clear();
   }
 

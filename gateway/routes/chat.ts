@@ -11,7 +11,6 @@ import { generationEstimateNanos } from "../billed-call.ts";
 import type { AiRouteDeps } from "../usage-context.ts";
 import { chatCompletionBodySchema, plainChatBody, type ChatCompletionBody } from "./chat-body.ts";
 
-
 /** The most this request may cost: its input plus max_tokens of output, or the model's most without it (what a hard budget reserves). */
 function chatEstimate(deps: AiRouteDeps, body: ChatCompletionBody): number {
   const input = countChatInputTokens(body.messages, body.tools);
