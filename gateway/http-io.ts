@@ -5,6 +5,7 @@
 import type { HttpRequest, HttpResponse } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../core/errors.ts";
 import { statusLine } from "../core/http-status.ts";
+import { delivering, writeWhenCorkable } from "../core/uws-delivery.ts";
 import { answerThenDiscard, type Discard } from "./lingering-close.ts";
 import { framingConflict, type FramingProblem } from "./request-guards.ts";
 import type { RouteDialect } from "./route.ts";
@@ -113,6 +114,7 @@ export function readBody(
     let more: Buffer[] | undefined;
     let received = 0;
     res.onData((chunk, isLast) => {
+      delivering(res);
       if (discard) {
         discard(chunk.byteLength, isLast);
         return;
@@ -162,23 +164,27 @@ function begin(state: ResponseState, status: number): boolean {
 /** The common case: a JSON body with the request id and nothing else. */
 export function writeJson(res: HttpResponse, state: ResponseState, status: number, requestId: string, body: string): void {
   if (!begin(state, status)) return;
-  res.cork(() => {
-    res.writeStatus(statusLine(status));
-    res.writeHeader("x-request-id", requestId);
-    res.writeHeader("content-type", "application/json");
-    if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
-    res.end(body);
-  });
+  writeWhenCorkable(res, state, () =>
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      res.writeHeader("x-request-id", requestId);
+      res.writeHeader("content-type", "application/json");
+      if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
+      res.end(body);
+    }),
+  );
 }
 
 /** A HEAD answer: the headers a GET would carry, its Content-Length, no body. */
 export function writeHead(res: HttpResponse, state: ResponseState, status: number, headers: [string, string][], contentLength: number): void {
   if (!begin(state, status)) return;
-  res.cork(() => {
-    res.writeStatus(statusLine(status));
-    for (const [name, value] of headers) res.writeHeader(name, value);
-    res.endWithoutBody(contentLength);
-  });
+  writeWhenCorkable(res, state, () =>
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      for (const [name, value] of headers) res.writeHeader(name, value);
+      res.endWithoutBody(contentLength);
+    }),
+  );
 }
 
 /** Writes a whole response in one cork; a no-op once the client is gone. */
@@ -191,11 +197,13 @@ export function writeResponse(
   closeConnection = false,
 ): void {
   if (!begin(state, status)) return;
-  res.cork(() => {
-    res.writeStatus(statusLine(status));
-    for (const [name, value] of headers) res.writeHeader(name, value);
-    if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
-    if (status === 204) res.endWithoutBody(0, closeConnection);
-    else res.end(body, closeConnection);
-  });
+  writeWhenCorkable(res, state, () =>
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      for (const [name, value] of headers) res.writeHeader(name, value);
+      if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
+      if (status === 204) res.endWithoutBody(0, closeConnection);
+      else res.end(body, closeConnection);
+    }),
+  );
 }

@@ -12,6 +12,7 @@ import { noMetrics, type Metrics } from "../core/metrics.ts";
 import { noTracing, type Tracing } from "../core/tracing.ts";
 import type { Admission } from "./admission.ts";
 import { createErrorResponder } from "./error-responder.ts";
+import { delivering, deferredWritesDone } from "../core/uws-delivery.ts";
 import { captureRequest, readBody, ResponseState } from "./http-io.ts";
 import { listenExclusive } from "./exclusive-listen.ts";
 import { buildOpenApi, type RawPath } from "./openapi.ts";
@@ -91,6 +92,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const recorder = metrics.enabled ? metrics.route(route.method, route.path) : undefined;
     const spanName = `${route.method.toUpperCase()} ${route.path}`;
     register(app, route.method, route.path, (res, req) => {
+      delivering(res);
       const state = new ResponseState();
       res.onAborted(() => state.markAborted());
       let requestId = "";
@@ -157,6 +159,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (inflight > 0) {
         await Promise.race([new Promise<void>((r) => drainWaiters.push(r)), new Promise<void>((r) => setTimeout(r, graceMs).unref())]);
       }
+      // The last answers may wait for the loop's check phase (core/uws-delivery.ts).
+      await deferredWritesDone();
       app.close();
     },
   };

@@ -4,6 +4,7 @@
 // upgrade, 405 when the path exists under another method, else 404.
 import type { HttpRequest, HttpResponse, TemplatedApp } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../core/errors.ts";
+import { delivering } from "../core/uws-delivery.ts";
 import type { Admission } from "./admission.ts";
 import type { ErrorResponder } from "./error-responder.ts";
 import { bodyFraming, ResponseState, writeHead, writeResponse } from "./http-io.ts";
@@ -65,6 +66,7 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
   // GET and HEAD (the same headers and Content-Length, no body: load balancers probe with HEAD).
   const plain = (path: string, respond: (req: HttpRequest) => Promise<PageAnswer>) => {
     const handler = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
+      delivering(res);
       const requestId = pickRequestId(req.getHeader("x-request-id"));
       const state = new ResponseState();
       res.onAborted(() => state.markAborted());
@@ -110,6 +112,7 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
   ];
   const upgradeOnly = deps.wsRoutes.map((route) => ({ route, regex: toRegex(route.path) }));
   app.any("/*", (res, req) => {
+    delivering(res);
     const requestId = pickRequestId(req.getHeader("x-request-id"));
     const state = new ResponseState();
     res.onAborted(() => state.markAborted());

@@ -12,6 +12,7 @@ import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { refusalOf, type Metrics } from "../core/metrics.ts";
 import { statusLine } from "../core/http-status.ts";
+import { delivering } from "../core/uws-delivery.ts";
 import type { Admission } from "./admission.ts";
 import { decodePathParam, framingConflict, framingError, type FramingProblem } from "./request-guards.ts";
 import { pickRequestId } from "./request-id.ts";
@@ -64,6 +65,7 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
   app.ws<Data>(route.path, {
     ...behaviour,
     upgrade: (res, req, context) => {
+      delivering(res);
       // uWS's request object is valid only in this synchronous callback: copy what is needed first.
       const headers: Record<string, string> = {};
       let framing: FramingProblem | undefined;

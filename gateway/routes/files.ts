@@ -10,6 +10,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import { statusLine } from "../../core/http-status.ts";
+import { delivering } from "../../core/uws-delivery.ts";
 import type { ByteRange, FileStore, StoredFile } from "../../media/file-store.ts";
 import { bodyFraming } from "../http-io.ts";
 import type { RawPath } from "../openapi.ts";
@@ -65,6 +66,7 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
 
 export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): void {
   const handler = (headOnly: boolean) => (res: HttpResponse, req: HttpRequest) => {
+    delivering(res);
     // Ids are `file_` + base64url: never percent-encoded, so the raw segment is
     // looked up as it is (a malformed escape is simply not found, never decoded).
     const id = req.getParameter(0) ?? "";

@@ -14,6 +14,7 @@
 import * as uWS from "uWebSockets.js";
 import { errorToWire } from "./wire.ts";
 import { statusLine } from "../../../core/http-status.ts";
+import { deferredWritesDone, delivering, writeWhenCorkable } from "../../../core/uws-delivery.ts";
 
 export interface CallbackHandlers {
   config(): unknown;
@@ -105,32 +106,37 @@ export class CallbackServer {
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = undefined;
     if (this.inFlight > 0) await new Promise<void>((resolve) => this.drainWaiters.push(resolve));
+    await deferredWritesDone();
     this.app.close();
   }
 
   private handle(res: uWS.HttpResponse, work: (bodyText: string) => Promise<string>): void {
-    let aborted = false;
+    delivering(res);
+    const state = { aborted: false };
     res.onAborted(() => {
-      aborted = true;
+      state.aborted = true;
     });
     this.inFlight++;
     const chunks: Buffer[] = [];
     res.onData((chunk, isLast) => {
+      delivering(res);
       chunks.push(Buffer.from(chunk.slice(0)));
       if (!isLast) return;
       const body = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
       work(body).then(
         (text) => {
-          if (!aborted) res.cork(() => res.writeHeader("content-type", "application/json").end(text));
+          if (!state.aborted) writeWhenCorkable(res, state, () => res.cork(() => res.writeHeader("content-type", "application/json").end(text)));
         },
         (error: unknown) => {
           const { status, body: errorBody } = errorToWire(error);
-          if (!aborted) {
-            res.cork(() =>
-              res
-                .writeStatus(statusLine(status))
-                .writeHeader("content-type", "application/json")
-                .end(JSON.stringify(errorBody)),
+          if (!state.aborted) {
+            writeWhenCorkable(res, state, () =>
+              res.cork(() =>
+                res
+                  .writeStatus(statusLine(status))
+                  .writeHeader("content-type", "application/json")
+                  .end(JSON.stringify(errorBody)),
+              ),
             );
           }
         },

@@ -1,0 +1,64 @@
+// Answers written while uWebSockets.js delivers another request.
+//
+// uWS holds the loop's one cork on the socket whose request (or body chunk)
+// it is delivering, and Node runs the promise continuations started in that
+// delivery before uWS lets go of it. An answer for another socket written
+// then cannot be corked: uWS sends each of its pieces (the status line, every
+// header's name, ": ", value and CRLF, the body) with a send() of its own,
+// about 35 system calls instead of one. It happens whenever a delivery settles
+// another request's promise: lmdb-js, for one, settles earlier commits inside
+// a later put (every 8th), and a quarter of the agent turns' answers went out
+// that way (bench/agents.ts, counted with `perf record -e
+// syscalls:sys_enter_sendto`).
+//
+// So every uWS request handler and body callback first calls `delivering`,
+// and a one-shot answer for any other response waits for the loop's check
+// phase (setImmediate), where uWS holds no cork. Once the poll phase's
+// deliveries are over, the mark is cleared in that same check phase.
+import type { HttpResponse } from "uWebSockets.js";
+
+let current: HttpResponse | undefined;
+let clearQueued = false;
+let deferred = 0;
+const idleWaiters: (() => void)[] = [];
+
+function clear(): void {
+  current = undefined;
+  clearQueued = false;
+}
+
+/** Marks `res` as the response whose request uWS is delivering now (it holds the cork until this turn of the loop ends). */
+export function delivering(res: HttpResponse): void {
+  current = res;
+  if (!clearQueued) {
+    clearQueued = true;
+    setImmediate(clear);
+  }
+}
+
+/**
+ * Runs `write` now when `res` can be corked, else in the check phase, and
+ * then only if the client is still there (uWS forbids touching an aborted
+ * response).
+ */
+export function writeWhenCorkable(res: HttpResponse, state: { readonly aborted: boolean }, write: () => void): void {
+  if (current === undefined || current === res) {
+    write();
+    return;
+  }
+  deferred += 1;
+  setImmediate(() => {
+    deferred -= 1;
+    try {
+      if (!state.aborted) write();
+    } finally {
+      if (deferred === 0) for (const w of idleWaiters.splice(0)) w();
+    }
+  });
+}
+
+/** Resolves once no answer waits for its check phase (a shutdown closes the app only after). */
+export function deferredWritesDone(): Promise<void> {
+  if (deferred === 0) return Promise.resolve();
+  return new Promise((resolve) => idleWaiters.push(resolve));
+}
