@@ -13,27 +13,55 @@
 //
 // So every uWS request handler and body callback first calls `delivering`,
 // and a one-shot answer for any other response waits for the loop's check
-// phase (setImmediate), where uWS holds no cork. Once the poll phase's
-// deliveries are over, the mark is cleared in that same check phase.
+// phase (setImmediate), where uWS holds no cork. The mark is cleared first
+// thing in the check phase, and by a Node socket's callback that completes
+// answers (`notDelivering`): a stale mark would only delay an answer a little.
 import type { HttpResponse } from "uWebSockets.js";
 
 let current: HttpResponse | undefined;
-let clearQueued = false;
+/** The clearing immediate is queued (it stays queued turn after turn while deliveries go on). */
+let armed = false;
+/** A delivery came after the clearing immediate was queued. */
+let deliveredSince = false;
 let deferred = 0;
 const idleWaiters: (() => void)[] = [];
 
-function clear(): void {
+/**
+ * Clears the mark in the check phase, then queues itself again while
+ * deliveries go on: queued during a check phase, it runs first in the next
+ * one, before the continuations of other immediates, which would otherwise
+ * still see this poll phase's mark. With no delivery since, it stops, so an
+ * idle loop can block.
+ */
+function clearInCheckPhase(): void {
   current = undefined;
-  clearQueued = false;
+  if (deliveredSince) {
+    deliveredSince = false;
+    setImmediate(clearInCheckPhase);
+  } else {
+    armed = false;
+  }
 }
 
 /** Marks `res` as the response whose request uWS is delivering now (it holds the cork until this turn of the loop ends). */
 export function delivering(res: HttpResponse): void {
   current = res;
-  if (!clearQueued) {
-    clearQueued = true;
-    setImmediate(clear);
+  if (armed) {
+    deliveredSince = true;
+  } else {
+    armed = true;
+    setImmediate(clearInCheckPhase);
   }
+}
+
+/**
+ * Called first in a Node I/O callback that completes answers (an upstream's
+ * socket): no uWS delivery runs then, and an answer it completes should not
+ * wait for the check phase because of a delivery earlier in this turn of the
+ * loop. (Where no such call is made, the mark only delays an answer a little.)
+ */
+export function notDelivering(): void {
+  current = undefined;
 }
 
 /**

@@ -3,6 +3,7 @@
 // and reports to the exchange's sink; once a response is complete it goes
 // back to its pool, or is closed when the upstream asked for that.
 import type { Socket } from "node:net";
+import { notDelivering } from "../../core/uws-delivery.ts";
 import { HttpParseError, ResponseParser, type ResponseHead } from "./response-parser.ts";
 
 /** Receives one response; exactly one of onComplete / onError ends it. */
@@ -92,6 +93,8 @@ export class Connection {
   }
 
   private onData(data: Buffer): void {
+    // A Node socket's callback: uWS delivers nothing now, so the answer this completes is written at once.
+    notDelivering();
     const parser = this.parser;
     if (!this.sink || !parser) {
       // Bytes while idle: the upstream is confused, or closing. Never reuse this one.

@@ -6,7 +6,7 @@ import t from "tap";
 import { request } from "node:http";
 import * as uWS from "uWebSockets.js";
 import type { HttpResponse } from "uWebSockets.js";
-import { deferredWritesDone, delivering, writeWhenCorkable } from "../../core/uws-delivery.ts";
+import { deferredWritesDone, delivering, notDelivering, writeWhenCorkable } from "../../core/uws-delivery.ts";
 import { ResponseState, writeJson } from "../../gateway/http-io.ts";
 
 const fakeResponse = (): HttpResponse => ({}) as HttpResponse;
@@ -33,6 +33,34 @@ t.test("during a's delivery: a's own answer at once, b's in the check phase, the
   await new Promise((resolve) => setTimeout(resolve, 1));
   writeWhenCorkable(b, { aborted: false }, () => written.push("b again"));
   t.same(written, ["a", "b", "b again"], "in a later turn of the loop (a timer), b is written at once");
+});
+
+t.test("while deliveries go on, the mark is cleared first thing in each check phase", async (t) => {
+  await checkPhase();
+  await checkPhase();
+  delivering(fakeResponse());
+  delivering(fakeResponse());
+  const written: string[] = [];
+  await new Promise<void>((resolve) =>
+    setImmediate(() => {
+      // This check phase: the clearing ran before this immediate and queued itself for the next one.
+      setImmediate(() => {
+        writeWhenCorkable(fakeResponse(), { aborted: false }, () => written.push("b"));
+        resolve();
+      });
+      delivering(fakeResponse()); // a delivery after that immediate was queued
+    }),
+  );
+  t.same(written, ["b"], "written at once: the clearing ran before it in the check phase");
+});
+
+t.test("a Node socket's callback clears the mark: what it completes is written at once", async (t) => {
+  await checkPhase();
+  const written: string[] = [];
+  delivering(fakeResponse());
+  notDelivering();
+  writeWhenCorkable(fakeResponse(), { aborted: false }, () => written.push("b"));
+  t.same(written, ["b"]);
 });
 
 t.test("an answer whose client left while it waited is not written", async (t) => {
