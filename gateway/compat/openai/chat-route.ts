@@ -9,6 +9,7 @@ import { isFinish, type StreamEvent } from "../../../providers/types.ts";
 import { generationEstimateNanos } from "../../billed-call.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../../route.ts";
 import type { AiRouteDeps } from "../../usage-context.ts";
+import { plainOpenAiChatBody } from "./chat-body-fast.ts";
 import { openAiChatRequestSchema, toChatRequest, type OpenAiChatRequest, type TranslatedChat } from "./chat-request.ts";
 import { chatCompletionChunkSchema, chatCompletionSchema, completionId, toChatCompletion } from "./chat-response.ts";
 import { chunkStream } from "./chat-stream.ts";
@@ -57,6 +58,7 @@ export function openAiChatRoutes(deps: OpenAiRouteDeps) {
       ...openAiMount,
       scope: "chat",
       body: openAiChatRequestSchema.extend({ model: modelNameSchema(deps.router.catalogue, { category: "text" }) }),
+      fastBody: plainOpenAiChatBody,
       responses: { 200: chatCompletionSchema },
       streams: chatCompletionChunkSchema,
       errors: modelCallErrors,
