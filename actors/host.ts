@@ -25,6 +25,14 @@ export interface ActorHost {
    * TroupeError keeps its code, status, message and details on both hosts.
    */
   call(type: string, id: string, method: string, input?: unknown, options?: CallOptions): Promise<unknown>;
+  /**
+   * The same turn, answering the output as JSON text (an output of undefined
+   * is `null`): for a caller that only forwards it, as a route answering a
+   * conversation does. It saves the copy `call` makes of the output (a parse
+   * of it here, a stringify in the caller), which for a long conversation is
+   * most of a turn's JSON work.
+   */
+  callJson(type: string, id: string, method: string, input?: unknown, options?: CallOptions): Promise<string>;
   /** Actors active in this process, per registered type (zero counts included). */
   activeActors(): ActiveActorCount[];
   /**
@@ -53,4 +61,19 @@ export async function callActor<S, I extends MethodInputs, O extends MethodOutpu
   options?: CallOptions,
 ): Promise<O[K]> {
   return (await host.call(definition.type, id, method, input, options)) as O[K];
+}
+
+/** JSON text of a `T` (what callActorJson answers and `jsonText` answers with). */
+export type JsonText<T> = string & { readonly __jsonOf?: T };
+
+/** callActor for a caller that only forwards the output: its JSON text (ActorHost.callJson). */
+export async function callActorJson<S, I extends MethodInputs, O extends MethodOutputs<I>, K extends keyof I & string>(
+  host: ActorHost,
+  definition: ActorRef<S, I, O>,
+  id: string,
+  method: K,
+  input: z.input<I[K]>,
+  options?: CallOptions,
+): Promise<JsonText<O[K]>> {
+  return await host.callJson(definition.type, id, method, input, options);
 }

@@ -112,9 +112,14 @@ export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
   };
 }
 
-/** Writes what the handler answered: JSON (the fast path: one corked write), bytes, or nothing for a stream it already wrote. */
+/** Writes what the handler answered: JSON (the fast path: one corked write), JSON text as it is, bytes, or nothing for a stream it already wrote. */
 function writeResult(res: HttpResponse, state: ResponseState, requestId: string, ctx: HandlerContext, result: RouteResult): void {
   if (result === streamed) return;
+  if ("jsonText" in result) {
+    if (!ctx.cookies) writeJson(res, state, result.status, requestId, result.jsonText);
+    else writeResponse(res, state, result.status, [["x-request-id", requestId], ["content-type", "application/json"], ...ctx.cookies.map((c): [string, string] => ["set-cookie", c])], result.jsonText);
+    return;
+  }
   if ("bytes" in result) {
     writeResponse(res, state, result.status, [["x-request-id", requestId], ["content-type", result.contentType]], result.bytes);
     return;

@@ -97,7 +97,13 @@ export interface BinaryResult {
   contentType: string;
 }
 
-export type RouteResult = JsonResult | BinaryResult | typeof streamed;
+/** A JSON body already serialized (an actor's output through callActorJson): written as it is. */
+export interface JsonTextResult {
+  status: number;
+  jsonText: string;
+}
+
+export type RouteResult = JsonResult | JsonTextResult | BinaryResult | typeof streamed;
 
 /** An error as a dialect answers it: status, JSON body, headers besides content-type and x-request-id. */
 export interface ErrorAnswer {
@@ -235,6 +241,11 @@ export function defineWsRoute<const P extends string, A extends AuthMode, Data>(
 
 export function json(status: number, body?: unknown, headers?: Record<string, string>): JsonResult {
   return headers ? { status, body, headers } : { status, body };
+}
+
+/** Answers JSON text as it is: the route's declared response schema describes it, as for `json`. */
+export function jsonText(status: number, text: string): JsonTextResult {
+  return { status, jsonText: text };
 }
 
 export function binary(status: number, bytes: Buffer, contentType: string): BinaryResult {

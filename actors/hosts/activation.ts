@@ -264,3 +264,8 @@ function abortError(signal: AbortSignal): unknown {
 export function jsonCopy(value: unknown): unknown {
   return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
 }
+
+/** An output as JSON text (ActorHost.callJson): undefined is `null`, as it would read back. */
+export function asJsonText(value: unknown): string {
+  return value === undefined ? "null" : JSON.stringify(value);
+}

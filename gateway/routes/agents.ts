@@ -5,7 +5,7 @@
 // environment get 404, and the list holds the key's environment's.
 import { z } from "zod";
 import { TroupeError, invalidRequest, type ErrorCode } from "../../core/errors.ts";
-import { callActor, type ActorHost } from "../../actors/host.ts";
+import { callActor, callActorJson, type ActorHost } from "../../actors/host.ts";
 import { reservedToolNames } from "../../actors/conversation/builtin-tools.ts";
 import type { ConversationActorDefinition } from "../../actors/conversation/conversation-actor.ts";
 import type { ConversationDirectory } from "../../actors/conversation/directory.ts";
@@ -16,7 +16,7 @@ import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
 import type { Router } from "../../providers/router.ts";
 import type { Payer } from "../../providers/usage.ts";
 import { routingStrategySchema, toolDefinitionSchema } from "../../providers/types.ts";
-import { defineRoute, json, routeGroup } from "../route.ts";
+import { defineRoute, json, jsonText, routeGroup } from "../route.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
 import type { AgentsConfig } from "../../core/config.ts";
 import { generationEstimateNanos, type CallBilling } from "../billed-call.ts";
@@ -160,19 +160,19 @@ export function agentRoutes(deps: AgentRouteDeps) {
       responses: { 200: conversationSchema },
       errors: ["not_found"],
       handler: async (ctx) =>
-        json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id })),
+        jsonText(200, await callActorJson(actors, conversation, conversationId(ctx.params.id), "get", { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id })),
     }),
     defineRoute({
       ...turnRoute(deps, "/v1/agents/conversations/:id/messages"),
       summary: "Send a user message; runs the agent until it answers or needs your tools",
       body: messageBody,
-      handler: async (ctx) => json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "postMessage", { ...turnCaller(ctx), content: ctx.body.content })),
+      handler: async (ctx) => jsonText(200, await callActorJson(actors, conversation, conversationId(ctx.params.id), "postMessage", { ...turnCaller(ctx), content: ctx.body.content })),
     }),
     defineRoute({
       ...turnRoute(deps, "/v1/agents/conversations/:id/tool-outputs"),
       summary: "Answer every pending custom tool call; the agent then continues",
       body: toolOutputsBody,
-      handler: async (ctx) => json(200, await callActor(actors, conversation, conversationId(ctx.params.id), "submitToolOutputs", { ...turnCaller(ctx), outputs: ctx.body.outputs })),
+      handler: async (ctx) => jsonText(200, await callActorJson(actors, conversation, conversationId(ctx.params.id), "submitToolOutputs", { ...turnCaller(ctx), outputs: ctx.body.outputs })),
     }),
   ];
 }

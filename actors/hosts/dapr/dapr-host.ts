@@ -147,7 +147,15 @@ export class DaprActorHost implements ActorHost {
 
   async call(type: string, id: string, method: string, input?: unknown, options: CallOptions = {}): Promise<unknown> {
     if (this.phase !== "running") throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
-    return this.invokeThroughDapr(type, id, method, input, options.signal);
+    const text = await this.invokeThroughDapr(type, id, method, input, options.signal);
+    // The callback server answers an undefined output with an empty body.
+    return text === "" ? undefined : (JSON.parse(text) as unknown);
+  }
+
+  async callJson(type: string, id: string, method: string, input?: unknown, options: CallOptions = {}): Promise<string> {
+    if (this.phase !== "running") throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
+    const text = await this.invokeThroughDapr(type, id, method, input, options.signal);
+    return text === "" ? "null" : text;
   }
 
   /** daprd's own count (it omits types with none active): zero for every registered type daprd does not list. */
@@ -217,7 +225,7 @@ export class DaprActorHost implements ActorHost {
     };
   }
 
-  private async invokeThroughDapr(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
+  private async invokeThroughDapr(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<string> {
     const text = this.tracing.enabled
       ? await this.tracing.inSpan(`actor call ${type}.${method}`, { kind: "client", attributes: actorSpanAttributes(type, id, method) }, () => {
           const headers: Record<string, string> = {};
@@ -225,7 +233,7 @@ export class DaprActorHost implements ActorHost {
           return this.daprd.invoke(type, id, method, input, signal, headers);
         })
       : await this.daprd.invoke(type, id, method, input, signal);
-    return text === "" ? undefined : (JSON.parse(text) as unknown);
+    return text;
   }
 
   /** Marks every in-memory copy as possibly stale; each is re-read on its next call. */

@@ -14,7 +14,7 @@ import type { Tracing } from "../../../core/tracing.ts";
 import { actorSpanAttributes } from "../../actor-spans.ts";
 import type { AnyActorDefinition, IdSource } from "../../actor.ts";
 import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
-import { Activation, randomIds, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
+import { Activation, asJsonText, randomIds, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
 import { ActorRegistry, initialStateJson } from "../registry.ts";
 import { ActorStore, type StoredReminder } from "./store.ts";
 
@@ -119,14 +119,24 @@ export class EmbeddedActorHost implements ActorHost {
     return this.callInternal(type, id, method, input, options.signal);
   }
 
-  private async callInternal(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
+  async callJson(type: string, id: string, method: string, input?: unknown, options: CallOptions = {}): Promise<string> {
+    if (this.phase !== "running") throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
+    return this.turnOutput(type, id, method, input, options.signal, asJsonText);
+  }
+
+  private callInternal(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
+    return this.turnOutput(type, id, method, input, signal, jsonCopy);
+  }
+
+  /** Runs the turn (in a span when tracing) and hands its output over through `handOver`: never the actor's own objects. */
+  private async turnOutput<T>(type: string, id: string, method: string, input: unknown, signal: AbortSignal | undefined, handOver: (output: unknown) => T): Promise<T> {
     if (this.phase !== "running" && this.phase !== "stopping") {
       throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
     }
     const tracing = this.options.tracing;
-    if (!tracing?.enabled) return jsonCopy(await this.enqueue(type, id, method, input, signal));
+    if (!tracing?.enabled) return handOver(await this.enqueue(type, id, method, input, signal));
     return tracing.inSpan(`actor ${type}.${method}`, { kind: "internal", attributes: actorSpanAttributes(type, id, method) }, async () =>
-      jsonCopy(await this.enqueue(type, id, method, input, signal)),
+      handOver(await this.enqueue(type, id, method, input, signal)),
     );
   }
 

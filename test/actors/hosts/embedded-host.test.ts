@@ -11,7 +11,7 @@ import { systemClock } from "../../../core/clock.ts";
 import { TroupeError } from "../../../core/errors.ts";
 import { createLogger } from "../../../core/log.ts";
 import { defineActor, eraseDefinition } from "../../../actors/actor.ts";
-import { callActor } from "../../../actors/host.ts";
+import { callActor, callActorJson } from "../../../actors/host.ts";
 import { EmbeddedActorHost, type EmbeddedHostOptions } from "../../../actors/hosts/embedded/embedded-host.ts";
 import { ActorStore } from "../../../actors/hosts/embedded/store.ts";
 import { CounterActor, testActors } from "../test-actors.ts";
@@ -49,6 +49,8 @@ const Spy = defineActor({
         return ctx.state.stamps;
       },
     },
+    /** Answers nothing (callJson's null). */
+    nothing: { input: z.undefined(), run: async (): Promise<undefined> => undefined },
     /** Schedules `stamp` with whatever it is given, to check the input is checked when scheduling. */
     scheduleStamp: {
       input: z.unknown(),
@@ -76,6 +78,20 @@ t.test("calls from one caller run in the order they were made", async (t) => {
   const state = await callActor(host, CounterActor, "fifo", "get", undefined);
   t.same(state.log, Array.from({ length: 200 }, (_, i) => i), "log in call order");
   await host.stop();
+});
+
+t.test("callJson answers the output as JSON text: what call answers, serialized; undefined is null; errors as call's", async (t) => {
+  const host = newHost(join(dataDir, "json-text"));
+  await host.start();
+  const text = await callActorJson(host, Spy, "j", "stamp", { label: "first" });
+  t.type(text, "string");
+  t.same(JSON.parse(text), await callActor(host, Spy, "j", "stamp", { label: "second" }).then((stamps) => stamps.slice(0, 1)), "the first turn's stamps, as call would hand them over");
+  t.same(JSON.parse(await host.callJson("TestCounter", "j", "increment", { by: 2 })), await callActor(host, CounterActor, "j", "increment", { by: 0 }));
+  t.equal(await host.callJson("SpyActor", "j", "nothing"), "null", "an undefined output is null");
+  t.equal(await host.call("SpyActor", "j", "nothing"), undefined, "(call still answers undefined)");
+  await t.rejects(host.callJson("TestCounter", "j", "failAfterWrite", "taken"), { code: "conflict", status: 409, message: "taken" });
+  await host.stop();
+  await t.rejects(host.callJson("TestCounter", "j", "get"), { code: "service_unavailable" }, "refused after stop");
 });
 
 t.test("method errors reach the caller as they were thrown", async (t) => {
