@@ -47,33 +47,28 @@ export interface ActorHost {
   stop(): Promise<void>;
 }
 
-/**
- * Typed call through any host: the method name, its input (from the method's
- * input schema) and its output (from `run`) come from the definition (or a
- * reference to it, actorRef), so a misspelled field does not compile.
- */
-export async function callActor<S, I extends MethodInputs, O extends MethodOutputs<I>, K extends keyof I & string>(
-  host: ActorHost,
-  definition: ActorRef<S, I, O>,
-  id: string,
-  method: K,
-  input: z.input<I[K]>,
-  options?: CallOptions,
-): Promise<O[K]> {
-  return (await host.call(definition.type, id, method, input, options)) as O[K];
-}
-
 /** JSON text of a `T` (what callActorJson answers and `jsonText` answers with). */
 export type JsonText<T> = string & { readonly __jsonOf?: T };
 
-/** callActor for a caller that only forwards the output: its JSON text (ActorHost.callJson). */
-export async function callActorJson<S, I extends MethodInputs, O extends MethodOutputs<I>, K extends keyof I & string>(
+/**
+ * A typed call through any host: the method name, its input (from the
+ * method's input schema) and its output (from `run`) come from the
+ * definition (or a reference to it, actorRef), so a misspelled field does
+ * not compile. `As` says how the output comes back.
+ */
+type TypedCall<As extends "value" | "json"> = <S, I extends MethodInputs, O extends MethodOutputs<I>, K extends keyof I & string>(
   host: ActorHost,
   definition: ActorRef<S, I, O>,
   id: string,
   method: K,
   input: z.input<I[K]>,
   options?: CallOptions,
-): Promise<JsonText<O[K]>> {
-  return await host.callJson(definition.type, id, method, input, options);
-}
+) => Promise<As extends "json" ? JsonText<O[K]> : O[K]>;
+
+/** The output as a value (a copy: never the actor's own objects). */
+export const callActor: TypedCall<"value"> = async (host, definition, id, method, input, options) =>
+  // The host answers what the method's `run` returned; its type is the definition's.
+  (await host.call(definition.type, id, method, input, options)) as never;
+
+/** The output as JSON text, for a caller that only forwards it (ActorHost.callJson). */
+export const callActorJson: TypedCall<"json"> = (host, definition, id, method, input, options) => host.callJson(definition.type, id, method, input, options);

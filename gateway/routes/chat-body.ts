@@ -15,13 +15,13 @@
 import { z } from "zod";
 import { chatRequestSchema } from "../../providers/chat-request.ts";
 import { routingStrategySchema, type RoutingStrategy } from "../../providers/types.ts";
+import { isPlainRecord, plainTextMessages } from "../plain-body.ts";
 
 export const chatCompletionBodySchema = chatRequestSchema.extend({ stream: z.boolean().default(false) });
 export type ChatCompletionBody = z.infer<typeof chatCompletionBodySchema>;
 type Message = ChatCompletionBody["messages"][number];
 
 const bodyKeys = new Set(["messages", "model", "routing_strategy", "max_tokens", "temperature", "stream"]);
-const messageKeys = new Set(["role", "content", "id"]);
 const textRoles = new Set(["system", "user", "assistant"]);
 const strategies: ReadonlySet<string> = new Set(routingStrategySchema.options);
 
@@ -29,8 +29,9 @@ const strategies: ReadonlySet<string> = new Set(routingStrategySchema.options);
 export function plainChatBody(value: unknown, modelIds: ReadonlySet<string>): ChatCompletionBody | undefined {
   if (!isPlainRecord(value)) return undefined;
   for (const key of Object.keys(value)) if (!bodyKeys.has(key)) return undefined;
-  const messages = plainMessages(value["messages"]);
-  if (!messages) return undefined;
+  const plain = plainTextMessages(value["messages"], textRoles, "id");
+  if (!plain) return undefined;
+  const messages = plain.map(({ role, content, extra: id }) => (id === undefined ? { role, content } : { role, id, content }) as Message);
   const { model, routing_strategy: strategy = "auto", max_tokens: maxTokens, temperature, stream = false } = value;
   if (model !== undefined && model !== null && !(typeof model === "string" && modelIds.has(model))) return undefined;
   if (typeof strategy !== "string" || !strategies.has(strategy)) return undefined;
@@ -47,22 +48,4 @@ export function plainChatBody(value: unknown, modelIds: ReadonlySet<string>): Ch
   if (temperature !== undefined) body["temperature"] = temperature;
   body["stream"] = stream;
   return body as ChatCompletionBody;
-}
-
-function plainMessages(value: unknown): Message[] | undefined {
-  if (!Array.isArray(value) || value.length === 0) return undefined;
-  const messages: Message[] = [];
-  for (const item of value as unknown[]) {
-    if (!isPlainRecord(item)) return undefined;
-    for (const key of Object.keys(item)) if (!messageKeys.has(key)) return undefined;
-    const { role, content, id } = item;
-    if (typeof role !== "string" || !textRoles.has(role) || typeof content !== "string") return undefined;
-    if (id !== undefined && typeof id !== "string") return undefined;
-    messages.push((id === undefined ? { role, content } : { role, id, content }) as Message);
-  }
-  return messages;
-}
-
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

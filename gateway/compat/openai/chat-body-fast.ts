@@ -14,6 +14,7 @@
 // order included: test/gateway/compat/openai-chat-body-fast.test.ts compares
 // the two on generated bodies.
 import { routingStrategySchema } from "../../../providers/types.ts";
+import { isPlainRecord, plainTextMessages } from "../../plain-body.ts";
 import type { OpenAiChatRequest } from "./chat-request.ts";
 
 type Message = OpenAiChatRequest["messages"][number];
@@ -21,7 +22,6 @@ type Message = OpenAiChatRequest["messages"][number];
 /** The schema's key order (chat-request.ts), which its output keeps. */
 const bodyFields = ["model", "messages", "stream", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "user", "routing_strategy"] as const;
 const bodyKeys: ReadonlySet<string> = new Set(bodyFields);
-const messageKeys: ReadonlySet<string> = new Set(["role", "content", "name"]);
 const textRoles: ReadonlySet<string> = new Set(["system", "developer", "user", "assistant"]);
 const strategies: ReadonlySet<string> = new Set(routingStrategySchema.options);
 
@@ -47,8 +47,9 @@ export function plainOpenAiChatBody(value: unknown): OpenAiChatRequest | undefin
   if (!isPlainRecord(value)) return undefined;
   for (const key of Object.keys(value)) if (!bodyKeys.has(key)) return undefined;
   if (!("model" in value)) return undefined;
-  const messages = plainMessages(value["messages"]);
-  if (!messages) return undefined;
+  const plain = plainTextMessages(value["messages"], textRoles, "name");
+  if (!plain) return undefined;
+  const messages = plain.map(({ role, content, extra: name }) => (name === undefined ? { role, content } : { role, content, name }) as Message);
   const body: Record<string, unknown> = {};
   for (const field of bodyFields) {
     if (field === "messages") {
@@ -61,22 +62,4 @@ export function plainOpenAiChatBody(value: unknown): OpenAiChatRequest | undefin
     body[field] = fieldValue;
   }
   return body as OpenAiChatRequest;
-}
-
-function plainMessages(value: unknown): Message[] | undefined {
-  if (!Array.isArray(value) || value.length === 0) return undefined;
-  const messages: Message[] = [];
-  for (const item of value as unknown[]) {
-    if (!isPlainRecord(item)) return undefined;
-    for (const key of Object.keys(item)) if (!messageKeys.has(key)) return undefined;
-    const { role, content, name } = item;
-    if (typeof role !== "string" || !textRoles.has(role) || typeof content !== "string") return undefined;
-    if (name !== undefined && typeof name !== "string") return undefined;
-    messages.push((name === undefined ? { role, content } : { role, content, name }) as Message);
-  }
-  return messages;
-}
-
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -9,14 +9,15 @@ import { plainOpenAiChatBody } from "../../../gateway/compat/openai/chat-body-fa
 import { openAiChatRequestSchema } from "../../../gateway/compat/openai/chat-request.ts";
 import { modelNameSchema } from "../../../gateway/compat/openai/model-name.ts";
 import { seededRandom } from "../../support/seeded-random.ts";
+import { checkShortPath, generatedBody, pickWith, shuffledKeys, type FieldValues } from "../../support/short-path-check.ts";
 
 // The route's schema, as chat-route.ts declares it.
 const schema = openAiChatRequestSchema.extend({ model: modelNameSchema(Catalogue.load(), { category: "text" }) });
 const random = seededRandom(2027);
-const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
+const pick = pickWith(random);
 
 /** Per field: valid values, and values the schema refuses (picked one time in ten). */
-const fieldValues: Record<string, { valid: readonly unknown[]; invalid: readonly unknown[] }> = {
+const fieldValues: Record<string, FieldValues> = {
   model: { valid: ["gpt-4.1-mini", "troupe/auto", "any-name-at-all"], invalid: ["", 4, null] },
   stream: { valid: [true, false, null], invalid: ["true", 0] },
   temperature: { valid: [0, 0.7, 2, null], invalid: [2.01, -0.1, "1"] },
@@ -32,7 +33,6 @@ const fieldValues: Record<string, { valid: readonly unknown[]; invalid: readonly
   extra: { valid: [], invalid: [1, "x"] },
 };
 const rare = new Set(["stop", "tools", "n", "extra"]);
-const valueOf = ({ valid, invalid }: { valid: readonly unknown[]; invalid: readonly unknown[] }): unknown => (valid.length > 0 && random() < 0.9 ? pick(valid) : pick(invalid));
 
 function message(): unknown {
   const m: Record<string, unknown> = {};
@@ -47,41 +47,13 @@ function message(): unknown {
   if (random() < 0.02) m["tool_call_id"] = "call_1";
   if (random() < 0.02) m["refusal"] = null;
   if (random() < 0.01) m["id"] = "m1";
-  // Key order varies: the output's order is the schema's whatever the input's.
-  return Object.fromEntries(Object.entries(m).sort(() => random() - 0.5));
+  return shuffledKeys(random, m);
 }
 
-function body(): unknown {
-  const shape = random();
-  if (shape < 0.02) return pick([null, [], "text", 3]);
-  const b: Record<string, unknown> = {};
-  const count = random();
-  if (count < 0.95) b["messages"] = count < 0.03 ? [] : count < 0.05 ? "hi" : Array.from({ length: 1 + Math.floor(random() * 4) }, message);
-  for (const [field, values] of Object.entries(fieldValues)) {
-    const chance = field === "model" ? 0.97 : rare.has(field) ? 0.04 : 0.4;
-    if (random() < chance) b[field] = valueOf(values);
-  }
-  return Object.fromEntries(Object.entries(b).sort(() => random() - 0.5));
-}
+const body = (): unknown => generatedBody(random, message, fieldValues, (field) => (field === "model" ? 0.97 : rare.has(field) ? 0.04 : 0.4));
 
 t.test("on 20,000 generated bodies the short path answers what the schema parses, or leaves the body to it", async (t) => {
-  let short = 0;
-  let refusedBySchema = 0;
-  const wrong: string[] = [];
-  for (let i = 0; i < 20_000; i++) {
-    // Each path gets its own copy, as each request has its own parsed body.
-    const text = JSON.stringify(body());
-    const parsed = schema.safeParse(JSON.parse(text));
-    const fast = plainOpenAiChatBody(JSON.parse(text));
-    if (!parsed.success) refusedBySchema++;
-    if (fast === undefined) continue;
-    short++;
-    if (!parsed.success) wrong.push(`${text}: the schema refuses it, the short path answered ${JSON.stringify(fast)}`);
-    else if (JSON.stringify(fast) !== JSON.stringify(parsed.data)) wrong.push(`${text}: ${JSON.stringify(fast)} ≠ the schema's ${JSON.stringify(parsed.data)}`);
-  }
-  t.same(wrong.slice(0, 5), [], `no body where the two differ (${wrong.length} of 20,000)`);
-  t.ok(short > 1000, `the short path answered ${short} of 20,000 bodies`);
-  t.ok(refusedBySchema > 2000, `the schema refused ${refusedBySchema} of them`);
+  checkShortPath(t, 20_000, body, schema, plainOpenAiChatBody);
 });
 
 t.test("what an OpenAI SDK sends takes the short path; tools, parts and nulls go to the schema", async (t) => {

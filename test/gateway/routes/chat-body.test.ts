@@ -6,15 +6,16 @@ import t from "tap";
 import { Catalogue, modelIdSchema, withModel } from "../../../providers/catalogue.ts";
 import { chatCompletionBodySchema, plainChatBody } from "../../../gateway/routes/chat-body.ts";
 import { seededRandom } from "../../support/seeded-random.ts";
+import { checkShortPath, generatedBody, pickWith, shuffledKeys, type FieldValues } from "../../support/short-path-check.ts";
 
 const models = modelIdSchema(Catalogue.load(), { category: "text" });
 const schema = withModel(chatCompletionBodySchema, models.nullable().optional());
 const modelIds: ReadonlySet<string> = new Set(models.options);
 const random = seededRandom(27);
-const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
+const pick = pickWith(random);
 
 /** Per field: valid values, and values the schema refuses (picked one time in ten). */
-const fieldValues: Record<string, { valid: readonly unknown[]; invalid: readonly unknown[] }> = {
+const fieldValues: Record<string, FieldValues> = {
   model: { valid: ["gpt-4.1-mini", "gpt-4.1", "simulated-chat", null], invalid: ["", "no-such-model", "text-embedding-3-small", 4] },
   routing_strategy: { valid: ["auto", "manual", "cost", "latency"], invalid: ["fastest", null, 1] },
   max_tokens: { valid: [1, 256, 1_000_000, null], invalid: [0, 1_000_001, 2.5, -3, "5"] },
@@ -24,7 +25,6 @@ const fieldValues: Record<string, { valid: readonly unknown[]; invalid: readonly
   tool_choice: { valid: [null, "auto", "none"], invalid: ["sometimes"] },
   extra: { valid: [], invalid: [1, "x"] },
 };
-const valueOf = ({ valid, invalid }: { valid: readonly unknown[]; invalid: readonly unknown[] }): unknown => (valid.length > 0 && random() < 0.9 ? pick(valid) : pick(invalid));
 
 function message(): unknown {
   const m: Record<string, unknown> = {};
@@ -38,41 +38,13 @@ function message(): unknown {
   if (random() < 0.02) m["tool_call_id"] = "call_1";
   if (random() < 0.02) m["tool_calls"] = pick([null, []]);
   if (random() < 0.01) m["name"] = "n";
-  // Key order varies: the output's order is the schema's whatever the input's.
-  return Object.fromEntries(Object.entries(m).sort(() => random() - 0.5));
+  return shuffledKeys(random, m);
 }
 
-function body(): unknown {
-  const shape = random();
-  if (shape < 0.02) return pick([null, [], "text", 3]);
-  const b: Record<string, unknown> = {};
-  const count = random();
-  if (count < 0.95) b["messages"] = count < 0.03 ? [] : count < 0.05 ? "hi" : Array.from({ length: 1 + Math.floor(random() * 4) }, message);
-  for (const [field, values] of Object.entries(fieldValues)) {
-    const chance = field === "extra" || field === "tools" || field === "tool_choice" ? 0.04 : 0.5;
-    if (random() < chance) b[field] = valueOf(values);
-  }
-  return Object.fromEntries(Object.entries(b).sort(() => random() - 0.5));
-}
+const body = (): unknown => generatedBody(random, message, fieldValues, (field) => (field === "extra" || field === "tools" || field === "tool_choice" ? 0.04 : 0.5));
 
 t.test("on 20,000 generated bodies the short path answers what the schema parses, or leaves the body to it", async (t) => {
-  let short = 0;
-  let refusedBySchema = 0;
-  const wrong: string[] = [];
-  for (let i = 0; i < 20_000; i++) {
-    // Each path gets its own copy, as each request has its own parsed body.
-    const text = JSON.stringify(body());
-    const parsed = schema.safeParse(JSON.parse(text));
-    const fast = plainChatBody(JSON.parse(text), modelIds);
-    if (!parsed.success) refusedBySchema++;
-    if (fast === undefined) continue;
-    short++;
-    if (!parsed.success) wrong.push(`${text}: the schema refuses it, the short path answered ${JSON.stringify(fast)}`);
-    else if (JSON.stringify(fast) !== JSON.stringify(parsed.data)) wrong.push(`${text}: ${JSON.stringify(fast)} ≠ the schema's ${JSON.stringify(parsed.data)}`);
-  }
-  t.same(wrong.slice(0, 5), [], `no body where the two differ (${wrong.length} of 20,000)`);
-  t.ok(short > 1000, `the short path answered ${short} of 20,000 bodies`);
-  t.ok(refusedBySchema > 2000, `the schema refused ${refusedBySchema} of them`);
+  checkShortPath(t, 20_000, body, schema, (value) => plainChatBody(value, modelIds));
 });
 
 t.test("the common body takes the short path; tools, tool messages and nulls go to the schema", async (t) => {
