@@ -79,6 +79,10 @@ export function writeWhenCorkable(res: HttpResponse, state: { readonly aborted: 
     deferred -= 1;
     try {
       if (!state.aborted) write();
+    } catch (error) {
+      // Written at once, this error would have reached the request's pipeline, which logs it; here
+      // nothing awaits the write, and an exception thrown from an immediate would end the process.
+      process.emitWarning(`an answer written in the check phase failed: ${error instanceof Error ? error.message : String(error)}`, "TroupeDeferredWrite");
     } finally {
       if (deferred === 0) for (const w of idleWaiters.splice(0)) w();
     }

@@ -74,6 +74,21 @@ t.test("an answer whose client left while it waited is not written", async (t) =
   t.same(written, [], "uWS forbids touching an aborted response");
 });
 
+t.test("a waiting write that throws is reported as a warning, and the process goes on", async (t) => {
+  await checkPhase();
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning);
+  process.on("warning", onWarning);
+  t.teardown(() => process.off("warning", onWarning));
+  delivering(fakeResponse());
+  writeWhenCorkable(fakeResponse(), { aborted: false }, () => {
+    throw new Error("Invalid access of closed uWS.HttpResponse");
+  });
+  await deferredWritesDone();
+  await new Promise((resolve) => setImmediate(resolve));
+  t.match(warnings, [{ name: "TroupeDeferredWrite", message: "an answer written in the check phase failed: Invalid access of closed uWS.HttpResponse" }]);
+});
+
 t.test("deferredWritesDone resolves once every waiting answer is out", async (t) => {
   await checkPhase();
   const written: string[] = [];
