@@ -115,22 +115,18 @@ export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
 /** Writes what the handler answered: JSON (the fast path: one corked write), JSON text as it is, bytes, or nothing for a stream it already wrote. */
 function writeResult(res: HttpResponse, state: ResponseState, requestId: string, ctx: HandlerContext, result: RouteResult): void {
   if (result === streamed) return;
-  if ("jsonText" in result) {
-    if (!ctx.cookies) writeJson(res, state, result.status, requestId, result.jsonText);
-    else writeResponse(res, state, result.status, [["x-request-id", requestId], ["content-type", "application/json"], ...ctx.cookies.map((c): [string, string] => ["set-cookie", c])], result.jsonText);
-    return;
-  }
   if ("bytes" in result) {
     writeResponse(res, state, result.status, [["x-request-id", requestId], ["content-type", result.contentType]], result.bytes);
     return;
   }
-  if (!ctx.cookies && !result.headers && result.body !== undefined) {
-    writeJson(res, state, result.status, requestId, JSON.stringify(result.body));
+  const [body, extraHeaders] = "jsonText" in result ? [result.jsonText, undefined] : [result.body === undefined ? undefined : JSON.stringify(result.body), result.headers];
+  if (!ctx.cookies && !extraHeaders && body !== undefined) {
+    writeJson(res, state, result.status, requestId, body);
     return;
   }
   const headers: [string, string][] = [["x-request-id", requestId]];
-  if (result.body !== undefined) headers.push(["content-type", "application/json"]);
+  if (body !== undefined) headers.push(["content-type", "application/json"]);
   if (ctx.cookies) for (const c of ctx.cookies) headers.push(["set-cookie", c]);
-  if (result.headers) for (const [k, v] of Object.entries(result.headers)) headers.push([k, v]);
-  writeResponse(res, state, result.status, headers, result.body === undefined ? undefined : JSON.stringify(result.body));
+  if (extraHeaders) for (const [k, v] of Object.entries(extraHeaders)) headers.push([k, v]);
+  writeResponse(res, state, result.status, headers, body);
 }
