@@ -89,7 +89,7 @@ export class DaprActorHost implements ActorHost {
       clock: options.clock,
       ids: options.ids ?? randomIds,
       log: options.log,
-      call: (type, id, method, input) => this.invokeThroughDapr(type, id, method, input),
+      call: (type, id, method, input) => this.outputThroughDapr(type, id, method, input),
       setTimer: (type, id, s) => this.daprd.setTimer(type, id, s.name, s.dueMs, s.periodMs, { method: s.method, input: s.input }),
       clearTimer: (type, id, name) => this.daprd.clearTimer(type, id, name),
       setReminder: (type, id, s) => this.daprd.setReminder(type, id, s.name, s.dueMs, s.periodMs, { method: s.method, input: s.input }),
@@ -147,9 +147,7 @@ export class DaprActorHost implements ActorHost {
 
   async call(type: string, id: string, method: string, input?: unknown, options: CallOptions = {}): Promise<unknown> {
     if (this.phase !== "running") throw new TroupeError("service_unavailable", "The actor host is not running.", { retryAfterSeconds: 1 });
-    const text = await this.invokeThroughDapr(type, id, method, input, options.signal);
-    // The callback server answers an undefined output with an empty body.
-    return text === "" ? undefined : (JSON.parse(text) as unknown);
+    return this.outputThroughDapr(type, id, method, input, options.signal);
   }
 
   async callJson(type: string, id: string, method: string, input?: unknown, options: CallOptions = {}): Promise<string> {
@@ -225,6 +223,13 @@ export class DaprActorHost implements ActorHost {
     };
   }
 
+  /** A turn's output through daprd, parsed (the callback server answers an undefined output with an empty body). */
+  private async outputThroughDapr(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
+    const text = await this.invokeThroughDapr(type, id, method, input, signal);
+    return text === "" ? undefined : (JSON.parse(text) as unknown);
+  }
+
+  /** A turn's output through daprd, as daprd answered it (JSON text, or empty for undefined). */
   private async invokeThroughDapr(type: string, id: string, method: string, input: unknown, signal?: AbortSignal): Promise<string> {
     const text = this.tracing.enabled
       ? await this.tracing.inSpan(`actor call ${type}.${method}`, { kind: "client", attributes: actorSpanAttributes(type, id, method) }, () => {
