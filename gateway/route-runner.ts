@@ -119,7 +119,9 @@ function writeResult(res: HttpResponse, state: ResponseState, requestId: string,
     writeResponse(res, state, result.status, [["x-request-id", requestId], ["content-type", result.contentType]], result.bytes);
     return;
   }
-  const [body, extraHeaders] = "jsonText" in result ? [result.jsonText, undefined] : [result.body === undefined ? undefined : JSON.stringify(result.body), result.headers];
+  const isText = "jsonText" in result;
+  const body = isText ? result.jsonText : result.body === undefined ? undefined : JSON.stringify(result.body);
+  const extraHeaders = isText ? undefined : result.headers;
   if (!ctx.cookies && !extraHeaders && body !== undefined) {
     writeJson(res, state, result.status, requestId, body);
     return;
