@@ -13,6 +13,7 @@
 //   node bench/vectors.ts [--n 100000] [--queries 200] [--dims 768] [--k 10]
 //                         [--rate 50] [--hnsw-from-rows 20000] [--candidates 80] [--ef-search 128]
 //                         [--ef-sweep 256:160,512:320]  more ef_search:candidates pairs, measured on the saved graph
+//                         [--graph-m 16] [--graph-ef-construction 128]  the embedded graph's build parameters
 //                         [--batch 500] [--only embedded|elasticsearch]
 //                         [--num-candidates 100,200,400]  extra num_candidates to measure on the same ES index
 //                         [--m 16] [--ef-construction 100] ES HNSW build parameters
@@ -50,6 +51,8 @@ const { values: args } = parseArgs({
     candidates: { type: "string", default: String(defaultGraphSettings.candidates) },
     "ef-search": { type: "string", default: String(defaultGraphSettings.expansionSearch) },
     "ef-sweep": { type: "string", default: "" },
+    "graph-m": { type: "string", default: String(defaultGraphSettings.connectivity) },
+    "graph-ef-construction": { type: "string", default: String(defaultGraphSettings.expansionAdd) },
   },
 });
 const n = positiveInt("n", args.n);
@@ -69,6 +72,8 @@ const graph = {
   fromRows: positiveInt("hnsw-from-rows", args["hnsw-from-rows"]),
   candidates: positiveInt("candidates", args.candidates),
   expansionSearch: positiveInt("ef-search", args["ef-search"]),
+  connectivity: positiveInt("graph-m", args["graph-m"]),
+  expansionAdd: positiveInt("graph-ef-construction", args["graph-ef-construction"]),
 };
 // Search settings are not stored in a saved graph: each pair reopens the index, loading the graph built once.
 const efSweep = (args["ef-sweep"] ?? "")
@@ -263,7 +268,7 @@ async function benchEmbedded(corpus: Corpus): Promise<void> {
     const stats = exact.index.searchStats();
     await exact.index.close();
     log(`embedded (exact): ${stats.quantized} searches used int8 candidates + float32 rescoring, ${stats.fallbacks} fell back to a float32 pass`);
-    log(`embedded (HNSW): ${hnswStats.approximate} searches through the graph (M ${defaultGraphSettings.connectivity}, ef_construction ${defaultGraphSettings.expansionAdd}, ef_search ${graph.expansionSearch}, ${graph.candidates} candidates rescored in float32)`);
+    log(`embedded (HNSW): ${hnswStats.approximate} searches through the graph (M ${graph.connectivity}, ef_construction ${graph.expansionAdd}, ef_search ${graph.expansionSearch}, ${graph.candidates} candidates rescored in float32)`);
     report("embedded (exact)", { count: n, seconds: Number.NaN }, exactFigures, targets.embedded);
     report("embedded (HNSW)", { count: n, seconds: Number.NaN }, approximate, targets.embeddedHnsw);
     log(`| ${n} × ${dimensions} | recall@${k} | p50 | p99 (at ${queriesPerSecond} q/s) |`);
