@@ -81,6 +81,27 @@ function heldNow(held: Map<string, Held>, nowMs: number): number {
   return reserved;
 }
 
+/** A key's or environment's usage to date, as one append adds it up. */
+function addUse(users: Map<string, Counts>, user: string, r: UsageRecord): void {
+  const use = countsOf(users, user);
+  use.c += r.cost_nanos;
+  use.n += 1;
+  if (use.last < r.created_at) use.last = r.created_at;
+}
+
+const noOverwrite = { noOverwrite: true } as const;
+
+/**
+ * Writes `value` unless `key` holds one: false when it does. lmdb-js's
+ * putSync answers that boolean (its README: "putSync(...): boolean"; with
+ * noOverwrite, false on MDB_KEYEXIST), though its typings say void.
+ */
+function putIfAbsent<V>(db: Database<V, string>, key: string, value: V): boolean {
+  return (db.putSync as unknown as PutSyncAnswering<V>).call(db, key, value, noOverwrite) === true;
+}
+
+type PutSyncAnswering<V> = (this: Database<V, string>, key: string, value: V, options: typeof noOverwrite) => unknown;
+
 export class EmbeddedLedgerStore implements LedgerStore {
   readonly kind = "embedded" as const;
   private readonly root: RootDatabase;
@@ -161,11 +182,15 @@ export class EmbeddedLedgerStore implements LedgerStore {
     return this.slots[current] as Database<CompactEntry, string>;
   }
 
-  /** The entry of a usage key in a live generation that may hold a call made at `createdAt` (GenerationSlots.mayHold). */
-  private billed(id: string, createdAt: string): boolean {
-    const createdAtMs = Date.parse(createdAt);
+  /**
+   * Whether a live generation other than the current one holds a usage key
+   * for a call made at `createdAtMs` (GenerationSlots.mayHold; usually none
+   * may). The current generation's check is the append's no-overwrite put.
+   */
+  private billedEarlier(id: string, createdAtMs: number, current: Database<CompactEntry, string>): boolean {
     for (let i = 0; i < this.slots.length; i++) {
-      if (this.generations.mayHold(i, createdAtMs) && this.slots[i]?.get(id) !== undefined) return true;
+      const slot = this.slots[i];
+      if (slot !== current && this.generations.mayHold(i, createdAtMs) && slot?.get(id) !== undefined) return true;
     }
     return false;
   }
@@ -194,27 +219,34 @@ export class EmbeddedLedgerStore implements LedgerStore {
   /** The body of an append's transaction: entries of the records not billed yet, then each counter once. */
   private appendInTransaction(records: UsageRecord[], slot: Database<CompactEntry, string>, alerts: BudgetAlert[]): void {
     const rows = new Map<string, Counts>();
+    /** `<dimension id>\t<day>` → its aggregate field: built once per append, not per record. */
+    const fields = new Map<string, string>();
     const users = new Map<string, Counts>();
     const spend = new Map<string, { record: UsageRecord; period: string; nanos: number }>();
     let added = 0;
     for (const r of records) {
       const id = `${r.project_id}\n${r.usage_key}`;
-      if (this.billed(id, r.created_at)) continue;
-      slot.putSync(id, compactEntry(r, this.dimensionOf(r)));
+      if (this.billedEarlier(id, Date.parse(r.created_at), slot)) continue;
+      const dimension = this.dimensionOf(r);
+      // No overwrite: false when the current generation holds the usage key already (one B-tree
+      // search for the idempotency check and the write together).
+      if (!putIfAbsent(slot, id, compactEntry(r, dimension))) continue;
       added += 1;
       const period = periodOf(r.created_at);
-      const row = countsOf(rows, `agg\t${r.project_id}\t${period}\t${rowKey(r)}`);
+      const fieldId = `${dimension}\t${r.created_at.slice(0, 10)}`;
+      let field = fields.get(fieldId);
+      if (field === undefined) {
+        field = `agg\t${r.project_id}\t${period}\t${rowKey(r)}`;
+        fields.set(fieldId, field);
+      }
+      const row = countsOf(rows, field);
       row.c += r.cost_nanos;
       row.i += r.input_tokens;
       row.o += r.output_tokens;
       row.u += unitsMicro(r);
       row.n += 1;
-      for (const user of [r.api_key_id, r.environment_id]) {
-        const use = countsOf(users, user);
-        use.c += r.cost_nanos;
-        use.n += 1;
-        if (use.last < r.created_at) use.last = r.created_at;
-      }
+      addUse(users, r.api_key_id, r);
+      addUse(users, r.environment_id, r);
       if (r.live) {
         const spentKey = `spent\t${r.project_id}\t${period}`;
         const spent = spend.get(spentKey);

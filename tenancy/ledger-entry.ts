@@ -49,7 +49,7 @@ export type CompactEntry = [number, number, number, number, number, number, numb
 
 /** A dimension's identity within its project (tabs never occur in ids or model names). */
 export function dimensionKey(r: UsageRecord): string {
-  return [r.organization_id, r.environment_id, r.api_key_id, r.live ? "1" : "0", r.category, r.model, r.provider].join("\t");
+  return `${r.organization_id}\t${r.environment_id}\t${r.api_key_id}\t${r.live ? "1" : "0"}\t${r.category}\t${r.model}\t${r.provider}`;
 }
 
 export function parseDimensionKey(projectId: string, key: string): Dimension {
