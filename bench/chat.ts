@@ -277,8 +277,15 @@ async function orchestrate(): Promise<void> {
     console.log(`\nfixed rate: ${rate} req/s, ${rounds} rounds of ${seconds} s per target (open loop, latency from scheduled start)`);
     const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const errors = new Map<string, number>(targets.map((t) => [t.name, 0]));
-    await inRotatingRounds(targets, rounds, (t) => {
+    // The metrics-on Troupe's own runtime in its rounds (GC pauses, event-loop delay): what its tail is made of.
+    const { describeWindows, scrapeRuntime, windowBetween } = await import("./lib/runtime-window.ts");
+    const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    const runtimeWindows: import("./lib/runtime-window.ts").RuntimeWindow[] = [];
+    await inRotatingRounds(targets, rounds, async (t) => {
+      const before = t.port === troupeMetrics.port ? await scrapeRuntime(metricsUrl) : undefined;
       const r = fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
+      // The window holds the load generator's 1 s warm-up too (the same rate, unrecorded).
+      if (before) runtimeWindows.push(windowBetween(before, await scrapeRuntime(metricsUrl), seconds + 1));
       latencies.get(t.name)!.push(...r.latenciesMs);
       errors.set(t.name, errors.get(t.name)! + r.errors);
     });
@@ -293,6 +300,8 @@ async function orchestrate(): Promise<void> {
       const s = fixed[t.name]!;
       console.log(`  added by ${t.name.padEnd(32)} p50 ${fmt(s.p50 - direct.p50, 3)} ms  p99 ${fmt(s.p99 - direct.p99, 3)} ms`);
     }
+
+    console.log(`  Troupe + metrics, its runtime in its rounds: ${describeWindows(runtimeWindows)}`);
 
     // Scraped right after the load: what the metrics-on Troupe recorded.
     const scraped = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
