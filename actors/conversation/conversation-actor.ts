@@ -1,7 +1,7 @@
 // ConversationActor: one per conversation id. Thin by design (an actor holds state and transitions; the work it calls is injected):
 // state shape and transitions; the model loop lives in turn-loop.ts. Every
 // method checks the caller's organization, so another tenant's id is 404.
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { payerSchema, type Payer, type UsageFigures } from "../../providers/usage.ts";
 import type { EmbeddingUsage } from "../../vectors/org-index.ts";
 import { z } from "zod";
@@ -73,9 +73,10 @@ const RESUME_RETRY_MS = 60_000;
 const handledCallsKept = 32;
 
 /** The call's fingerprint, or undefined without a request id (nothing to recognise a repeat by). */
-function callFingerprint(requestId: string, input: unknown): string | undefined {
+export function callFingerprint(requestId: string, input: unknown): string | undefined {
   if (requestId === "") return undefined;
-  return createHash("sha256").update(requestId).update("\u0000").update(JSON.stringify(input)).digest("base64url").slice(0, 22);
+  // One-shot: the same digest as hashing the three parts in turn, without a Hash object per turn.
+  return hash("sha256", `${requestId}\u0000${JSON.stringify(input)}`, "base64url").slice(0, 22);
 }
 
 /** What the helpers below use of a turn's context (any method's ctx fits). */
