@@ -2,7 +2,7 @@
 // process, in Crockford base32 with the time first; prefixed ids; UUIDs.
 import t from "tap";
 import { decodeTime, isValid } from "ulid";
-import { prefixedId, secretToken, ulid, uuid } from "../../core/ids.ts";
+import { pooledRandomFraction, prefixedId, secretToken, ulid, uuid } from "../../core/ids.ts";
 
 const ulidFormat = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 
@@ -39,4 +39,23 @@ t.test("prefixed ids, UUIDs and secret tokens", async (t) => {
   t.match(uuid(), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   t.match(secretToken(), /^[A-Za-z0-9_-]{43}$/, "256 bits in base64url");
   t.match(secretToken(128), /^[A-Za-z0-9_-]{22}$/);
+});
+
+t.test("ids made in different milliseconds differ in their random part, whose characters are spread evenly", async (t) => {
+  // Later than any id made before in this process (earlier tests use the real clock), so each is a fresh draw, not an increment.
+  const start = Date.UTC(2099, 0, 1);
+  // 600 ids x 16 characters: more bytes than one 4 KiB pool holds, so the pool is refilled on the way.
+  const randomParts = Array.from({ length: 600 }, (_, i) => ulid(start + i * 1000).slice(10));
+  t.equal(new Set(randomParts).size, randomParts.length, "no random part repeats");
+  const counts = new Map<string, number>();
+  for (const char of randomParts.join("")) counts.set(char, (counts.get(char) ?? 0) + 1);
+  t.equal(counts.size, 32, "every base32 character occurs");
+  // 9,600 characters over 32: 300 each expected; a draw outside 200-400 is astronomically unlikely for a uniform source.
+  t.ok([...counts.values()].every((n) => n > 200 && n < 400), `each character 200-400 times: ${[...counts.values()].join(", ")}`);
+});
+
+t.test("the pooled fractions are bytes over 256: in [0, 1), on a 1/256 grid", async (t) => {
+  const fractions = Array.from({ length: 5000 }, () => pooledRandomFraction());
+  t.ok(fractions.every((f) => f >= 0 && f < 1 && Number.isInteger(f * 256)));
+  t.ok(new Set(fractions).size > 200, "nearly all 256 values occur");
 });
