@@ -1,13 +1,17 @@
 // Troupe's chat result in OpenAI's exact `chat.completion` shape, and the
 // pieces the streamed `chat.completion.chunk`s share with it (ids, finish
 // reasons, usage, tool calls with their arguments as JSON strings).
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { ulid } from "../../../core/ids.ts";
 import type { ChatResult, FinishReason, ToolCall } from "../../../providers/types.ts";
 
-/** `chatcmpl-` and 24 random base62-ish characters, as OpenAI's ids look. */
+/**
+ * `chatcmpl-` and a ULID (26 alphanumerics, unique and time-ordered, as the
+ * Anthropic mount's `msg_` ids): ~0.6 µs, where 18 fresh random bytes cost
+ * ~3 µs a call on the hot path.
+ */
 export function completionId(): string {
-  return `chatcmpl-${randomBytes(18).toString("base64url").replace(/[-_]/g, "x")}`;
+  return `chatcmpl-${ulid()}`;
 }
 
 /** OpenAI has no `error` finish reason: a call that ended on an upstream error is reported as stopped. */
