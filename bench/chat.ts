@@ -23,12 +23,13 @@
 // budget (tenancy/budget-leases.ts): a ledger step per lease (about one a
 // second), not two per call as before.
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--baseline=DIR] [--ledger-here] [--redis=URL]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--semi-space=MiB] [--baseline=DIR] [--ledger-here] [--redis=URL]
 // (--seconds: per round, at the fixed rate and at saturation; --rounds: rounds of each.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // One more Troupe side by side with the default, so a cost shows in one run:
 // --usage-off without the usage sink; --no-journal with no usage journal;
 // --ledger-here with the embedded ledger on its event loop, not its thread;
+// --semi-space=MiB with V8's --max-semi-space-size at that (young-generation GC);
 // --baseline=DIR started from another checkout's bench/chat.ts (e.g.
 // `git worktree add /tmp/old <commit>`, node_modules linked): that commit.
 // "Troupe, /openai/v1" calls the same Troupe through the OpenAI-compatible
@@ -229,6 +230,11 @@ async function orchestrate(): Promise<void> {
     const usageOffKey = troupeUsageOff ? await (await liveKeyFor(`http://127.0.0.1:${troupeUsageOff.port}`)).project(undefined) : "";
     const troupeNoJournal = args.has("no-journal") ? await start({ ...troupeEnv, BENCH_NO_JOURNAL: "1" }) : undefined;
     const noJournalKey = troupeNoJournal ? await (await liveKeyFor(`http://127.0.0.1:${troupeNoJournal.port}`)).project(undefined) : "";
+    // --semi-space=MiB: one more Troupe whose V8 young generation may grow to that size (fewer scavenges).
+    const semiSpace = args.get("semi-space");
+    if (semiSpace !== undefined && !(Number.isInteger(Number(semiSpace)) && Number(semiSpace) > 0)) throw new Error(`--semi-space must be a whole number of MiB, got ${semiSpace}`);
+    const troupeSemiSpace = semiSpace ? await start({ ...troupeEnv, NODE_OPTIONS: `${process.env["NODE_OPTIONS"] ?? ""} --max-semi-space-size=${Number(semiSpace)}` }) : undefined;
+    const semiSpaceKey = troupeSemiSpace ? await (await liveKeyFor(`http://127.0.0.1:${troupeSemiSpace.port}`)).project(undefined) : "";
 
     const baselineDir = args.get("baseline");
     const troupeBaseline = baselineDir ? await startChildServer(join(baselineDir, "bench", "chat.ts"), troupeEnv) : undefined;
@@ -262,6 +268,7 @@ async function orchestrate(): Promise<void> {
       ...(troupeLedgerHere ? [{ name: "Troupe, ledger on event loop", port: troupeLedgerHere.port, spec: spec(false, true, ledgerHereKey) }] : []),
       ...(troupeUsageOff ? [{ name: "Troupe, usage off", port: troupeUsageOff.port, spec: spec(false, true, usageOffKey) }] : []),
       ...(troupeNoJournal ? [{ name: "Troupe, no usage journal", port: troupeNoJournal.port, spec: spec(false, true, noJournalKey) }] : []),
+      ...(troupeSemiSpace ? [{ name: `Troupe, semi-space ${semiSpace} MiB`, port: troupeSemiSpace.port, spec: spec(false, true, semiSpaceKey) }] : []),
       ...(troupeBaseline ? [{ name: "Troupe, baseline", port: troupeBaseline.port, spec: spec(false, true, baselineKey) }] : []),
     ];
     // Sanity: Troupe really answers through the upstream.
