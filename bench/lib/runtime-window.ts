@@ -7,6 +7,7 @@
 // bench:chat prints them beside the fixed-rate tail, so a p99 can be told
 // apart: a pause of Troupe's own (GC, a long task) shows in these figures,
 // queueing for a CPU on a busy machine does not.
+import { get } from "node:http";
 
 export interface GcKind {
   count: number;
@@ -62,10 +63,22 @@ export function parseRuntime(text: string): RuntimeSnapshot {
   return { gc, loopDelayP99Ms, loopDelayMaxMs };
 }
 
-export async function scrapeRuntime(metricsUrl: string): Promise<RuntimeSnapshot> {
-  const response = await fetch(metricsUrl);
-  if (!response.ok) throw new Error(`${metricsUrl} answered ${response.status}`);
-  return parseRuntime(await response.text());
+/**
+ * One scrape on a connection of its own: scrapes come seconds apart, longer
+ * than the metrics listener keeps an idle connection, and a pooled one it
+ * has closed fails the request ("other side closed").
+ */
+export function scrapeRuntime(metricsUrl: string): Promise<RuntimeSnapshot> {
+  return new Promise((resolve, reject) => {
+    const request = get(metricsUrl, { agent: false }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (text += chunk));
+      response.on("end", () => (response.statusCode === 200 ? resolve(parseRuntime(text)) : reject(new Error(`${metricsUrl} answered ${response.statusCode}`))));
+      response.on("error", reject);
+    });
+    request.on("error", reject);
+  });
 }
 
 /** The window between two scrapes: GC counters' differences; the delay as scraped at its end. */
