@@ -82,6 +82,19 @@ const envSchema = z.object({
    * 0 = always exact. 20,000: the measured setting (bench:vectors).
    */
   VECTOR_HNSW_FROM_ROWS: int(0, 1_000_000_000).default(20_000),
+  /**
+   * Embedded index graphs' links per node (HNSW M). A graph saved with
+   * another M is rebuilt at the next start, on the graph thread. 32 (with
+   * ef_construction 256) is what reached recall@10 0.97 at 1,000,000 × 768
+   * (docs/benchmarks.md); 16 builds in half the time.
+   */
+  VECTOR_HNSW_M: int(4, 64).default(16),
+  /** Embedded graphs' candidate list while inserting (ef_construction): quality of the links made from now on. */
+  VECTOR_HNSW_EF_CONSTRUCTION: int(16, 2048).default(128),
+  /** Embedded graphs' candidate list while searching (ef_search): recall against latency. */
+  VECTOR_HNSW_EF_SEARCH: int(10, 4096).default(128),
+  /** Candidates a search takes from an embedded graph and rescores in float32 (at least k). */
+  VECTOR_HNSW_CANDIDATES: int(10, 4096).default(80),
 
   DAPR_HOST: z.string().default("127.0.0.1"),
   DAPR_HTTP_PORT: int(1, 65535).default(3500),
@@ -233,6 +246,12 @@ export function loadConfig(env: RawEnv = process.env) {
       elasticsearchIndex: e.ELASTICSEARCH_INDEX,
       indexModel: e.EMBEDDING_INDEX_MODEL,
       hnswFromRows: e.VECTOR_HNSW_FROM_ROWS,
+      hnswGraph: {
+        connectivity: e.VECTOR_HNSW_M,
+        expansionAdd: e.VECTOR_HNSW_EF_CONSTRUCTION,
+        expansionSearch: e.VECTOR_HNSW_EF_SEARCH,
+        candidates: e.VECTOR_HNSW_CANDIDATES,
+      },
       limits: {
         contentMaxBytes: e.VECTOR_CONTENT_MAX_BYTES,
         metadataMaxBytes: e.VECTOR_METADATA_MAX_BYTES,

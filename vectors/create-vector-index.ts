@@ -19,7 +19,7 @@ export interface VectorIndexDeps {
 
 /** `indexModel`: the model the index is built with (gateway/index-model.ts resolves it when unset). */
 export async function createVectorIndex(
-  config: Omit<VectorsConfig, "indexModel" | "hnswFromRows"> & { indexModel: string; hnswFromRows?: number },
+  config: Omit<VectorsConfig, "indexModel" | "hnswFromRows" | "hnswGraph"> & { indexModel: string; hnswFromRows?: number; hnswGraph?: VectorsConfig["hnswGraph"] },
   deps: VectorIndexDeps,
 ): Promise<VectorIndex> {
   const logger = deps.logger?.child({ component: "vectors" });
@@ -32,6 +32,6 @@ export async function createVectorIndex(
   return new EmbeddedVectorIndex({
     ...options,
     directory: join(deps.dataDir, "vectors"),
-    ...(config.hnswFromRows === undefined ? {} : { graph: { fromRows: config.hnswFromRows } }),
+    graph: { ...config.hnswGraph, ...(config.hnswFromRows === undefined ? {} : { fromRows: config.hnswFromRows }) },
   });
 }
