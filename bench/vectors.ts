@@ -18,8 +18,10 @@
 //                         [--num-candidates 100,200,400]  extra num_candidates to measure on the same ES index
 //                         [--m 16] [--ef-construction 100] ES HNSW build parameters
 //                         [--keep-index] [--reuse-index NAME]  keep the ES index / measure a kept one again
+//                         [--keep-dir DIR] [--reuse-dir DIR]  build the embedded index in DIR and keep it / measure a kept
+//                                                             one again without rebuilding (same --n and --graph-m)
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -43,6 +45,8 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     "keep-index": { type: "boolean", default: false },
     "reuse-index": { type: "string" },
+    "keep-dir": { type: "string" },
+    "reuse-dir": { type: "string" },
     "num-candidates": { type: "string", default: "" },
     m: { type: "string", default: "16" },
     "ef-construction": { type: "string", default: "100" },
@@ -209,42 +213,30 @@ function report(backend: string, indexed: { count: number; seconds: number }, se
   );
 }
 
+// Where the embedded index lives: a fresh temporary directory (removed at the
+// end), an empty --keep-dir (kept), or a --reuse-dir kept by an earlier run
+// (measured without rebuilding: a million-vector graph takes about an hour).
+async function embeddedDirectory(): Promise<{ directory: string; reused: boolean; kept: boolean }> {
+  const reuse = args["reuse-dir"];
+  if (reuse !== undefined) return { directory: reuse, reused: true, kept: true };
+  const keep = args["keep-dir"];
+  if (keep === undefined) return { directory: await mkdtemp(join(tmpdir(), "troupe-bench-vectors-")), reused: false, kept: false };
+  await mkdir(keep, { recursive: true });
+  if ((await readdir(keep)).length > 0) throw new Error(`--keep-dir ${keep} is not empty: measure it with --reuse-dir, or remove it`);
+  return { directory: keep, reused: false, kept: true };
+}
+
 async function benchEmbedded(corpus: Corpus): Promise<void> {
-  const directory = await mkdtemp(join(tmpdir(), "troupe-bench-vectors-"));
-  const open = async (graphSettings: Partial<typeof graph>): Promise<{ index: EmbeddedVectorIndex; seconds: number }> => {
+  const { directory, reused, kept } = await embeddedDirectory();
+  const open: OpenEmbedded = async (graphSettings) => {
     const startedMs = performance.now();
     const index = new EmbeddedVectorIndex({ directory, model, dimensions, limits, graph: graphSettings });
     await index.open();
     return { index, seconds: (performance.now() - startedMs) / 1000 };
   };
   try {
-    const { index } = await open(graph);
-    // The gateway's concern while a graph is built: how long the event loop stalls (graph inserts run on their own thread).
-    const loopDelay = monitorEventLoopDelay({ resolution: 5 });
-    loopDelay.enable();
-    const startedMs = performance.now();
-    for (let from = 0; from < n; from += 1000) {
-      await index.add(records(corpus, from, Math.min(n, from + 1000)));
-      // Progress on long builds (a million vectors takes many minutes on a busy machine).
-      if ((from + 1000) % 100_000 === 0 && from + 1000 < n) {
-        const insertSeconds = index.searchStats().graphInsertMs / 1000;
-        log(`embedded: … ${from + 1000} indexed after ${seconds(startedMs)} s (HNSW inserts ${insertSeconds.toFixed(0)} s), RSS ${mib(process.memoryUsage().rss)} MiB`);
-      }
-    }
-    const indexSeconds = (performance.now() - startedMs) / 1000;
-    await index.graphsSettled();
-    const settledSeconds = (performance.now() - startedMs) / 1000;
-    loopDelay.disable();
-    const graphSeconds = index.searchStats().graphInsertMs / 1000;
-    await index.add(otherRecords(corpus));
-    const rssAfterBuild = process.memoryUsage().rss;
-    const closeStartedMs = performance.now();
-    await index.close();
-    log(`embedded: indexed ${n} in ${indexSeconds.toFixed(1)} s (${Math.round(n / indexSeconds)} vectors/s), HNSW inserts (graph thread) ${graphSeconds.toFixed(1)} s; close (saves the graph) ${seconds(closeStartedMs)} s`);
-    log(
-      `embedded: graphs complete ${settledSeconds.toFixed(1)} s after the first add; event loop delay while indexing and building: max ${(loopDelay.max / 1e6).toFixed(1)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, mean ${(loopDelay.mean / 1e6).toFixed(1)} ms`,
-    );
-    log(`embedded: RSS after the build ${mib(rssAfterBuild)} MiB (the bench's own corpus and truth are ${mib(corpus.data.vectors.byteLength + corpus.other.vectors.byteLength)} MiB of it)`);
+    if (reused) log(`embedded: measuring the index kept in ${directory} (no build)`);
+    else await buildEmbedded(corpus, open);
 
     const hnsw = await open(graph);
     const loaded = hnsw.index.graphOpenStats;
@@ -275,8 +267,41 @@ async function benchEmbedded(corpus: Corpus): Promise<void> {
     log(`| exact | ${exactFigures.recall.toFixed(4)} | ${exactFigures.p50Ms.toFixed(2)} ms | ${exactFigures.p99Ms.toFixed(2)} ms |`);
     log(`| HNSW | ${approximate.recall.toFixed(4)} | ${approximate.p50Ms.toFixed(2)} ms | ${approximate.p99Ms.toFixed(2)} ms |`);
   } finally {
-    await rm(directory, { recursive: true, force: true });
+    if (kept) log(`embedded: index kept in ${directory}; measure it again with --reuse-dir ${directory}`);
+    else await rm(directory, { recursive: true, force: true });
   }
+}
+
+type OpenEmbedded = (graphSettings: Partial<typeof graph>) => Promise<{ index: EmbeddedVectorIndex; seconds: number }>;
+
+async function buildEmbedded(corpus: Corpus, open: OpenEmbedded): Promise<void> {
+  const { index } = await open(graph);
+  // The gateway's concern while a graph is built: how long the event loop stalls (graph inserts run on their own thread).
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
+  const startedMs = performance.now();
+  for (let from = 0; from < n; from += 1000) {
+    await index.add(records(corpus, from, Math.min(n, from + 1000)));
+    // Progress on long builds (a million vectors takes many minutes on a busy machine).
+    if ((from + 1000) % 100_000 === 0 && from + 1000 < n) {
+      const insertSeconds = index.searchStats().graphInsertMs / 1000;
+      log(`embedded: … ${from + 1000} indexed after ${seconds(startedMs)} s (HNSW inserts ${insertSeconds.toFixed(0)} s), RSS ${mib(process.memoryUsage().rss)} MiB`);
+    }
+  }
+  const indexSeconds = (performance.now() - startedMs) / 1000;
+  await index.graphsSettled();
+  const settledSeconds = (performance.now() - startedMs) / 1000;
+  loopDelay.disable();
+  const graphSeconds = index.searchStats().graphInsertMs / 1000;
+  await index.add(otherRecords(corpus));
+  const rssAfterBuild = process.memoryUsage().rss;
+  const closeStartedMs = performance.now();
+  await index.close();
+  log(`embedded: indexed ${n} in ${indexSeconds.toFixed(1)} s (${Math.round(n / indexSeconds)} vectors/s), HNSW inserts (graph thread) ${graphSeconds.toFixed(1)} s; close (saves the graph) ${seconds(closeStartedMs)} s`);
+  log(
+    `embedded: graphs complete ${settledSeconds.toFixed(1)} s after the first add; event loop delay while indexing and building: max ${(loopDelay.max / 1e6).toFixed(1)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms, mean ${(loopDelay.mean / 1e6).toFixed(1)} ms`,
+  );
+  log(`embedded: RSS after the build ${mib(rssAfterBuild)} MiB (the bench's own corpus and truth are ${mib(corpus.data.vectors.byteLength + corpus.other.vectors.byteLength)} MiB of it)`);
 }
 
 function mib(bytes: number): number {
