@@ -44,6 +44,8 @@
 //        --no-cordon (the replica stays in the front's endpoints while it stops: fails the audit)
 //        --order=app-first|daprd-first|together (which process gets SIGTERM first)
 //        --handoff-ms=3000 (the replicas' ACTOR_HANDOFF_MS; 0 shows what it buys)
+//        --down-s=0 (how long a stopped replica stays down before its new pod starts, as on a slow
+//        reschedule: the other daprds' connections to its address back off meanwhile)
 import { mkdtempSync, rmSync } from "node:fs";
 import { z } from "zod";
 import { tmpdir } from "node:os";
@@ -67,6 +69,7 @@ const conversations = num("conversations", 24);
 const thinkMs = num("think-ms", 20);
 const settleMs = num("settle-s", 3) * 1000;
 const drainMs = args.has("no-drain") ? 0 : num("drain-s", 5) * 1000;
+const downMs = num("down-s", 0) * 1000;
 /** Which process gets SIGTERM first: the app (it drains, hands its actors off, exits; then daprd), daprd, or both at once. */
 const order = z.enum(["app-first", "daprd-first", "together"]).parse(args.get("order") ?? "app-first");
 const recoveryLimitMs = 10_000;
@@ -198,6 +201,7 @@ async function run(): Promise<number> {
     row.stoppedAtMs = Date.now();
     row.hostedAtStop = hostedAtStop.size;
     handovers.push({ replica: i, kind: "stop", fromMs: stopStart, toMs: row.stoppedAtMs, hosted: hostedAtStop });
+    if (downMs > 0) await sleep(downMs);
     // 4. The new pod: same ports and data directory.
     const startAt = Date.now();
     await cluster.startReplica(i);

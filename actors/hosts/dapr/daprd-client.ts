@@ -5,7 +5,7 @@
 // host keeps their number per turn at the minimum.
 import { Pool } from "undici";
 import { parseVersioned, versionedJson } from "../../../core/schema-version.ts";
-import { daprMetadata, errorFromResponse, goDuration, type DaprMetadata, type ScheduledCall } from "./wire.ts";
+import { daprMetadata, errorFromResponse, goDuration, isUndeliveredActorCall, type DaprMetadata, type ScheduledCall } from "./wire.ts";
 
 /** The single state key an actor's whole state lives under. */
 export const stateKey = "state";
@@ -29,6 +29,17 @@ const jsonHeaders = { "content-type": "application/json" };
  * instead of failing it. Safe to repeat: a write upserts the whole state.
  */
 const stateRetryWindowMs = 10_000;
+/**
+ * How long an actor call is sent again while daprd answers that it could not
+ * deliver it (isUndeliveredActorCall). daprd's own retries last ~5 s on one
+ * cached gRPC connection per address; after a replica was down a while, that
+ * connection sits in gRPC's growing reconnect backoff, so a replica restarted
+ * at the same address (a container restarted in its pod) is ready before
+ * daprd tries it again: found by `npm run rolling-restart` after a 13-second
+ * stop. Repeating is what daprd itself does for these answers, and a turn
+ * carries a request id the conversation recognises if it ran after all.
+ */
+const undeliveredCallRetryWindowMs = 10_000;
 
 export class DaprdClient {
   private readonly pool: Pool;
@@ -74,14 +85,22 @@ export class DaprdClient {
 
   /**
    * Invokes an actor method; the returned text is the method's JSON output
-   * (empty for undefined). `headers` carry the W3C trace context, which
-   * daprd forwards to the replica hosting the actor.
+   * (empty for undefined). Sent again, with backoff (250 ms doubling to 1 s),
+   * while daprd could not deliver it, within undeliveredCallRetryWindowMs.
+   * `headers` carry the W3C trace context, which daprd forwards to the
+   * replica hosting the actor.
    */
   async invoke(type: string, id: string, method: string, input: unknown, signal?: AbortSignal, headers?: Record<string, string>): Promise<string> {
     const body = input === undefined ? "" : JSON.stringify(input);
-    const reply = await this.send("PUT", `${actorPath(type, id)}/method/${encodeURIComponent(method)}`, body, signal, headers);
-    if (reply.status >= 300) throw errorFromResponse(reply.status, reply.text, `call ${type}.${method}`);
-    return reply.text;
+    const path = `${actorPath(type, id)}/method/${encodeURIComponent(method)}`;
+    const deadline = Date.now() + undeliveredCallRetryWindowMs;
+    for (let delayMs = 250; ; delayMs = Math.min(delayMs * 2, 1_000)) {
+      signal?.throwIfAborted();
+      const reply = await this.send("PUT", path, body, signal, headers);
+      if (reply.status < 300) return reply.text;
+      if (!isUndeliveredActorCall(reply.status, reply.text) || Date.now() + delayMs > deadline) throw errorFromResponse(reply.status, reply.text, `call ${type}.${method}`);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
   }
 
   /** The actor's stored state migrated to today's schema version, or undefined when it has none yet. */

@@ -48,6 +48,19 @@ export function errorToWire(error: unknown): { status: number; body: WireError }
 const daprError = z.object({ errorCode: z.string().optional(), message: z.string().optional() });
 
 /**
+ * daprd could not deliver an actor call: after its own retries, the address
+ * placement names for the actor still refused it ("failed to invoke target
+ * <address> after 5 retries": unavailable, the actor moved, or placement
+ * disseminating; dapr pkg/actors/router). Not a method's error: those carry
+ * their serialized error in the message instead.
+ */
+export function isUndeliveredActorCall(status: number, bodyText: string): boolean {
+  if (status !== 500) return false;
+  const dapr = daprError.safeParse(safeJson(bodyText));
+  return dapr.success && dapr.data.errorCode === "ERR_ACTOR_INVOKE_METHOD" && (dapr.data.message ?? "").startsWith("error invoke actor method: failed to invoke target ");
+}
+
+/**
  * Rebuilds the error a call through daprd failed with. daprd does not pass
  * the app's error body through as is: it wraps it in its own error message
  * ("error from actor service: (500) {…}"), so the method's serialized error
