@@ -226,11 +226,12 @@ export class EmbeddedLedgerStore implements LedgerStore {
     let added = 0;
     for (const r of records) {
       const id = `${r.project_id}\n${r.usage_key}`;
-      if (this.billedEarlier(id, Date.parse(r.created_at), slot)) continue;
+      const createdMs = Date.parse(r.created_at);
+      if (this.billedEarlier(id, createdMs, slot)) continue;
       const dimension = this.dimensionOf(r);
       // No overwrite: false when the current generation holds the usage key already (one B-tree
       // search for the idempotency check and the write together).
-      if (!putIfAbsent(slot, id, compactEntry(r, dimension))) continue;
+      if (!putIfAbsent(slot, id, compactEntry(r, dimension, createdMs))) continue;
       added += 1;
       const period = periodOf(r.created_at);
       const fieldId = `${dimension}\t${r.created_at.slice(0, 10)}`;

@@ -57,8 +57,9 @@ export function parseDimensionKey(projectId: string, key: string): Dimension {
   return { organization_id, project_id: projectId, environment_id, api_key_id, live: live === "1", category: category as UsageCategory, model, provider };
 }
 
-export function compactEntry(r: UsageRecord, dimension: number): CompactEntry {
-  return [dimension, Date.parse(r.created_at), r.input_tokens, r.output_tokens, unitsMicro(r), r.cost_nanos, SCHEMA_VERSION];
+/** `createdMs`: the record's created_at, already parsed by a caller that needed it too. */
+export function compactEntry(r: UsageRecord, dimension: number, createdMs = Date.parse(r.created_at)): CompactEntry {
+  return [dimension, createdMs, r.input_tokens, r.output_tokens, unitsMicro(r), r.cost_nanos, SCHEMA_VERSION];
 }
 
 /** Redis keeps an entry as one short string. */
