@@ -245,8 +245,8 @@ export function loadConfig(env: RawEnv = process.env) {
       elasticsearchUrl: e.ELASTICSEARCH_URL,
       elasticsearchIndex: e.ELASTICSEARCH_INDEX,
       indexModel: e.EMBEDDING_INDEX_MODEL,
-      hnswFromRows: e.VECTOR_HNSW_FROM_ROWS,
-      hnswGraph: {
+      hnsw: {
+        fromRows: e.VECTOR_HNSW_FROM_ROWS,
         connectivity: e.VECTOR_HNSW_M,
         expansionAdd: e.VECTOR_HNSW_EF_CONSTRUCTION,
         expansionSearch: e.VECTOR_HNSW_EF_SEARCH,

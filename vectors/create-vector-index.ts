@@ -19,7 +19,7 @@ export interface VectorIndexDeps {
 
 /** `indexModel`: the model the index is built with (gateway/index-model.ts resolves it when unset). */
 export async function createVectorIndex(
-  config: Omit<VectorsConfig, "indexModel" | "hnswFromRows" | "hnswGraph"> & { indexModel: string; hnswFromRows?: number; hnswGraph?: VectorsConfig["hnswGraph"] },
+  config: Omit<VectorsConfig, "indexModel" | "hnsw"> & { indexModel: string; hnsw?: VectorsConfig["hnsw"] },
   deps: VectorIndexDeps,
 ): Promise<VectorIndex> {
   const logger = deps.logger?.child({ component: "vectors" });
@@ -32,6 +32,6 @@ export async function createVectorIndex(
   return new EmbeddedVectorIndex({
     ...options,
     directory: join(deps.dataDir, "vectors"),
-    graph: { ...config.hnswGraph, ...(config.hnswFromRows === undefined ? {} : { fromRows: config.hnswFromRows }) },
+    graph: config.hnsw ?? {},
   });
 }

@@ -15,9 +15,9 @@ import type { VectorRecord } from "../../vectors/vector-index.ts";
 const base = { TROUPE_DATA_DIR: "/tmp/unused" };
 
 t.test("the four settings parse, default to the measured graph, and are bounded", async (t) => {
-  t.same(loadConfig(base).vectors.hnswGraph, { connectivity: 16, expansionAdd: 128, expansionSearch: 128, candidates: 80 });
+  t.same(loadConfig(base).vectors.hnsw, { fromRows: 20_000, connectivity: 16, expansionAdd: 128, expansionSearch: 128, candidates: 80 });
   const set = loadConfig({ ...base, VECTOR_HNSW_M: "32", VECTOR_HNSW_EF_CONSTRUCTION: "256", VECTOR_HNSW_EF_SEARCH: "256", VECTOR_HNSW_CANDIDATES: "160" });
-  t.same(set.vectors.hnswGraph, { connectivity: 32, expansionAdd: 256, expansionSearch: 256, candidates: 160 });
+  t.same(set.vectors.hnsw, { fromRows: 20_000, connectivity: 32, expansionAdd: 256, expansionSearch: 256, candidates: 160 });
   t.throws(() => loadConfig({ ...base, VECTOR_HNSW_M: "3" }), /VECTOR_HNSW_M/);
   t.throws(() => loadConfig({ ...base, VECTOR_HNSW_EF_SEARCH: "lots" }), /VECTOR_HNSW_EF_SEARCH/);
 });
