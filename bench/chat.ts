@@ -286,7 +286,7 @@ async function orchestrate(): Promise<void> {
     const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const errors = new Map<string, number>(targets.map((t) => [t.name, 0]));
     // The metrics-on Troupe's own runtime in its rounds (GC pauses, event-loop delay): what its tail is made of.
-    const { describeWindows, scrapeRuntime, windowBetween } = await import("./lib/runtime-window.ts");
+    const { describeWindows, scrapeRuntime, scrapeText, windowBetween } = await import("./lib/runtime-window.ts");
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     const runtimeWindows: import("./lib/runtime-window.ts").RuntimeWindow[] = [];
     await inRotatingRounds(targets, rounds, async (t) => {
@@ -312,7 +312,7 @@ async function orchestrate(): Promise<void> {
     console.log(`  Troupe + metrics, its runtime in its rounds: ${describeWindows(runtimeWindows)}`);
 
     // Scraped right after the load: what the metrics-on Troupe recorded.
-    const scraped = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const scraped = await scrapeText(metricsUrl);
     const sumOf = (pattern: RegExp) => scraped.split("\n").filter((l) => pattern.test(l)).reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
     const nonZero = [...new Set(scraped.split("\n").filter((l) => /^troupe_/.test(l) && Number(l.split(" ").pop()) > 0).map((l) => l.replace(/[{ ].*/, "").replace(/_(bucket|sum|count)$/, "")))];
     console.log(

@@ -64,21 +64,25 @@ export function parseRuntime(text: string): RuntimeSnapshot {
 }
 
 /**
- * One scrape on a connection of its own: scrapes come seconds apart, longer
- * than the metrics listener keeps an idle connection, and a pooled one it
- * has closed fails the request ("other side closed").
+ * One scrape's text, on a connection of its own: scrapes come seconds apart,
+ * longer than the metrics listener keeps an idle connection, and a pooled
+ * one it has closed fails the request ("other side closed").
  */
-export function scrapeRuntime(metricsUrl: string): Promise<RuntimeSnapshot> {
+export function scrapeText(metricsUrl: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const request = get(metricsUrl, { agent: false }, (response) => {
       let text = "";
       response.setEncoding("utf8");
       response.on("data", (chunk: string) => (text += chunk));
-      response.on("end", () => (response.statusCode === 200 ? resolve(parseRuntime(text)) : reject(new Error(`${metricsUrl} answered ${response.statusCode}`))));
+      response.on("end", () => (response.statusCode === 200 ? resolve(text) : reject(new Error(`${metricsUrl} answered ${response.statusCode}`))));
       response.on("error", reject);
     });
     request.on("error", reject);
   });
+}
+
+export async function scrapeRuntime(metricsUrl: string): Promise<RuntimeSnapshot> {
+  return parseRuntime(await scrapeText(metricsUrl));
 }
 
 /** The window between two scrapes: GC counters' differences; the delay as scraped at its end. */
