@@ -101,12 +101,26 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopped ??= (async () => {
+      // Each step's time in the last log line: a stop that outlasts the orchestrator's grace shows where it waited.
+      const steps: Record<string, number> = {};
+      let stepStartMs = performance.now();
+      const step = (name: string): void => {
+        const nowMs = performance.now();
+        steps[`${name}_ms`] = Math.round(nowMs - stepStartMs);
+        stepStartMs = nowMs;
+      };
       await gateway.shutdown(config.shutdownGraceMs);
       metricsServer?.close();
+      step("gateway");
       for (const f of [...features].reverse()) await f.drain?.();
+      step("features_drain");
       await actors.stop();
+      step("actors");
       for (const f of [...features].reverse()) await f.stop?.();
+      step("features_stop");
       await closeSharedServices(shared);
+      step("shared_services");
+      log.info("stopped", steps);
     })());
   if (config.observability.metrics) {
     const { host, port: metricsPort } = config.observability.metrics;

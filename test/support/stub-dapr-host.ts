@@ -1,6 +1,8 @@
 // A DaprActorHost serving the test actors without a daprd: its state API is
 // a stand-in where every read finds nothing and every write succeeds, for
-// tests of the host's own HTTP surface (active actors, the hand-off).
+// tests of the host's own HTTP surface (active actors, the hand-off). With
+// `holdWrites`, state writes are never answered, as daprd holds the write of
+// an actor it is moving away.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { eraseDefinition } from "../../actors/actor.ts";
@@ -19,10 +21,14 @@ export interface StubDaprHost {
   closeStateApi(): Promise<void>;
 }
 
-export async function startStubDaprHost(options: { handOffMs?: number } = {}): Promise<StubDaprHost> {
+export async function startStubDaprHost(options: { handOffMs?: number; commitWaitMs?: number; holdWrites?: boolean } = {}): Promise<StubDaprHost> {
+  const held: ServerResponse[] = [];
   const stateApi = createServer((req: IncomingMessage, res: ServerResponse) => {
     req.resume();
-    req.on("end", () => res.writeHead(204).end());
+    req.on("end", () => {
+      if (options.holdWrites && req.method === "POST" && req.url?.endsWith("/state")) held.push(res);
+      else res.writeHead(204).end();
+    });
   });
   await new Promise<void>((resolve) => stateApi.listen(0, "127.0.0.1", resolve));
   const callbackPort = await freePort();
@@ -32,6 +38,7 @@ export async function startStubDaprHost(options: { handOffMs?: number } = {}): P
     callbackPort,
     idleTimeoutMs: 60_000,
     ...(options.handOffMs === undefined ? {} : { handOffMs: options.handOffMs }),
+    ...(options.commitWaitMs === undefined ? {} : { commitWaitMs: options.commitWaitMs }),
     clock: systemClock,
     log: createLogger("error"),
   });
@@ -40,6 +47,9 @@ export async function startStubDaprHost(options: { handOffMs?: number } = {}): P
   return {
     host,
     base: `http://127.0.0.1:${callbackPort}`,
-    closeStateApi: () => new Promise<void>((resolve) => stateApi.close(() => resolve())),
+    closeStateApi: () => {
+      for (const res of held) res.destroy();
+      return new Promise<void>((resolve) => stateApi.close(() => resolve()));
+    },
   };
 }

@@ -37,6 +37,15 @@ export interface DaprHostOptions {
    * without it, calls routed here in the meantime fail (default: 0).
    */
   handOffMs?: number;
+  /**
+   * On stop(), after the hand-off: how long turns still running may take to
+   * commit before their state writes are abandoned (default 5 s). daprd
+   * holds the write of a turn whose actor is moving away and, with this
+   * app unhealthy, may never answer it: found by `npm run rolling-restart`,
+   * whose stops took 10–20 s, ending in SIGKILL before the ledger and the
+   * rest of Troupe could close.
+   */
+  commitWaitMs?: number;
   clock: Clock;
   /** Ids the actors mint (default: random UUIDs). */
   ids?: IdSource;
@@ -190,12 +199,34 @@ export class DaprActorHost implements ActorHost {
     }
     this.phase = "stopping";
     if (this.stallWatch) clearInterval(this.stallWatch);
-    await Promise.all([...this.activations.values()].map((entry) => entry.activation.whenIdle()));
+    await this.turnsEnded(this.options.commitWaitMs ?? 5_000);
     await this.server.close();
     this.activations.clear();
     await this.daprd.close();
     this.phase = "stopped";
     this.log.info("dapr actor host stopped");
+  }
+
+  /**
+   * Waits for every running or queued turn; past `waitMs`, the turns still
+   * running have their state writes aborted: they fail uncommitted, as when
+   * daprd moves an actor away mid-turn (deactivate).
+   */
+  private async turnsEnded(waitMs: number): Promise<void> {
+    const entries = [...this.activations.values()];
+    const allIdle = Promise.all(entries.map((entry) => entry.activation.whenIdle()));
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), waitMs)));
+    const outcome = await Promise.race([allIdle, waited]);
+    clearTimeout(timer);
+    if (outcome !== "late") return;
+    const busy = entries.filter((entry) => !entry.activation.idle);
+    this.log.warn("turns still running at shutdown: their state writes are abandoned, uncommitted", {
+      wait_ms: waitMs,
+      actors: busy.map((entry) => `${entry.activation.definition.type}/${entry.activation.id}`),
+    });
+    for (const entry of busy) entry.evicted.abort(new TroupeError("service_unavailable", "This replica stopped before the turn could be saved.", { retryAfterSeconds: 1 }));
+    await allIdle;
   }
 
   private daprConfig(): unknown {

@@ -7,8 +7,8 @@
 import t from "tap";
 import { startStubDaprHost } from "../../support/stub-dapr-host.ts";
 
-async function startHost(handOffMs: number) {
-  const { host, base, closeStateApi } = await startStubDaprHost({ handOffMs });
+async function startHost(handOffMs: number, options: { commitWaitMs?: number; holdWrites?: boolean } = {}) {
+  const { host, base, closeStateApi } = await startStubDaprHost({ handOffMs, ...options });
   t.teardown(closeStateApi);
   const health = async () => (await fetch(`${base}/healthz`)).status;
   const increment = async (id: string) => {
@@ -40,4 +40,17 @@ t.test("without a hand-off the calls are refused at once", async (t) => {
   const late = await increment("c").catch(() => ({ status: 0, body: "connection refused" }));
   t.not(late.status, 200, `refused: ${late.status} ${late.body.slice(0, 80)}`);
   await stopped;
+});
+
+t.test("a turn whose state write daprd holds does not hold the stop: past the commit wait it fails unsaved", async (t) => {
+  const { host, increment } = await startHost(200, { commitWaitMs: 500, holdWrites: true });
+  const turn = increment("d");
+  await new Promise((r) => setTimeout(r, 100));
+  const started = Date.now();
+  await host.stop();
+  const elapsed = Date.now() - started;
+  t.ok(elapsed >= 700 && elapsed < 3_000, `stop() ended after the hand-off and the commit wait (${elapsed} ms)`);
+  const answer = await turn;
+  t.equal(answer.status, 500, "the turn failed");
+  t.match(answer.body, /stopped before the turn could be saved/, "saying it was not saved");
 });
