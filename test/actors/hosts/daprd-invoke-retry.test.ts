@@ -4,34 +4,15 @@
 // again with backoff within 10 s. A method's own error, or any other daprd
 // failure, fails at once: the method may have run. Against a real HTTP
 // server standing in for daprd's actor API.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import t from "tap";
-import { DaprdClient } from "../../../actors/hosts/dapr/daprd-client.ts";
+import { scriptedDaprd, type ScriptedAnswer } from "../../support/scripted-daprd.ts";
 import { TroupeError } from "../../../core/errors.ts";
 
-/** A daprd whose next answers are scripted: each entry is [status, body]. */
-async function scriptedDaprd(answers: [number, string][]) {
-  const seen: string[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
-    req.on("end", () => {
-      seen.push(`${req.method} ${req.url}`);
-      const [status, body] = answers.shift() ?? [200, '{"answered":true}'];
-      res.writeHead(status, { "content-type": "application/json" }).end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const client = new DaprdClient({ daprHost: "127.0.0.1", daprHttpPort: (server.address() as AddressInfo).port, connections: 2 });
-  t.teardown(async () => {
-    await client.close();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { client, seen };
-}
+/** What the stand-in answers once the script runs out: the method's output. */
+const answered: ScriptedAnswer = [200, '{"answered":true}'];
 
 // daprd 1.18.3's answer, as CI's rolling restart logged it.
-const undelivered: [number, string] = [
+const undelivered: ScriptedAnswer = [
   500,
   JSON.stringify({
     errorCode: "ERR_ACTOR_INVOKE_METHOD",
@@ -40,7 +21,7 @@ const undelivered: [number, string] = [
   }),
 ];
 // A method that threw: daprd wraps the callback's serialized error in its message.
-const methodFailed: [number, string] = [
+const methodFailed: ScriptedAnswer = [
   500,
   JSON.stringify({
     errorCode: "ERR_ACTOR_INVOKE_METHOD",
@@ -49,7 +30,7 @@ const methodFailed: [number, string] = [
 ];
 
 t.test("a call daprd could not deliver is sent again until it is answered", async (t) => {
-  const { client, seen } = await scriptedDaprd([undelivered, undelivered, [200, '{"id":"c1"}']]);
+  const { client, seen } = await scriptedDaprd(t, [undelivered, undelivered, [200, '{"id":"c1"}']], answered);
   const started = Date.now();
   t.equal(await client.invoke("ConversationActor", "c1", "postMessage", { content: "hi", request_id: "r1" }), '{"id":"c1"}');
   t.equal(seen.length, 3, "three attempts");
@@ -58,14 +39,14 @@ t.test("a call daprd could not deliver is sent again until it is answered", asyn
 });
 
 t.test("a method's own error is not sent again", async (t) => {
-  const { client, seen } = await scriptedDaprd([methodFailed]);
+  const { client, seen } = await scriptedDaprd(t, [methodFailed], answered);
   const error = await client.invoke("ConversationActor", "c2", "postMessage", { content: "hi" }).catch((e: unknown) => e);
   t.ok(error instanceof TroupeError && error.code === "conflict", "the method's error, rebuilt");
   t.equal(seen.length, 1, "one attempt only");
 });
 
 t.test("another daprd failure is not sent again", async (t) => {
-  const { client, seen } = await scriptedDaprd([[500, JSON.stringify({ errorCode: "ERR_ACTOR_RUNTIME_NOT_FOUND", message: "actor runtime is not configured" })]]);
+  const { client, seen } = await scriptedDaprd(t, [[500, JSON.stringify({ errorCode: "ERR_ACTOR_RUNTIME_NOT_FOUND", message: "actor runtime is not configured" })]], answered);
   const error = await client.invoke("ConversationActor", "c3", "get", undefined).catch((e: unknown) => e);
   t.ok(error instanceof TroupeError && error.code === "service_unavailable", "a 503 naming Dapr");
   t.equal(seen.length, 1, "one attempt only");
@@ -73,7 +54,7 @@ t.test("another daprd failure is not sent again", async (t) => {
 
 t.test("an address unreachable past the window fails the call, naming daprd's reason", async (t) => {
   t.setTimeout(20_000);
-  const { client, seen } = await scriptedDaprd(Array.from({ length: 100 }, () => undelivered));
+  const { client, seen } = await scriptedDaprd(t, Array.from({ length: 100 }, () => undelivered), answered);
   const started = Date.now();
   const error = await client.invoke("ConversationActor", "c4", "get", undefined).catch((e: unknown) => e);
   const elapsed = Date.now() - started;
@@ -83,7 +64,7 @@ t.test("an address unreachable past the window fails the call, naming daprd's re
 });
 
 t.test("an aborted call (the client went away) stops being sent again", async (t) => {
-  const { client, seen } = await scriptedDaprd(Array.from({ length: 100 }, () => undelivered));
+  const { client, seen } = await scriptedDaprd(t, Array.from({ length: 100 }, () => undelivered), answered);
   const gone = new AbortController();
   setTimeout(() => gone.abort(new Error("client closed")), 400);
   const started = Date.now();

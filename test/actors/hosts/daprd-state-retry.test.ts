@@ -2,35 +2,13 @@
 // answering 500 (its Redis unreachable) is retried with backoff within 10 s,
 // while a 4xx (the request itself is wrong) fails at once. Against a real
 // HTTP server standing in for daprd's state API.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import t from "tap";
-import { DaprdClient } from "../../../actors/hosts/dapr/daprd-client.ts";
+import { scriptedDaprd, type ScriptedAnswer } from "../../support/scripted-daprd.ts";
 
-/** A daprd whose next answers are scripted: each entry is [status, body]. */
-async function scriptedDaprd(answers: [number, string][]) {
-  const seen: string[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
-    req.on("end", () => {
-      seen.push(`${req.method} ${req.url}`);
-      const [status, body] = answers.shift() ?? [204, ""];
-      res.writeHead(status, { "content-type": "application/json" }).end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const client = new DaprdClient({ daprHost: "127.0.0.1", daprHttpPort: (server.address() as AddressInfo).port, connections: 2 });
-  t.teardown(async () => {
-    await client.close();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { client, seen };
-}
-
-const storeDown: [number, string] = [500, JSON.stringify({ errorCode: "ERR_ACTOR_STATE_TRANSACTION_SAVE", message: "dial tcp: connection refused" })];
+const storeDown: ScriptedAnswer = [500, JSON.stringify({ errorCode: "ERR_ACTOR_STATE_TRANSACTION_SAVE", message: "dial tcp: connection refused" })];
 
 t.test("a state write answered 500 twice is retried until it succeeds", async (t) => {
-  const { client, seen } = await scriptedDaprd([storeDown, storeDown, [204, ""]]);
+  const { client, seen } = await scriptedDaprd(t, [storeDown, storeDown, [204, ""]]);
   const started = Date.now();
   await client.writeState("ConversationActor", "c1", '{"n":1}');
   t.equal(seen.length, 3, "three attempts");
@@ -39,20 +17,20 @@ t.test("a state write answered 500 twice is retried until it succeeds", async (t
 });
 
 t.test("a state read answered 500 is retried too", async (t) => {
-  const { client, seen } = await scriptedDaprd([storeDown, [200, '{"n":2}']]);
+  const { client, seen } = await scriptedDaprd(t, [storeDown, [200, '{"n":2}']]);
   t.same(await client.readState("ConversationActor", "c2"), { n: 2 });
   t.equal(seen.length, 2);
 });
 
 t.test("a 400 is not retried", async (t) => {
-  const { client, seen } = await scriptedDaprd([[400, JSON.stringify({ errorCode: "ERR_MALFORMED_REQUEST", message: "bad" })]]);
+  const { client, seen } = await scriptedDaprd(t, [[400, JSON.stringify({ errorCode: "ERR_MALFORMED_REQUEST", message: "bad" })]]);
   await t.rejects(client.writeState("ConversationActor", "c3", '{"n":3}'));
   t.equal(seen.length, 1, "one attempt only");
 });
 
 t.test("an outage longer than the window fails the write", async (t) => {
   t.setTimeout(20_000);
-  const { client, seen } = await scriptedDaprd(Array.from({ length: 100 }, () => storeDown));
+  const { client, seen } = await scriptedDaprd(t, Array.from({ length: 100 }, () => storeDown));
   const started = Date.now();
   await t.rejects(client.writeState("ConversationActor", "c4", '{"n":4}'));
   const elapsed = Date.now() - started;
@@ -61,7 +39,7 @@ t.test("an outage longer than the window fails the write", async (t) => {
 });
 
 t.test("an aborted write (the actor was forgotten mid-turn) stops retrying and rejects", async (t) => {
-  const { client, seen } = await scriptedDaprd(Array.from({ length: 100 }, () => storeDown));
+  const { client, seen } = await scriptedDaprd(t, Array.from({ length: 100 }, () => storeDown));
   const evicted = new AbortController();
   setTimeout(() => evicted.abort(new Error("moved")), 250);
   const started = Date.now();
