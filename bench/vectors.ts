@@ -260,7 +260,9 @@ async function benchEmbedded(corpus: Corpus): Promise<void> {
     const stats = exact.index.searchStats();
     await exact.index.close();
     log(`embedded (exact): ${stats.quantized} searches used int8 candidates + float32 rescoring, ${stats.fallbacks} fell back to a float32 pass`);
-    log(`embedded (HNSW): ${hnswStats.approximate} searches through the graph (M ${graph.connectivity}, ef_construction ${graph.expansionAdd}, ef_search ${graph.expansionSearch}, ${graph.candidates} candidates rescored in float32)`);
+    log(
+      `embedded (HNSW): ${hnswStats.approximate} searches through the graph (M ${graph.connectivity}, ef_construction ${graph.expansionAdd}, ef_search ${graph.expansionSearch}, ${graph.candidates} candidates; ${hnswStats.graphRescored} of their ${hnswStats.graphCandidates} rescored in float32, the rest past the int8 bound)`,
+    );
     report("embedded (exact)", { count: n, seconds: Number.NaN }, exactFigures, targets.embedded);
     report("embedded (HNSW)", { count: n, seconds: Number.NaN }, approximate, targets.embeddedHnsw);
     log(`| ${n} × ${dimensions} | recall@${k} | p50 | p99 (at ${queriesPerSecond} q/s) |`);

@@ -310,12 +310,14 @@ export class EmbeddedVectorIndex implements VectorIndex {
 
   /** How many searches used the int8 step, and how many of those fell back to float32. */
   searchStats(): SearchStats {
-    const total: SearchStats = { quantized: 0, fallbacks: 0, approximate: 0, graphInsertMs: 0 };
+    const total: SearchStats = { quantized: 0, fallbacks: 0, approximate: 0, graphCandidates: 0, graphRescored: 0, graphInsertMs: 0 };
     for (const partitions of this.organizations.values()) {
       for (const partition of partitions.values()) {
         total.quantized += partition.stats.quantized;
         total.fallbacks += partition.stats.fallbacks;
         total.approximate += partition.stats.approximate;
+        total.graphCandidates += partition.stats.graphCandidates;
+        total.graphRescored += partition.stats.graphRescored;
         total.graphInsertMs += partition.graphInsertMs;
       }
     }

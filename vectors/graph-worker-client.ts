@@ -11,7 +11,7 @@
 // starts a new thread.
 import { Worker } from "node:worker_threads";
 import { WorkerCalls, type WorkerReply } from "../core/worker-calls.ts";
-import type { GraphSettings } from "./partition-graph.ts";
+import type { GraphMatches, GraphSettings } from "./partition-graph.ts";
 
 // Sources run as .ts (tests, benches); `npm start` runs the bundle in .dist/,
 // where scripts/build-dist.ts emits the worker beside it.
@@ -106,9 +106,9 @@ export class RemoteGraph {
     return (await this.guard({ op: "update", graph: this.id, removals, keys, vectors }, [keys.buffer as ArrayBuffer, vectors.buffer as ArrayBuffer])) as number;
   }
 
-  /** Up to `count` labels nearest to `query` (int8). */
-  async search(query: Int8Array, count: number): Promise<BigUint64Array> {
-    return (await this.guard({ op: "search", graph: this.id, query, count })) as BigUint64Array;
+  /** Up to `count` labels nearest to `query` (int8), nearest first, with their int8 distances. */
+  async search(query: Int8Array, count: number): Promise<GraphMatches> {
+    return (await this.guard({ op: "search", graph: this.id, query, count })) as GraphMatches;
   }
 
   /** Writes the graph to `path`, after every update called before. */

@@ -62,7 +62,7 @@ function answerAtOnce(call: GraphCall): unknown {
       return null;
     }
     case "search":
-      return graphOf(call.graph).search(call.query, call.count).labels;
+      return graphOf(call.graph).search(call.query, call.count);
     default:
       throw new Error(`${call.op} is not answered at once`);
   }

@@ -36,8 +36,10 @@ export const defaultGraphSettings: Readonly<GraphSettings> = {
   candidates: 80,
 };
 
+/** Labels nearest first, with usearch's int8 cosine distance (1 − cosine of the int8 copies) of each. */
 export interface GraphMatches {
   labels: BigUint64Array;
+  distances: Float32Array;
 }
 
 export class PartitionGraph {
@@ -89,7 +91,7 @@ export class PartitionGraph {
   /** Up to `count` labels nearest to `query` (int8, one thread: the gateway runs many searches at once). */
   search(query: Int8Array, count: number): GraphMatches {
     const matches = this.index.search(query, Math.max(1, Math.min(count, this.index.size())), 1);
-    return { labels: matches.keys };
+    return { labels: matches.keys, distances: matches.distances };
   }
 
   save(path: string): void {

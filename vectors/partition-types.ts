@@ -51,6 +51,9 @@ export interface SearchStats {
   fallbacks: number;
   /** Searches answered through the HNSW graph. */
   approximate: number;
+  /** Candidates those searches took from the graph, and how many of them were rescored in float32 (the rest could not reach the top k). */
+  graphCandidates: number;
+  graphRescored: number;
   /** Milliseconds the graph thread spent inserting (the build, then each batch). */
   graphInsertMs: number;
 }

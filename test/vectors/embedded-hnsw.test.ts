@@ -73,6 +73,8 @@ t.test("a large partition is searched through the graph: recall ≥ 0.95 vs exac
   const recall = await recallOf(index, truth);
   t.ok(recall >= 0.95, `recall@${k} ${recall.toFixed(4)} ≥ 0.95`);
   t.equal(index.searchStats().approximate, queries.count, "every search went through the graph");
+  const { graphCandidates, graphRescored } = index.searchStats();
+  t.ok(graphRescored > 0 && graphRescored < graphCandidates, `rescored ${graphRescored} of ${graphCandidates} graph candidates: past the int8 bound the rest could not reach the top ${k}`);
   const results = await index.search("org-a", row(queries, 0), k);
   for (const r of results) {
     const expected = exactCosineDistance(row(queries, 0), row(data, rowById.get(r.id) as number));
