@@ -22,13 +22,32 @@ interface Reply {
   text: string;
 }
 
+interface RetriedRequest {
+  method: "GET" | "POST" | "PUT";
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+}
+
+/** Which failed answers are worth sending again, and for how long. */
+interface RetryRule {
+  windowMs: number;
+  firstDelayMs: number;
+  retries(reply: Reply): boolean;
+}
+
 const jsonHeaders = { "content-type": "application/json" };
 /**
  * How long a state read or write keeps retrying while daprd answers 5xx (its
  * state store unreachable): a Redis outage of a few seconds delays a turn
  * instead of failing it. Safe to repeat: a write upserts the whole state.
  */
-const stateRetryWindowMs = 10_000;
+const stateStoreRetry: RetryRule = {
+  windowMs: 10_000,
+  firstDelayMs: 100,
+  // 4xx: the request itself is wrong, retrying cannot help.
+  retries: (reply) => reply.status >= 500,
+};
 /**
  * How long an actor call is sent again while daprd answers that it could not
  * deliver it (isUndeliveredActorCall). daprd's own retries last ~5 s on one
@@ -39,7 +58,11 @@ const stateRetryWindowMs = 10_000;
  * stop. Repeating is what daprd itself does for these answers, and a turn
  * carries a request id the conversation recognises if it ran after all.
  */
-const undeliveredCallRetryWindowMs = 10_000;
+const undeliveredCallRetry: RetryRule = {
+  windowMs: 10_000,
+  firstDelayMs: 250,
+  retries: (reply) => isUndeliveredActorCall(reply.status, reply.text),
+};
 
 export class DaprdClient {
   private readonly pool: Pool;
@@ -70,15 +93,18 @@ export class DaprdClient {
     return reply;
   }
 
-  /** expectOk, retried with backoff (100 ms doubling to 1 s) on 5xx within stateRetryWindowMs. */
-  private async expectOkRetrying(what: string, method: "GET" | "POST", path: string, body?: string, signal?: AbortSignal): Promise<Reply> {
-    const deadline = Date.now() + stateRetryWindowMs;
-    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1_000)) {
+  /**
+   * Sends a request until it succeeds or `retry` refuses its answer, with
+   * backoff from `firstDelayMs` doubling to 1 s, giving up once the next wait
+   * would pass `windowMs`; the caller's signal stops it at any point.
+   */
+  private async sendRetrying(what: string, request: RetriedRequest, retry: RetryRule, signal?: AbortSignal): Promise<Reply> {
+    const deadline = Date.now() + retry.windowMs;
+    for (let delayMs = retry.firstDelayMs; ; delayMs = Math.min(delayMs * 2, 1_000)) {
       signal?.throwIfAborted();
-      const reply = await this.send(method, path, body, signal);
+      const reply = await this.send(request.method, request.path, request.body, signal, request.headers);
       if (reply.status < 300) return reply;
-      // 4xx: the request itself is wrong, retrying cannot help.
-      if (reply.status < 500 || Date.now() + delayMs > deadline) throw errorFromResponse(reply.status, reply.text, what);
+      if (!retry.retries(reply) || Date.now() + delayMs > deadline) throw errorFromResponse(reply.status, reply.text, what);
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
   }
@@ -86,26 +112,20 @@ export class DaprdClient {
   /**
    * Invokes an actor method; the returned text is the method's JSON output
    * (empty for undefined). Sent again, with backoff (250 ms doubling to 1 s),
-   * while daprd could not deliver it, within undeliveredCallRetryWindowMs.
+   * while daprd could not deliver it, for up to 10 s (undeliveredCallRetry).
    * `headers` carry the W3C trace context, which daprd forwards to the
    * replica hosting the actor.
    */
   async invoke(type: string, id: string, method: string, input: unknown, signal?: AbortSignal, headers?: Record<string, string>): Promise<string> {
     const body = input === undefined ? "" : JSON.stringify(input);
     const path = `${actorPath(type, id)}/method/${encodeURIComponent(method)}`;
-    const deadline = Date.now() + undeliveredCallRetryWindowMs;
-    for (let delayMs = 250; ; delayMs = Math.min(delayMs * 2, 1_000)) {
-      signal?.throwIfAborted();
-      const reply = await this.send("PUT", path, body, signal, headers);
-      if (reply.status < 300) return reply.text;
-      if (!isUndeliveredActorCall(reply.status, reply.text) || Date.now() + delayMs > deadline) throw errorFromResponse(reply.status, reply.text, `call ${type}.${method}`);
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-    }
+    const reply = await this.sendRetrying(`call ${type}.${method}`, { method: "PUT", path, body, ...(headers ? { headers } : {}) }, undeliveredCallRetry, signal);
+    return reply.text;
   }
 
   /** The actor's stored state migrated to today's schema version, or undefined when it has none yet. */
   async readState(type: string, id: string): Promise<unknown> {
-    const reply = await this.expectOkRetrying(`state read of ${type}/${id}`, "GET", `${actorPath(type, id)}/state/${stateKey}`);
+    const reply = await this.sendRetrying(`state read of ${type}/${id}`, { method: "GET", path: `${actorPath(type, id)}/state/${stateKey}` }, stateStoreRetry);
     if (reply.status === 204 || reply.text === "") return undefined;
     return parseVersioned(`actor:${type}`, reply.text);
   }
@@ -116,7 +136,7 @@ export class DaprdClient {
       stateJson === null
         ? `[{"operation":"delete","request":{"key":"${stateKey}"}}]`
         : `[{"operation":"upsert","request":{"key":"${stateKey}","value":${versionedJson(stateJson)}}}]`;
-    await this.expectOkRetrying(`state write of ${type}/${id}`, "POST", `${actorPath(type, id)}/state`, body, signal);
+    await this.sendRetrying(`state write of ${type}/${id}`, { method: "POST", path: `${actorPath(type, id)}/state`, body }, stateStoreRetry, signal);
   }
 
   async setTimer(type: string, id: string, name: string, dueMs: number, periodMs: number | undefined, call: ScheduledCall): Promise<void> {
