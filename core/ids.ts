@@ -1,5 +1,7 @@
 // Identifiers: UUIDs where the spec asks for them, otherwise prefixed ULIDs
 // (`key_…`, `org_…`) which sort by creation time (docs/decisions.md, Ids).
+// The UUIDs are version 7 (RFC 9562): they sort by creation time too, which
+// is what keeps a store of a million conversations out of memory (uuid()).
 // ULIDs come from the `ulid` package's monotonic factory: two made in the
 // same millisecond still sort in creation order, so "newest first" lists
 // are stable; and a time earlier than the last one's (an injected clock
@@ -11,19 +13,23 @@
 // (getRandomValues on a one-byte array, ~3 µs each: ~50 µs an id, measured
 // 2026-11-27); the same CSPRNG's bytes drawn from a pool refilled 4 KiB at a
 // time cost ~1 µs an id. Each byte is used once.
-import { randomBytes, randomFillSync, randomUUID } from "node:crypto";
+import { randomBytes, randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulid";
 
 const randomPool = new Uint8Array(4096);
 let randomPoolAt = randomPool.length;
 
-/** A uniform fraction in [0, 1) from the next pooled CSPRNG byte (ulid's PRNG: it takes ⌊fraction × 32⌋). */
-export function pooledRandomFraction(): number {
+function pooledRandomByte(): number {
   if (randomPoolAt === randomPool.length) {
     randomFillSync(randomPool);
     randomPoolAt = 0;
   }
-  return (randomPool[randomPoolAt++] ?? 0) / 256;
+  return randomPool[randomPoolAt++] ?? 0;
+}
+
+/** A uniform fraction in [0, 1) from the next pooled CSPRNG byte (ulid's PRNG: it takes ⌊fraction × 32⌋). */
+export function pooledRandomFraction(): number {
+  return pooledRandomByte() / 256;
 }
 
 const monotonicUlid = monotonicFactory(pooledRandomFraction);
@@ -36,8 +42,26 @@ export function prefixedId(prefix: string, nowMs?: number): string {
   return `${prefix}_${ulid(nowMs)}`;
 }
 
-export function uuid(): string {
-  return randomUUID();
+const hexByte = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+
+/**
+ * A version 7 UUID: the Unix time in milliseconds in its first 48 bits, then
+ * the version, 74 random bits and the variant. Conversation, job and vector
+ * record ids are storage keys as well (lmdb B-trees embedded, actor state
+ * keys in Redis): time-ordered keys go in at the right edge of a tree, so
+ * making a conversation touches the store's newest pages only. With random
+ * (version 4) keys each one touched a random page, and at a million
+ * conversations the whole store stayed mapped in the process's RSS
+ * (bench/agents.ts --scale; docs/benchmarks.md). Ids are not secrets: every
+ * read is checked against the caller's organization and environment.
+ */
+export function uuid(nowMs: number = Date.now()): string {
+  let hex = "";
+  for (let shift = 40; shift >= 0; shift -= 8) hex += hexByte[Math.floor(nowMs / 2 ** shift) % 256];
+  hex += "-" + hexByte[0x70 | (pooledRandomByte() & 0x0f)] + hexByte[pooledRandomByte()];
+  hex += "-" + hexByte[0x80 | (pooledRandomByte() & 0x3f)] + hexByte[pooledRandomByte()] + "-";
+  for (let i = 0; i < 6; i++) hex += hexByte[pooledRandomByte()];
+  return `${hex.slice(0, 8)}-${hex.slice(8)}`;
 }
 
 /** An unguessable token: `bits` random bits in base64url. */

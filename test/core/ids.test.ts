@@ -36,9 +36,35 @@ t.test("ids across milliseconds sort by time", async (t) => {
 
 t.test("prefixed ids, UUIDs and secret tokens", async (t) => {
   t.match(prefixedId("key"), /^key_[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
-  t.match(uuid(), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   t.match(secretToken(), /^[A-Za-z0-9_-]{43}$/, "256 bits in base64url");
   t.match(secretToken(128), /^[A-Za-z0-9_-]{22}$/);
+});
+
+const uuidV7Format = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+t.test("a UUID is version 7: the time in milliseconds first, so UUIDs sort by the time they were made", async (t) => {
+  const at = Date.UTC(2026, 10, 27, 21, 40, 0, 123);
+  const id = uuid(at);
+  t.match(id, uuidV7Format);
+  t.equal(Number.parseInt(id.replaceAll("-", "").slice(0, 12), 16), at, "the first 48 bits are the time given");
+  t.match(uuid(0), /^00000000-0000-7/, "the epoch");
+  t.match(uuid(2 ** 48 - 1), /^ffffffff-ffff-7/, "the last millisecond 48 bits hold");
+  const times = Array.from({ length: 500 }, (_, i) => at + i * 7919);
+  const ids = times.map((time) => uuid(time));
+  t.same([...ids].sort(), ids, "ids of later milliseconds sort later");
+  t.ok(ids.every((made) => uuidV7Format.test(made)));
+});
+
+t.test("UUIDs of one millisecond differ in their 74 random bits", async (t) => {
+  const at = Date.UTC(2026, 10, 27, 21, 40, 1);
+  const ids = Array.from({ length: 2000 }, () => uuid(at));
+  t.equal(new Set(ids).size, ids.length, "all different");
+  t.equal(new Set(ids.map((id) => id.slice(0, 13))).size, 1, "one time part");
+  // Every hex digit of the random part occurs, at about 1/16 each (variant nibble aside).
+  const counts = new Map<string, number>();
+  for (const id of ids) for (const digit of id.slice(24)) counts.set(digit, (counts.get(digit) ?? 0) + 1);
+  t.equal(counts.size, 16);
+  t.ok([...counts.values()].every((n) => n > 1200 && n < 1800), `each digit 1,200-1,800 times of 1,500: ${[...counts.values()].join(", ")}`);
 });
 
 t.test("ids made in different milliseconds differ in their random part, whose characters are spread evenly", async (t) => {
