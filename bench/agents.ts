@@ -19,6 +19,8 @@
 //        "remember: fact; then search_memory: fact; then answer" exercises
 //        the built-in tools)
 //        --scale=1000000 (0 skips) --active=10000 --creators=96 --talkers=32 --sample-seconds=10
+//        --memory-limit-mib=1024 (the embedded Troupe runs in a memory cgroup of
+//        that limit, as under a container's; needs root: bench/lib/memory-cgroup.ts)
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -26,6 +28,7 @@ import { join } from "node:path";
 import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support/dapr-cluster.ts";
 import { freePort, waitFor } from "../test/support/net.ts";
 import { runScale } from "./lib/agent-scale.ts";
+import { createMemoryCgroup, type MemoryCgroup } from "./lib/memory-cgroup.ts";
 import { drive, rssMiB, type Job } from "./lib/http-driver.ts";
 import { cpuSeconds } from "./lib/proc-stats.ts";
 import { fmt, summarize } from "./lib/stats.ts";
@@ -43,6 +46,7 @@ const active = Number(args.get("active") ?? 10_000);
 const creators = Number(args.get("creators") ?? 96);
 const talkers = Number(args.get("talkers") ?? 32);
 const sampleSeconds = Number(args.get("sample-seconds") ?? 10);
+const memoryLimitMiB = args.has("memory-limit-mib") ? Number(args.get("memory-limit-mib")) : undefined;
 const appEnv = { LOG_LEVEL: "warn", DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000" };
 
 interface Server {
@@ -50,6 +54,8 @@ interface Server {
   dataDir: string;
   pid(): number | undefined;
   stop(): Promise<void>;
+  /** Set when the server runs under --memory-limit-mib. */
+  cgroup?: MemoryCgroup;
 }
 
 async function startEmbedded(): Promise<Server> {
@@ -57,13 +63,22 @@ async function startEmbedded(): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), "troupe-bench-agents-"));
   // TROUPE_NODE_OPTIONS, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, profiles the server.
   const nodeOptions = (process.env["TROUPE_NODE_OPTIONS"] ?? "").split(" ").filter(Boolean);
-  const child: ChildProcess = spawn(process.execPath, [...nodeOptions, join(repoDir, "gateway/main.ts")], {
+  const cgroup = memoryLimitMiB === undefined ? undefined : createMemoryCgroup(memoryLimitMiB);
+  const start = { command: process.execPath, args: [...nodeOptions, join(repoDir, "gateway/main.ts")] };
+  const { command, args: commandArgs } = cgroup ? cgroup.wrap(start.command, start.args) : start;
+  const child: ChildProcess = spawn(command, commandArgs, {
     env: { ...process.env, ...appEnv, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir },
     stdio: "ignore",
   });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
   const url = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${url}/readyz`)).ok, 30_000, "embedded troupe");
-  return { url, dataDir, pid: () => child.pid, stop: async () => void child.kill("SIGTERM") };
+  const stop = async () => {
+    child.kill("SIGTERM");
+    await exited;
+    cgroup?.remove();
+  };
+  return { url, dataDir, pid: () => child.pid, stop, ...(cgroup ? { cgroup } : {}) };
 }
 
 async function startDapr(): Promise<Server> {
@@ -224,8 +239,12 @@ if (scale > 0) {
       `scale  ${scaled.created} conversations, ${scaled.turns} turns on ${Math.min(active, scaled.created)} in ${fmt(scaled.seconds, 0)} s, errors ${scaled.errors}; turn p50 ${fmt(scaled.turnP50Ms)} ms p99 ${fmt(scaled.turnP99Ms)} ms; troupe cpu ${fmt(scaled.troupeCpuUsPerRequest, 0)} µs/request`,
     );
     console.log(
-      `scale  end rss ${fmt(end.rssMiB, 0)} MiB (anon ${fmt(end.anonMiB, 0)}, file-backed ${fmt(end.fileMiB, 0)}; target ≤ 1024 MiB); on disk ${fmt(diskMiB.total, 0)} MiB (actors ${fmt(diskMiB.actors, 0)}, tenancy ${fmt(diskMiB.tenancy, 0)})`,
+      `scale  end rss ${fmt(end.rssMiB, 0)} MiB (anon ${fmt(end.anonMiB, 0)}, file-backed ${fmt(end.fileMiB, 0)}), peak ${fmt(end.peakMiB, 0)} MiB (target ≤ 1024 MiB); on disk ${fmt(diskMiB.total, 0)} MiB (actors ${fmt(diskMiB.actors, 0)}, tenancy ${fmt(diskMiB.tenancy, 0)})`,
     );
+    if (server.cgroup) {
+      const { peakMiB, oomKills } = server.cgroup.report();
+      console.log(`scale  memory cgroup limit ${memoryLimitMiB} MiB: at most ${fmt(peakMiB, 0)} MiB charged (anonymous + page cache), ${oomKills} OOM kills`);
+    }
   } finally {
     await server.stop();
   }

@@ -23,13 +23,15 @@ export interface Memory {
   rssMiB: number;
   anonMiB: number;
   fileMiB: number;
+  /** The most RSS the process has had (VmHWM). */
+  peakMiB: number;
 }
 
-/** VmRSS and its anonymous and file-backed parts, in MiB. */
+/** VmRSS, its anonymous and file-backed parts and its peak so far, in MiB. */
 export async function memoryOf(pid: number | undefined): Promise<Memory> {
   const status = pid ? await readFile(`/proc/${pid}/status`, "utf8").catch(() => "") : "";
   const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
-  return { rssMiB: kib("VmRSS"), anonMiB: kib("RssAnon"), fileMiB: kib("RssFile") };
+  return { rssMiB: kib("VmRSS"), anonMiB: kib("RssAnon"), fileMiB: kib("RssFile"), peakMiB: kib("VmHWM") };
 }
 
 /** Bytes the files under `dir` occupy on disk (allocated blocks: lmdb files are sparse). */
