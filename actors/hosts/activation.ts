@@ -32,7 +32,7 @@ export interface ActorServices {
 }
 
 /** The ids actors get unless a host is given others (tests): random UUIDs. */
-export const randomIds: IdSource = { uuid };
+export const randomIds: IdSource = { uuid: () => uuid() };
 
 /**
  * Writes the committed state; throwing fails the turn and keeps the previous
