@@ -31,7 +31,7 @@ export interface ActorServices {
   clearReminder(type: string, id: string, name: string): Promise<void>;
 }
 
-/** The ids actors get unless a host is given others (tests): random UUIDs. */
+/** The ids actors get unless a host is given others (tests): version 7 UUIDs (core/ids.ts). */
 export const randomIds: IdSource = { uuid: () => uuid() };
 
 /**
