@@ -21,6 +21,8 @@
 //        --scale=1000000 (0 skips) --active=10000 --creators=96 --talkers=32 --sample-seconds=10
 //        --memory-limit-mib=1024 (the embedded Troupe runs in a memory cgroup of
 //        that limit, as under a container's; needs root: bench/lib/memory-cgroup.ts)
+//        --scale-host=dapr --scale-replicas=2 (the scale phase on a local Dapr
+//        cluster with its own Redis: Redis's used_memory per conversation)
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,6 +49,9 @@ const creators = Number(args.get("creators") ?? 96);
 const talkers = Number(args.get("talkers") ?? 32);
 const sampleSeconds = Number(args.get("sample-seconds") ?? 10);
 const memoryLimitMiB = args.has("memory-limit-mib") ? Number(args.get("memory-limit-mib")) : undefined;
+const scaleHost = args.get("scale-host") ?? "embedded";
+const scaleReplicas = Number(args.get("scale-replicas") ?? 2);
+if (scaleHost !== "embedded" && scaleHost !== "dapr") throw new Error(`--scale-host must be embedded or dapr, got ${scaleHost}`);
 const appEnv = { LOG_LEVEL: "warn", DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000" };
 
 interface Server {
@@ -56,6 +61,8 @@ interface Server {
   stop(): Promise<void>;
   /** Set when the server runs under --memory-limit-mib. */
   cgroup?: MemoryCgroup;
+  /** The cluster's Redis (Dapr). */
+  redisUrl?: string;
 }
 
 async function startEmbedded(): Promise<Server> {
@@ -81,19 +88,19 @@ async function startEmbedded(): Promise<Server> {
   return { url, dataDir, pid: () => child.pid, stop, ...(cgroup ? { cgroup } : {}) };
 }
 
-async function startDapr(): Promise<Server> {
+async function startDapr(replicas = 1, env: Record<string, string> = {}): Promise<Server> {
   requireDaprPrerequisites({ build: true, ...(process.env["REDIS_URL"] ? { redisUrl: process.env["REDIS_URL"] } : {}) });
   const cluster = new LocalCluster({
     mode: "dapr",
-    replicas: 1,
+    replicas,
     dataDir: mkdtempSync(join(tmpdir(), "troupe-bench-agents-dapr-")),
     appEntry: join(repoDir, "gateway/main.ts"),
-    appEnv,
+    appEnv: { ...appEnv, ...env },
     build: true,
     ...(process.env["REDIS_URL"] ? { redisUrl: process.env["REDIS_URL"] } : {}),
   });
   await cluster.start();
-  return { url: cluster.replicas[0]?.gatewayUrl ?? "", dataDir: "", pid: () => cluster.appPid(0), stop: () => cluster.stop() };
+  return { url: cluster.replicas[0]?.gatewayUrl ?? "", dataDir: "", pid: () => cluster.appPid(0), stop: () => cluster.stop(), redisUrl: cluster.redisUrl };
 }
 
 async function keyFor(url: string): Promise<string> {
@@ -229,18 +236,36 @@ if (idle > 0 && hosts.includes("embedded")) {
 }
 let scaled: Awaited<ReturnType<typeof runScale>> | undefined;
 if (scale > 0) {
-  const server = await startEmbedded();
+  // On Dapr idle actors deactivate after a minute here (ACTOR_MAX_RESIDENT is embedded only), so replicas hold the active set.
+  const server = scaleHost === "dapr" ? await startDapr(scaleReplicas, { ACTOR_IDLE_TIMEOUT_MS: "60000" }) : await startEmbedded();
   try {
     const key = await keyFor(server.url);
-    console.log(`scale: ${scale} conversations created (${creators} in flight) while ${active} of them take turns (${talkers} in flight)`);
-    scaled = await runScale({ url: server.url, pid: server.pid(), dataDir: server.dataDir, key, total: scale, active, creators, talkers, script, sampleSeconds });
+    const where = scaleHost === "dapr" ? `a ${scaleReplicas}-replica Dapr cluster (memory: replica 0)` : "one embedded Troupe";
+    console.log(`scale: ${scale} conversations created (${creators} in flight) on ${where} while ${active} of them take turns (${talkers} in flight)`);
+    scaled = await runScale({
+      url: server.url,
+      pid: server.pid(),
+      dataDir: server.dataDir,
+      key,
+      total: scale,
+      active,
+      creators,
+      talkers,
+      script,
+      sampleSeconds,
+      ...(server.redisUrl ? { redisUrl: server.redisUrl } : {}),
+    });
     const { end, diskMiB } = scaled;
     console.log(
       `scale  ${scaled.created} conversations, ${scaled.turns} turns on ${Math.min(active, scaled.created)} in ${fmt(scaled.seconds, 0)} s, errors ${scaled.errors}; turn p50 ${fmt(scaled.turnP50Ms)} ms p99 ${fmt(scaled.turnP99Ms)} ms; troupe cpu ${fmt(scaled.troupeCpuUsPerRequest, 0)} µs/request`,
     );
     console.log(
-      `scale  end rss ${fmt(end.rssMiB, 0)} MiB (anon ${fmt(end.anonMiB, 0)}, file-backed ${fmt(end.fileMiB, 0)}), peak ${fmt(end.peakMiB, 0)} MiB (target ≤ 1024 MiB); on disk ${fmt(diskMiB.total, 0)} MiB (actors ${fmt(diskMiB.actors, 0)}, tenancy ${fmt(diskMiB.tenancy, 0)})`,
+      `scale  end rss ${fmt(end.rssMiB, 0)} MiB (anon ${fmt(end.anonMiB, 0)}, file-backed ${fmt(end.fileMiB, 0)}), peak ${fmt(end.peakMiB, 0)} MiB (target ≤ 1024 MiB)` +
+        (scaleHost === "embedded" ? `; on disk ${fmt(diskMiB.total, 0)} MiB (actors ${fmt(diskMiB.actors, 0)}, tenancy ${fmt(diskMiB.tenancy, 0)})` : ""),
     );
+    if (scaled.redisBytesPerConversation !== undefined) {
+      console.log(`scale  redis used_memory ${fmt(scaled.redisUsedMiB ?? Number.NaN, 0)} MiB at the end: ${fmt(scaled.redisBytesPerConversation, 0)} bytes per conversation created`);
+    }
     if (server.cgroup) {
       const { peakMiB, oomKills } = server.cgroup.report();
       console.log(`scale  memory cgroup limit ${memoryLimitMiB} MiB: at most ${fmt(peakMiB, 0)} MiB charged (anonymous + page cache), ${oomKills} OOM kills`);

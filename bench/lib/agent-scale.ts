@@ -5,6 +5,7 @@
 // process's memory: with the resident cap (ACTOR_MAX_RESIDENT) it follows
 // the active set, not N. At the end: RSS (anonymous and lmdb's file-backed
 // map apart), the store's size on disk, Troupe's CPU per request.
+import { Redis } from "ioredis";
 import { Pool } from "undici";
 import { fmt, summarize } from "./stats.ts";
 import { cpuSeconds, diskBytes, memoryOf, type Memory } from "./proc-stats.ts";
@@ -21,6 +22,8 @@ export interface ScaleOptions {
   talkers: number;
   script: string;
   sampleSeconds: number;
+  /** A Dapr cluster's Redis: its used_memory is sampled, and reported per conversation at the end. */
+  redisUrl?: string;
 }
 
 export interface ScaleResult {
@@ -31,6 +34,9 @@ export interface ScaleResult {
   samples: Array<{ seconds: number; created: number; turns: number } & Memory>;
   end: Memory;
   diskMiB: { actors: number; tenancy: number; total: number };
+  /** Growth of Redis's used_memory over the run, per conversation created (Dapr). */
+  redisBytesPerConversation?: number;
+  redisUsedMiB?: number;
   turnP50Ms: number;
   turnP99Ms: number;
   troupeCpuUsPerRequest: number;
@@ -91,6 +97,9 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
       }
     }
   };
+  const redis = o.redisUrl ? new Redis(o.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 }) : undefined;
+  const usedMemory = async () => (redis ? Number(/used_memory:(\d+)/.exec(await redis.info("memory"))?.[1] ?? Number.NaN) : Number.NaN);
+  const redisBefore = await usedMemory();
   const started = performance.now();
   const cpuBefore = await cpuSeconds(o.pid);
   const samples: ScaleResult["samples"] = [];
@@ -98,11 +107,12 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
   const sample = async () => {
     const now = performance.now();
     const memory = await memoryOf(o.pid);
+    const redisNote = redis ? `  redis ${fmt((await usedMemory()) / 1024 / 1024, 0)} MiB` : "";
     const seconds = (now - started) / 1000;
     samples.push({ seconds, created, turns, ...memory });
     const span = (now - last.at) / 1000;
     console.log(
-      `scale  ${fmt(seconds, 0).padStart(5)} s  created ${String(created).padStart(8)} (${fmt((created - last.created) / span, 0)}/s)  turns ${String(turns).padStart(8)} (${fmt((turns - last.turns) / span, 0)}/s)  errors ${errors}  rss ${fmt(memory.rssMiB, 0)} MiB (anon ${fmt(memory.anonMiB, 0)}, file ${fmt(memory.fileMiB, 0)})`,
+      `scale  ${fmt(seconds, 0).padStart(5)} s  created ${String(created).padStart(8)} (${fmt((created - last.created) / span, 0)}/s)  turns ${String(turns).padStart(8)} (${fmt((turns - last.turns) / span, 0)}/s)  errors ${errors}  rss ${fmt(memory.rssMiB, 0)} MiB (anon ${fmt(memory.anonMiB, 0)}, file ${fmt(memory.fileMiB, 0)})${redisNote}`,
     );
     last = { at: now, created, turns };
   };
@@ -116,6 +126,8 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
   const cpu = (await cpuSeconds(o.pid)) - cpuBefore;
   await sample();
   await pool.close();
+  const redisAfter = await usedMemory();
+  redis?.disconnect();
   if (firstError) console.log(`          first error: ${firstError}`);
   const [actors, tenancy, total] = await Promise.all([diskBytes(`${o.dataDir}/actors`), diskBytes(`${o.dataDir}/tenancy`), diskBytes(o.dataDir)]);
   const mib = (bytes: number) => bytes / 1024 / 1024;
@@ -128,6 +140,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
     samples,
     end: await memoryOf(o.pid),
     diskMiB: { actors: mib(actors), tenancy: mib(tenancy), total: mib(total) },
+    ...(redis ? { redisBytesPerConversation: (redisAfter - redisBefore) / Math.max(1, created), redisUsedMiB: mib(redisAfter) } : {}),
     turnP50Ms: s.p50,
     turnP99Ms: s.p99,
     troupeCpuUsPerRequest: (cpu * 1e6) / Math.max(1, created + turns),
