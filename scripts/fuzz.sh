@@ -27,7 +27,7 @@ if [[ "$("$cache/bin/st" --version 2>/dev/null)" != "st, version $version" ]]; t
 fi
 
 run_dir=$(mktemp -d /tmp/troupe-fuzz.XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+port=$(python3 scripts/free-port.py)
 base="http://127.0.0.1:$port"
 
 cleanup() {

@@ -41,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 
 podman image exists "$image" || fail "no image $image: run npm run image first"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+port=$(python3 scripts/free-port.py)
 base="http://127.0.0.1:$port"
 json() { node -e 'let s=""; process.stdin.on("data", (d) => (s += d)).on("end", () => { const v = new Function("r", `return r.${process.argv[1]}`)(JSON.parse(s)); if (v === undefined) process.exit(1); console.log(v); })' "$1"; }
 # Prints "<status> <body>" ("000 …" when the connection failed).

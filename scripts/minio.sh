@@ -17,6 +17,7 @@
 #   S3_BUCKET          bucket to create (default troupe-files)
 #   TROUPE_CACHE_DIR   cache root (default $HOME/.cache/troupe); binary in <cache>/minio/<version>/
 set -euo pipefail
+SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # The pseudo-version `@latest` resolves to; the RELEASE.* tags answer 403.
 MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
@@ -32,7 +33,7 @@ ROOT_PASSWORD="${MINIO_ROOT_PASSWORD:-troupe-minio-secret}"
 
 die() { echo "minio.sh: ERROR: $*" >&2; exit 1; }
 say() { echo "minio.sh: $*" >&2; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+free_port() { python3 "$SCRIPTS_DIR/free-port.py"; }
 
 build() {
   if [[ -x "$BIN" && -f "$OUT/.complete" ]]; then

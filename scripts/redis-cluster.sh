@@ -11,24 +11,14 @@
 # Environment:
 #   REDIS_CLUSTER_DIR  node configs, logs and pid files (default ${TROUPE_DATA_DIR:-./.troupe}/redis-cluster)
 set -euo pipefail
+SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 DIR="$(realpath -m "${REDIS_CLUSTER_DIR:-${TROUPE_DATA_DIR:-./.troupe}/redis-cluster}")"
 
 die() { echo "redis-cluster.sh: ERROR: $*" >&2; exit 1; }
 say() { echo "redis-cluster.sh: $*" >&2; }
 # A port P with P+10000 free too: each node's cluster bus listens on P+10000.
-free_port() {
-  python3 -c '
-import random, socket
-def free(p):
-    s = socket.socket()
-    try: s.bind(("127.0.0.1", p)); return True
-    except OSError: return False
-    finally: s.close()
-while True:
-    p = random.randint(20000, 50000)
-    if free(p) and free(p + 10000): print(p); break'
-}
+free_port() { python3 "$SCRIPTS_DIR/free-port.py" --offset 10000; }
 
 start() {
   command -v redis-server >/dev/null || die "redis-server is not installed (apt-get install -y redis-server)"

@@ -154,8 +154,10 @@ export class LocalCluster {
         this.waitHttp("scheduler", `http://127.0.0.1:${schedHz}/healthz`, this.infra[this.infra.length - 1]!),
       ]);
     }
+    // One call for every replica, so no two replicas are given the same port.
+    const replicaPorts = await freePorts(6 * options.replicas);
     for (let i = 0; i < options.replicas; i++) {
-      const free = await freePorts(6);
+      const free = replicaPorts.slice(6 * i, 6 * i + 6);
       this.ports.push({
         gateway: options.basePort === undefined ? free[0]! : options.basePort + i,
         callback: free[1]!,

@@ -3,9 +3,9 @@
 // is given), and free loopback ports.
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+export { freePorts } from "./net.ts";
 
 export const repoDir = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const daprBinDir = join(repoDir, "dapr/.bin");
@@ -23,24 +23,4 @@ export function requireDaprPrerequisites(options: { build?: boolean; redisUrl?: 
   if (missing.length > 0) throw new Error(`The Dapr actor tests need real Dapr and Redis; missing:\n  - ${missing.join("\n  - ")}`);
 }
 
-export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolveServer, reject) => {
-          const server = createServer();
-          server.once("error", reject);
-          server.listen(0, "127.0.0.1", () => resolveServer(server));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => {
-    const address = s.address();
-    if (address === null || typeof address === "string") throw new Error("no port");
-    return address.port;
-  });
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
 
