@@ -55,12 +55,12 @@ const hexByte = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padSt
  * against the caller's organization and environment.
  */
 export function uuid(nowMs: number = Date.now()): string {
-  let hex = "";
-  for (let shift = 40; shift >= 0; shift -= 8) hex += hexByte[Math.floor(nowMs / 2 ** shift) % 256];
-  hex += "-" + hexByte[0x70 | (pooledRandomByte() & 0x0f)] + hexByte[pooledRandomByte()];
-  hex += "-" + hexByte[0x80 | (pooledRandomByte() & 0x3f)] + hexByte[pooledRandomByte()] + "-";
-  for (let i = 0; i < 6; i++) hex += hexByte[pooledRandomByte()];
-  return `${hex.slice(0, 8)}-${hex.slice(8)}`;
+  const timeByte = (shift: number) => hexByte[Math.floor(nowMs / 2 ** shift) % 256];
+  let id = timeByte(40)! + timeByte(32) + timeByte(24) + timeByte(16) + "-" + timeByte(8) + timeByte(0);
+  id += "-" + hexByte[0x70 | (pooledRandomByte() & 0x0f)] + hexByte[pooledRandomByte()];
+  id += "-" + hexByte[0x80 | (pooledRandomByte() & 0x3f)] + hexByte[pooledRandomByte()] + "-";
+  for (let i = 0; i < 6; i++) id += hexByte[pooledRandomByte()];
+  return id;
 }
 
 /** An unguessable token: `bits` random bits in base64url. */

@@ -9,6 +9,7 @@ import { Redis } from "ioredis";
 import { Pool } from "undici";
 import { fmt, summarize } from "./stats.ts";
 import { cpuSeconds, diskBytes, memoryOf, type Memory } from "./proc-stats.ts";
+import { redisUsedMemory } from "./soak-stores.ts";
 
 export interface ScaleOptions {
   url: string;
@@ -98,7 +99,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
     }
   };
   const redis = o.redisUrl ? new Redis(o.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 }) : undefined;
-  const usedMemory = async () => (redis ? Number(/used_memory:(\d+)/.exec(await redis.info("memory"))?.[1] ?? Number.NaN) : Number.NaN);
+  const usedMemory = async () => (redis ? redisUsedMemory([redis]) : Number.NaN);
   const redisBefore = await usedMemory();
   const started = performance.now();
   const cpuBefore = await cpuSeconds(o.pid);
