@@ -165,20 +165,6 @@ if (role === "upstream") {
   await orchestrate();
 }
 
-/** A loopback port free right now (for the metrics listener of the metrics-on Troupe). */
-async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 async function orchestrate(): Promise<void> {
   const { startChildServer } = await import("./lib/child-server.ts");
   const { fixedRate } = await import("./lib/loadgen.ts");
@@ -215,6 +201,7 @@ async function orchestrate(): Promise<void> {
       BENCH_REDIS_URL: args.get("redis") ?? "",
     };
     const troupe = await start(troupeEnv);
+    const { freePort } = await import("../test/support/net.ts");
     const metricsPort = await freePort();
     const troupeMetrics = await start({ ...troupeEnv, BENCH_METRICS_PORT: String(metricsPort) });
     const { liveKeyFor } = await import("./lib/bench-account.ts");

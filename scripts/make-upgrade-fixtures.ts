@@ -20,6 +20,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { freePort } from "../test/support/net.ts";
 
 const repo = resolve(import.meta.dirname, "..");
 const { values: args } = parseArgs({ options: { source: { type: "string" }, out: { type: "string" } } });
@@ -151,15 +152,6 @@ const commonEnv = {
   // Usage is flushed to the ledger well before the process is stopped.
   SHUTDOWN_GRACE_MS: "5000",
 };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const address = server.address();
-  await new Promise((r) => server.close(r));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
 
 function stopped(child: ChildProcess): Promise<void> {
   return new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", () => r())));
