@@ -117,6 +117,9 @@ export const conformanceCases: ConformanceCase[] = [
       const plain = await target.call(id, "failPlain");
       t.equal(plain.status, 500, "a plain Error is a 500");
       t.match(plain.error, { message: "plain failure" }, "its message intact");
+      const broken = await target.call(id, "breakState");
+      t.equal(broken.status, 500, "a turn that leaves a state its schema refuses fails");
+      t.match(broken.error, { message: /TestCounter\.breakState left a state that does not match its schema/ }, "the method is named");
       const missing = await target.call(id, "noSuchMethod");
       t.equal(missing.status, 404, "unknown method is not_found");
       let state = await view(t, target, id);

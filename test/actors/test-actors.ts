@@ -65,6 +65,15 @@ export const CounterActor = defineActor({
         throw new TroupeError("conflict", message, { details: { reason: "test" } });
       },
     },
+    /** Leaves a count the state schema refuses (not an integer): the commit must fail the turn. */
+    breakState: {
+      input: z.undefined(),
+      run: async (ctx) => {
+        ctx.state.count = 0.5;
+        ctx.state.marks.push("must-not-persist");
+        return true;
+      },
+    },
     failPlain: {
       input: z.undefined(),
       run: async (ctx) => {
