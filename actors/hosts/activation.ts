@@ -31,6 +31,17 @@ export interface ActorServices {
   clearReminder(type: string, id: string, name: string): Promise<void>;
 }
 
+/**
+ * 20,000 resident actors (ACTOR_MAX_RESIDENT), on either host: twice the
+ * 10,000 conversations a process is meant to keep busy at once (issue 27),
+ * so an active conversation stays resident between its turns (a new
+ * conversation's activation: ~5 KiB, measured as 100,000 in ~650 MiB RSS
+ * before the cap; plus its history's JSON). Beyond it the least recently
+ * used idle actors leave memory; their state is already stored (every turn
+ * commits before it answers).
+ */
+export const defaultMaxResident = 20_000;
+
 /** The ids actors get unless a host is given others (tests): version 7 UUIDs (core/ids.ts). */
 export const randomIds: IdSource = { uuid: () => uuid() };
 

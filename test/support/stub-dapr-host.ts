@@ -2,7 +2,8 @@
 // a stand-in where every read finds nothing and every write succeeds, for
 // tests of the host's own HTTP surface (active actors, the hand-off). With
 // `holdWrites`, state writes are never answered, as daprd holds the write of
-// an actor it is moving away.
+// an actor it is moving away; with `keepState`, writes are kept and read
+// back (and reads counted), as daprd's state store would.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { eraseDefinition } from "../../actors/actor.ts";
@@ -13,6 +14,8 @@ import { testActors } from "../actors/test-actors.ts";
 import { freePort } from "./net.ts";
 
 export interface StubDaprHost {
+  /** State reads per actor path (`TestCounter/a`), with keepState. */
+  reads: Map<string, number>;
   /** Started; the test stops it. */
   host: DaprActorHost;
   /** The host's callback address, `http://127.0.0.1:<port>`. */
@@ -21,13 +24,38 @@ export interface StubDaprHost {
   closeStateApi(): Promise<void>;
 }
 
-export async function startStubDaprHost(options: { handOffMs?: number; commitWaitMs?: number; holdWrites?: boolean } = {}): Promise<StubDaprHost> {
+interface StubOptions {
+  handOffMs?: number;
+  commitWaitMs?: number;
+  holdWrites?: boolean;
+  keepState?: boolean;
+  maxResident?: number;
+}
+
+/** `/v1.0/actors/<type>/<id>/state[/state]` → `<type>/<id>`. */
+const actorOf = (url: string) => url.split("/").slice(3, 5).map(decodeURIComponent).join("/");
+
+export async function startStubDaprHost(options: StubOptions = {}): Promise<StubDaprHost> {
   const held: ServerResponse[] = [];
+  const stored = new Map<string, string>();
+  const reads = new Map<string, number>();
   const stateApi = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
+    let body = "";
+    req.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
     req.on("end", () => {
-      if (options.holdWrites && req.method === "POST" && req.url?.endsWith("/state")) held.push(res);
-      else res.writeHead(204).end();
+      const url = req.url ?? "";
+      if (options.holdWrites && req.method === "POST" && url.endsWith("/state")) held.push(res);
+      else if (options.keepState && req.method === "POST" && url.endsWith("/state")) {
+        const [operation] = JSON.parse(body) as Array<{ operation: string; request: { value?: unknown } }>;
+        if (operation?.operation === "upsert") stored.set(actorOf(url), JSON.stringify(operation.request.value));
+        else stored.delete(actorOf(url));
+        res.writeHead(204).end();
+      } else if (options.keepState && req.method === "GET" && url.endsWith("/state/state")) {
+        reads.set(actorOf(url), (reads.get(actorOf(url)) ?? 0) + 1);
+        const value = stored.get(actorOf(url));
+        if (value === undefined) res.writeHead(204).end();
+        else res.writeHead(200, { "content-type": "application/json" }).end(value);
+      } else res.writeHead(204).end();
     });
   });
   await new Promise<void>((resolve) => stateApi.listen(0, "127.0.0.1", resolve));
@@ -39,12 +67,14 @@ export async function startStubDaprHost(options: { handOffMs?: number; commitWai
     idleTimeoutMs: 60_000,
     ...(options.handOffMs === undefined ? {} : { handOffMs: options.handOffMs }),
     ...(options.commitWaitMs === undefined ? {} : { commitWaitMs: options.commitWaitMs }),
+    ...(options.maxResident === undefined ? {} : { maxResident: options.maxResident }),
     clock: systemClock,
     log: createLogger("error"),
   });
   host.register(testActors.map((d) => eraseDefinition(d)));
   await host.start();
   return {
+    reads,
     host,
     base: `http://127.0.0.1:${callbackPort}`,
     closeStateApi: () => {

@@ -14,7 +14,7 @@ import type { Tracing } from "../../../core/tracing.ts";
 import { actorSpanAttributes } from "../../actor-spans.ts";
 import type { AnyActorDefinition, IdSource } from "../../actor.ts";
 import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
-import { Activation, asJsonText, randomIds, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
+import { Activation, asJsonText, defaultMaxResident, randomIds, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
 import { ActorRegistry, initialStateJson } from "../registry.ts";
 import { ActorStore, type StoredReminder } from "./store.ts";
 
@@ -30,16 +30,6 @@ export interface EmbeddedHostOptions {
   /** Most actors kept in memory (ACTOR_MAX_RESIDENT; default defaultMaxResident). */
   maxResident?: number;
 }
-
-/**
- * 20,000 resident actors: twice the 10,000 conversations a process is meant
- * to keep busy at once (issue 27), so an active conversation stays resident
- * between its turns (a new conversation's activation: ~5 KiB, measured as
- * 100,000 in ~650 MiB RSS before the cap; plus its history's JSON). Beyond
- * it the least recently used idle actors deactivate; their state is
- * already stored (every turn commits before it answers).
- */
-export const defaultMaxResident = 20_000;
 
 /** Resident actors looked at per eviction pass: busy ones are skipped, the sweeper retries what is left over. */
 const evictionScanLimit = 1_000;
