@@ -22,7 +22,9 @@
 //        --memory-limit-mib=1024 (the embedded Troupe runs in a memory cgroup of
 //        that limit, as under a container's; needs root: bench/lib/memory-cgroup.ts)
 //        --scale-host=dapr --scale-replicas=2 (the scale phase on a local Dapr
-//        cluster with its own Redis: Redis's used_memory per conversation)
+//        cluster with its own Redis: Redis's used_memory per conversation, and
+//        per replica its RSS, the copies in its memory and daprd's active count)
+//        --max-resident=N (ACTOR_MAX_RESIDENT for the scale phase's Troupe)
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -63,9 +65,11 @@ interface Server {
   cgroup?: MemoryCgroup;
   /** The cluster's Redis (Dapr). */
   redisUrl?: string;
+  /** Per replica (Dapr): RSS, actors in the app's memory, and daprd's active count. */
+  residency?: () => Promise<string[]>;
 }
 
-async function startEmbedded(): Promise<Server> {
+async function startEmbedded(env: Record<string, string> = {}): Promise<Server> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "troupe-bench-agents-"));
   // TROUPE_NODE_OPTIONS, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, profiles the server.
@@ -74,7 +78,7 @@ async function startEmbedded(): Promise<Server> {
   const start = { command: process.execPath, args: [...nodeOptions, join(repoDir, "gateway/main.ts")] };
   const { command, args: commandArgs } = cgroup ? cgroup.wrap(start.command, start.args) : start;
   const child: ChildProcess = spawn(command, commandArgs, {
-    env: { ...process.env, ...appEnv, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir },
+    env: { ...process.env, ...appEnv, ...env, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir },
     stdio: "ignore",
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -100,7 +104,17 @@ async function startDapr(replicas = 1, env: Record<string, string> = {}): Promis
     ...(process.env["REDIS_URL"] ? { redisUrl: process.env["REDIS_URL"] } : {}),
   });
   await cluster.start();
-  return { url: cluster.replicas[0]?.gatewayUrl ?? "", dataDir: "", pid: () => cluster.appPid(0), stop: () => cluster.stop(), redisUrl: cluster.redisUrl };
+  const count = (lists: Record<string, string[]>) => Object.values(lists).reduce((n, ids) => n + ids.length, 0);
+  const residency = () =>
+    Promise.all(
+      cluster.replicas.map(async (replica) => {
+        const inMemory = count((await (await fetch(`http://127.0.0.1:${replica.callbackPort}/troupe/active-actors`)).json()) as Record<string, string[]>);
+        const meta = (await (await fetch(`${replica.daprHttpUrl}/v1.0/metadata`)).json()) as { actorRuntime?: { activeActors?: Array<{ count?: number }> } };
+        const daprdActive = (meta.actorRuntime?.activeActors ?? []).reduce((n, a) => n + (a.count ?? 0), 0);
+        return `replica ${replica.index}: rss ${fmt(await rssMiB(cluster.appPid(replica.index)), 0)} MiB, ${inMemory} actors in its memory, ${daprdActive} active in its daprd`;
+      }),
+    );
+  return { url: cluster.replicas[0]?.gatewayUrl ?? "", dataDir: "", pid: () => cluster.appPid(0), stop: () => cluster.stop(), redisUrl: cluster.redisUrl, residency };
 }
 
 async function keyFor(url: string): Promise<string> {
@@ -236,8 +250,10 @@ if (idle > 0 && hosts.includes("embedded")) {
 }
 let scaled: Awaited<ReturnType<typeof runScale>> | undefined;
 if (scale > 0) {
-  // On Dapr idle actors deactivate after a minute here (ACTOR_MAX_RESIDENT is embedded only), so replicas hold the active set.
-  const server = scaleHost === "dapr" ? await startDapr(scaleReplicas, { ACTOR_IDLE_TIMEOUT_MS: "60000" }) : await startEmbedded();
+  // On Dapr idle actors also deactivate after a minute here (daprd's idle timeout, at daprd's pace).
+  const maxResident = args.get("max-resident");
+  const residentEnv: Record<string, string> = maxResident === undefined ? {} : { ACTOR_MAX_RESIDENT: maxResident };
+  const server = scaleHost === "dapr" ? await startDapr(scaleReplicas, { ACTOR_IDLE_TIMEOUT_MS: "60000", ...residentEnv }) : await startEmbedded(residentEnv);
   try {
     const key = await keyFor(server.url);
     const where = scaleHost === "dapr" ? `a ${scaleReplicas}-replica Dapr cluster (memory: replica 0)` : "one embedded Troupe";
@@ -266,6 +282,7 @@ if (scale > 0) {
     if (scaled.redisBytesPerConversation !== undefined) {
       console.log(`scale  redis used_memory ${fmt(scaled.redisUsedMiB ?? Number.NaN, 0)} MiB at the end: ${fmt(scaled.redisBytesPerConversation, 0)} bytes per conversation created`);
     }
+    for (const line of (await server.residency?.()) ?? []) console.log(`scale  ${line}`);
     if (server.cgroup) {
       const { peakMiB, oomKills } = server.cgroup.report();
       console.log(`scale  memory cgroup limit ${memoryLimitMiB} MiB: at most ${fmt(peakMiB, 0)} MiB charged (anonymous + page cache), ${oomKills} OOM kills`);
