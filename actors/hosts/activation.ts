@@ -42,6 +42,34 @@ export interface ActorServices {
  */
 export const defaultMaxResident = 20_000;
 
+/** Both hosts keep their activations in a Map in least-recently-used order: a call moves its actor to the end. */
+export function markUsed<K, V>(activations: Map<K, V>, key: K, value: V): void {
+  activations.delete(key);
+  activations.set(key, value);
+}
+
+/**
+ * Deletes the least recently used entries that `droppable` allows until at
+ * most `keep` remain, looking at no more than `scanLimit` entries; `dropped`
+ * runs for each one deleted.
+ */
+export function dropLeastRecent<K, V>(
+  activations: Map<K, V>,
+  keep: number,
+  droppable: (key: K, value: V) => boolean,
+  { scanLimit = Infinity, dropped }: { scanLimit?: number; dropped?: (key: K) => void } = {},
+): void {
+  let excess = activations.size - keep;
+  let scanned = 0;
+  for (const [key, value] of activations) {
+    if (excess <= 0 || scanned++ >= scanLimit) return;
+    if (!droppable(key, value)) continue;
+    activations.delete(key);
+    dropped?.(key);
+    excess -= 1;
+  }
+}
+
 /** The ids actors get unless a host is given others (tests): version 7 UUIDs (core/ids.ts). */
 export const randomIds: IdSource = { uuid: () => uuid() };
 

@@ -17,7 +17,7 @@ import { noTracing, type Tracing } from "../../../core/tracing.ts";
 import { actorSpanAttributes } from "../../actor-spans.ts";
 import type { AnyActorDefinition, IdSource } from "../../actor.ts";
 import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
-import { Activation, defaultMaxResident, randomIds, type ActorServices } from "../activation.ts";
+import { Activation, defaultMaxResident, dropLeastRecent, markUsed, randomIds, type ActorServices } from "../activation.ts";
 import { ActorRegistry, initialStateJson } from "../registry.ts";
 import { CallbackServer } from "./callback-server.ts";
 import { DaprdClient } from "./daprd-client.ts";
@@ -309,8 +309,7 @@ export class DaprActorHost implements ActorHost {
     for (;;) {
       const entry = this.activations.get(key);
       if (entry && entry.epoch === this.epoch) {
-        this.activations.delete(key);
-        this.activations.set(key, entry);
+        markUsed(this.activations, key, entry);
         return entry.activation;
       }
       const pending = this.activating.get(key);
@@ -350,13 +349,7 @@ export class DaprActorHost implements ActorHost {
    * the other had 24,000, at the same idle timeout (docs/benchmarks.md).
    */
   private evictOverCap(): void {
-    let excess = this.activations.size - this.maxResident;
-    for (const [key, entry] of this.activations) {
-      if (excess <= 0) return;
-      if (!entry.activation.idle) continue;
-      this.activations.delete(key);
-      excess -= 1;
-    }
+    dropLeastRecent(this.activations, this.maxResident, (_key, entry) => entry.activation.idle);
   }
 
   private async deactivate(type: string, id: string): Promise<void> {

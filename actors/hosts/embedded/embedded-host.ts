@@ -14,7 +14,7 @@ import type { Tracing } from "../../../core/tracing.ts";
 import { actorSpanAttributes } from "../../actor-spans.ts";
 import type { AnyActorDefinition, IdSource } from "../../actor.ts";
 import type { ActiveActorCount, ActorHost, CallOptions } from "../../host.ts";
-import { Activation, asJsonText, defaultMaxResident, randomIds, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
+import { Activation, asJsonText, defaultMaxResident, dropLeastRecent, markUsed, randomIds, jsonCopy, type ActorServices, type ScheduleSpec } from "../activation.ts";
 import { ActorRegistry, initialStateJson } from "../registry.ts";
 import { ActorStore, type StoredReminder } from "./store.ts";
 
@@ -176,8 +176,7 @@ export class EmbeddedActorHost implements ActorHost {
     const key = actorKey(type, id);
     const existing = this.activations.get(key);
     if (existing) {
-      this.activations.delete(key);
-      this.activations.set(key, existing);
+      markUsed(this.activations, key, existing);
       return existing;
     }
     const definition = this.registry.get(type);
@@ -209,16 +208,12 @@ export class EmbeddedActorHost implements ActorHost {
    * so no turn can start on an actor while it is being evicted.
    */
   private evictOverCap(): void {
-    let excess = this.activations.size - this.maxResident;
-    let scanned = 0;
-    for (const [key, activation] of this.activations) {
-      if (excess <= 0 || scanned++ >= evictionScanLimit) return;
-      if (!activation.idle || (this.timers.get(key)?.size ?? 0) > 0) continue;
-      this.activations.delete(key);
-      this.timers.delete(key);
-      excess -= 1;
-    }
+    dropLeastRecent(this.activations, this.maxResident, (key, activation) => activation.idle && (this.timers.get(key)?.size ?? 0) === 0, {
+      scanLimit: evictionScanLimit,
+      dropped: (key) => this.timers.delete(key),
+    });
   }
+
 
   private setTimer(type: string, id: string, spec: ScheduleSpec): void {
     const key = actorKey(type, id);
