@@ -4,25 +4,16 @@
 // restart once failed with "could not listen" so).
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import t from "tap";
-import { freePort, freePorts } from "../support/net.ts";
+import { freePort, freePorts, isPortFree } from "../support/net.ts";
 
 const ephemeralStart = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
-
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
 
 t.test("freePorts: distinct, below the ephemeral range, and bindable", async (t) => {
   const ports = await freePorts(60);
   t.equal(new Set(ports).size, 60, "60 distinct ports");
   t.ok(ports.every((p) => p >= 10_000 && p < ephemeralStart), `all in [10000, ${ephemeralStart})`);
-  const results = await Promise.all(ports.map(bindable));
+  const results = await Promise.all(ports.map(isPortFree));
   t.ok(results.every(Boolean), "each can be bound");
   const one = await freePort();
   t.ok(one >= 10_000 && one < ephemeralStart, "freePort too");
@@ -35,6 +26,6 @@ t.test("scripts/free-port.py: below the ephemeral range, with room for an offset
     const port = Number(run.stdout.trim());
     const offset = args.length ? 10_000 : 0;
     t.ok(port >= 10_000 && port + offset < ephemeralStart, `${port} (+${offset}) below ${ephemeralStart}`);
-    t.ok(await bindable(port + offset), "bindable");
+    t.ok(await isPortFree(port + offset), "bindable");
   }
 });
