@@ -78,11 +78,12 @@ export function isPortFree(port: number): Promise<boolean> {
   });
 }
 
-/** A base port p with p and p+1 both free on loopback (the cluster uses PORT+i per replica). */
+/** A base port p with p and p+1 both free on loopback and below the ephemeral range (the cluster uses PORT+i per replica). */
 export async function freePortPair(): Promise<number> {
+  const ephemeralStart = ephemeralRangeStart();
   for (;;) {
     const base = await freePort();
-    if (await isPortFree(base + 1)) return base;
+    if (base + 1 < ephemeralStart && (await isPortFree(base + 1))) return base;
   }
 }
 
