@@ -26,9 +26,10 @@
 //        per replica its RSS, the copies in its memory and daprd's active count)
 //        --max-resident=N (ACTOR_MAX_RESIDENT for the scale phase's Troupe)
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support/dapr-cluster.ts";
 import { freePort, waitFor } from "../test/support/net.ts";
 import { runScale } from "./lib/agent-scale.ts";
@@ -67,6 +68,8 @@ interface Server {
   redisUrl?: string;
   /** Per replica (Dapr): RSS, actors in the app's memory, and daprd's active count. */
   residency?: () => Promise<string[]>;
+  /** Processes beside Troupe that serve each turn (Dapr: every daprd and Redis), whose CPU per request is reported too. */
+  beside?: Array<{ name: string; pid: number | undefined }>;
 }
 
 async function startEmbedded(env: Record<string, string> = {}): Promise<Server> {
@@ -114,7 +117,23 @@ async function startDapr(replicas = 1, env: Record<string, string> = {}): Promis
         return `replica ${replica.index}: rss ${fmt(await rssMiB(cluster.appPid(replica.index)), 0)} MiB, ${inMemory} actors in its memory, ${daprdActive} active in its daprd`;
       }),
     );
-  return { url: cluster.replicas[0]?.gatewayUrl ?? "", dataDir: "", pid: () => cluster.appPid(0), stop: () => cluster.stop(), redisUrl: cluster.redisUrl, residency };
+  const beside = [
+    ...cluster.replicas.map((replica) => ({ name: `daprd ${replica.index}`, pid: cluster.daprdPid(replica.index) })),
+    { name: "redis", pid: await redisPid(cluster.redisUrl) },
+  ];
+  return { url: cluster.replicas[0]?.gatewayUrl ?? "", dataDir: "", pid: () => cluster.appPid(0), stop: () => cluster.stop(), redisUrl: cluster.redisUrl, residency, beside };
+}
+
+/** The pid a Redis reports (INFO server), when it runs on this machine. */
+async function redisPid(url: string): Promise<number | undefined> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    const pid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
+    return Number.isInteger(pid) && existsSync(`/proc/${pid}`) ? pid : undefined;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 async function keyFor(url: string): Promise<string> {
@@ -152,8 +171,13 @@ interface Row {
 interface CpuMark {
   troupe: number;
   loadgen: NodeJS.CpuUsage;
+  beside: number[];
 }
-const cpuMark = async (server: Server): Promise<CpuMark> => ({ troupe: await cpuSeconds(server.pid()), loadgen: process.cpuUsage() });
+const cpuMark = async (server: Server): Promise<CpuMark> => ({
+  troupe: await cpuSeconds(server.pid()),
+  loadgen: process.cpuUsage(),
+  beside: await Promise.all((server.beside ?? []).map(({ pid }) => cpuSeconds(pid))),
+});
 
 const rows: Row[] = [];
 async function report(host: string, phase: string, r: Awaited<ReturnType<typeof drive>>, server: Server, since: CpuMark): Promise<void> {
@@ -169,6 +193,10 @@ async function report(host: string, phase: string, r: Awaited<ReturnType<typeof 
   console.log(
     `${host.padEnd(9)} ${phase.padEnd(7)} ${String(row.count).padStart(7)} in ${fmt(r.seconds, 1)} s  ${fmt(row.perSecond, 0).padStart(6)}/s  p50 ${fmt(row.p50Ms)} ms  p99 ${fmt(row.p99Ms)} ms  errors ${row.errors}  rss ${fmt(rss, 0)} MiB  cpu/req troupe ${fmt(troupeCpuUs, 0)} µs, load generator ${fmt(loadgenCpuUs, 0)} µs`,
   );
+  const beside = await Promise.all(
+    (server.beside ?? []).map(async ({ name, pid }, i) => `${name} ${fmt((((await cpuSeconds(pid)) - (since.beside[i] ?? Number.NaN)) * 1e6) / requests, 0)} µs`),
+  );
+  if (beside.length > 0) console.log(`          cpu/req beside troupe: ${beside.join(", ")}`);
   if (r.firstError) console.log(`          first error: ${r.firstError}`);
 }
 

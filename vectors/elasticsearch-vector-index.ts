@@ -51,6 +51,9 @@ export interface BulkAddOptions {
   /**
    * "wait_for" (default) resolves once the records are searchable;
    * false leaves them to the next refresh (bulk loads call refresh() at the end).
+   * With false the records stay reserved against the quota until refresh(),
+   * while Elasticsearch's own periodic refresh already counts them as
+   * stored: until then the quota counts them twice (strict, never loose).
    */
   refresh?: "wait_for" | false;
 }

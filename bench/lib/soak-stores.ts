@@ -29,13 +29,13 @@ async function waitForPong(port: number): Promise<void> {
   throw new Error(`redis-server on port ${port} did not start`);
 }
 
-/** used_memory and the ledger's per-call hashes (`troupe:bill:calls:*`, found by SCAN) of some Redis nodes. */
 /** INFO memory's used_memory, summed over `nodes` (NaN when a node does not report it). */
 export async function redisUsedMemory(nodes: Redis[]): Promise<number> {
   const infos = await Promise.all(nodes.map((node) => node.info("memory")));
   return infos.reduce((sum, info) => sum + Number(/used_memory:(\d+)/.exec(info)?.[1] ?? NaN), 0);
 }
 
+/** used_memory and the ledger's per-call hashes (`troupe:bill:calls:*`, found by SCAN) of some Redis nodes. */
 function redisSampler(nodes: Redis[]): Pick<SoakStore, "usedMemory" | "heldEntries"> {
   return {
     usedMemory: () => redisUsedMemory(nodes),
