@@ -337,7 +337,9 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
         }
       };
       await Promise.all(Array.from({ length: inFlight }, worker));
-      await index.addBulk(otherRecords(corpus), { refresh: false });
+      // In batches too: 10,000 records in one bulk request is past ES's 100 MB http.max_content_length.
+      const other = otherRecords(corpus);
+      for (let from = 0; from < other.length; from += batchSize) await index.addBulk(other.slice(from, from + batchSize), { refresh: false });
       await index.refresh();
       const bulkSeconds = (performance.now() - startedMs) / 1000;
       log(`elasticsearch: bulk-indexed and refreshed in ${bulkSeconds.toFixed(1)} s (${Math.round(n / bulkSeconds)} vectors/s)`);
