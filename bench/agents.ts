@@ -10,7 +10,8 @@
 // busy, printing memory over time, then RSS and the store's size on disk
 // (bench/lib/agent-scale.ts). Every phase reports Troupe's own CPU time per
 // request (its user + system time over the phase, /proc) and the load
-// generator's, comparable where a busy machine makes rates move.
+// generator's, comparable where a busy machine makes rates move; on Dapr
+// also each daprd's and Redis's (a turn's CPU is spread over all of them).
 //
 // Flags: --conversations=10000 --turns=3 --concurrency=128 (embedded) --dapr-concurrency=24
 //        (turns in flight; Dapr's p99 target is for a load it can absorb)
@@ -26,7 +27,8 @@
 //        per replica its RSS, the copies in its memory and daprd's active count)
 //        --max-resident=N (ACTOR_MAX_RESIDENT for the scale phase's Troupe)
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -124,13 +126,14 @@ async function startDapr(replicas = 1, env: Record<string, string> = {}): Promis
   return { url: cluster.replicas[0]?.gatewayUrl ?? "", dataDir: "", pid: () => cluster.appPid(0), stop: () => cluster.stop(), redisUrl: cluster.redisUrl, residency, beside };
 }
 
-/** The pid a Redis reports (INFO server), when it runs on this machine. */
+/** The pid a Redis reports (INFO server), when that process runs on this machine. */
 async function redisPid(url: string): Promise<number | undefined> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
     const pid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
-    return Number.isInteger(pid) && existsSync(`/proc/${pid}`) ? pid : undefined;
+    const command = Number.isInteger(pid) ? await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "") : "";
+    return command.startsWith("redis") ? pid : undefined;
   } finally {
     redis.disconnect();
   }
