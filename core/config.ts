@@ -65,6 +65,17 @@ const envSchema = z.object({
 
   ELASTICSEARCH_URL: optionalString,
   ELASTICSEARCH_INDEX: z.string().default("troupe-vectors"),
+  /**
+   * HNSW links per node (m) and candidate list while inserting
+   * (ef_construction) of the dense_vector field: used when Troupe creates the
+   * index; an existing index keeps its mapping. At 1,000,000 × 768 in one
+   * organization, merged to one segment, 16 / 100 gave recall@10 0.846
+   * (docs/benchmarks.md): larger organizations want more.
+   */
+  ELASTICSEARCH_HNSW_M: int(2, 512).default(16),
+  ELASTICSEARCH_HNSW_EF_CONSTRUCTION: int(10, 3200).default(100),
+  /** knn num_candidates per search: at least this, and 10 × top_k, at most 10,000. */
+  ELASTICSEARCH_NUM_CANDIDATES: int(10, 10_000).default(400),
   /** Unset: the index takes the first configured model of gateway/index-model.ts's preference order when it is created, and keeps it. */
   EMBEDDING_INDEX_MODEL: optionalString,
   /** Bytes of a record's content as JSON (UTF-8): with the metadata cap this bounds a search response (top_k ≤ 100). */
@@ -244,6 +255,8 @@ export function loadConfig(env: RawEnv = process.env) {
     vectors: {
       elasticsearchUrl: e.ELASTICSEARCH_URL,
       elasticsearchIndex: e.ELASTICSEARCH_INDEX,
+      elasticsearchHnsw: { m: e.ELASTICSEARCH_HNSW_M, efConstruction: e.ELASTICSEARCH_HNSW_EF_CONSTRUCTION },
+      elasticsearchNumCandidates: e.ELASTICSEARCH_NUM_CANDIDATES,
       indexModel: e.EMBEDDING_INDEX_MODEL,
       hnsw: {
         fromRows: e.VECTOR_HNSW_FROM_ROWS,

@@ -19,14 +19,21 @@ export interface VectorIndexDeps {
 
 /** `indexModel`: the model the index is built with (gateway/index-model.ts resolves it when unset). */
 export async function createVectorIndex(
-  config: Omit<VectorsConfig, "indexModel" | "hnsw"> & { indexModel: string; hnsw?: VectorsConfig["hnsw"] },
+  config: Omit<VectorsConfig, "indexModel" | "hnsw" | "elasticsearchHnsw" | "elasticsearchNumCandidates"> &
+    { indexModel: string } & Partial<Pick<VectorsConfig, "hnsw" | "elasticsearchHnsw" | "elasticsearchNumCandidates">>,
   deps: VectorIndexDeps,
 ): Promise<VectorIndex> {
   const logger = deps.logger?.child({ component: "vectors" });
   const options: VectorIndexOptions = { model: config.indexModel, dimensions: deps.dimensions, limits: config.limits, ...(logger ? { logger } : {}) };
   if (config.elasticsearchUrl) {
-    const { ElasticsearchVectorIndex } = await import("./elasticsearch-vector-index.ts");
-    return new ElasticsearchVectorIndex({ ...options, url: config.elasticsearchUrl, index: config.elasticsearchIndex });
+    const { ElasticsearchVectorIndex, numCandidatesFrom } = await import("./elasticsearch-vector-index.ts");
+    return new ElasticsearchVectorIndex({
+      ...options,
+      url: config.elasticsearchUrl,
+      index: config.elasticsearchIndex,
+      ...(config.elasticsearchHnsw ? { hnsw: config.elasticsearchHnsw } : {}),
+      ...(config.elasticsearchNumCandidates !== undefined ? { numCandidates: numCandidatesFrom(config.elasticsearchNumCandidates) } : {}),
+    });
   }
   const { EmbeddedVectorIndex } = await import("./embedded-vector-index.ts");
   return new EmbeddedVectorIndex({

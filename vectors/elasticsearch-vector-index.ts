@@ -74,9 +74,12 @@ const searchResponseSchema = z.object({
   }),
 });
 
-export function defaultNumCandidates(k: number): number {
-  return Math.min(10_000, Math.max(400, 10 * k));
+/** knn num_candidates for top k: at least `floor` and 10·k, at most ES's 10,000 (ELASTICSEARCH_NUM_CANDIDATES). */
+export function numCandidatesFrom(floor: number): (k: number) => number {
+  return (k) => Math.min(10_000, Math.max(floor, 10 * k));
 }
+
+const defaultNumCandidates = numCandidatesFrom(400);
 
 export class ElasticsearchVectorIndex implements VectorIndex {
   readonly backend = "elasticsearch";

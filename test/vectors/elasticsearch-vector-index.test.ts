@@ -6,8 +6,9 @@
 import t from "tap";
 import { randomUUID } from "node:crypto";
 import { Client } from "@elastic/elasticsearch";
+import { loadConfig } from "../../core/config.ts";
 import { TroupeError } from "../../core/errors.ts";
-import { ElasticsearchVectorIndex } from "../../vectors/elasticsearch-vector-index.ts";
+import { ElasticsearchVectorIndex, numCandidatesFrom } from "../../vectors/elasticsearch-vector-index.ts";
 import { createVectorIndex } from "../../vectors/create-vector-index.ts";
 import { defaultVectorLimits } from "../../vectors/vector-index.ts";
 import { vectorIndexSuite, type VectorIndexHarness } from "./vector-index-suite.ts";
@@ -64,6 +65,37 @@ t.test("the mapping: float HNSW cosine, keyword org and kind, model in _meta", a
   });
   await index.open();
   t.pass("open() is idempotent");
+});
+
+t.test("ELASTICSEARCH_HNSW_* from the configuration reach the mapping Troupe creates", async (t) => {
+  const name = `${runPrefix}-configured`;
+  const config = loadConfig({
+    TROUPE_DATA_DIR: "/tmp/unused",
+    ELASTICSEARCH_URL: url,
+    ELASTICSEARCH_INDEX: name,
+    ELASTICSEARCH_HNSW_M: "24",
+    ELASTICSEARCH_HNSW_EF_CONSTRUCTION: "150",
+    ELASTICSEARCH_NUM_CANDIDATES: "600",
+  });
+  t.same(config.vectors.elasticsearchHnsw, { m: 24, efConstruction: 150 });
+  t.equal(config.vectors.elasticsearchNumCandidates, 600);
+  const index = await createVectorIndex({ ...config.vectors, indexModel: "simulated-embed" }, { dataDir: "/nonexistent", dimensions: 8 });
+  await index.open();
+  t.teardown(() => index.close());
+  const mapping = Object.values(await admin.indices.getMapping({ index: name }))[0]?.mappings;
+  t.match(mapping, { properties: { vector: { type: "dense_vector", index_options: { type: "hnsw", m: 24, ef_construction: 150 } } } });
+  const found = await index.search("org-none", Array.from({ length: 8 }, (_, i) => (i === 0 ? 1 : 0)), 5);
+  t.same(found, [], "searches run with the configured candidates (nothing stored)");
+});
+
+t.test("num_candidates: the configured floor, 10 × k above it, ES's 10,000 at most", async (t) => {
+  const candidates = numCandidatesFrom(600);
+  t.equal(candidates(10), 600);
+  t.equal(candidates(100), 1_000);
+  t.equal(candidates(5_000), 10_000);
+  t.throws(() => loadConfig({ TROUPE_DATA_DIR: "/tmp/unused", ELASTICSEARCH_NUM_CANDIDATES: "20000" }), /ELASTICSEARCH_NUM_CANDIDATES/);
+  t.throws(() => loadConfig({ TROUPE_DATA_DIR: "/tmp/unused", ELASTICSEARCH_HNSW_M: "1" }), /ELASTICSEARCH_HNSW_M/);
+  t.same(loadConfig({ TROUPE_DATA_DIR: "/tmp/unused" }).vectors.elasticsearchHnsw, { m: 16, efConstruction: 100 }, "defaults as before");
 });
 
 t.test("an index Troupe did not create is refused", async (t) => {
