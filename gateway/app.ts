@@ -89,7 +89,15 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   for (const f of features) f.attachRaw?.(gateway.app);
 
   // Listening first: the public URL is known before any actor or feature starts; requests wait for open() (503 until then).
-  const port = await gateway.listen(config.host, config.port);
+  // A port in use fails the start here: what the features and shared services
+  // opened (the ledger's worker thread, lmdb, the vector index) is closed before
+  // the caller exits. Once in CI such a start ended by a signal instead of exit
+  // code 1 while all of that was still open (not reproduced in 50 runs).
+  const port = await gateway.listen(config.host, config.port).catch(async (error: unknown) => {
+    for (const f of [...features].reverse()) await f.stop?.();
+    await closeSharedServices(shared);
+    throw error;
+  });
   const url = shared.publicUrl.listening(config.host, port);
   actors.register(features.flatMap((f) => f.actors ?? []));
   await actors.start();
