@@ -91,7 +91,8 @@ export class ElasticsearchVectorIndex implements VectorIndex {
   private readonly client: Client;
   private readonly requestTimeoutMs: number;
   private readonly bulkTimeoutMs: number;
-  private readonly numCandidates: (k: number) => number;
+  /** knn num_candidates a search for top k asks for (ELASTICSEARCH_NUM_CANDIDATES). */
+  readonly numCandidates: (k: number) => number;
   private readonly hnsw: { m: number; efConstruction: number };
   private readonly logger: Logger | undefined;
   private opened = false;

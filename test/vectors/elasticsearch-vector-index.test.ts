@@ -84,8 +84,12 @@ t.test("ELASTICSEARCH_HNSW_* from the configuration reach the mapping Troupe cre
   t.teardown(() => index.close());
   const mapping = Object.values(await admin.indices.getMapping({ index: name }))[0]?.mappings;
   t.match(mapping, { properties: { vector: { type: "dense_vector", index_options: { type: "hnsw", m: 24, ef_construction: 150 } } } });
+  t.ok(index instanceof ElasticsearchVectorIndex);
+  if (!(index instanceof ElasticsearchVectorIndex)) return;
+  t.equal(index.numCandidates(10), 600, "searches ask for the configured candidates");
+  t.equal(index.numCandidates(100), 1_000, "and 10 × top_k above them");
   const found = await index.search("org-none", Array.from({ length: 8 }, (_, i) => (i === 0 ? 1 : 0)), 5);
-  t.same(found, [], "searches run with the configured candidates (nothing stored)");
+  t.same(found, [], "ES accepts a search with them (nothing stored)");
 });
 
 t.test("num_candidates: the configured floor, 10 × k above it, ES's 10,000 at most", async (t) => {
