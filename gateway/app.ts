@@ -93,9 +93,15 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   // opened (the ledger's worker thread, lmdb, the vector index) is closed before
   // the caller exits. Once in CI such a start ended by a signal instead of exit
   // code 1 while all of that was still open (not reproduced in 50 runs).
-  const port = await gateway.listen(config.host, config.port).catch(async (error: unknown) => {
+  // Features stop in reverse, then the shared services close: the end of a stop, and all a failed listen has to undo.
+  const closeOpened = async (step: (name: string) => void = () => undefined): Promise<void> => {
     for (const f of [...features].reverse()) await f.stop?.();
+    step("features_stop");
     await closeSharedServices(shared);
+    step("shared_services");
+  };
+  const port = await gateway.listen(config.host, config.port).catch(async (error: unknown) => {
+    await closeOpened();
     throw error;
   });
   const url = shared.publicUrl.listening(config.host, port);
@@ -124,10 +130,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
       step("features_drain");
       await actors.stop();
       step("actors");
-      for (const f of [...features].reverse()) await f.stop?.();
-      step("features_stop");
-      await closeSharedServices(shared);
-      step("shared_services");
+      await closeOpened(step);
       log.info("stopped", steps);
     })());
   if (config.observability.metrics) {

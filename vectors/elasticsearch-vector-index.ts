@@ -79,7 +79,10 @@ export function numCandidatesFrom(floor: number): (k: number) => number {
   return (k) => Math.min(10_000, Math.max(floor, 10 * k));
 }
 
-const defaultNumCandidates = numCandidatesFrom(400);
+/** Defaults when no setting is given; core/config.ts's ELASTICSEARCH_* defaults equal these (a test holds them together). */
+export const defaultElasticsearchHnsw = { m: 16, efConstruction: 100 } as const;
+export const defaultNumCandidatesFloor = 400;
+const defaultNumCandidates = numCandidatesFrom(defaultNumCandidatesFloor);
 
 export class ElasticsearchVectorIndex implements VectorIndex {
   readonly backend = "elasticsearch";
@@ -109,7 +112,7 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
     this.bulkTimeoutMs = options.bulkTimeoutMs ?? 60_000;
     this.numCandidates = options.numCandidates ?? defaultNumCandidates;
-    this.hnsw = options.hnsw ?? { m: 16, efConstruction: 100 };
+    this.hnsw = options.hnsw ?? defaultElasticsearchHnsw;
     this.limits = options.limits ?? defaultVectorLimits;
     this.logger = options.logger;
     // The transport's per-request timeout can only shorten the client-wide one

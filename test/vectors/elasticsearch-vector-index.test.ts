@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { Client } from "@elastic/elasticsearch";
 import { loadConfig } from "../../core/config.ts";
 import { TroupeError } from "../../core/errors.ts";
-import { ElasticsearchVectorIndex, numCandidatesFrom } from "../../vectors/elasticsearch-vector-index.ts";
+import { defaultElasticsearchHnsw, defaultNumCandidatesFloor, ElasticsearchVectorIndex, numCandidatesFrom } from "../../vectors/elasticsearch-vector-index.ts";
 import { createVectorIndex } from "../../vectors/create-vector-index.ts";
 import { defaultVectorLimits } from "../../vectors/vector-index.ts";
 import { vectorIndexSuite, type VectorIndexHarness } from "./vector-index-suite.ts";
@@ -99,7 +99,10 @@ t.test("num_candidates: the configured floor, 10 × k above it, ES's 10,000 at m
   t.equal(candidates(5_000), 10_000);
   t.throws(() => loadConfig({ TROUPE_DATA_DIR: "/tmp/unused", ELASTICSEARCH_NUM_CANDIDATES: "20000" }), /ELASTICSEARCH_NUM_CANDIDATES/);
   t.throws(() => loadConfig({ TROUPE_DATA_DIR: "/tmp/unused", ELASTICSEARCH_HNSW_M: "1" }), /ELASTICSEARCH_HNSW_M/);
-  t.same(loadConfig({ TROUPE_DATA_DIR: "/tmp/unused" }).vectors.elasticsearchHnsw, { m: 16, efConstruction: 100 }, "defaults as before");
+  const defaults = loadConfig({ TROUPE_DATA_DIR: "/tmp/unused" }).vectors;
+  t.same(defaults.elasticsearchHnsw, { m: 16, efConstruction: 100 }, "defaults as before");
+  t.same(defaults.elasticsearchHnsw, defaultElasticsearchHnsw, "the configuration's defaults are the index's own");
+  t.equal(defaults.elasticsearchNumCandidates, defaultNumCandidatesFloor);
 });
 
 t.test("an index Troupe did not create is refused", async (t) => {

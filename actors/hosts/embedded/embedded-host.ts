@@ -214,7 +214,6 @@ export class EmbeddedActorHost implements ActorHost {
     });
   }
 
-
   private setTimer(type: string, id: string, spec: ScheduleSpec): void {
     const key = actorKey(type, id);
     if (!this.activations.has(key)) throw new Error(`timers belong to an active actor; ${key} is not active`);
