@@ -18,6 +18,8 @@
 //                         [--num-candidates 100,200,400]  extra num_candidates to measure on the same ES index
 //                         [--m 16] [--ef-construction 100] ES HNSW build parameters
 //                         [--keep-index] [--reuse-index NAME]  keep the ES index / measure a kept one again
+//                         [--max-segments 1]  force-merge the ES index to this many segments (with --reuse-index:
+//                                             merge the kept index down to it first; omitted there, no merge)
 //                         [--keep-dir DIR] [--reuse-dir DIR]  build the embedded index in DIR and keep it / measure a kept
 //                                                             one again without rebuilding (same --n and --graph-m)
 import { randomUUID } from "node:crypto";
@@ -50,6 +52,7 @@ const { values: args } = parseArgs({
     "num-candidates": { type: "string", default: "" },
     m: { type: "string", default: "16" },
     "ef-construction": { type: "string", default: "100" },
+    "max-segments": { type: "string" },
     rate: { type: "string", default: "50" },
     "hnsw-from-rows": { type: "string", default: String(defaultGraphSettings.fromRows) },
     candidates: { type: "string", default: String(defaultGraphSettings.candidates) },
@@ -70,6 +73,9 @@ const dimensions = positiveInt("dims", args.dims);
 const k = positiveInt("k", args.k);
 const batchSize = positiveInt("batch", args.batch);
 const hnsw = { m: positiveInt("m", args.m), efConstruction: positiveInt("ef-construction", args["ef-construction"]) };
+// Each segment is its own HNSW graph searched with its own candidates: fewer segments
+// search faster, more of them find more true neighbours.
+const maxSegments = positiveInt("max-segments", args["max-segments"] ?? "1");
 const candidateSweep = (args["num-candidates"] ?? "")
   .split(",")
   .filter((v) => v.trim() !== "")
@@ -315,6 +321,12 @@ function mib(bytes: number): number {
   return Math.round(bytes / 1048576);
 }
 
+async function forceMerge(admin: Client, indexName: string): Promise<void> {
+  const startedMs = performance.now();
+  await admin.indices.forcemerge({ index: indexName, max_num_segments: maxSegments });
+  log(`elasticsearch: force-merged to at most ${maxSegments} segment(s) in ${seconds(startedMs)} s`);
+}
+
 async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
   const reuse = args["reuse-index"];
   const indexName = reuse ?? `troupe-bench-${Date.now()}`;
@@ -343,13 +355,14 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
       await index.refresh();
       const bulkSeconds = (performance.now() - startedMs) / 1000;
       log(`elasticsearch: bulk-indexed and refreshed in ${bulkSeconds.toFixed(1)} s (${Math.round(n / bulkSeconds)} vectors/s)`);
-      const mergeStartedMs = performance.now();
-      await admin.indices.forcemerge({ index: indexName, max_num_segments: 1 });
-      log(`elasticsearch: force-merged to one segment in ${seconds(mergeStartedMs)} s`);
+      await forceMerge(admin, indexName);
       build = { count: n, seconds: (performance.now() - startedMs) / 1000 };
     } else {
       log(`elasticsearch: reusing ${indexName} (indexing not measured)`);
+      if (args["max-segments"] !== undefined) await forceMerge(admin, indexName);
     }
+    const segments = await admin.cat.segments({ index: indexName, format: "json" });
+    log(`elasticsearch: ${segments.length} segments searched`);
     const search = await measureSearch(index, corpus);
     report("elasticsearch", build, search, targets.elasticsearch);
     if (reuse === undefined) log("elasticsearch: (the indexing rate counts bulk + refresh + force-merge)");
