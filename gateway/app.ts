@@ -85,7 +85,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     tracing: shared.tracing,
     pages: features.flatMap((f) => f.pages ?? []),
   });
-  for (const socket of sockets) await socket.attach(gateway.app, { admission, log, revocations: shared.apiKeys.revocations, metrics });
+  for (const socket of sockets) socket.attach(gateway.app, { admission, log, revocations: shared.apiKeys.revocations, metrics });
   for (const f of features) f.attachRaw?.(gateway.app);
 
   // Listening first: the public URL is known before any actor or feature starts; requests wait for open() (503 until then).

@@ -4,13 +4,16 @@
 // `["troupe.v1", "bearer.<key>"]`; the server selects `troupe.v1`).
 // The first frame is the conversation as it is; then each status change,
 // appended message and failed turn as JSON text frames. Served by the shared
-// event stream (gateway/event-stream-ws.ts).
+// event stream (gateway/event-stream-ws.ts), which reads the conversation
+// once subscribed to its events: an appended message the first frame already
+// holds (by id) is not sent again.
 import type { TemplatedApp } from "uWebSockets.js";
 import { TroupeError } from "../core/errors.ts";
 import { callActor, type ActorHost } from "../actors/host.ts";
 import type { ConversationActorDefinition } from "../actors/conversation/conversation-actor.ts";
 import type { ConversationEvent } from "../actors/conversation/events.ts";
-import { attachEventStream, type EventStreamDeps, type EventStreamSocket } from "./event-stream-ws.ts";
+import type { Conversation } from "../actors/conversation/types.ts";
+import { attachEventStream, type EventStreamDeps, type EventStreamTarget } from "./event-stream-ws.ts";
 import { defineWsRoute } from "./route.ts";
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -33,18 +36,22 @@ export function conversationEventsRoute(deps: { actors: ActorHost; conversation:
     scope: "agents",
     errors: ["not_found"],
     subprotocol: "troupe.v1",
-    accept: async (ctx): Promise<EventStreamSocket<unknown>> => {
+    accept: async (ctx): Promise<EventStreamTarget<Conversation>> => {
       const id = ctx.params.id.toLowerCase();
       if (!uuidPattern.test(id)) throw new TroupeError("not_found", "conversation not found");
-      const snapshot = await callActor(deps.actors, deps.conversation, id, "get", { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id });
-      return { id, snapshot, keyId: ctx.auth.key.id };
+      const owner = { organization_id: ctx.auth.key.organization_id, environment_id: ctx.auth.key.environment_id };
+      // Another organization's or environment's conversation is not_found here, after the subscription (dropped then).
+      return { id, keyId: ctx.auth.key.id, read: () => callActor(deps.actors, deps.conversation, id, "get", owner) };
     },
   });
 }
 
-export async function attachConversationEvents(app: TemplatedApp, deps: ConversationEventsDeps): Promise<void> {
-  await attachEventStream(app, deps.route, {
-    resourceOf: (event: ConversationEvent) => event.conversation_id,
+export function attachConversationEvents(app: TemplatedApp, deps: ConversationEventsDeps): void {
+  attachEventStream(app, deps.route, {
     firstFrame: (id, conversation) => ({ type: "conversation", conversation_id: id, conversation }),
+    alreadyShown: (conversation) => {
+      const held = new Set(conversation.messages.map((m) => m.id));
+      return (event: ConversationEvent) => event.type === "message.appended" && held.has(event.message.id);
+    },
   }, deps);
 }

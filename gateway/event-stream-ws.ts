@@ -1,94 +1,147 @@
 // One resource's live events over a WebSocket (a conversation's, a job's):
-// the route's `accept` authorises and looks up the resource; the first frame
-// is that snapshot, then each event the bus carries for the resource's id, as
-// JSON text frames. Events come from the process-wide bus (Redis pub/sub in
-// the cluster), so a socket on any replica sees every actor's events.
+// the route's `accept` authorises and names the resource; the stream then
+// subscribes to that resource's channel on the bus (Redis pub/sub in the
+// cluster, so a socket on any replica sees every actor's events) and only
+// then reads the resource. The first frame is that snapshot, then each event
+// heard since the subscription, as JSON text frames: an event committed
+// while the socket opened is never lost. One that the snapshot already shows
+// may repeat it; a stream's `alreadyShown` drops those it can tell.
 // Revoking the API key the socket was opened with closes it (4401).
 import type { TemplatedApp, WebSocket } from "uWebSockets.js";
-import type { EventBus } from "../actors/event-bus.ts";
+import type { ResourceEventBus } from "../actors/event-bus.ts";
 import type { KeyRevocations } from "../tenancy/key-revocations.ts";
 import type { AuthMode, WsRouteDefinition } from "./route.ts";
 import { attachWsRoute, type WsRouteDeps } from "./ws-route.ts";
 
-/** What a route's `accept` answers: the socket's data. */
-export interface EventStreamSocket<Snapshot> {
-  /** The resource whose events the socket carries. */
+/** What a route's `accept` answers: the resource, authorised, and how to read it. */
+export interface EventStreamTarget<Snapshot> {
   id: string;
-  snapshot: Snapshot;
-  /** The API key the socket was opened with: revoking it closes the socket. */
+  /** The API key the socket is opened with: revoking it closes the socket. */
   keyId: string;
+  /** The resource as it is; read once its events are subscribed to. */
+  read(): Promise<Snapshot>;
+}
+
+/** A socket's state, from the upgrade until it closes. */
+interface StreamSocket<Snapshot, Event> {
+  id: string;
+  keyId: string;
+  snapshot: Snapshot;
+  shown: ((event: Event) => boolean) | undefined;
+  /** Events heard before the first frame went out; sent right after it, then undefined. */
+  early: Array<{ event: Event; json: string }> | undefined;
+  ws: WebSocket<SocketData<Snapshot, Event>> | undefined;
+  stopListening: () => Promise<void>;
   unwatch?: () => void;
-  closed?: boolean;
+  closed: boolean;
+}
+
+/**
+ * The socket's data as uWS holds it. uWS copies the object `accept` answers
+ * onto the socket, so what changes after the upgrade lives one reference away.
+ */
+interface SocketData<Snapshot, Event> {
+  state: StreamSocket<Snapshot, Event>;
 }
 
 export interface EventStreamDeps<Event> extends WsRouteDeps {
-  events: EventBus<Event>;
+  events: ResourceEventBus<Event>;
   /** Revoking the key a socket was opened with closes the socket (code 4401). */
   revocations: KeyRevocations;
 }
 
 export interface EventStream<Snapshot, Event> {
-  /** The id of the resource an event belongs to: it goes to that resource's sockets. */
-  resourceOf(event: Event): string;
-  /** The first frame, from what `accept` looked up. */
+  /** The first frame, from the snapshot. */
   firstFrame(id: string, snapshot: Snapshot): unknown;
+  /** Given the first frame's snapshot: true for an event it already shows, which is then not sent. */
+  alreadyShown?(snapshot: Snapshot): (event: Event) => boolean;
   /** A resource that can end (a job): once final, after its snapshot or an event, the socket closes (1000) with `reason`. */
   finish?: { reason: string; afterSnapshot(snapshot: Snapshot): boolean; afterEvent(event: Event): boolean };
 }
 
-export async function attachEventStream<P extends string, A extends AuthMode, Snapshot, Event>(
+export function attachEventStream<P extends string, A extends AuthMode, Snapshot, Event>(
   app: TemplatedApp,
-  route: WsRouteDefinition<P, A, EventStreamSocket<Snapshot>>,
+  route: WsRouteDefinition<P, A, EventStreamTarget<Snapshot>>,
   stream: EventStream<Snapshot, Event>,
   deps: EventStreamDeps<Event>,
-): Promise<void> {
+): void {
   const { finish } = stream;
-  const sockets = new Map<string, Set<WebSocket<EventStreamSocket<Snapshot>>>>();
-  await deps.events.subscribe((event, json) => {
-    const listeners = sockets.get(stream.resourceOf(event));
-    if (!listeners) return;
-    // Events arrive from the bus (Redis pub/sub in the cluster), outside any
-    // uWS callback: an uncorked send would sit in uWS's buffer until the
-    // replica had other traffic.
-    for (const ws of listeners) {
-      ws.cork(() => ws.send(json, false));
-      if (finish?.afterEvent(event)) ws.end(1000, finish.reason);
-    }
-  }, () => sockets.size > 0);
+  type Socket = StreamSocket<Snapshot, Event>;
+  type Data = SocketData<Snapshot, Event>;
 
-  attachWsRoute(app, route, {
+  const send = (socket: Socket, ws: WebSocket<Data>, event: Event, json: string): void => {
+    if (socket.closed || socket.shown?.(event)) return;
+    ws.cork(() => ws.send(json, false));
+    if (finish?.afterEvent(event)) ws.end(1000, finish.reason);
+  };
+
+  const subscribed: WsRouteDefinition<P, A, Data> = {
+    ...route,
+    accept: async (ctx) => {
+      const target = await route.accept(ctx);
+      let socket: Socket | undefined;
+      const heard: Socket["early"] = [];
+      const stopListening = await deps.events.listen(target.id, (event, json) => {
+        // Events come from the bus (Redis pub/sub in the cluster), outside any
+        // uWS callback: an uncorked send would sit in uWS's buffer until the
+        // replica had other traffic.
+        if (socket?.ws && !socket.early) send(socket, socket.ws, event, json);
+        else heard.push({ event, json });
+      });
+      // An upgrade that never opens a socket (refused, or the client gone) must not keep the subscription.
+      const abandon = (): void => void stopListening().catch(() => undefined);
+      let snapshot: Snapshot;
+      try {
+        snapshot = await target.read();
+      } catch (error) {
+        abandon();
+        throw error;
+      }
+      socket = { id: target.id, keyId: target.keyId, snapshot, shown: stream.alreadyShown?.(snapshot), early: heard, ws: undefined, stopListening, closed: false };
+      const opening = socket;
+      // Gone while it was read, the client gets no upgrade (ws-route.ts): nothing will close the socket.
+      if (ctx.signal.aborted) abandon();
+      else ctx.signal.addEventListener("abort", () => !opening.ws && abandon(), { once: true });
+      return { state: socket };
+    },
+  };
+
+  attachWsRoute(app, subscribed, {
     idleTimeout: 120,
     sendPingsAutomatically: true,
     maxPayloadLength: 4 * 1024,
     maxBackpressure: 1024 * 1024,
     open: (ws) => {
-      const data = ws.getUserData();
-      let set = sockets.get(data.id);
-      if (!set) sockets.set(data.id, (set = new Set()));
-      set.add(ws);
+      const socket = ws.getUserData().state;
+      socket.ws = ws;
       // Not corked: an end() inside cork() left the close frame unsent until the next I/O.
-      data.unwatch = deps.revocations.watch(data.keyId, () => ws.end(4401, "the API key was revoked"));
+      socket.unwatch = deps.revocations.watch(socket.keyId, () => ws.end(4401, "the API key was revoked"));
       // `open` runs inside res.upgrade, inside the upgrade's res.cork. A frame
       // sent from there was, about one run in six, followed by the socket
       // dropping (1006 on both sides). The snapshot goes out right after the
       // cork instead: a microtask still runs before any bus event (those come
-      // from I/O callbacks), so it stays the first frame.
+      // from I/O callbacks), so it stays the first frame, and the events heard
+      // meanwhile follow it in order.
       queueMicrotask(() => {
-        if (data.closed) return;
-        ws.cork(() => ws.send(JSON.stringify(stream.firstFrame(data.id, data.snapshot)), false));
-        if (finish?.afterSnapshot(data.snapshot)) ws.end(1000, finish.reason);
+        const early = socket.early ?? [];
+        socket.early = undefined;
+        if (socket.closed) return;
+        ws.cork(() => ws.send(JSON.stringify(stream.firstFrame(socket.id, socket.snapshot)), false));
+        if (finish?.afterSnapshot(socket.snapshot)) {
+          ws.end(1000, finish.reason);
+          return;
+        }
+        for (const { event, json } of early) send(socket, ws, event, json);
       });
     },
     message: () => {
       // The stream is one-way; client frames are ignored.
     },
     close: (ws) => {
-      const data = ws.getUserData();
-      data.closed = true;
-      data.unwatch?.();
-      const set = sockets.get(data.id);
-      set?.delete(ws);
-      if (set && set.size === 0) sockets.delete(data.id);
+      const socket = ws.getUserData().state;
+      socket.closed = true;
+      socket.unwatch?.();
+      void socket.stopListening().catch((error: unknown) => deps.log.warn("event stream: unsubscribing failed", { id: socket.id, error }));
     },
   }, deps);
 }

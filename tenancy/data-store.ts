@@ -85,7 +85,10 @@ export interface DataStore {
   /** Forgets the key's attempts. */
   backoffClear(key: string): Promise<void>;
   publish(channel: string, message: string): Promise<void>;
+  /** Resolves once subscribed: every message published after that reaches `onMessage`. */
   subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
+  /** Ends that handler's subscription; the channel's last handler gone, the process stops receiving it. */
+  unsubscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
   close(): Promise<void>;
 }
 

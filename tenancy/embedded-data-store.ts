@@ -184,6 +184,10 @@ export class EmbeddedDataStore implements DataStore {
     this.channels.on(channel, onMessage);
   }
 
+  async unsubscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    this.channels.off(channel, onMessage);
+  }
+
   async close(): Promise<void> {
     this.channels.removeAllListeners();
     await this.root.close();

@@ -230,6 +230,19 @@ export class RedisDataStore implements DataStore {
     await this.subscriber.subscribe(full);
   }
 
+  async unsubscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    const full = `${this.prefix}${channel}`;
+    const list = (this.handlers.get(full) ?? []).filter((handler) => handler !== onMessage);
+    if (list.length > 0) {
+      this.handlers.set(full, list);
+      return;
+    }
+    this.handlers.delete(full);
+    // The subscriber connection sends commands in order: a SUBSCRIBE to the same
+    // channel issued after this still lands after it, so it ends subscribed.
+    await this.subscriber?.unsubscribe(full);
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([this.redis.quit(), this.subscriber?.quit()]);
   }

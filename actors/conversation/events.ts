@@ -2,7 +2,7 @@
 // turns), published on the tenancy store's broadcast channel
 // (actors/event-bus.ts).
 import type { DataStore } from "../../tenancy/data-store.ts";
-import { storeEventBus, type EventBus } from "../event-bus.ts";
+import { storeResourceEventBus, type ResourceEventBus } from "../event-bus.ts";
 import type { AgentMessage, ConversationStatus } from "./types.ts";
 
 export type ConversationEvent =
@@ -10,9 +10,9 @@ export type ConversationEvent =
   | { type: "status.changed"; conversation_id: string; status: ConversationStatus }
   | { type: "turn.failed"; conversation_id: string; error: { code: string; message: string } };
 
-/** The caller fans out by conversation id. */
-export type ConversationEventBus = EventBus<ConversationEvent>;
+/** One channel per conversation. */
+export type ConversationEventBus = ResourceEventBus<ConversationEvent>;
 
 export function storeConversationEventBus(store: DataStore, onError: (error: unknown) => void): ConversationEventBus {
-  return storeEventBus<ConversationEvent>(store, "conversation-events", onError);
+  return storeResourceEventBus<ConversationEvent>(store, "conversation-events", (event) => event.conversation_id, onError);
 }

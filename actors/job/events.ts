@@ -1,7 +1,7 @@
 // Live job events (status and progress changes), published on the tenancy
 // store's broadcast channel like the conversation events (actors/event-bus.ts).
 import type { DataStore } from "../../tenancy/data-store.ts";
-import { storeEventBus, type EventBus } from "../event-bus.ts";
+import { storeResourceEventBus, type ResourceEventBus } from "../event-bus.ts";
 import type { Job } from "./types.ts";
 
 export interface JobEvent {
@@ -10,9 +10,9 @@ export interface JobEvent {
   job: Job;
 }
 
-/** The caller fans out by job id. */
-export type JobEventBus = EventBus<JobEvent>;
+/** One channel per job. */
+export type JobEventBus = ResourceEventBus<JobEvent>;
 
 export function storeJobEventBus(store: DataStore, onError: (error: unknown) => void): JobEventBus {
-  return storeEventBus<JobEvent>(store, "job-events", onError);
+  return storeResourceEventBus<JobEvent>(store, "job-events", (event) => event.job_id, onError);
 }

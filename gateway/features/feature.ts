@@ -16,7 +16,7 @@ import type { WsRouteDeps } from "../ws-route.ts";
 /** A WebSocket route: its declaration (documented, admitted by the gateway) and how it is served. */
 export interface SocketRoute {
   route: WsRouteDefinition;
-  attach(app: TemplatedApp, deps: WsRouteDeps & { revocations: KeyRevocations }): Promise<void>;
+  attach(app: TemplatedApp, deps: WsRouteDeps & { revocations: KeyRevocations }): void;
 }
 
 export interface Feature {

@@ -84,7 +84,7 @@ const conversation = createConversationActor({
   // The memory tools are never called by these scripts.
   memory: undefined as unknown as OrgIndex,
   directory: conversationDirectory,
-  events: { publish: (event) => void published.push(event), subscribe: async () => undefined },
+  events: { publish: (event) => void published.push(event), listen: async () => async () => undefined },
 });
 const jobDirectory = new JobDirectory(store);
 const job = createJobActor({

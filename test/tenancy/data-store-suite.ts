@@ -1,6 +1,7 @@
 // One suite for every DataStore implementation (embedded and Redis).
 import type { Test } from "tap";
 import { ClaimTakenError, type DataStore } from "../../tenancy/data-store.ts";
+import { waitFor } from "../support/net.ts";
 
 export interface StoreFactory {
   name: string;
@@ -142,6 +143,28 @@ export function storeSuite(t: Test, factory: StoreFactory): void {
     await store.subscribe("chan", (message) => deliver(message));
     await store.publish("chan", "hello");
     t.equal(await got, "hello");
+    await store.close();
+  });
+
+  t.test(`${factory.name}: unsubscribe ends one handler's subscription`, async (t) => {
+    const store = await factory.create();
+    const kept: string[] = [];
+    const dropped: string[] = [];
+    const keep = (message: string): void => void kept.push(message);
+    const drop = (message: string): void => void dropped.push(message);
+    await store.subscribe("chan-u", keep);
+    await store.subscribe("chan-u", drop);
+    await store.unsubscribe("chan-u", drop);
+    await store.publish("chan-u", "one");
+    await waitFor(async () => kept.length === 1, 5000, "the kept handler's message");
+    t.same(dropped, [], "the unsubscribed handler hears nothing");
+    await store.unsubscribe("chan-u", keep);
+    // Subscribed again after the last handler left: the channel is live again (Redis: UNSUBSCRIBE, then SUBSCRIBE, in order).
+    const again: string[] = [];
+    await store.subscribe("chan-u", (message) => void again.push(message));
+    await store.publish("chan-u", "two");
+    await waitFor(async () => again.length === 1, 5000, "the new handler's message");
+    t.same(kept, ["one"], "the handler unsubscribed last hears nothing more");
     await store.close();
   });
 
