@@ -76,6 +76,13 @@ const envSchema = z.object({
   ELASTICSEARCH_HNSW_EF_CONSTRUCTION: int(10, 3200).default(100),
   /** knn num_candidates per search: at least this, and 10 × top_k, at most 10,000. */
   ELASTICSEARCH_NUM_CANDIDATES: int(10, 10_000).default(400),
+  /**
+   * Creates the index with index.store.preload for its vectors and graph, so
+   * Elasticsearch reads them into the page cache when it opens a segment: at
+   * 1,000,000 × 768 searches over vectors half on disk outlasted the 5 s
+   * request timeout (docs/benchmarks.md, P5). Off where the vectors cannot fit in memory.
+   */
+  ELASTICSEARCH_PRELOAD_VECTORS: bool.default(true),
   /** Unset: the index takes the first configured model of gateway/index-model.ts's preference order when it is created, and keeps it. */
   EMBEDDING_INDEX_MODEL: optionalString,
   /** Bytes of a record's content as JSON (UTF-8): with the metadata cap this bounds a search response (top_k ≤ 100). */
@@ -257,6 +264,7 @@ export function loadConfig(env: RawEnv = process.env) {
       elasticsearchIndex: e.ELASTICSEARCH_INDEX,
       elasticsearchHnsw: { m: e.ELASTICSEARCH_HNSW_M, efConstruction: e.ELASTICSEARCH_HNSW_EF_CONSTRUCTION },
       elasticsearchNumCandidates: e.ELASTICSEARCH_NUM_CANDIDATES,
+      elasticsearchPreloadVectors: e.ELASTICSEARCH_PRELOAD_VECTORS,
       indexModel: e.EMBEDDING_INDEX_MODEL,
       hnsw: {
         fromRows: e.VECTOR_HNSW_FROM_ROWS,

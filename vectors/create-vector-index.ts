@@ -19,8 +19,8 @@ export interface VectorIndexDeps {
 
 /** `indexModel`: the model the index is built with (gateway/index-model.ts resolves it when unset). */
 export async function createVectorIndex(
-  config: Omit<VectorsConfig, "indexModel" | "hnsw" | "elasticsearchHnsw" | "elasticsearchNumCandidates"> &
-    { indexModel: string } & Partial<Pick<VectorsConfig, "hnsw" | "elasticsearchHnsw" | "elasticsearchNumCandidates">>,
+  config: Omit<VectorsConfig, "indexModel" | "hnsw" | "elasticsearchHnsw" | "elasticsearchNumCandidates" | "elasticsearchPreloadVectors"> &
+    { indexModel: string } & Partial<Pick<VectorsConfig, "hnsw" | "elasticsearchHnsw" | "elasticsearchNumCandidates" | "elasticsearchPreloadVectors">>,
   deps: VectorIndexDeps,
 ): Promise<VectorIndex> {
   const logger = deps.logger?.child({ component: "vectors" });
@@ -33,6 +33,7 @@ export async function createVectorIndex(
       index: config.elasticsearchIndex,
       ...(config.elasticsearchHnsw ? { hnsw: config.elasticsearchHnsw } : {}),
       ...(config.elasticsearchNumCandidates !== undefined ? { numCandidates: numCandidatesFrom(config.elasticsearchNumCandidates) } : {}),
+      ...(config.elasticsearchPreloadVectors !== undefined ? { preloadVectors: config.elasticsearchPreloadVectors } : {}),
     });
   }
   const { EmbeddedVectorIndex } = await import("./embedded-vector-index.ts");

@@ -32,6 +32,13 @@ t.teardown(async () => {
   await admin.close();
 });
 
+/** The index's index.store.preload setting, as Elasticsearch reports it. */
+async function preloadOf(index: string): Promise<unknown> {
+  const answer = await admin.indices.getSettings({ index, name: "index.store.preload", flat_settings: true });
+  const settings: Record<string, unknown> = { ...Object.values(answer)[0]?.settings };
+  return settings["index.store.preload"];
+}
+
 const harness: VectorIndexHarness = {
   async newLocation(label) {
     return `${runPrefix}-${label}`;
@@ -52,6 +59,7 @@ t.test("the mapping: float HNSW cosine, keyword org and kind, model in _meta", a
   t.equal(index.backend, "elasticsearch");
   await index.open();
   t.teardown(() => index.close());
+  t.same(await preloadOf(`${runPrefix}-factory`), ["vec", "vex"], "vectors and graph are preloaded into the page cache when a segment opens");
   const mapping = await admin.indices.getMapping({ index: `${runPrefix}-factory` });
   const mappings = Object.values(mapping)[0]?.mappings;
   t.match(mappings, {
@@ -76,6 +84,7 @@ t.test("ELASTICSEARCH_HNSW_* from the configuration reach the mapping Troupe cre
     ELASTICSEARCH_HNSW_M: "24",
     ELASTICSEARCH_HNSW_EF_CONSTRUCTION: "150",
     ELASTICSEARCH_NUM_CANDIDATES: "600",
+    ELASTICSEARCH_PRELOAD_VECTORS: "false",
   });
   t.same(config.vectors.elasticsearchHnsw, { m: 24, efConstruction: 150 });
   t.equal(config.vectors.elasticsearchNumCandidates, 600);
@@ -84,6 +93,7 @@ t.test("ELASTICSEARCH_HNSW_* from the configuration reach the mapping Troupe cre
   t.teardown(() => index.close());
   const mapping = Object.values(await admin.indices.getMapping({ index: name }))[0]?.mappings;
   t.match(mapping, { properties: { vector: { type: "dense_vector", index_options: { type: "hnsw", m: 24, ef_construction: 150 } } } });
+  t.equal(await preloadOf(name), undefined, "ELASTICSEARCH_PRELOAD_VECTORS=false: no preload");
   t.ok(index instanceof ElasticsearchVectorIndex);
   if (!(index instanceof ElasticsearchVectorIndex)) return;
   t.equal(index.numCandidates(10), 600, "searches ask for the configured candidates");
