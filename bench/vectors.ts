@@ -331,7 +331,9 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
   const reuse = args["reuse-index"];
   const indexName = reuse ?? `troupe-bench-${Date.now()}`;
   const admin = new Client({ node: url, requestTimeout: 3_600_000 });
-  const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000, hnsw, limits });
+  // A 60 s search deadline, not Troupe's 5 s: a slow search is a figure here, not a failed run.
+  const requestTimeoutMs = 60_000;
+  const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000, requestTimeoutMs, hnsw, limits });
   try {
     await index.open();
     log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m ${hnsw.m}, ef_construction ${hnsw.efConstruction}), default num_candidates max(400, 10·k)`);
@@ -377,7 +379,7 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
     report("elasticsearch", build, search, targets.elasticsearch);
     if (reuse === undefined) log("elasticsearch: (the indexing rate counts bulk + refresh + force-merge)");
     for (const candidates of candidateSweep) {
-      const variant = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, numCandidates: () => candidates, limits });
+      const variant = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, requestTimeoutMs, numCandidates: () => candidates, limits });
       await variant.open();
       const figures = await measureSearch(variant, corpus);
       await variant.close();

@@ -45,7 +45,7 @@ export interface ElasticsearchVectorIndexOptions extends VectorIndexOptions {
   numCandidates?: (k: number) => number;
   /** HNSW graph parameters, used only when this creates the index (default m 16, ef_construction 100). */
   hnsw?: { m: number; efConstruction: number };
-  /** Created with index.store.preload for the vectors (vec) and graph (vex) files (default true; used only when this creates the index). */
+  /** Created with index.store.preload for the vectors (vec), graph (vex) and small segments' compound (cfs) files (default true; used only when this creates the index). */
   preloadVectors?: boolean;
 }
 
@@ -316,7 +316,8 @@ export class ElasticsearchVectorIndex implements VectorIndex {
             // A search walks the graph (vex) and reads the vectors it reaches (vec)
             // at random: from disk rather than the page cache, one at a million
             // vectors took over 5 s. Preloaded, a segment is read in when opened.
-            ...(this.preloadVectors ? { "index.store.preload": ["vec", "vex"] } : {}),
+            // Small segments keep all their files in one compound file (cfs).
+            ...(this.preloadVectors ? { "index.store.preload": ["vec", "vex", "cfs"] } : {}),
           },
           mappings: {
             dynamic: "strict",

@@ -59,7 +59,7 @@ t.test("the mapping: float HNSW cosine, keyword org and kind, model in _meta", a
   t.equal(index.backend, "elasticsearch");
   await index.open();
   t.teardown(() => index.close());
-  t.same(await preloadOf(`${runPrefix}-factory`), ["vec", "vex"], "vectors and graph are preloaded into the page cache when a segment opens");
+  t.same(await preloadOf(`${runPrefix}-factory`), ["vec", "vex", "cfs"], "vectors, graph and small segments are preloaded into the page cache when a segment opens");
   const mapping = await admin.indices.getMapping({ index: `${runPrefix}-factory` });
   const mappings = Object.values(mapping)[0]?.mappings;
   t.match(mappings, {
