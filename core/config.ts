@@ -79,7 +79,7 @@ const envSchema = z.object({
   /**
    * Creates the index with index.store.preload for its vectors and graph, so
    * Elasticsearch reads them into the page cache when it opens a segment: at
-   * 1,000,000 × 768 searches over vectors half on disk outlasted the 5 s
+   * 1,000,000 × 768 searches over vectors partly on disk outlasted the 5 s
    * request timeout (docs/benchmarks.md, P5). Off where the vectors cannot fit in memory.
    */
   ELASTICSEARCH_PRELOAD_VECTORS: bool.default(true),
