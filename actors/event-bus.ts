@@ -15,6 +15,18 @@ export interface EventBus<Event> {
   subscribe(onEvent: (event: Event, json: string) => void, wanted?: () => boolean): Promise<void>;
 }
 
+/** A message handler that parses the bus's JSON and hands it on; what fails goes to onError. */
+function delivering<Event>(onEvent: (event: Event, json: string) => void, onError: (error: unknown) => void): (message: string) => void {
+  return (message) => {
+    try {
+      // Only a bus publishes on its channels, and it publishes Event.
+      onEvent(JSON.parse(message) as Event, message);
+    } catch (error) {
+      onError(error);
+    }
+  };
+}
+
 export function storeEventBus<Event>(
   store: Pick<DataStore, "publish" | "subscribe">,
   channel: string,
@@ -25,14 +37,10 @@ export function storeEventBus<Event>(
       store.publish(channel, JSON.stringify(event)).catch(onError);
     },
     async subscribe(onEvent, wanted) {
+      const deliver = delivering(onEvent, onError);
       await store.subscribe(channel, (message) => {
         if (wanted && !wanted()) return;
-        try {
-          // Only this bus publishes on its channel, and it publishes Event.
-          onEvent(JSON.parse(message) as Event, message);
-        } catch (error) {
-          onError(error);
-        }
+        deliver(message);
       });
     },
   };
@@ -65,14 +73,7 @@ export function storeResourceEventBus<Event>(
     },
     async listen(resourceId, onEvent) {
       const resourceChannel = `${channel}:${resourceId}`;
-      const onMessage = (message: string): void => {
-        try {
-          // Only this bus publishes on its channels, and it publishes Event.
-          onEvent(JSON.parse(message) as Event, message);
-        } catch (error) {
-          onError(error);
-        }
-      };
+      const onMessage = delivering(onEvent, onError);
       await store.subscribe(resourceChannel, onMessage);
       return () => store.unsubscribe(resourceChannel, onMessage);
     },

@@ -371,7 +371,7 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
     const coldStartedMs = performance.now();
     await admin.search({
       index: indexName,
-      knn: { field: "vector", query_vector: Array.from(row(corpus.queries, 0)), k, num_candidates: 400, filter: { term: { organization_id: organizationId } } },
+      knn: { field: "vector", query_vector: Array.from(row(corpus.queries, 0)), k, num_candidates: index.numCandidates(k), filter: { term: { organization_id: organizationId } } },
       _source: false,
     });
     log(`elasticsearch: first search ${seconds(coldStartedMs)} s`);

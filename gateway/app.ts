@@ -89,11 +89,12 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   for (const f of features) f.attachRaw?.(gateway.app);
 
   // Listening first: the public URL is known before any actor or feature starts; requests wait for open() (503 until then).
-  // A port in use fails the start here: what the features and shared services
-  // opened (the ledger's worker thread, lmdb, the vector index) is closed before
-  // the caller exits. Once in CI such a start ended by a signal instead of exit
-  // code 1 while all of that was still open (not reproduced in 50 runs).
-  // Features stop in reverse, then the shared services close: the end of a stop, and all a failed listen has to undo.
+  // Features stop in reverse, then the shared services close: the end of a
+  // stop, and all a failed listen has to undo. A port in use fails the start
+  // here, and what the features and shared services opened (the ledger's
+  // worker thread, lmdb, the vector index) is closed before the caller exits.
+  // Once in CI such a start ended by a signal instead of exit code 1 while all
+  // of that was still open (not reproduced in 50 runs).
   const closeOpened = async (step: (name: string) => void = () => undefined): Promise<void> => {
     for (const f of [...features].reverse()) await f.stop?.();
     step("features_stop");
