@@ -10,6 +10,7 @@ import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../
 import { actorRef, defineActor, type ActorContext } from "../actor.ts";
 import type { ConversationDirectory } from "./directory.ts";
 import type { ConversationEvent, ConversationEventBus } from "./events.ts";
+import { conversationBytes, conversationBytesAtMost } from "./conversation-size.ts";
 import { runTurn, type TurnDeps } from "./turn-loop.ts";
 import {
   conversationStateSchema,
@@ -125,14 +126,9 @@ async function startVideo(
   return { job_id: jobId };
 }
 
-/** Bytes of the conversation as it is kept and sent: its messages and system prompt as JSON (UTF-8). */
-function conversationBytes(data: ConversationData): number {
-  return Buffer.byteLength(data.system_prompt) + Buffer.byteLength(JSON.stringify(data.messages));
-}
-
 /** 409 unless `adding` more bytes (JSON of the new messages) keeps the conversation within `max`. */
 function assertRoom(data: ConversationData, adding: number, max: number | undefined, field: string): void {
-  if (max === undefined) return;
+  if (max === undefined || conversationBytesAtMost(data) + adding <= max) return;
   const size = conversationBytes(data);
   if (size + adding <= max) return;
   throw new TroupeError("conflict", `the conversation is full: it holds ${size} bytes, this would take it past its cap of ${max} bytes; start a new conversation`, {
