@@ -26,7 +26,7 @@ const results: { stringify: number[]; append: number[] } = { stringify: [], appe
 for (let round = 0; round < rounds; round++) {
   results.stringify.push(timeIt((r) => void (sink += JSON.stringify(r).length)));
   results.append.push(timeIt((r) => journal.append(r)));
-  journal.applied(journal.cut());
+  await journal.applied(journal.cut());
 }
 journal.close(true);
 rmSync(dir, { recursive: true, force: true });

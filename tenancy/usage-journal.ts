@@ -28,6 +28,7 @@
 // flushed with fdatasync every syncEveryMs in the background, so at most
 // that window's records can be lost with the machine.
 import { closeSync, fdatasync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { Logger } from "../core/log.ts";
@@ -208,19 +209,31 @@ export class UsageJournal {
     return this.cuts;
   }
 
-  /** The batch taken at `cut` is in the ledger: its segments, and those of every earlier cut, are not needed. */
-  applied(cut: number): void {
-    for (const [number, paths] of this.cutSegments) {
+  /**
+   * The batch taken at `cut` is in the ledger: its segments, and those of
+   * every earlier cut, are not needed. Deleted on libuv's threads: an
+   * unlink(2) frees the file's blocks before it returns (0.3 ms for a 420
+   * KiB segment on an idle disk, milliseconds under I/O), which would stall
+   * every call in flight. A crash before they go only replays records the
+   * ledger already holds; it bills each once. Never rejects.
+   */
+  async applied(cut: number): Promise<void> {
+    await Promise.all(
+      this.takeSegments(cut).map((path) =>
+        unlink(path).catch((error: unknown) => this.log.warn("usage journal: a segment could not be deleted", { path, error })),
+      ),
+    );
+  }
+
+  /** The closed segments of `cut` and every earlier cut, forgotten here. */
+  private takeSegments(cut: number): string[] {
+    const paths: string[] = [];
+    for (const [number, cutPaths] of this.cutSegments) {
       if (number > cut) continue;
-      for (const path of paths) {
-        try {
-          unlinkSync(path);
-        } catch (error) {
-          this.log.warn("usage journal: a segment could not be deleted", { path, error });
-        }
-      }
+      paths.push(...cutPaths);
       this.cutSegments.delete(number);
     }
+    return paths;
   }
 
   private sync(): void {
@@ -244,8 +257,7 @@ export class UsageJournal {
     if (!this.syncing) for (const fd of this.closeAfterSync.splice(0)) closeSync(fd);
     closeSync(this.fd);
     if (!allApplied) return;
-    this.applied(Number.MAX_SAFE_INTEGER);
-    for (const path of [...this.closedSinceCut, this.path]) {
+    for (const path of [...this.takeSegments(Number.MAX_SAFE_INTEGER), ...this.closedSinceCut, this.path]) {
       try {
         unlinkSync(path);
       } catch {

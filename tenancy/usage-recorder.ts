@@ -152,8 +152,8 @@ export class UsageRecorder implements UsageSink {
     this.writing = true;
     const cut = this.journal?.cut();
     this.flushing = this.write(batch).then(
-      () => {
-        if (cut !== undefined) this.journal?.applied(cut);
+      async () => {
+        if (cut !== undefined) await this.journal?.applied(cut);
         this.writing = false;
         this.failing = false;
         if (this.buffer.length >= flushAtRecords) this.flushEarly();

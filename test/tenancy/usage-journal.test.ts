@@ -64,6 +64,30 @@ t.test("a batch's segments are deleted once the ledger has it, kept while it fai
   t.equal(segments(dir).length, 0, "a clean shutdown leaves nothing to replay");
 });
 
+t.test("a flush ends only once its segments are deleted", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "journal-"));
+  let openGate = (): void => undefined;
+  const gate = new Promise<void>((resolve) => (openGate = resolve));
+  // The deletion held at a gate: the flush must wait for it (the next cut relies on the segments being gone).
+  class GatedJournal extends UsageJournal {
+    override async applied(cut: number): Promise<void> {
+      await gate;
+      await super.applied(cut);
+    }
+  }
+  const recorder = new UsageRecorder(ledger().write, log, { schedule: never, journal: new GatedJournal(dir, log) });
+  recorder.record(record(1));
+  let flushed = false;
+  const flushing = recorder.flush().then(() => void (flushed = true));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  t.notOk(flushed, "the flush waits for the deletion");
+  t.equal(segments(dir).length, 2, "the batch's segment is still there");
+  openGate();
+  await flushing;
+  t.equal(segments(dir).length, 1, "once the flush ends, only the open segment is left");
+  await recorder.close();
+});
+
 t.test("a shutdown with the ledger down keeps every record for the next start", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "journal-"));
   const l = ledger();
