@@ -16,7 +16,7 @@ export function conversationBytes(data: ConversationData): number {
  */
 const maxBytesPerUnit = 6;
 
-/** A message's keys, quotes, nulls and the comma after it: 73 bytes, rounded up. */
+/** A message's keys, quotes, nulls and the comma after it: 71 bytes, rounded up. */
 const messageFrameBytes = 80;
 
 /** Never less than conversationBytes(data): tool calls (small, and rare) are measured, text is bounded. */
