@@ -29,7 +29,7 @@ import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Client } from "@elastic/elasticsearch";
-import { ElasticsearchVectorIndex } from "../vectors/elasticsearch-vector-index.ts";
+import { defaultNumCandidatesFloor, ElasticsearchVectorIndex } from "../vectors/elasticsearch-vector-index.ts";
 import { EmbeddedVectorIndex } from "../vectors/embedded-vector-index.ts";
 import { defaultGraphSettings } from "../vectors/partition-graph.ts";
 import { defaultVectorLimits, type VectorIndex, type VectorRecord, type VectorSearchResult } from "../vectors/vector-index.ts";
@@ -336,7 +336,7 @@ async function benchElasticsearch(corpus: Corpus, url: string): Promise<void> {
   const index = new ElasticsearchVectorIndex({ url, index: indexName, model, dimensions, bulkTimeoutMs: 300_000, requestTimeoutMs, hnsw, limits });
   try {
     await index.open();
-    log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m ${hnsw.m}, ef_construction ${hnsw.efConstruction}), default num_candidates max(400, 10·k)`);
+    log(`elasticsearch: index ${indexName} at ${url}, float hnsw (m ${hnsw.m}, ef_construction ${hnsw.efConstruction}), default num_candidates max(${defaultNumCandidatesFloor}, 10·k)`);
     let build = { count: n, seconds: Number.NaN };
     if (reuse === undefined) {
       const startedMs = performance.now();
