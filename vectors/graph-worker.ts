@@ -3,15 +3,16 @@
 // graph run in the order they were sent; an update's inserts go in chunks of
 // about `chunkTargetMs`, and the thread turns its event loop between chunks,
 // so a search waits at most one chunk even while a 20,000-row graph is built.
-import { readlinkSync } from "node:fs";
-import { availableParallelism, setPriority } from "node:os";
+import { availableParallelism } from "node:os";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { parentPort } from "node:worker_threads";
+import { lowerThisThreadsPriority } from "../core/thread-priority.ts";
 import type { GraphCall, GraphReply } from "./graph-worker-client.ts";
 import { PartitionGraph } from "./partition-graph.ts";
 
 const port = parentPort;
 if (!port) throw new Error("vectors/graph-worker.ts runs as a worker thread (graph-worker-client.ts starts it)");
+// Below the gateway's event loop; the insert threads usearch starts from this one inherit it.
 lowerThisThreadsPriority();
 const usearch = (await import("usearch")).default;
 
@@ -114,18 +115,3 @@ function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
-/**
- * Nice 10 for this thread (and the insert threads usearch starts from it,
- * which inherit it): on a busy machine the scheduler then runs the gateway's
- * event loop first and builds graphs with what is left. Linux keeps a nice
- * value per thread, addressed by its id (/proc/thread-self names it); where
- * that is not available the thread keeps the process's priority.
- */
-function lowerThisThreadsPriority(): void {
-  try {
-    const threadId = Number(readlinkSync("/proc/thread-self").split("/").pop());
-    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, 10);
-  } catch {
-    // Not Linux, or not allowed: the default priority only costs responsiveness under load.
-  }
-}

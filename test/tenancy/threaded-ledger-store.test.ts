@@ -2,13 +2,14 @@
 // suite runs every ledger rule through the worker; then what the thread is
 // for (the gateway's event loop does not do an append's work) and what
 // happens when the thread dies.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Worker } from "node:worker_threads";
 import t from "tap";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import { ThreadedLedgerStore } from "../../tenancy/threaded-ledger-store.ts";
+import { backgroundThreadNice } from "../../core/thread-priority.ts";
 import { directoryTarget, ledgerSuite, usage } from "./ledger-store-suite.ts";
 
 const newDir = () => mkdtempSync(join(tmpdir(), "troupe-ledger-thread-"));
@@ -47,6 +48,30 @@ t.test("threaded: an append's work does not stall the caller's event loop", asyn
   const onItsThread = await longestStall(() => threaded.append(batch("prj_there")));
   t.equal(await threaded.spent("prj_there", "2026-03"), 5000 * 1000, "the whole batch is billed");
   t.ok(onItsThread < onThisThread / 4, `longest stall ${onItsThread.toFixed(1)} ms on its own thread vs ${onThisThread.toFixed(1)} ms on this one`);
+});
+
+/** The nice value of each of this process's threads, by thread id (/proc/self/task/<tid>/stat's 19th field). */
+function threadNiceValues(): Map<number, number> {
+  const nice = new Map<number, number>();
+  for (const tid of readdirSync("/proc/self/task")) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces) start at field 3: nice is field 19.
+    nice.set(Number(tid), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]));
+  }
+  return nice;
+}
+
+t.test("threaded: the ledger thread runs below the gateway's priority, and only it does", { skip: process.platform !== "linux" && "nice values are per thread on Linux only" }, async (t) => {
+  const lowered = () => [...threadNiceValues()].filter(([, nice]) => nice === backgroundThreadNice).map(([tid]) => tid);
+  const before = lowered();
+  const store = new ThreadedLedgerStore(newDir());
+  t.teardown(() => store.close());
+  await store.spent("prj_nice", "2026-03"); // the worker has started and answered
+  const after = lowered();
+  t.equal(after.length, before.length + 1, `one more thread at nice ${backgroundThreadNice} (before: ${before.length}, after: ${after.length})`);
+  t.equal(threadNiceValues().get(process.pid), 0, "the gateway's own thread keeps its priority");
+  await store.append([usage({ project_id: "prj_nice" })]);
+  t.equal(await store.spent("prj_nice", "2026-03"), 1000, "the lowered thread still bills");
 });
 
 t.test("threaded: a dead ledger thread fails the calls it held; the next call starts a new one on the same data", async (t) => {
