@@ -37,7 +37,7 @@ import { freePort, waitFor } from "../test/support/net.ts";
 import { runScale } from "./lib/agent-scale.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./lib/memory-cgroup.ts";
 import { drive, rssMiB, type Job } from "./lib/http-driver.ts";
-import { cpuSeconds } from "./lib/proc-stats.ts";
+import { cpuSeconds, machineCpuTicks, threadSchedMs, type ThreadTime } from "./lib/proc-stats.ts";
 import { fmt, summarize } from "./lib/stats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
@@ -169,17 +169,25 @@ interface Row {
   /** Troupe's user + system CPU per request of the phase, and the load generator's (this process). */
   troupeCpuUs: number;
   loadgenCpuUs: number;
+  /** Milliseconds a second Troupe's main thread ran, and was ready to run with no CPU free; the share of the machine's CPUs busy: what bounded the phase. */
+  troupeMainRanMsPerSecond: number;
+  troupeMainWaitedMsPerSecond: number;
+  machineBusyPercent: number;
 }
 
 interface CpuMark {
   troupe: number;
   loadgen: NodeJS.CpuUsage;
   beside: number[];
+  troupeMain: ThreadTime;
+  machine: { busy: number; total: number };
 }
 const cpuMark = async (server: Server): Promise<CpuMark> => ({
   troupe: await cpuSeconds(server.pid()),
   loadgen: process.cpuUsage(),
   beside: await Promise.all((server.beside ?? []).map(({ pid }) => cpuSeconds(pid))),
+  troupeMain: (await threadSchedMs(server.pid())).main,
+  machine: await machineCpuTicks(),
 });
 
 const rows: Row[] = [];
@@ -191,10 +199,18 @@ async function report(host: string, phase: string, r: Awaited<ReturnType<typeof 
   const requests = Math.max(1, s.count + r.errors);
   const troupeCpuUs = (troupeCpu * 1e6) / requests;
   const loadgenCpuUs = (loadgen.user + loadgen.system) / requests;
-  const row = { host, phase, count: s.count, perSecond: s.count / r.seconds, p50Ms: s.p50, p99Ms: s.p99, errors: r.errors, rssMiB: rss, troupeCpuUs, loadgenCpuUs };
+  const troupeMain = (await threadSchedMs(server.pid())).main;
+  const troupeMainRanMsPerSecond = (troupeMain.ranMs - since.troupeMain.ranMs) / r.seconds;
+  const troupeMainWaitedMsPerSecond = (troupeMain.waitedMs - since.troupeMain.waitedMs) / r.seconds;
+  const machine = await machineCpuTicks();
+  const machineBusyPercent = (100 * (machine.busy - since.machine.busy)) / (machine.total - since.machine.total);
+  const row = { host, phase, count: s.count, perSecond: s.count / r.seconds, p50Ms: s.p50, p99Ms: s.p99, errors: r.errors, rssMiB: rss, troupeCpuUs, loadgenCpuUs, troupeMainRanMsPerSecond, troupeMainWaitedMsPerSecond, machineBusyPercent };
   rows.push(row);
   console.log(
     `${host.padEnd(9)} ${phase.padEnd(7)} ${String(row.count).padStart(7)} in ${fmt(r.seconds, 1)} s  ${fmt(row.perSecond, 0).padStart(6)}/s  p50 ${fmt(row.p50Ms)} ms  p99 ${fmt(row.p99Ms)} ms  errors ${row.errors}  rss ${fmt(rss, 0)} MiB  cpu/req troupe ${fmt(troupeCpuUs, 0)} µs, load generator ${fmt(loadgenCpuUs, 0)} µs`,
+  );
+  console.log(
+    `          Troupe's main thread ran ${fmt(troupeMainRanMsPerSecond, 0)} ms/s and waited for a CPU ${fmt(troupeMainWaitedMsPerSecond, 0)} ms/s; machine ${fmt(machineBusyPercent, 0)} % busy`,
   );
   const beside = await Promise.all(
     (server.beside ?? []).map(async ({ name, pid }, i) => `${name} ${fmt((((await cpuSeconds(pid)) - (since.beside[i] ?? Number.NaN)) * 1e6) / requests, 0)} µs`),

@@ -276,9 +276,23 @@ async function orchestrate(): Promise<void> {
     const { describeWindows, scrapeRuntime, scrapeText, windowBetween } = await import("./lib/runtime-window.ts");
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     const runtimeWindows: import("./lib/runtime-window.ts").RuntimeWindow[] = [];
+    // Whether the machine had a CPU free for the server in its rounds: the
+    // share of both CPUs busy, and how long the server's main thread waited
+    // on a run queue (ready to run, no CPU free). Latency from that wait is
+    // the machine's, not the server's code: the pass-through shows it too.
+    const { machineCpuTicks, threadSchedMs } = await import("./lib/proc-stats.ts");
+    const pidOf = new Map(children.map((c) => [c.port, c.process.pid]));
+    const contention = new Map(targets.map((t) => [t.name, { ranMs: 0, waitedMs: 0, busy: 0, total: 0 }]));
     await inRotatingRounds(targets, rounds, async (t) => {
       const before = t.port === troupeMetrics.port ? await scrapeRuntime(metricsUrl) : undefined;
+      const [schedBefore, ticksBefore] = [await threadSchedMs(pidOf.get(t.port)), await machineCpuTicks()];
       const r = fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, seconds * 1000);
+      const [schedAfter, ticksAfter] = [await threadSchedMs(pidOf.get(t.port)), await machineCpuTicks()];
+      const c = contention.get(t.name)!;
+      c.ranMs += schedAfter.main.ranMs - schedBefore.main.ranMs;
+      c.waitedMs += schedAfter.main.waitedMs - schedBefore.main.waitedMs;
+      c.busy += ticksAfter.busy - ticksBefore.busy;
+      c.total += ticksAfter.total - ticksBefore.total;
       // The window holds the load generator's 1 s warm-up too (the same rate, unrecorded).
       if (before) runtimeWindows.push(windowBetween(before, await scrapeRuntime(metricsUrl), seconds + 1));
       latencies.get(t.name)!.push(...r.latenciesMs);
@@ -288,7 +302,13 @@ async function orchestrate(): Promise<void> {
     for (const t of targets) {
       const s = summarize(latencies.get(t.name)!);
       fixed[t.name] = s;
-      console.log(`  ${t.name.padEnd(32)} ${String(s.count).padStart(6)} requests  p50 ${fmt(s.p50, 3)} ms  p99 ${fmt(s.p99, 3)} ms  errors ${errors.get(t.name)}`);
+      const c = contention.get(t.name)!;
+      // Each round is the load generator's 1 s warm-up and `seconds` measured.
+      const window = rounds * (seconds + 1);
+      console.log(
+        `  ${t.name.padEnd(32)} ${String(s.count).padStart(6)} requests  p50 ${fmt(s.p50, 3)} ms  p99 ${fmt(s.p99, 3)} ms  errors ${errors.get(t.name)}  ` +
+          `(main thread ran ${fmt(c.ranMs / window, 0)} ms/s, waited for a CPU ${fmt(c.waitedMs / window, 0)} ms/s; machine ${fmt((100 * c.busy) / c.total, 0)} % busy)`,
+      );
     }
     const direct = fixed[targets[0]!.name]!;
     for (const t of targets.slice(1)) {
@@ -316,7 +336,6 @@ async function orchestrate(): Promise<void> {
     // swings by 15-25 % (a neighbour, the ledger's flush of the previous
     // target's calls), so each target's figure is its median round.
     const { threadCpuMs } = await import("./lib/proc-stats.ts");
-    const pidOf = new Map(children.map((c) => [c.port, c.process.pid]));
     const runs = new Map<string, { rps: number; p50Ms: number; p99Ms: number; non2xx: number; mainUs: number; othersUs: number }[]>(targets.map((t) => [t.name, []]));
     await inRotatingRounds(targets, rounds, async (t) => {
       const pid = t.port === upstream.port ? undefined : pidOf.get(t.port);

@@ -58,3 +58,42 @@ export async function threadCpuMs(pid: number | undefined): Promise<{ main: numb
   }
   return split;
 }
+
+export interface ThreadTime {
+  /** Milliseconds on a CPU. */
+  ranMs: number;
+  /** Milliseconds runnable but waiting for a CPU (on a run queue). */
+  waitedMs: number;
+}
+
+/**
+ * A process's scheduling so far (/proc/<pid>/task/<tid>/schedstat: time on
+ * a CPU, time on a run queue), its main thread apart from the others. Over a
+ * window, the main thread's time on a CPU says how busy its event loop was,
+ * and its time waiting is latency no change to its own code removes: the
+ * machine had no CPU free for it. A thread that has exited no longer counts.
+ */
+export async function threadSchedMs(pid: number | undefined): Promise<{ main: ThreadTime; others: ThreadTime }> {
+  const split = { main: { ranMs: NaN, waitedMs: NaN }, others: { ranMs: 0, waitedMs: 0 } };
+  if (!pid) return split;
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const [ranNs, waitedNs] = (await readFile(`/proc/${pid}/task/${tid}/schedstat`, "utf8").catch(() => "")).split(" ").map(Number);
+    if (ranNs === undefined || waitedNs === undefined || Number.isNaN(ranNs) || Number.isNaN(waitedNs)) continue;
+    const time = { ranMs: ranNs / 1e6, waitedMs: waitedNs / 1e6 };
+    if (tid === String(pid)) split.main = time;
+    else {
+      split.others.ranMs += time.ranMs;
+      split.others.waitedMs += time.waitedMs;
+    }
+  }
+  return split;
+}
+
+/** Jiffies of all CPUs so far, busy and in total (/proc/stat's first line; idle and iowait count as not busy). */
+export async function machineCpuTicks(): Promise<{ busy: number; total: number }> {
+  const line = (await readFile("/proc/stat", "utf8")).split("\n")[0] ?? "";
+  const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = ticks.reduce((sum, t) => sum + t, 0);
+  const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+  return { busy: total - idle, total };
+}
