@@ -15,14 +15,15 @@
 // The thread runs at a lower priority than the gateway's (core/thread-priority.ts):
 // its appends come in bursts (a flush of hundreds of records), and on a
 // machine whose cores are all busy a burst would otherwise hold the core the
-// gateway's event loop was waiting for. At nice 10 the kernel lets the event
-// loop preempt it. bench:chat's rounds at 5,000 req/s on 2 cores shared with
-// the load generator and the upstream (2026-11-28): Troupe's added p99 went
-// from 10.4 to 6.9 ms (median of six rounds each). Nothing is lost by it:
-// a record waits in the usage journal until its append commits. What waits
-// on the thread: lease renewals (begun in the background before they are
-// due) and the calls near a hard limit that reserve one by one, which wait
-// behind a usage flush already.
+// gateway's event loop was waiting for. At nice 10 the kernel runs the event
+// loop first. Measured at 5,000 req/s with Troupe pinned to one core of two
+// (docs/benchmarks.md, 2026-11-28): the event loop's wait for a CPU fell
+// from a median of 360 to 296 ms per 4-second round, p90 from 9.6 to 5.7 ms
+// (eight pairs of rounds). Nothing is lost by it: a record waits in the
+// usage journal until its append commits. What waits on the thread: lease
+// renewals (begun in the background before they are due) and the calls near
+// a hard limit that reserve one by one, which wait behind a usage flush
+// already.
 import { Worker } from "node:worker_threads";
 import { WorkerCalls } from "../core/worker-calls.ts";
 import type { LedgerCall, LedgerMethod, LedgerMethods, LedgerReply } from "./ledger-rpc.ts";
