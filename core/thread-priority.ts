@@ -6,21 +6,23 @@
 // thread). Elsewhere the same call would renice the whole process, so it is
 // not made there.
 import { readlinkSync } from "node:fs";
-import { setPriority } from "node:os";
+import { getPriority, setPriority } from "node:os";
 
 /** Nice 10: below the event loop's 0, far from the lowest (19). Threads this one starts inherit it. */
 export const backgroundThreadNice = 10;
 
 /**
- * Lowers the calling thread's priority alone. Raising one's own nice value
- * needs no privilege; should a sandbox refuse it anyway, the thread keeps the
- * process's priority (a scheduling preference, never a correctness matter).
+ * Lowers the calling thread's priority alone, to `nice` unless it is lower
+ * already (a process started under `nice 15` keeps 15: this never raises a
+ * priority). Raising one's own nice value needs no privilege; should a
+ * sandbox refuse it anyway, the thread keeps the process's priority (a
+ * scheduling preference, never a correctness matter).
  */
 export function lowerThisThreadsPriority(nice = backgroundThreadNice): void {
   if (process.platform !== "linux") return;
   try {
     const threadId = Number(readlinkSync("/proc/thread-self").split("/").pop());
-    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, nice);
+    if (Number.isInteger(threadId) && threadId > 0 && getPriority(threadId) < nice) setPriority(threadId, nice);
   } catch {
     // /proc not mounted, or setpriority refused: the thread runs at the process's priority.
   }
