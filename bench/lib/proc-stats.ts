@@ -45,15 +45,20 @@ export async function diskBytes(dir: string): Promise<number> {
   return total;
 }
 
+/** One /proc file of each of a process's threads (`file` under /proc/<pid>/task/<tid>/), the main thread's marked; none when `pid` is unknown. */
+async function threadFiles(pid: number | undefined, file: "stat" | "schedstat"): Promise<Array<{ main: boolean; text: string }>> {
+  if (!pid) return [];
+  const tids = await readdir(`/proc/${pid}/task`).catch(() => []);
+  return Promise.all(tids.map(async (tid) => ({ main: tid === String(pid), text: await readFile(`/proc/${pid}/task/${tid}/${file}`, "utf8").catch(() => "") })));
+}
+
 /** CPU milliseconds a process has used so far, its main thread apart from all its other threads (workers, lmdb, GC, libuv). */
 export async function threadCpuMs(pid: number | undefined): Promise<{ main: number; others: number }> {
   const split = { main: NaN, others: 0 };
-  if (!pid) return split;
-  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
-    const text = await readFile(`/proc/${pid}/task/${tid}/stat`, "utf8").catch(() => "");
+  for (const { main, text } of await threadFiles(pid, "stat")) {
     const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
     const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
-    if (tid === String(pid)) split.main = ms;
+    if (main) split.main = ms;
     else split.others += ms;
   }
   return split;
@@ -75,12 +80,11 @@ export interface ThreadTime {
  */
 export async function threadSchedMs(pid: number | undefined): Promise<{ main: ThreadTime; others: ThreadTime }> {
   const split = { main: { ranMs: NaN, waitedMs: NaN }, others: { ranMs: 0, waitedMs: 0 } };
-  if (!pid) return split;
-  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
-    const [ranNs, waitedNs] = (await readFile(`/proc/${pid}/task/${tid}/schedstat`, "utf8").catch(() => "")).split(" ").map(Number);
+  for (const { main, text } of await threadFiles(pid, "schedstat")) {
+    const [ranNs, waitedNs] = text.split(" ").map(Number);
     if (ranNs === undefined || waitedNs === undefined || Number.isNaN(ranNs) || Number.isNaN(waitedNs)) continue;
     const time = { ranMs: ranNs / 1e6, waitedMs: waitedNs / 1e6 };
-    if (tid === String(pid)) split.main = time;
+    if (main) split.main = time;
     else {
       split.others.ranMs += time.ranMs;
       split.others.waitedMs += time.waitedMs;
