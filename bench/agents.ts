@@ -338,5 +338,5 @@ if (scale > 0) {
     await server.stop();
   }
 }
-console.log("targets (issue 27, P4): embedded ≥ 15,000 turns/s and dapr (1 replica) ≥ 4,000 turns/s, both with p99 ≤ 50 ms; 1,000,000 conversations with 10,000 active ≤ 1 GiB RSS (--scale)");
+console.log("targets (P4, docs/benchmarks.md): embedded ≥ 15,000 turns/s and dapr (1 replica) ≥ 4,000 turns/s, both with p99 ≤ 50 ms; 1,000,000 conversations with 10,000 active ≤ 1 GiB RSS (--scale)");
 console.log(JSON.stringify({ bench: "agents", conversations, turns, concurrency, daprConcurrency, script, rows, ...(scaled ? { scale: { ...scaled, samples: undefined } } : {}) }));

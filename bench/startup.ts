@@ -2,7 +2,7 @@
 // bundle .dist/main.mjs, built first by scripts/build-dist.ts). Spawns it
 // --runs times (default 10), each with a fresh TROUPE_DATA_DIR and PORT=0,
 // and measures spawn → the first 200 on GET /healthz. Prints every run, p50
-// and max. Target (issue 11): ≤ 300 ms. Also prints the CPU time the process
+// and max. Target: ≤ 300 ms. Also prints the CPU time the process
 // used until then (/proc/<pid>/stat, 10 ms ticks), which a busy machine
 // inflates far less than wall time.
 //

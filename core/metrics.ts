@@ -1,4 +1,4 @@
-// What Troupe records for Prometheus (issue 15 part 2), as an interface with
+// What Troupe records for Prometheus, as an interface with
 // a do-nothing default. The prom-client implementation
 // (core/prometheus-metrics.ts) is imported only when METRICS_PORT is set, so
 // with metrics off nothing is loaded and every recording call is a no-op on

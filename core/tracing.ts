@@ -1,4 +1,4 @@
-// Traces (issue 15 part 3) as a small interface with a do-nothing default.
+// Traces as a small interface with a do-nothing default.
 // The OpenTelemetry implementation (core/otel-tracing.ts) is imported only
 // when OTEL_EXPORTER_OTLP_ENDPOINT is set, so with tracing off no OTel code
 // loads and every call below is a no-op.

@@ -1,4 +1,4 @@
-// Dashboards' reads (issue 14 §5): key and environment lists show each
+// Dashboards' reads: key and environment lists show each
 // one's usage to date (every call since it was created, live cost in
 // USD and nano-dollars, calls) and when it was last used, from the ledger's
 // per-key and per-environment counters — one read per page, not per item.

@@ -1,4 +1,4 @@
-// The usage record every AI call emits (issue: usage events), built in one
+// The usage record every AI call emits, built in one
 // place (UsageMeter) from the call's context. The billing work consumes
 // these through a UsageSink; emitting must never delay or fail the response,
 // so sinks are fire-and-forget and errors stay inside them.

@@ -1,7 +1,7 @@
 // `npm start` runs this first (prestart): bundles the gateway's TypeScript
 // into plain JavaScript under .dist/ so a start loads a few .mjs files rather
 // than having Node strip the types of ~100 .ts files on every start (about
-// half of the embedded cold start; issue 11 §3). Same sources, same
+// half of the embedded cold start, bench/startup.ts). Same sources, same
 // behaviour: the bundle is a cache, rebuilt whenever a source file is newer,
 // never committed. Packages stay external (node_modules, native addons);
 // lazily imported modules (Redis, Elasticsearch, Dapr, S3) stay separate

@@ -127,7 +127,7 @@ export class ApiKeyService extends TenancyService {
   ) {
     const { env, membership } = await this.environmentFor(userId, environmentId);
     requireRole(membership, "admin", "creating API keys");
-    // `_live_` keys are production keys (spec §5): billed calls come only from production environments.
+    // `_live_` keys are production keys: billed calls come only from production environments.
     if (input.live && !env.production) {
       throw invalidRequest([{ path: "body.live", message: `a live key can only be created in a production environment; ${env.name} is not one (use live: false for a test key)` }]);
     }

@@ -46,7 +46,7 @@ export interface UsageRecorderOptions {
   journal?: UsageJournal;
 }
 
-/** Where a flushed batch goes: the ledger's append (billing-service.ts adds the budget alerts). */
+/** Where a flushed batch goes: the ledger's append (`Billing.write` in billing.ts also publishes the budget alerts it crossed). */
 export type WriteUsage = (batch: UsageRecord[]) => Promise<void>;
 
 export class UsageRecorder implements UsageSink {

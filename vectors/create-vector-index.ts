@@ -3,7 +3,7 @@
 // The returned index is not open yet: the caller awaits open() at start-up,
 // which is where a model/dimension mismatch is refused. Each backend is
 // imported only when chosen: the Elasticsearch client alone costs the
-// embedded start hundreds of milliseconds (issue 11, bench/startup.ts).
+// embedded start hundreds of milliseconds (bench/startup.ts).
 import { join } from "node:path";
 import type { VectorsConfig } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";

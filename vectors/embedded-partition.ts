@@ -37,7 +37,7 @@ let usearch: typeof usearchModule | undefined;
 /**
  * Loads usearch (a native addon) once. The index awaits this before its first
  * usearch search, not at start: an embedded cold start must not pay for it
- * (issue 11, bench/startup.ts).
+ * (bench/startup.ts).
  */
 export async function loadUsearch(): Promise<void> {
   usearch ??= (await import("usearch")).default;

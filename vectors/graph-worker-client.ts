@@ -3,7 +3,8 @@
 // (a 20,000-row first build takes seconds, each later batch milliseconds) and
 // would stall every request of the process if they ran on the event loop.
 // This is the gateway thread's side: it starts the thread when a first graph
-// is needed (so usearch is not loaded at start, issue 11), numbers the graphs,
+// is needed (so usearch is not loaded at start: the cold start does not pay
+// for it), numbers the graphs,
 // and turns each call into a message answered in order per graph.
 //
 // A thread that dies fails the calls it held and every handle on its graphs

@@ -33,7 +33,8 @@ export interface ActorServices {
 
 /**
  * 20,000 resident actors (ACTOR_MAX_RESIDENT), on either host: twice the
- * 10,000 conversations a process is meant to keep busy at once (issue 27),
+ * 10,000 conversations a process is meant to keep busy at once (the agents
+ * target, docs/benchmarks.md),
  * so an active conversation stays resident between its turns (a new
  * conversation's activation: ~5 KiB, measured as 100,000 in ~650 MiB RSS
  * before the cap; plus its history's JSON). Beyond it the least recently

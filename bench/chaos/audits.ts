@@ -1,5 +1,5 @@
-// The chaos run's end-of-run audits over what the load left behind (issue 15
-// part 5): every job that ended had its webhook event delivered, and nothing
+// The chaos run's end-of-run audits over what the load left behind: every
+// job that ended had its webhook event delivered, and nothing
 // was billed twice. They run after the load stopped and the drain period, on
 // figures the workloads recorded while the faults happened.
 import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";

@@ -4,7 +4,8 @@
 //
 // Why the second check: zod's parse of a plain two-message body was ~6.5 µs
 // of the ~25 µs a chat call costs Troupe's main thread beyond a bare
-// pass-through (a CPU profile at saturation, issue 27's P2). Only a body whose
+// pass-through (a CPU profile at saturation, where the target is ≤ 20 µs;
+// docs/benchmarks.md). Only a body whose
 // every field is plainly valid takes the short path: text messages of the
 // system, user and assistant roles with a string content, and model,
 // routing_strategy, max_tokens, temperature and stream. Anything else (tools,

@@ -1,4 +1,4 @@
-// The data directory is private (issue 26): its files were created 0644 and
+// The data directory is private: its files were created 0644 and
 // the directory 0755, so any local user could read actors.mdb (webhook
 // secrets among the actor state) and the account store. A real process
 // (gateway/main.ts) is started on a data directory left 0755, made to write

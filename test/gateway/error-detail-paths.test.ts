@@ -1,4 +1,4 @@
-// One form for `details[].path` in 400s (issue 26): the request validation
+// One form for `details[].path` in 400s: the request validation
 // names body fields `body.<field>`, while speech, chat tool messages,
 // audio_url, image_url and a video model said `voice`, `messages.1…`,
 // `audio_url`… And speech without `voice` answered "no model has the voice

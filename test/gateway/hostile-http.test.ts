@@ -1,4 +1,4 @@
-// What a hostile or sloppy client can send at the HTTP layer (issue 11):
+// What a hostile or sloppy client can send at the HTTP layer:
 // bad percent-escapes in path parameters, handlers failing in ways the
 // pipeline did not expect, deeply nested JSON, ambiguous framing, HEAD on
 // the health endpoints, plain GETs on a WebSocket path. Every answer is the

@@ -1,4 +1,4 @@
-// Answers the HTTP layer gives outside the routes (issue 11): HEAD on the
+// Answers the HTTP layer gives outside the routes: HEAD on the
 // health endpoints, 426 on a WebSocket path (once admitted), 405 with Allow, 414 for long
 // URLs, and the JSON bodies of the 400/431/505 that uWS's own parser
 // writes (patched by scripts/patch-uws-errors.ts). Each over a raw socket,

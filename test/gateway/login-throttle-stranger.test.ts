@@ -1,4 +1,4 @@
-// The login throttle counts per (account, address) pair (issue 26): before,
+// The login throttle counts per (account, address) pair: before,
 // one count per account let a stranger making one wrong guess every 200 ms
 // from elsewhere keep the owner, right password from their own address, at
 // 429 for 19 tries of 19. Over real sockets, addresses through the proxy header.

@@ -1,5 +1,5 @@
 // GET /metrics on METRICS_PORT after real traffic: every series family
-// issue 15 lists that exists today has non-zero samples (requests by route
+// docs/operations/observability.md lists that exists today has non-zero samples (requests by route
 // and status, provider calls by outcome, breaker state, active actors,
 // rate-limit refusals, ledger totals, Node's runtime), and the families the
 // parallel branches will feed (jobs, webhooks, budgets) are defined and

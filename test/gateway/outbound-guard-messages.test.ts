@@ -1,4 +1,4 @@
-// A caller-given URL (webhook url, audio_url, image_url) refused by the outbound guard (issue 26): the 400 said
+// A caller-given URL (webhook url, audio_url, image_url) refused by the outbound guard: the 400 said
 // "resolves to a non-public address (10.x.y.z)", telling whoever asked what
 // an internal name resolves to. Over real sockets, with a name that resolves
 // to loopback in real DNS (localhost) and no OUTBOUND_ALLOW_HOSTS: the

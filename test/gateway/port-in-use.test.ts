@@ -1,7 +1,7 @@
 // A second Troupe started on a port already in use must refuse to start,
 // naming the port. uWS binds with SO_REUSEPORT by default, so before the
 // fix the second one started silently and the kernel split the traffic.
-// The same holds for the metrics port (issue 26): a second Troupe with the
+// The same holds for the metrics port: a second Troupe with the
 // same METRICS_PORT started and shared it, each scrape seeing either one.
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";

@@ -1,4 +1,4 @@
-// Request bodies must be well-formed UTF-8 (issue 26). Before, invalid
+// Request bodies must be well-formed UTF-8. Before, invalid
 // bytes decoded to U+FFFD, so two different Latin-1 passwords became the
 // same string: a signup with `pass\xe9…` could be logged into with
 // `pass\xe8…`. Now such a body is 400 invalid_request naming the byte.

@@ -1,4 +1,4 @@
-// Signups per client address over real sockets (issue 26): one address made
+// Signups per client address over real sockets: one address made
 // 200 signups in 6.4 s. Past SIGNUP_LIMIT_PER_ADDRESS in a window, 429
 // rate_limited with Retry-After; other addresses are unaffected; the window
 // ends and signups work again; two replicas on one Redis share the count.

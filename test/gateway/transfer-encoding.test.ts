@@ -1,4 +1,4 @@
-// Transfer-Encoding over raw sockets (issue 26). uWS reads any
+// Transfer-Encoding over raw sockets. uWS reads any
 // Transfer-Encoding header at all as chunked — `identity`, `gzip`,
 // `chunked, identity`, two headers — while a proxy in front may read the
 // same bytes another way (a desync, request smuggling). Anything but exactly

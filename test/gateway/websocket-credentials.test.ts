@@ -1,4 +1,4 @@
-// WebSocket credentials over raw sockets (issue 26). A credential comes in
+// WebSocket credentials over raw sockets. A credential comes in
 // the Authorization header or, for browsers, as the subprotocol
 // `bearer.<key>` offered beside `troupe.v1`. Before: `["bearer.<key>"]`
 // alone was accepted and the key echoed back in Sec-WebSocket-Protocol; a

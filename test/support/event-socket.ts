@@ -5,7 +5,7 @@
 // await: the server must upgrade inside res.cork() then, and cork()'s
 // epilogue reads the response's state from memory the upgrade has just
 // reused, so now and then it closes the new socket without a close frame
-// (uNetworking/uWebSockets#1928, fixed upstream by #1929, in no uws-pack
+// (uNetworking/uWebSockets#1928, fixed upstream by uNetworking/uWebSockets#1929, in no uws-pack
 // release yet; docs/api/agents.md, "Live events"). The client sees 1006
 // before any frame. Only in that case this reconnects, once, and says so in
 // the test's output; every other outcome is the test's to judge.

@@ -1,6 +1,7 @@
 // usearch (a native addon) must not load at an embedded start, nor when small
 // partitions are indexed: only the first search, or a partition reaching the
-// HNSW threshold, loads it (issue 11: cold start; bench/startup.ts). Checked in
+// HNSW threshold, loads it (the cold start must not pay for it;
+// bench/startup.ts). Checked in
 // this process's memory map, so nothing else in this file may import usearch.
 import t from "tap";
 import { randomUUID } from "node:crypto";

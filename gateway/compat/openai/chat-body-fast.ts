@@ -2,7 +2,8 @@
 // the route's zod schema (chat-request.ts), as gateway/routes/chat-body.ts
 // does for /v1: zod's parse of the strict OpenAI schema (a discriminated
 // union per message) cost the /openai/v1 mount ~13 µs a call more than /v1
-// on the main thread (`bench:chat`, issue 27's P2).
+// on the main thread (`bench:chat` at saturation, where Troupe's main thread
+// is held to ≤ 20 µs a call over a bare pass-through's).
 //
 // Only a body whose every field is plainly valid takes the short path: text
 // messages of the system, developer, user and assistant roles with a string

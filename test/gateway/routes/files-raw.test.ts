@@ -1,4 +1,4 @@
-// The files route over raw sockets (issue 26): the status lines carry the
+// The files route over raw sockets: the status lines carry the
 // real reason phrases (uWS writes what it is given; it was "206 Status",
 // "304 Status", "416 Status"), and If-Range with an ETag that is not the
 // file's gets the whole file (200), never a part of what may be another.
