@@ -168,6 +168,12 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
    * Content-Type (OpenAI's video create: the SDKs send multipart, curl users JSON).
    */
   bodyType?: "json" | "multipart" | "json-or-multipart";
+  /**
+   * A smaller body limit than MAX_BODY_BYTES, for routes whose valid bodies
+   * are small (login, signup, account forms): 413 past it, on the declared
+   * Content-Length or while the body streams in, before anything is parsed.
+   */
+  maxBodyBytes?: number;
   /** Media types of a binary success answer (BinaryResult), for the document. */
   produces?: readonly string[];
   /** Documents a text/event-stream alternative response (the schema of one event's JSON, when not Troupe's stream event). */

@@ -89,6 +89,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     const paramNames = paramNamesOf(route.path);
     // A DELETE reads a body only when it declares one (deleting an organization carries its confirmation).
     const hasBody = bodyMethods.has(route.method) || (route.method === "delete" && route.body !== undefined);
+    // A route's own limit can only lower MAX_BODY_BYTES.
+    const maxBodyBytes = Math.min(route.maxBodyBytes ?? options.maxBodyBytes, options.maxBodyBytes);
     const recorder = metrics.enabled ? metrics.route(route.method, route.path) : undefined;
     const spanName = `${route.method.toUpperCase()} ${route.path}`;
     register(app, route.method, route.path, (res, req) => {
@@ -115,7 +117,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         }
         inflight += 1;
         const declared = captured.headers["content-length"];
-        const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), options.maxBodyBytes, requestId, route.dialect) : undefined;
+        const body = hasBody ? readBody(res, state, declared === undefined ? undefined : Number(declared), maxBodyBytes, requestId, route.dialect) : undefined;
         body?.catch(() => undefined); // handled where awaited; this only marks it observed
         const served = tracing.enabled
           ? tracing.inSpan(spanName, { kind: "server", carrier: captured.headers, attributes: { "http.request.method": captured.method.toUpperCase(), "http.route": route.path } }, async (span) => {

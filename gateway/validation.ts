@@ -4,13 +4,38 @@ import type { z } from "zod";
 import { invalidRequest, TroupeError, type FieldIssue } from "../core/errors.ts";
 import { maxJsonDepth, pathAt, tooDeepAt } from "./json-depth.ts";
 
+/**
+ * A 400 names what is wrong but does not echo the body back: a login body of
+ * 400,000 unknown keys was answered with all of them (7 MB, twice: in the
+ * message and in details), and building that answer held the event loop.
+ * So an answer names at most this many unknown fields, and this many issues,
+ * and counts the rest; a key or path is cut at this many characters.
+ */
+export const unknownFieldsNamed = 5;
+export const issuesListed = 20;
+const keyChars = 100;
+const pathChars = 1024;
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** `unknown field(s): a, b, c, d, e and 399,995 more`. */
+export function unknownFieldsMessage(keys: readonly string[]): string {
+  const named = keys.slice(0, unknownFieldsNamed).map((k) => cut(k, keyChars));
+  const more = keys.length - named.length;
+  return `unknown field(s): ${named.join(", ")}${more > 0 ? ` and ${more.toLocaleString("en-US")} more` : ""}`;
+}
+
 export function zodIssues(error: z.ZodError, root: string): FieldIssue[] {
-  return error.issues.map((issue) => {
-    const path = [root, ...issue.path.map(String)].filter((p) => p !== "").join(".");
-    let message = issue.message;
-    if (issue.code === "unrecognized_keys") message = `unknown field(s): ${issue.keys.join(", ")}`;
+  const listed = error.issues.slice(0, issuesListed).map((issue): FieldIssue => {
+    const path = cut([root, ...issue.path.map(String)].filter((p) => p !== "").join("."), pathChars);
+    const message = issue.code === "unrecognized_keys" ? unknownFieldsMessage(issue.keys) : issue.message;
     return { path, message };
   });
+  const more = error.issues.length - listed.length;
+  if (more > 0) listed.push({ path: root, message: `and ${more.toLocaleString("en-US")} more issue(s)` });
+  return listed;
 }
 
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: "body" | "query"): z.output<S> {

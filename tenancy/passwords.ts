@@ -2,6 +2,13 @@
 // hash), compared in constant time. Format: scrypt$N$r$p$salt$hash (base64url).
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from "node:crypto";
 
+/**
+ * The longest password, in code points (signup's limit, and login's: no
+ * account can have a longer one). scrypt's cost grows with the password's
+ * length, so the routes refuse a longer one before anything is hashed.
+ */
+export const MAX_PASSWORD_CHARS = 1024;
+
 const params = { N: 16384, r: 8, p: 1 } as const; // ~50 ms per hash on these machines
 const keyLength = 32;
 

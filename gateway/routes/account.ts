@@ -2,6 +2,7 @@
 // only, role-checked, and scoped so another organization's resources are 404.
 import { z } from "zod";
 import type { AccountService } from "../../tenancy/accounts.ts";
+import { formBodyMaxBytes } from "../body-limits.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
 import { usageToDateSchema, withUsageToDate, type ReadUsageToDate } from "../usage-to-date.ts";
 import { text } from "../../core/text-schema.ts";
@@ -28,11 +29,12 @@ const orgChange = z
   // The same rule, stated in the OpenAPI document (the fuzzer generates bodies from it).
   .meta({ minProperties: 1 });
 
-// Every route here is a dashboard session's; each area is its own section of the document.
-const accountRoute = routeGroup({ tag: "accounts", auth: "session" });
-const orgRoute = routeGroup({ tag: "organizations", auth: "session" });
-const projectRoute = routeGroup({ tag: "projects", auth: "session" });
-const environmentRoute = routeGroup({ tag: "environments", auth: "session" });
+// Every route here is a dashboard session's, its body a form's few fields;
+// each area is its own section of the document.
+const accountRoute = routeGroup({ tag: "accounts", auth: "session", maxBodyBytes: formBodyMaxBytes });
+const orgRoute = routeGroup({ tag: "organizations", auth: "session", maxBodyBytes: formBodyMaxBytes });
+const projectRoute = routeGroup({ tag: "projects", auth: "session", maxBodyBytes: formBodyMaxBytes });
+const environmentRoute = routeGroup({ tag: "environments", auth: "session", maxBodyBytes: formBodyMaxBytes });
 
 /** `usageToDate` adds each environment's usage to date and last use to its list (absent: zeros). */
 export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageToDate) {

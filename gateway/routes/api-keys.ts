@@ -1,6 +1,7 @@
 // API key management (docs/api/keys.md): session only, owners and admins write.
 import { z } from "zod";
 import type { ApiKeyService } from "../../tenancy/api-keys.ts";
+import { formBodyMaxBytes } from "../body-limits.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
 import { usageToDateSchema, withUsageToDate, type ReadUsageToDate } from "../usage-to-date.ts";
 import { apiKeyRecordSchema, name, newApiKeySchema, pagedList, scopeList } from "../schemas.ts";
@@ -15,8 +16,8 @@ const createKeyBody = z
   })
   .strict();
 
-/** What every key route declares: its document tag, a session, and the 404 of an environment or key the user may not manage. */
-const keyRoute = routeGroup({ tag: "api-keys", auth: "session", errors: ["not_found"] });
+/** What every key route declares: its document tag, a session, a form's body limit, and the 404 of an environment or key the user may not manage. */
+const keyRoute = routeGroup({ tag: "api-keys", auth: "session", maxBodyBytes: formBodyMaxBytes, errors: ["not_found"] });
 
 /** `usageToDate` adds each key's usage to date to the list (absent: zeros). */
 export function apiKeyRoutes(apiKeys: ApiKeyService, usageToDate?: ReadUsageToDate) {

@@ -4,6 +4,8 @@
 import { z } from "zod";
 import type { TenancyConfig } from "../../core/config.ts";
 import type { AccountService, SessionGrant } from "../../tenancy/accounts.ts";
+import { MAX_PASSWORD_CHARS } from "../../tenancy/passwords.ts";
+import { formBodyMaxBytes } from "../body-limits.ts";
 import { csrfCookie, sessionCookie } from "../authenticate.ts";
 import { defineRoute, json, type RouteContext } from "../route.ts";
 import { text } from "../../core/text-schema.ts";
@@ -12,14 +14,16 @@ import { email, environmentWithKeySchema, name, organizationSchema, projectSchem
 const signupBody = z
   .object({
     email,
-    password: text({ min: 10, max: 1024 }),
+    password: text({ min: 10, max: MAX_PASSWORD_CHARS }),
     name: name.optional(),
     organization_name: name.optional(),
   })
   .strict();
 
-// Login takes any password string: a wrong one is a 401 whatever its length.
-const loginBody = z.object({ email: text({ max: 1024 }), password: text({ max: 1024 * 1024 }) }).strict();
+// Login takes any password signup could have stored: a wrong one is a 401
+// whatever its length. A longer one no account has, and it is refused (400)
+// before anything is hashed.
+const loginBody = z.object({ email: text({ max: 1024 }), password: text({ max: MAX_PASSWORD_CHARS }) }).strict();
 
 function setSessionCookies(ctx: RouteContext<unknown, unknown>, grant: SessionGrant, ttlSeconds: number): void {
   ctx.setCookie({ name: sessionCookie, value: grant.session_token, maxAgeSeconds: ttlSeconds, httpOnly: true });
@@ -36,6 +40,7 @@ function opensSession<Body, G extends SessionGrant>(status: number, config: Tena
     tag: "accounts",
     auth: "none",
     refusesApiKeys: true,
+    maxBodyBytes: formBodyMaxBytes,
     handler: async (ctx: RouteContext<Body, unknown>) => {
       const grant = await open(ctx.body, clientAddress(ctx, config));
       setSessionCookies(ctx, grant, config.sessionTtlSeconds);
@@ -85,6 +90,7 @@ export function authRoutes(accounts: AccountService, config: TenancyConfig) {
       summary: "End the current session",
       tag: "accounts",
       auth: "session",
+      maxBodyBytes: formBodyMaxBytes,
       responses: { 204: null },
       handler: async (ctx) => {
         await accounts.sessions.logout(ctx.auth.tokenHash);

@@ -2,6 +2,7 @@
 // owners and admins; another organization's project is 404.
 import { z } from "zod";
 import { budgetSchema, groupByValues, usageSchema, type UsageReports } from "../../tenancy/usage-report.ts";
+import { formBodyMaxBytes } from "../body-limits.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
 
 const usageQuery = z
@@ -21,8 +22,8 @@ const budgetBody = z
   })
   .strict();
 
-/** What every billing route declares: its document tag, a session, and the 404 of a project the user may not manage. */
-const projectRoute = routeGroup({ tag: "billing", auth: "session", errors: ["not_found"] });
+/** What every billing route declares: its document tag, a session, a form's body limit, and the 404 of a project the user may not manage. */
+const projectRoute = routeGroup({ tag: "billing", auth: "session", maxBodyBytes: formBodyMaxBytes, errors: ["not_found"] });
 
 export function billingRoutes(reports: UsageReports) {
   return [

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { invalidRequest, TroupeError } from "../../core/errors.ts";
 import type { AccountService } from "../../tenancy/accounts.ts";
 import { eraseOrganization, erasureReportSchema, type ErasureDeps } from "../organization-erasure.ts";
+import { formBodyMaxBytes } from "../body-limits.ts";
 import { defineRoute, json } from "../route.ts";
 
 const body = z.object({ confirm: z.string().max(200).describe("The organization's name or id, repeated to confirm the deletion") }).strict();
@@ -24,6 +25,7 @@ export function orgDeleteRoutes(accounts: AccountService, deps: ErasureDeps) {
       summary: "Delete an organization and everything it has (owners only; `confirm` repeats its name or id); usage records are kept, anonymised",
       tag: "organizations",
       auth: "session",
+      maxBodyBytes: formBodyMaxBytes,
       body,
       responses: { 200: answer },
       errors: ["not_found", "forbidden"],

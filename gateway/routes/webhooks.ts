@@ -26,6 +26,7 @@ import type { AccountService } from "../../tenancy/accounts.ts";
 import { isOutboundFetchError, type OutboundFetcher } from "../../media/outbound-fetch.ts";
 import { roleAtLeast } from "../../tenancy/access.ts";
 import type { ApiKeyAuth, SessionAuth } from "../auth-context.ts";
+import { formBodyMaxBytes } from "../body-limits.ts";
 import { defineRoute, json } from "../route.ts";
 import { listOf, pageQuery } from "../schemas.ts";
 
@@ -130,8 +131,8 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
   const webhookMethod = (method: "get" | "deactivate") => async (ctx: CallerContext & { params: { webhook_id: string } }) =>
     json(200, await callActor(actors, webhook, webhookId(ctx.params.webhook_id), method, await callerOf(ctx)));
 
-  // scope "all": a key must grant every category (its scope list is empty).
-  const common = { tag: "webhooks", auth: "any" as const, scope: "all" as const };
+  // scope "all": a key must grant every category (its scope list is empty). A body is at most a URL and a few event names.
+  const common = { tag: "webhooks", auth: "any" as const, scope: "all" as const, maxBodyBytes: formBodyMaxBytes };
   /** What the two lists (webhooks, deliveries) share: a GET of one page, newest first. */
   const onePage = { ...common, method: "get" as const, query: listQuery, errors: ["not_found", "forbidden"] satisfies ErrorCode[] };
   /** What one webhook's GET and DELETE share. */
