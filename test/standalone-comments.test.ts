@@ -22,6 +22,8 @@
 // addresses (`github.com/owner/repo/file.go`), which name files of other
 // repositories; and paths under `node_modules/` or other folders that are on
 // disk but not tracked, which resolve on disk like any other path.
+// This file is scanned like any other: its comments describe the forms in
+// words, and the examples live in the helpers' test strings.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, join, normalize } from "node:path";
@@ -187,7 +189,7 @@ export function hashComments(src: string): Comment[] {
   return found;
 }
 
-/** Issue-tracker numbering in a text: "issue 11", "issues 14 and 15", "wave 3", a bare "#42". */
+/** Issue-tracker numbering in a text: issue or wave and a number, or a bare hash and number (forms in the helpers' test). */
 export function issueCitations(text: string): string[] {
   const found: string[] = [];
   for (const m of text.matchAll(/\bissues? ?#?\d+|\bwave \d+|(?<![\w/.(#-])#\d+\b/gi)) found.push(m[0]);
@@ -202,9 +204,9 @@ const barePattern = /(?<![\w.@/*<>$~{}-])(\w[\w.-]*\.(?:ts|md|sh))(?![\w/(-])/g;
 /** URLs and host-qualified addresses name other repositories' files. */
 const addresses = /\b[a-z][\w+.-]*:\/\/\S*|\b(?:[\w-]+\.)+(?:com|org|io|dev|net|sh|land)\/\S*/gi;
 
-/** The repository paths a text mentions: `dir/file.ext` and bare `file.ts|md|sh`, URLs left out. */
+/** The repository paths a text mentions: a folder, a slash and a file name, or a bare name ending .ts, .md or .sh; URLs left out. */
 export function pathMentions(text: string): string[] {
-  // A shell brace list names each of its files: `a/{b,c}-d.ts` is a/b-d.ts and a/c-d.ts.
+  // A shell brace list names each of its files (the helpers' test has one).
   const prose = text.replace(addresses, " ").replace(/([^\s`'"(]*)\{([\w.-]+(?:,[\w.-]+)+)\}([^\s`'")]*)/g, (_, head: string, list: string, tail: string) =>
     list
       .split(",")
