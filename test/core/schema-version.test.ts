@@ -26,6 +26,7 @@ import { LocalFileStore } from "../../media/local-file-store.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
+import { liveGenerations } from "../../tenancy/ledger-entry.ts";
 import { RedisDataStore } from "../../tenancy/redis-data-store.ts";
 import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
 import { UsageJournal } from "../../tenancy/usage-journal.ts";
@@ -122,13 +123,17 @@ t.test("the embedded stores write the version and read version 0", async (t) => 
 
 t.test("the ledger, the journal and file metadata write the version", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "troupe-schema-ledger-"));
-  const ledger = new EmbeddedLedgerStore(dir);
+  // The ledger's clock is the call's time: which slot (generation % (G + 1)) an
+  // entry lands in follows the clock, so the real date would pick the slot.
+  const now = () => Date.parse(usage.created_at);
+  const ledger = new EmbeddedLedgerStore(dir, { now });
   await ledger.append([usage]);
   await ledger.putBudget("prj_1", { monthly_limit_usd: 5, alert_thresholds: [0.5], hard_limit: true, updated_at: usage.created_at });
   await ledger.close();
   const raw = open({ path: join(dir, "billing", "ledger.lmdb"), compression: false });
   // Per-call entries are compact (tenancy/ledger-entry.ts), the schema version their last field.
-  const entries = [0, 1, 2].flatMap((i) => [...raw.openDB<unknown[], string>({ name: `calls-${i}`, encoding: "msgpack" }).getRange()].map((e) => e.value));
+  const slots = Array.from({ length: liveGenerations }, (_, i) => i);
+  const entries = slots.flatMap((i) => [...raw.openDB<unknown[], string>({ name: `calls-${i}`, encoding: "msgpack" }).getRange()].map((e) => e.value));
   const budgets = raw.openDB<unknown, string>({ name: "budgets", encoding: "msgpack" });
   t.equal(entries.length, 1);
   t.equal(entries[0]?.at(-1), SCHEMA_VERSION, "a ledger entry carries its version");
@@ -136,7 +141,7 @@ t.test("the ledger, the journal and file metadata write the version", async (t) 
   // A ledger from before compact entries kept whole records in `entries`: dropped at open, counters kept.
   await raw.openDB<unknown, [string, string, number]>({ name: "entries", encoding: "msgpack" }).put(["prj_1", "2026-11", 99], { ...usage, usage_key: "old" });
   await raw.close();
-  const reopened = new EmbeddedLedgerStore(dir);
+  const reopened = new EmbeddedLedgerStore(dir, { now });
   t.same((await reopened.records("prj_1", "2026-11")).map((r) => r.usage_key), ["req_1"], "current entries read; whole records of before are dropped");
   t.equal(await reopened.spent("prj_1", "2026-11"), usage.cost_nanos);
   t.match(await reopened.getBudget("prj_1"), { monthly_limit_usd: 5, hard_limit: true });

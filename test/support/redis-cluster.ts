@@ -5,11 +5,12 @@
 // redis-server processes in cluster mode on free loopback ports, joined with
 // `redis-cli --cluster create`, for this test file. A missing redis-server
 // binary is a loud failure, never a skip.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isPortFree, waitFor } from "./net.ts";
+import { spawnTestService } from "./test-service.ts";
 
 export interface TestRedisCluster {
   /** `host:port` of every primary, as REDIS_CLUSTER_NODES takes them. */
@@ -39,7 +40,7 @@ export async function startTestRedisCluster(): Promise<TestRedisCluster> {
       // prettier-ignore
       const args = ["--port", String(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf"),
         "--save", "", "--appendonly", "no", "--dir", dir];
-      children.push(spawn("redis-server", args, { stdio: "ignore" }));
+      children.push(spawnTestService("redis-server", args));
       nodes.push(`127.0.0.1:${port}`);
       await waitFor(async () => cli(port, "ping") === "PONG", 10_000, `redis-server (cluster mode) on port ${port}`);
     }

@@ -11,7 +11,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { isoTime, systemClock, type Clock } from "../../core/clock.ts";
+import { isoTime, type Clock } from "../../core/clock.ts";
 import { createLogger } from "../../core/log.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import { leaseMaxAgeMs } from "../../tenancy/budget-leases.ts";
@@ -20,16 +20,21 @@ import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
 import { periodOf, type LedgerStore } from "../../tenancy/ledger.ts";
 import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
+import { midMonthClock } from "../support/mid-month-clock.ts";
 import { startTestRedis } from "../support/redis.ts";
 import { usage } from "./ledger-store-suite.ts";
 
 t.setTimeout(120_000);
+// Budgets are monthly: on the real clock a run near a month end would spend
+// part of the budget in each month. Billing, the ledgers and the records read one clock.
+const clock = midMonthClock();
 const dir = mkdtempSync(join(tmpdir(), "troupe-leases-"));
-const store = new EmbeddedDataStore(dir, systemClock);
-const embedded = new EmbeddedLedgerStore(dir);
+const store = new EmbeddedDataStore(dir, clock);
+const embedded = new EmbeddedLedgerStore(dir, { now: () => clock.now() });
 const redis = await startTestRedis();
 const prefix = `troupe:test-leases:${process.pid}:`;
-const redisLedgers = [new RedisLedgerStore(redis.url, prefix), new RedisLedgerStore(redis.url, prefix)];
+const redisLedger = () => new RedisLedgerStore(redis.url, prefix, undefined, () => clock.now());
+const redisLedgers = [redisLedger(), redisLedger()];
 t.teardown(async () => {
   for (const ledger of redisLedgers) await ledger.close();
   await embedded.close();
@@ -64,10 +69,10 @@ interface Replica {
   flusher: NodeJS.Timeout;
 }
 
-function replica(ledger: LedgerStore, clock: Clock = systemClock): Replica {
+function replica(ledger: LedgerStore, replicaClock: Clock = clock): Replica {
   const steps = new Map<string, number>();
   const dead = { value: false };
-  const billing = new Billing({ ledger: counted(ledger, steps, dead), store, clock, log });
+  const billing = new Billing({ ledger: counted(ledger, steps, dead), store, clock: replicaClock, log });
   const r: Replica = { billing, steps, dead, buffer: [], flusher: setInterval(() => undefined, 1 << 30) };
   clearInterval(r.flusher);
   // A recorder slower than a lease's life: returns must carry the records themselves.
@@ -86,7 +91,7 @@ async function stopReplica(r: Replica): Promise<void> {
 }
 
 /** One billed call as billed-call.ts runs it: admit, the provider, settle, then the record to the recorder. */
-async function call(r: Replica, projectId: string, clock: Clock = systemClock): Promise<"answered" | "refused"> {
+async function call(r: Replica, projectId: string, callClock: Clock = clock): Promise<"answered" | "refused"> {
   const payer = { organization_id: "org_1", project_id: projectId, environment_id: "env_1", api_key_id: "key_1", live: true };
   let reservation;
   try {
@@ -96,7 +101,7 @@ async function call(r: Replica, projectId: string, clock: Clock = systemClock): 
     throw error;
   }
   await new Promise((resolve) => setImmediate(resolve)); // the provider call
-  const record = usage({ project_id: projectId, cost_nanos: costNanos, created_at: isoTime(clock.now()) });
+  const record = usage({ project_id: projectId, cost_nanos: costNanos, created_at: isoTime(callClock.now()) });
   if (reservation) await r.billing.settle(reservation, record);
   r.buffer.push(record);
   return "answered";
@@ -114,7 +119,7 @@ for (const [name, ledgers] of [
     await a.billing.putBudget(projectId, hardBudget);
     let answered = 0;
     let waves = 0;
-    const period = periodOf(isoTime(Date.now()));
+    const period = periodOf(isoTime(clock.now()));
     // Waves of 120 concurrent calls (60 per replica) until one answers nothing after the leases went back.
     for (let idle = 0; idle < 2 && waves < 20; waves++) {
       const outcomes = await Promise.all(Array.from({ length: 120 }, (_, i) => call(i % 2 === 0 ? a : b, projectId)));
@@ -147,27 +152,27 @@ for (const [name, ledgers] of [
     t.ok(steps("append") < 80, `${steps("append")} appends while the 800 calls ran (the recorder's aside): only the leases' returns`);
     await stopReplica(a);
     await stopReplica(b);
-    t.equal(await ledgers[0].spent(projectId, periodOf(isoTime(Date.now()))), 25 * 32 * costNanos, "every call billed once");
+    t.equal(await ledgers[0].spent(projectId, periodOf(isoTime(clock.now()))), 25 * 32 * costNanos, "every call billed once");
   });
 
   t.test(`${name}: a dead replica's lease holds its money until it expires, then the other replica spends it`, async (t) => {
     const projectId = `prj_lease_dead_${name.slice(0, 5)}_${process.pid}`;
     let offsetMs = 0;
-    const clock: Clock = { now: () => Date.now() + offsetMs };
-    const [a, b] = [replica(ledgers[0], clock), replica(ledgers[1], clock)];
+    const moved: Clock = { now: () => clock.now() + offsetMs };
+    const [a, b] = [replica(ledgers[0], moved), replica(ledgers[1], moved)];
     await a.billing.putBudget(projectId, hardBudget);
-    t.equal(await call(a, projectId, clock), "answered", "the first call takes a lease");
+    t.equal(await call(a, projectId, moved), "answered", "the first call takes a lease");
     await a.billing.write(a.buffer.splice(0));
     a.dead.value = true; // kill -9: its lease is never returned
     clearInterval(a.flusher);
     let answered = 1;
-    while ((await call(b, projectId, clock)) === "answered") answered += 1;
+    while ((await call(b, projectId, moved)) === "answered") answered += 1;
     t.ok(answered < callsInBudget, `refused at ${answered} answered: the dead lease still holds money`);
     t.ok(answered >= callsInBudget - 25, "the dead lease holds no more than one lease's worth");
     offsetMs = 15 * 60_000 + 1_000; // past a reservation's life
-    while ((await call(b, projectId, clock)) === "answered") answered += 1;
+    while ((await call(b, projectId, moved)) === "answered") answered += 1;
     await stopReplica(b);
     t.equal(answered, callsInBudget, "after the expiry the whole budget is spent, not one call more");
-    t.equal(await ledgers[0].spent(projectId, periodOf(isoTime(clock.now()))), callsInBudget * costNanos, "the ledger is exactly at the limit");
+    t.equal(await ledgers[0].spent(projectId, periodOf(isoTime(moved.now()))), callsInBudget * costNanos, "the ledger is exactly at the limit");
   });
 }

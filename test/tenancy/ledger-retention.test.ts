@@ -170,9 +170,15 @@ t.test("redis: a generation's hash expires; the counters stay", async (t) => {
   const redis = { url: server.url, client: new Redis(server.url) };
   t.teardown(() => redis.client.quit());
   const shortMs = 1_000;
-  const ledger = new RedisLedgerStore(redis.url, `${run}ret:`, shortMs);
+  // Redis expires the hash by its own clock, so the ledger reads that clock
+  // (TIME, then the elapsed time here), not this process's calendar.
+  const [seconds, micros] = (await redis.client.time()).map(Number);
+  const redisNowMs = (seconds ?? 0) * 1000 + Math.floor((micros ?? 0) / 1000);
+  const startedMs = performance.now();
+  const redisClock = () => redisNowMs + Math.round(performance.now() - startedMs);
+  const ledger = new RedisLedgerStore(redis.url, `${run}ret:`, shortMs, redisClock);
   t.teardown(() => ledger.close());
-  const now = new Date().toISOString();
+  const now = new Date(redisClock()).toISOString();
   const first = usage({ project_id: "prj_ret", created_at: now });
   await ledger.append([first]);
   await ledger.append([first]);
