@@ -3,7 +3,8 @@
 // fakes): a router failure at submit fails the job with its code; a failed
 // narration fails it after the clips were billed; failures on our side are
 // retried, then fail the job; a task that cannot be polled fails the job
-// after MAX_POLL_FAILURES polls; a submission armed in this process goes
+// after MAX_POLL_FAILURES polls in a row, and one answered poll between
+// failures starts the count again; a submission armed in this process goes
 // straight to the provider, a repeated one first looks for its task there;
 // the webhook event is published once with a deterministic id even when the
 // first publish fails; a finished job's
@@ -46,7 +47,7 @@ const clip = join(dataDir, "clip.mp4");
 writeFileSync(clip, fakeMp4());
 
 /** What the double is told to do per prompt. */
-const behaviour = new Map<string, "submit-fails" | "answer-lost-once" | "poll-fails">();
+const behaviour = new Map<string, "submit-fails" | "answer-lost-once" | "poll-fails" | "poll-flaky">();
 /** Per prompt: polls that reached the double. */
 const polls = new Map<string, number>();
 /** Per prompt: submissions that reached the double, and the lookups for an earlier one (with their `since`). */
@@ -73,9 +74,16 @@ const deps: JobActorDeps = {
       return submitted.has(req.prompt) ? { provider: "double", model: "double-video", task_id: req.prompt, poll_after_ms: 10, duration_seconds: 2 } : undefined;
     },
     pollVideo: async (task: VideoTask): Promise<VideoTaskStatus> => {
-      polls.set(task.task_id, (polls.get(task.task_id) ?? 0) + 1);
+      const n = (polls.get(task.task_id) ?? 0) + 1;
+      polls.set(task.task_id, n);
       // What the router throws once its own retries on the provider's poll endpoint are spent.
-      if (behaviour.get(task.task_id) === "poll-fails") throw new TroupeError("provider_error", "the video provider answered HTTP 503");
+      const unavailable = new TroupeError("provider_error", "the video provider answered HTTP 503");
+      if (behaviour.get(task.task_id) === "poll-fails") throw unavailable;
+      if (behaviour.get(task.task_id) === "poll-flaky") {
+        // One failure short of the bound, one answered poll, as many failures again, then the clip.
+        if (n === MAX_POLL_FAILURES) return { state: "running", progress: 0.5, poll_after_ms: 1 };
+        if (n < 2 * MAX_POLL_FAILURES) throw unavailable;
+      }
       return { state: "succeeded", clip: { kind: "file", path: clip } };
     },
     cancelVideo: async () => undefined,
@@ -178,6 +186,17 @@ t.test(`a task whose provider cannot be polled fails the job after ${MAX_POLL_FA
   t.equal(polls.get("unpollable"), MAX_POLL_FAILURES, "polled exactly that many times");
   t.same(done.segments.map((s) => s.status), ["failed"]);
   t.same(billed.filter((b) => b.request_id.startsWith(`job:${id}:`)), [], "nothing billed");
+});
+
+t.test(`failed polls count in a row: ${MAX_POLL_FAILURES - 1} failures, one answer, ${MAX_POLL_FAILURES - 1} more failures, and the job still completes`, async (t) => {
+  behaviour.set("flaky poll", "poll-flaky");
+  const id = newId();
+  await callActor(host, job, id, "create", input({ prompt: "flaky poll" }));
+  const done = await final(id);
+  t.same(done.error, null, "not failed: no run of failures reached the bound");
+  t.equal(done.status, "completed");
+  t.equal(polls.get("flaky poll"), 2 * MAX_POLL_FAILURES, "every poll of both runs reached the provider, then the clip's");
+  t.same(billed.filter((b) => b.request_id.startsWith(`job:${id}:`)).map((b) => b.request_id), [`job:${id}:segment:0`], "the clip is billed");
 });
 
 t.test("a failed narration fails the job after its clips were billed", async (t) => {
