@@ -3,12 +3,15 @@
 // (memories are records with metadata.kind = "memory"; docs/api/agents.md). They
 // run inside the conversation's turn. A bad argument from the model becomes
 // an error result the model can read and recover from, not a failed turn.
+// A result is held to AGENT_MESSAGE_MAX_BYTES, cut with a marker
+// (tool-result-size.ts).
 import { z } from "zod";
 import { isTroupeError } from "../../core/errors.ts";
 import type { ToolDefinition } from "../../providers/types.ts";
 import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
 import { MAX_TOP_K } from "../../vectors/vector-index.ts";
 import { generateVideoTool } from "../job/video-request.ts";
+import { boundToolResult, searchResultText } from "./tool-result-size.ts";
 
 export const DEFAULT_MEMORY_TOP_K = 5;
 
@@ -56,16 +59,25 @@ export interface BuiltinToolContext {
   signal?: AbortSignal | undefined;
   /** Bills the memory tools' embedding calls to the turn's payer. */
   onEmbedded?: OnEmbedded | undefined;
+  /** AGENT_MESSAGE_MAX_BYTES: the most a result may take; undefined: no bound. */
+  maxResultBytes?: number | undefined;
 }
 
-/** Runs one built-in tool call; returns the tool message content (JSON text). */
+/** Runs one built-in tool call; returns the tool message content (JSON text), within ctx.maxResultBytes. */
 export async function runBuiltinTool(name: string, args: Record<string, unknown>, ctx: BuiltinToolContext): Promise<string> {
+  return boundToolResult(await runUnbounded(name, args, ctx), ctx.maxResultBytes);
+}
+
+async function runUnbounded(name: string, args: Record<string, unknown>, ctx: BuiltinToolContext): Promise<string> {
   try {
     if (name === "search_memory") {
       const parsed = searchArgs.safeParse(args);
       if (!parsed.success) return JSON.stringify({ error: `invalid arguments: ${z.prettifyError(parsed.error)}` });
       const results = await ctx.memory.search(ctx.organizationId, parsed.data.query, parsed.data.top_k ?? DEFAULT_MEMORY_TOP_K, undefined, ctx.signal, ctx.onEmbedded);
-      return JSON.stringify({ results: results.map((r) => ({ id: r.id, content: r.content, metadata: r.metadata, distance: r.distance })) });
+      return searchResultText(
+        results.map((r) => ({ id: r.id, content: r.content, metadata: r.metadata, distance: r.distance })),
+        ctx.maxResultBytes,
+      );
     }
     if (name === "remember") {
       const parsed = rememberArgs.safeParse(args);

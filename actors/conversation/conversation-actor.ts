@@ -10,7 +10,8 @@ import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../
 import { actorRef, defineActor, type ActorContext } from "../actor.ts";
 import type { ConversationDirectory } from "./directory.ts";
 import type { ConversationEvent, ConversationEventBus } from "./events.ts";
-import { conversationBytes, conversationBytesAtMost } from "./conversation-size.ts";
+import { appendedBytes } from "./conversation-size.ts";
+import { closingReserveBytes, ConversationRoom, notAddedAnswer } from "./turn-room.ts";
 import { runTurn, type TurnDeps } from "./turn-loop.ts";
 import {
   conversationStateSchema,
@@ -46,10 +47,13 @@ export interface ConversationActorDeps {
   /**
    * AGENT_CONVERSATION_MAX_BYTES: a message or tool outputs that would take
    * the conversation (its messages and system prompt as JSON) past this are
-   * refused with 409, so no conversation grows without bound (every turn
+   * refused with 409, and a turn stops where its own next message would
+   * (turn-room.ts), so no conversation grows without bound (every turn
    * reads, sends and commits the whole history). Undefined: no cap.
    */
   conversationMaxBytes?: number;
+  /** AGENT_MESSAGE_MAX_BYTES: the most one built-in tool result may take, as a caller's tool output; undefined: no bound. */
+  toolResultMaxBytes?: number;
 }
 
 const createInput = z.object({
@@ -126,14 +130,17 @@ async function startVideo(
   return { job_id: jobId };
 }
 
-/** 409 unless `adding` more bytes (JSON of the new messages) keeps the conversation within `max`. */
+/** 409 unless `adding` more bytes (JSON of the new messages) keep the conversation within `max`, less what a turn keeps for its last message. */
 function assertRoom(data: ConversationData, adding: number, max: number | undefined, field: string): void {
-  if (max === undefined || conversationBytesAtMost(data) + adding <= max) return;
-  const size = conversationBytes(data);
-  if (size + adding <= max) return;
-  throw new TroupeError("conflict", `the conversation is full: it holds ${size} bytes, this would take it past its cap of ${max} bytes; start a new conversation`, {
-    details: [{ path: field, message: `the conversation has room for ${Math.max(0, max - size)} more bytes`, conversation_bytes: size, limit_bytes: max }],
-  });
+  if (max === undefined) return;
+  const room = new ConversationRoom(data, max);
+  if (room.fits(adding)) return;
+  const size = room.size();
+  throw new TroupeError(
+    "conflict",
+    `the conversation is full: it holds ${size} bytes, this would take it past its cap of ${max} bytes (less ${closingReserveBytes} kept for a turn's last message); start a new conversation`,
+    { details: [{ path: field, message: `the conversation has room for ${room.left()} more bytes`, conversation_bytes: size, limit_bytes: max }] },
+  );
 }
 
 function owned(ctx: Ctx, caller: z.output<typeof orgInput>): ConversationData {
@@ -174,6 +181,8 @@ export function createConversationActor(deps: ConversationActorDeps) {
         now: () => now(ctx),
         onMessage: publishMessage,
         startVideo: (args, toolCallId) => startVideo(ctx, data, payer, args, toolCallId),
+        maxBytes: deps.conversationMaxBytes,
+        toolResultMaxBytes: deps.toolResultMaxBytes,
         ...(deps.maxSteps !== undefined ? { maxSteps: deps.maxSteps } : {}),
       });
       if (data.pending_video) data.pending_video = { ...data.pending_video, payer: payer ?? null, request_id: requestId };
@@ -249,7 +258,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
             });
           }
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "user", content: input.content, tool_calls: null, tool_call_id: null };
-          assertRoom(data, Buffer.byteLength(JSON.stringify(message)), deps.conversationMaxBytes, "body.content");
+          assertRoom(data, appendedBytes(message), deps.conversationMaxBytes, "body.content");
           data.messages.push(message);
           data.updated_at = now(ctx);
           announce(ctx, { type: "message.appended", conversation_id: data.id, message });
@@ -317,6 +326,9 @@ export function createConversationActor(deps: ConversationActorDeps) {
             ? { job_id: input.job_id, status: "failed", error: input.error }
             : { job_id: input.job_id, status: "completed", result_url: input.result_url };
           const message: AgentMessage = { id: ctx.ids.uuid(), role: "tool", content: JSON.stringify(output), tool_calls: null, tool_call_id: pending.tool_call_id };
+          // The turn that started the job kept room for this answer (turn-room.ts): a result too long for it is answered as not added.
+          const cap = deps.conversationMaxBytes;
+          if (cap !== undefined && !new ConversationRoom(data, cap).fits(appendedBytes(message))) message.content = notAddedAnswer(cap);
           data.messages.push(message);
           announce(ctx, { type: "message.appended", conversation_id: data.id, message });
           data.pending_video = { ...pending, result_recorded: true };

@@ -10,6 +10,11 @@ export function conversationBytes(data: ConversationData): number {
   return Buffer.byteLength(data.system_prompt) + Buffer.byteLength(JSON.stringify(data.messages));
 }
 
+/** What appending `message` to a conversation that has messages adds: its JSON and the comma before it. */
+export function appendedBytes(message: AgentMessage): number {
+  return Buffer.byteLength(JSON.stringify(message)) + 1;
+}
+
 /**
  * JSON writes one UTF-16 unit of a string as at most 6 bytes (`\u001f`; a
  * lone surrogate as `\udc00`; other text 1–3 bytes, a surrogate pair 4).

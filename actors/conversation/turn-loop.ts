@@ -3,11 +3,16 @@
 // model answers (→ idle) or calls a caller-declared tool (→ requires_action,
 // the assistant message with its tool_calls kept). The number of model steps
 // per turn is bounded: past it the conversation returns to idle with an
-// assistant message saying so, never a stuck status.
+// assistant message saying so, never a stuck status. So is what the turn
+// appends: the model's answers and every tool result count against the
+// conversation's cap, and a turn that reaches it stops (turn-room.ts).
 import type { ChatMessage, ChatRequest } from "../../providers/chat-request.ts";
 import type { ChatResult } from "../../providers/types.ts";
 import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
 import { builtinToolNames, GENERATE_VIDEO, offeredBuiltinTools, runBuiltinTool } from "./builtin-tools.ts";
+import { appendedBytes } from "./conversation-size.ts";
+import { boundToolResult } from "./tool-result-size.ts";
+import { capNotice, ConversationRoom, notAddedAnswer } from "./turn-room.ts";
 import type { AgentMessage, ConversationData } from "./types.ts";
 
 export const MAX_MODEL_STEPS_PER_TURN = 8;
@@ -22,6 +27,10 @@ export interface TurnDeps {
   /** Called as each message is appended and when the status changes. */
   onMessage?(message: AgentMessage): void;
   maxSteps?: number;
+  /** AGENT_CONVERSATION_MAX_BYTES: the turn stops where its next message would pass it; undefined: no cap. */
+  maxBytes?: number | undefined;
+  /** AGENT_MESSAGE_MAX_BYTES: the most one tool result the turn writes may take; undefined: no bound. */
+  toolResultMaxBytes?: number | undefined;
   signal?: AbortSignal;
   /**
    * Starts a video job for a `generate_video` call: its job id, or an error
@@ -41,10 +50,19 @@ function toModelMessages(data: ConversationData): ChatMessage[] {
  * `pending_video` set (its payer filled in by the caller).
  */
 export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<void> {
+  const room = deps.maxBytes === undefined ? undefined : new ConversationRoom(data, deps.maxBytes);
   const append = (message: AgentMessage): void => {
     data.messages.push(message);
+    room?.took(message);
     data.updated_at = deps.now();
     deps.onMessage?.(message);
+  };
+  /** Ends the turn at the cap: idle, with an assistant message saying what did not fit (when even that fits). */
+  const stopAtCap = (cap: ConversationRoom, what: string): void => {
+    const notice: AgentMessage = { id: deps.newId(), role: "assistant", content: capNotice(cap.maxBytes, what), tool_calls: null, tool_call_id: null };
+    if (cap.fits(appendedBytes(notice), true)) append(notice);
+    data.status = "idle";
+    data.pending_tool_call_ids = [];
   };
   const customNames = new Set(data.tools.map((t) => t.name));
   const tools = [...offeredBuiltinTools, ...data.tools];
@@ -52,7 +70,26 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
   for (let step = 0; step < maxSteps; step++) {
     const result = await deps.chat({ model: data.model, routing_strategy: data.routing_strategy, messages: toModelMessages(data), tools }, deps.signal);
     const calls = result.tool_calls ?? [];
-    append({ id: deps.newId(), role: "assistant", content: result.content, tool_calls: calls.length > 0 ? calls : null, tool_call_id: null });
+    const assistant: AgentMessage = { id: deps.newId(), role: "assistant", content: result.content, tool_calls: calls.length > 0 ? calls : null, tool_call_id: null };
+    // The model's message is taken only with room to answer each of its calls, should their results not fit.
+    let reserved = 0;
+    if (room) for (const call of calls) reserved += room.answerBytes(call.id);
+    if (room && !room.fits(appendedBytes(assistant) + reserved)) {
+      stopAtCap(room, `the model's answer (${appendedBytes(assistant)} bytes)`);
+      return;
+    }
+    append(assistant);
+    /** Why the turn stops at the cap, once a result did not fit; the step's other calls are then answered as not added. */
+    let full: string | undefined;
+    const answer = (toolCallId: string, content: string, what = "a tool result"): void => {
+      const message: AgentMessage = { id: deps.newId(), role: "tool", content: boundToolResult(content, deps.toolResultMaxBytes), tool_calls: null, tool_call_id: toolCallId };
+      if (room) reserved -= room.answerBytes(toolCallId);
+      if (room && (full !== undefined || !room.fits(appendedBytes(message) + reserved))) {
+        full ??= `${what} (${appendedBytes(message)} bytes)`;
+        message.content = notAddedAnswer(room.maxBytes);
+      }
+      append(message);
+    };
     if (calls.length === 0) {
       data.status = "idle";
       data.pending_tool_call_ids = [];
@@ -61,11 +98,14 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
     const pending: string[] = [];
     let video: { job_id: string; tool_call_id: string } | undefined;
     for (const call of calls) {
-      if (call.name === GENERATE_VIDEO) {
+      if (full !== undefined) {
+        // Past the cap: nothing more is run in this turn.
+        answer(call.id, "");
+      } else if (call.name === GENERATE_VIDEO) {
         // One job per step: the conversation waits for it in generating_media, and its result answers this call.
         const started = video ? { error: "one video at a time: call generate_video again once this one is ready" } : deps.startVideo ? await deps.startVideo(call.arguments, call.id) : { error: "video generation is not available" };
         if ("job_id" in started) video = { job_id: started.job_id, tool_call_id: call.id };
-        else append({ id: deps.newId(), role: "tool", content: JSON.stringify(started), tool_calls: null, tool_call_id: call.id });
+        else answer(call.id, JSON.stringify(started));
       } else if (builtinToolNames.has(call.name)) {
         const output = await runBuiltinTool(call.name, call.arguments, {
           memory: deps.memory,
@@ -73,20 +113,25 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
           conversationId: data.id,
           signal: deps.signal,
           onEmbedded: deps.onEmbedded,
+          maxResultBytes: deps.toolResultMaxBytes,
         });
-        append({ id: deps.newId(), role: "tool", content: output, tool_calls: null, tool_call_id: call.id });
+        answer(call.id, output, `a ${call.name} result`);
       } else if (customNames.has(call.name)) {
         pending.push(call.id);
       } else {
         // A tool nobody declared: tell the model instead of stalling the conversation.
-        append({ id: deps.newId(), role: "tool", content: JSON.stringify({ error: `no tool named ${call.name} is available` }), tool_calls: null, tool_call_id: call.id });
+        answer(call.id, JSON.stringify({ error: `no tool named ${call.name} is available` }));
       }
+    }
+    if (full !== undefined && room) {
+      // A video started in this step goes on as a job; its result finds the conversation idle and is not added.
+      for (const id of video ? [...pending, video.tool_call_id] : pending) answer(id, "");
+      stopAtCap(room, full);
+      return;
     }
     if (video) {
       // Caller tools asked in the same step are answered now: the model may call them again after the video.
-      for (const id of pending) {
-        append({ id: deps.newId(), role: "tool", content: JSON.stringify({ error: "not run: a video is being generated; call this tool again afterwards" }), tool_calls: null, tool_call_id: id });
-      }
+      for (const id of pending) answer(id, JSON.stringify({ error: "not run: a video is being generated; call this tool again afterwards" }));
       data.status = "generating_media";
       data.pending_tool_call_ids = [video.tool_call_id];
       data.pending_video = { ...video, payer: null, request_id: "", result_recorded: false };

@@ -28,6 +28,7 @@ export function conversationsFeature(s: SharedServices, billing: BillingFeature,
     directory,
     events,
     conversationMaxBytes: config.agents.conversationMaxBytes,
+    toolResultMaxBytes: config.agents.messageMaxBytes,
   });
   const eventsRoute = conversationEventsRoute({ actors, conversation });
   return {
