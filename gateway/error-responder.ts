@@ -24,9 +24,9 @@ export interface ErrorResponder {
    * trusted to be a request. Answered after uWS has parsed what it already
    * holds: a request pipelined behind this one then finds this response
    * pending, and uWS closes the connection without serving it (answering
-   * at once would let it be served).
+   * at once would let it be served). `answered` runs once the refusal is written.
    */
-  refuseFraming(res: HttpResponse, state: ResponseState, requestId: string, framing: FramingProblem, dialect?: RouteDialect): void;
+  refuseFraming(res: HttpResponse, state: ResponseState, requestId: string, framing: FramingProblem, dialect?: RouteDialect, answered?: () => void): void;
 }
 
 export function createErrorResponder(log: Logger): ErrorResponder {
@@ -54,9 +54,12 @@ export function createErrorResponder(log: Logger): ErrorResponder {
         log.error("could not answer a failed request", { request_id: requestId, error: writeError });
       }
     },
-    refuseFraming(res, state, requestId, framing, dialect) {
+    refuseFraming(res, state, requestId, framing, dialect, answered) {
       const error = framingError(framing);
-      setImmediate(() => sendError(res, state, requestId, error, undefined, true, dialect));
+      setImmediate(() => {
+        sendError(res, state, requestId, error, undefined, true, dialect);
+        answered?.();
+      });
     },
   };
 }

@@ -62,6 +62,10 @@ export class ResponseState {
   status = 0;
   /** Headers every answer to this request carries, whatever it is (an API key's X-RateLimit-*). */
   headers: [string, string][] | undefined;
+  /** A HEAD request: every answer goes out as the GET's would (its status, headers, Content-Length), without the body. */
+  head = false;
+  /** Body bytes written (none for a HEAD): what the request line reports. */
+  bytes = 0;
   private controller: AbortController | undefined;
   private listeners: (() => void)[] | undefined;
 
@@ -161,6 +165,36 @@ function begin(state: ResponseState, status: number): boolean {
   return true;
 }
 
+/**
+ * Ends a HEAD answer whose status and headers are written: the Content-Length
+ * its GET's body has, and nothing after the head. The length is written as a
+ * header, not by uWS's endWithoutBody(length): uWS then waits for that many
+ * body bytes, which never come, so the response never completes —
+ * `Connection: close` is ignored, and the next request on the connection
+ * finds a response pending and uWS drops the connection. uWS closes after an
+ * answer only when it wrote the length itself, so an answer that must close
+ * the connection (refused framing) says Content-Length: 0 instead.
+ */
+export function endHead(res: HttpResponse, contentLength: number, closeConnection = false): void {
+  if (closeConnection) {
+    res.endWithoutBody(0, true);
+    return;
+  }
+  res.writeHeader("content-length", String(contentLength));
+  res.endWithoutBody();
+}
+
+/** Ends an answer whose status and headers are written: with its body, or for a HEAD without it. */
+function endAnswer(res: HttpResponse, state: ResponseState, body: string | Buffer | undefined, closeConnection: boolean): void {
+  const length = body === undefined ? 0 : Buffer.byteLength(body);
+  if (state.head) {
+    endHead(res, length, closeConnection);
+    return;
+  }
+  state.bytes = length;
+  res.end(body, closeConnection);
+}
+
 /** The common case: a JSON body with the request id and nothing else. */
 export function writeJson(res: HttpResponse, state: ResponseState, status: number, requestId: string, body: string): void {
   if (!begin(state, status)) return;
@@ -170,24 +204,12 @@ export function writeJson(res: HttpResponse, state: ResponseState, status: numbe
       res.writeHeader("x-request-id", requestId);
       res.writeHeader("content-type", "application/json");
       if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
-      res.end(body);
+      endAnswer(res, state, body, false);
     }),
   );
 }
 
-/** A HEAD answer: the headers a GET would carry, its Content-Length, no body. */
-export function writeHead(res: HttpResponse, state: ResponseState, status: number, headers: [string, string][], contentLength: number): void {
-  if (!begin(state, status)) return;
-  writeWhenCorkable(res, state, () =>
-    res.cork(() => {
-      res.writeStatus(statusLine(status));
-      for (const [name, value] of headers) res.writeHeader(name, value);
-      res.endWithoutBody(contentLength);
-    }),
-  );
-}
-
-/** Writes a whole response in one cork; a no-op once the client is gone. */
+/** Writes a whole response in one cork (a HEAD's without its body); a no-op once the client is gone. */
 export function writeResponse(
   res: HttpResponse,
   state: ResponseState,
@@ -203,7 +225,7 @@ export function writeResponse(
       for (const [name, value] of headers) res.writeHeader(name, value);
       if (state.headers) for (const [name, value] of state.headers) res.writeHeader(name, value);
       if (status === 204) res.endWithoutBody(0, closeConnection);
-      else res.end(body, closeConnection);
+      else endAnswer(res, state, body, closeConnection);
     }),
   );
 }

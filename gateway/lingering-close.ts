@@ -44,6 +44,7 @@ export function answerThenDiscard(
   state.done = true;
   state.status = status;
   const full = Buffer.from(body + "\n");
+  state.bytes = full.length;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [name, value] of headers) res.writeHeader(name, value);

@@ -3,10 +3,10 @@
 // route's billing (route-billing.ts: admitted before the handler, 402 before
 // any provider call) → handler → its reservation settled or released → the
 // answer. Errors are rendered once (error-responder.ts), in the route's
-// dialect; in-flight accounting, metrics and the access log end every request.
+// dialect; in-flight accounting, metrics and the request line (request-log.ts)
+// end every request.
 import type { HttpResponse } from "uWebSockets.js";
 import { isTroupeError } from "../core/errors.ts";
-import type { Logger } from "../core/log.ts";
 import { refusalOf, type Metrics, type RouteMetrics } from "../core/metrics.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
 import type { Admission } from "./admission.ts";
@@ -15,13 +15,14 @@ import type { ErrorResponder } from "./error-responder.ts";
 import { HandlerContext } from "./handler-context.ts";
 import { writeJson, writeResponse, type CapturedRequest, type ResponseState } from "./http-io.ts";
 import { decodePathParam } from "./request-guards.ts";
+import type { RequestLog } from "./request-log.ts";
 import { admitRoute, type RouteBill } from "./route-billing.ts";
 import { streamed, type RouteDefinition, type RouteResult } from "./route.ts";
 import { isMultipartType, parseJsonBody, parseMultipartBody, parseQuery, parseWith } from "./validation.ts";
 
 export interface RouteRunnerDeps {
   admission: Admission;
-  log: Logger;
+  requestLog: RequestLog;
   errors: ErrorResponder;
   metrics: Metrics;
   /** Cookies get `Secure` when the public URL is https. */
@@ -45,12 +46,11 @@ export type RunRoute = (
 const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
-  const { admission, log, errors, metrics, secureCookies, finished } = deps;
-  const accessLog = log.enabled("info");
+  const { admission, requestLog, errors, metrics, secureCookies, finished } = deps;
 
-  /** One async function per request: the pipeline, its error rendering, in-flight accounting and the access log. */
+  /** One async function per request: the pipeline, its error rendering, in-flight accounting and the request line. */
   return async (route, paramNames, req, res, state, requestId, bodyPromise, recorder) => {
-    const started = accessLog || recorder ? performance.now() : 0;
+    const started = requestLog.enabled || recorder ? performance.now() : 0;
     try {
       // Awaits only when something is not already in memory (cold key, Redis).
       const admitted = admission.admit(route, req.method, req.headers);
@@ -105,9 +105,7 @@ export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
     } finally {
       finished();
       recorder?.observe(state.status, (performance.now() - started) / 1000);
-      if (accessLog) {
-        log.info("request", { request_id: requestId, method: req.method, path: req.url, duration_ms: Math.round((performance.now() - started) * 100) / 100, aborted: state.aborted });
-      }
+      requestLog.write(state, { requestId, method: req.method, route: route.path, query: req.query, startedMs: started });
     }
   };
 }

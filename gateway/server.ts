@@ -13,13 +13,14 @@ import { noTracing, type Tracing } from "../core/tracing.ts";
 import type { Admission } from "./admission.ts";
 import { createErrorResponder } from "./error-responder.ts";
 import { delivering, deferredWritesDone } from "../core/uws-delivery.ts";
-import { captureRequest, readBody, ResponseState } from "./http-io.ts";
+import { captureRequest, readBody, ResponseState, type CapturedRequest } from "./http-io.ts";
 import { listenExclusive } from "./exclusive-listen.ts";
 import { buildOpenApi, type RawPath } from "./openapi.ts";
 import { loadedPageState } from "./uws-error-pages.ts";
 import { uriTooLong } from "./request-guards.ts";
 import { paramNamesOf, type RouteDefinition, type WsRouteDefinition } from "./route.ts";
 import { pickRequestId } from "./request-id.ts";
+import { createRequestLog } from "./request-log.ts";
 import { createRouteRunner } from "./route-runner.ts";
 import { attachUnrouted, type PlainPage } from "./unrouted.ts";
 
@@ -83,36 +84,48 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
   const errors = createErrorResponder(log);
   const { sendError, guard } = errors;
-  const serve = createRouteRunner({ admission: options.admission, log, errors, metrics, secureCookies: options.secureCookies, finished });
+  const requestLog = createRequestLog(log);
+  const serve = createRouteRunner({ admission: options.admission, requestLog, errors, metrics, secureCookies: options.secureCookies, finished });
+  // Refused before the route runner (framing, URI length, not serving): its request line is written here instead.
+  const refusedLine = (state: ResponseState, requestId: string, req: CapturedRequest, route: string, startedMs: number): void =>
+    requestLog.write(state, { requestId, method: req.method, route, query: req.query, startedMs });
 
-  for (const route of options.routes) {
+  // HEAD runs its GET's pipeline (RFC 9110 §9.3.2): the same status, headers and Content-Length, without the body (ResponseState.head).
+  const registrations = options.routes.flatMap((route): { route: RouteDefinition; method: ServedMethod }[] =>
+    route.method === "get" ? [{ route, method: "get" }, { route, method: "head" }] : [{ route, method: route.method }],
+  );
+  for (const { route, method } of registrations) {
     const paramNames = paramNamesOf(route.path);
     // A DELETE reads a body only when it declares one (deleting an organization carries its confirmation).
     const hasBody = bodyMethods.has(route.method) || (route.method === "delete" && route.body !== undefined);
     // A route's own limit can only lower MAX_BODY_BYTES.
     const maxBodyBytes = Math.min(route.maxBodyBytes ?? options.maxBodyBytes, options.maxBodyBytes);
-    const recorder = metrics.enabled ? metrics.route(route.method, route.path) : undefined;
-    const spanName = `${route.method.toUpperCase()} ${route.path}`;
-    register(app, route.method, route.path, (res, req) => {
+    const recorder = metrics.enabled ? metrics.route(method, route.path) : undefined;
+    const spanName = `${method.toUpperCase()} ${route.path}`;
+    register(app, method, route.path, (res, req) => {
       delivering(res);
       const state = new ResponseState();
+      state.head = method === "head";
       res.onAborted(() => state.markAborted());
       let requestId = "";
       try {
         const captured = captureRequest(req, paramNames.length);
         requestId = pickRequestId(captured.headers["x-request-id"]);
         if (captured.framing) {
-          errors.refuseFraming(res, state, requestId, captured.framing, route.dialect);
+          const at = performance.now();
+          errors.refuseFraming(res, state, requestId, captured.framing, route.dialect, () => refusedLine(state, requestId, captured, route.path, at));
           return;
         }
         const tooLong = uriTooLong(captured.url, captured.query);
         if (tooLong) {
           sendError(res, state, requestId, tooLong, captured, false, route.dialect);
+          refusedLine(state, requestId, captured, route.path, performance.now());
           return;
         }
         if (draining || !opened) {
           const message = draining ? "the server is shutting down" : "the server is starting";
           sendError(res, state, requestId, new TroupeError("service_unavailable", message, { retryAfterSeconds: 1 }), captured, false, route.dialect);
+          refusedLine(state, requestId, captured, route.path, performance.now());
           return;
         }
         inflight += 1;
@@ -135,6 +148,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   attachUnrouted(app, {
     errors,
+    requestLog,
     admission: options.admission,
     routes: options.routes,
     wsRoutes: options.wsRoutes ?? [],
@@ -168,10 +182,16 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 }
 
-function register(app: TemplatedApp, method: RouteDefinition["method"], path: string, handler: (res: HttpResponse, req: HttpRequest) => void): void {
+/** A declared route's method, or HEAD, which every GET route also serves. */
+type ServedMethod = RouteDefinition["method"] | "head";
+
+function register(app: TemplatedApp, method: ServedMethod, path: string, handler: (res: HttpResponse, req: HttpRequest) => void): void {
   switch (method) {
     case "get":
       app.get(path, handler);
+      return;
+    case "head":
+      app.head(path, handler);
       return;
     case "post":
       app.post(path, handler);

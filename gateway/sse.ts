@@ -46,6 +46,7 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
       if (!started) start();
       ok = res.write(frames);
     });
+    state.bytes += Buffer.byteLength(frames);
     if (!ok && !writable) {
       writable = new Promise<void>((resolve) => {
         wake = () => {
@@ -70,6 +71,7 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
       if (!started) start();
       res.end(frames);
     });
+    state.bytes += Buffer.byteLength(frames);
   };
 
   return {

@@ -7,10 +7,11 @@ import { errorBody, TroupeError } from "../core/errors.ts";
 import { delivering } from "../core/uws-delivery.ts";
 import type { Admission } from "./admission.ts";
 import type { ErrorResponder } from "./error-responder.ts";
-import { bodyFraming, ResponseState, writeHead, writeResponse } from "./http-io.ts";
+import { bodyFraming, ResponseState, writeResponse } from "./http-io.ts";
 import type { RawPath } from "./openapi.ts";
 import { uriTooLong } from "./request-guards.ts";
 import { pickRequestId } from "./request-id.ts";
+import type { RequestEntry, RequestLog } from "./request-log.ts";
 import type { RouteDefinition, WsRouteDefinition } from "./route.ts";
 
 /** What a plain page sees of its request (copied before any await). */
@@ -35,6 +36,7 @@ export interface PlainPage {
 
 export interface UnroutedDeps {
   errors: ErrorResponder;
+  requestLog: RequestLog;
   admission: Admission;
   routes: readonly RouteDefinition[];
   wsRoutes: readonly WsRouteDefinition[];
@@ -46,22 +48,27 @@ export interface UnroutedDeps {
 }
 
 export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
-  const { errors } = deps;
+  const { errors, requestLog } = deps;
 
   /**
    * Refuses ambiguous framing and over-long URLs for the handlers below,
-   * which do not go through captureRequest. True when the request may go on.
+   * which do not go through captureRequest. True when the request may go on;
+   * else `answered` runs once the refusal is written.
    */
-  const admitted = (res: HttpResponse, req: HttpRequest, state: ResponseState, requestId: string): boolean => {
+  const admitted = (res: HttpResponse, req: HttpRequest, state: ResponseState, requestId: string, answered: () => void): boolean => {
     const framing = bodyFraming(req);
     if (framing) {
-      errors.refuseFraming(res, state, requestId, framing);
+      errors.refuseFraming(res, state, requestId, framing, undefined, answered);
       return false;
     }
     const tooLong = uriTooLong(req.getUrl(), req.getQuery() ?? "");
-    if (tooLong) errors.sendError(res, state, requestId, tooLong);
+    if (tooLong) {
+      errors.sendError(res, state, requestId, tooLong);
+      answered();
+    }
     return tooLong === undefined;
   };
+  const startedMs = (): number => (requestLog.enabled ? performance.now() : 0);
 
   // GET and HEAD (the same headers and Content-Length, no body: load balancers probe with HEAD).
   const plain = (path: string, respond: (req: HttpRequest) => Promise<PageAnswer>) => {
@@ -69,16 +76,19 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
       delivering(res);
       const requestId = pickRequestId(req.getHeader("x-request-id"));
       const state = new ResponseState();
+      state.head = head;
       res.onAborted(() => state.markAborted());
-      if (!admitted(res, req, state, requestId)) return;
+      const line: RequestEntry = { requestId, method: head ? "HEAD" : "GET", route: path, query: req.getQuery() ?? "", startedMs: startedMs() };
+      const answered = (): void => requestLog.write(state, line);
+      if (!admitted(res, req, state, requestId, answered)) return;
       respond(req)
         .then((answer) => {
           const out: [string, string][] = [["content-type", answer.contentType], ["x-request-id", requestId], ...(answer.headers ?? [])];
-          if (head) writeHead(res, state, answer.status, out, Buffer.byteLength(answer.body));
-          else writeResponse(res, state, answer.status, out, answer.body);
+          writeResponse(res, state, answer.status, out, answer.body);
         })
         .catch((error: unknown) => errors.sendError(res, state, requestId, error))
-        .catch((error: unknown) => errors.guard(res, state, requestId, error));
+        .catch((error: unknown) => errors.guard(res, state, requestId, error))
+        .then(answered);
     };
     app.get(path, handler(false));
     app.head(path, handler(true));
@@ -105,10 +115,11 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
 
   // Runs only for requests no route took, so the pattern scan costs nothing on the served paths.
   const toRegex = (path: string) => new RegExp("^" + path.replace(/:[^/]+/g, "[^/]+") + "/?$");
+  // A GET route serves HEAD too (server.ts).
   const patterns = [
-    ...deps.routes.map((r) => ({ method: r.method.toUpperCase(), regex: toRegex(r.path) })),
-    ...plainPaths.flatMap((path) => ["GET", "HEAD"].map((method) => ({ method, regex: toRegex(path) }))),
-    ...deps.rawPaths.flatMap((raw) => Object.keys(raw.operations).map((method) => ({ method: method.toUpperCase(), regex: toRegex(raw.path) }))),
+    ...deps.routes.flatMap((r) => (r.method === "get" ? ["GET", "HEAD"] : [r.method.toUpperCase()]).map((method) => ({ method, path: r.path, regex: toRegex(r.path) }))),
+    ...plainPaths.flatMap((path) => ["GET", "HEAD"].map((method) => ({ method, path, regex: toRegex(path) }))),
+    ...deps.rawPaths.flatMap((raw) => Object.keys(raw.operations).map((method) => ({ method: method.toUpperCase(), path: raw.path, regex: toRegex(raw.path) }))),
   ];
   const upgradeOnly = deps.wsRoutes.map((route) => ({ route, regex: toRegex(route.path) }));
   app.any("/*", (res, req) => {
@@ -116,16 +127,28 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
     const requestId = pickRequestId(req.getHeader("x-request-id"));
     const state = new ResponseState();
     res.onAborted(() => state.markAborted());
+    const requested = req.getCaseSensitiveMethod().toUpperCase();
+    const url = req.getUrl();
+    // No route took it: the concrete path is logged unless a template is found below (405, 426).
+    const line: RequestEntry = { requestId, method: requested, route: null, path: url, query: req.getQuery() ?? "", startedMs: startedMs() };
+    const answered = (): void => requestLog.write(state, line);
+    const asRoute = (path: string): void => {
+      line.route = path;
+      delete line.path;
+    };
     try {
-      if (!admitted(res, req, state, requestId)) return;
-      const url = req.getUrl();
-      const method = req.getCaseSensitiveMethod().toUpperCase();
+      state.head = requested === "HEAD";
+      if (!admitted(res, req, state, requestId, answered)) return;
+      // A HEAD gets the GET's answer without its body; rendered as the GET's, so its Content-Length is the GET's.
+      const method = state.head ? "GET" : requested;
       const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
       const ws = upgradeOnly.find((w) => w.regex.test(url));
+      if (ws) asRoute(ws.route.path);
       if (ws && method !== "GET") {
         headers.push(["allow", "GET"]);
         const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
         writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+        answered();
         return;
       }
       if (ws) {
@@ -141,19 +164,26 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
             writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
           })
           .catch((error: unknown) => errors.sendError(res, state, requestId, error))
-          .catch((error: unknown) => errors.guard(res, state, requestId, error));
+          .catch((error: unknown) => errors.guard(res, state, requestId, error))
+          .then(answered);
         return;
       }
-      const allowed = patterns.filter((p) => p.regex.test(url)).map((p) => p.method);
-      if (allowed.length > 0 && !allowed.includes(method)) {
-        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed.join(", ")}`);
-        headers.push(["allow", allowed.join(", ")]);
+      const matching = patterns.filter((p) => p.regex.test(url));
+      const known = matching[0];
+      if (known && !matching.some((p) => p.method === method)) {
+        asRoute(known.path);
+        const allowed = matching.map((p) => p.method).join(", ");
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed}`);
+        headers.push(["allow", allowed]);
         writeResponse(res, state, 405, headers, JSON.stringify(errorBody(error, requestId)));
+        answered();
         return;
       }
       errors.sendError(res, state, requestId, new TroupeError("not_found", `no route for ${method} ${url}`));
+      answered();
     } catch (error) {
       errors.guard(res, state, requestId, error);
+      answered();
     }
   });
 }

@@ -12,10 +12,11 @@ import type { Logger } from "../../core/log.ts";
 import { statusLine } from "../../core/http-status.ts";
 import { delivering } from "../../core/uws-delivery.ts";
 import type { ByteRange, FileStore, StoredFile } from "../../media/file-store.ts";
-import { bodyFraming } from "../http-io.ts";
+import { bodyFraming, endHead } from "../http-io.ts";
 import type { RawPath } from "../openapi.ts";
 import { framingError } from "../request-guards.ts";
 import { pickRequestId } from "../request-id.ts";
+import { createRequestLog, type RequestEntry } from "../request-log.ts";
 
 export const filesPath = "/v1/files/:id";
 const cacheControl = "public, max-age=31536000, immutable";
@@ -65,8 +66,10 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
 }
 
 export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): void {
+  const requestLog = createRequestLog(log);
   const handler = (headOnly: boolean) => (res: HttpResponse, req: HttpRequest) => {
     delivering(res);
+    const startedMs = requestLog.enabled ? performance.now() : 0;
     // Ids are `file_` + base64url: never percent-encoded, so the raw segment is
     // looked up as it is (a malformed escape is simply not found, never decoded).
     const id = req.getParameter(0) ?? "";
@@ -74,30 +77,34 @@ export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): v
     const ifNoneMatch = req.getHeader("if-none-match") || undefined;
     const ifRange = req.getHeader("if-range") || undefined;
     const requestId = pickRequestId(req.getHeader("x-request-id") || undefined);
-    const state = { aborted: false, iterator: undefined as AsyncIterator<Buffer> | undefined };
+    const state: ServeState = { aborted: false, iterator: undefined, status: 0, bytes: 0 };
     res.onAborted(() => {
       state.aborted = true;
       void state.iterator?.return?.();
     });
+    const line: RequestEntry = { requestId, method: headOnly ? "HEAD" : "GET", route: filesPath, query: req.getQuery() ?? "", startedMs };
     // Ambiguous framing: refused and closed, as on every other path (server.ts refuseFraming, after uWS parsed what it holds).
     const framing = bodyFraming(req);
     if (framing) {
       const error = framingError(framing);
       setImmediate(() => {
-        if (!state.aborted) endWith(res, 400, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)), true);
+        if (!state.aborted) endWith(res, state, headOnly, 400, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)), true);
+        requestLog.write(state, line);
       });
       return;
     }
-    serveFile(res, state, store, id, range, ifRange, ifNoneMatch, headOnly, requestId).catch((error: unknown) => {
-      log.error("file serving failed", { request_id: requestId, file_id: id, error });
-      if (state.aborted) return;
-      // Headers may already be out: then the only honest signal is closing the connection.
-      try {
-        res.close();
-      } catch {
-        // already closed
-      }
-    });
+    serveFile(res, state, store, id, range, ifRange, ifNoneMatch, headOnly, requestId)
+      .catch((error: unknown) => {
+        log.error("file serving failed", { request_id: requestId, file_id: id, error });
+        if (state.aborted) return;
+        // Headers may already be out: then the only honest signal is closing the connection.
+        try {
+          res.close();
+        } catch {
+          // already closed
+        }
+      })
+      .then(() => requestLog.write(state, line));
   };
   app.get(filesPath, handler(false));
   app.head(filesPath, handler(true));
@@ -106,6 +113,9 @@ export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): v
 interface ServeState {
   aborted: boolean;
   iterator: AsyncIterator<Buffer> | undefined;
+  /** The status written (0 until then) and the body bytes sent: what the request line reports. */
+  status: number;
+  bytes: number;
 }
 
 async function serveFile(
@@ -123,29 +133,30 @@ async function serveFile(
   if (state.aborted) return;
   if (!file) {
     const error = new TroupeError("not_found", `no file ${id}`);
-    endWith(res, 404, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
+    endWith(res, state, headOnly, 404, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
     return;
   }
   const common = fileHeaders(file, requestId);
   if (etagMatches(ifNoneMatch, file.etag)) {
-    endWith(res, 304, common.filter(([k]) => k !== "content-type"), undefined);
+    endWith(res, state, headOnly, 304, common.filter(([k]) => k !== "content-type"), undefined);
     return;
   }
   const answer = rangeStillApplies(ifRange, file.etag) ? parseRange(rangeHeader, file.size) : ({ kind: "whole" } as const);
   if (answer.kind === "unsatisfiable") {
     const error = new TroupeError("invalid_request", `range ${rangeHeader} is outside the file's ${file.size} bytes`);
-    endWith(res, 416, [["content-type", "application/json"], ["content-range", `bytes */${file.size}`], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
+    endWith(res, state, headOnly, 416, [["content-type", "application/json"], ["content-range", `bytes */${file.size}`], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
     return;
   }
   const status = answer.kind === "partial" ? 206 : 200;
   const headers = answer.kind === "partial" ? [...common, ["content-range", `bytes ${answer.range.start}-${answer.range.end}/${file.size}`] as [string, string]] : common;
   const length = answer.kind === "partial" ? answer.range.end - answer.range.start + 1 : file.size;
   if (headOnly || length === 0) {
+    state.status = status;
     res.cork(() => {
       res.writeStatus(statusLine(status));
       for (const [k, v] of headers) res.writeHeader(k, v);
       // HEAD: announce the length the GET would send, without a body.
-      res.endWithoutBody(length);
+      endHead(res, length);
     });
     return;
   }
@@ -154,7 +165,7 @@ async function serveFile(
   if (!got) {
     // Deleted between head and get.
     const error = new TroupeError("not_found", `no file ${id}`);
-    endWith(res, 404, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
+    endWith(res, state, headOnly, 404, [["content-type", "application/json"], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
     return;
   }
   await streamBody(res, state, status, headers, got.body, length);
@@ -173,11 +184,15 @@ function fileHeaders(file: StoredFile, requestId: string): [string, string][] {
   ];
 }
 
-function endWith(res: HttpResponse, status: number, headers: [string, string][], body: string | undefined, closeConnection = false): void {
+/** A whole answer; for a HEAD, its head only, with the Content-Length the GET's body has. */
+function endWith(res: HttpResponse, state: ServeState, headOnly: boolean, status: number, headers: [string, string][], body: string | undefined, closeConnection = false): void {
+  state.status = status;
+  if (body !== undefined && !headOnly) state.bytes = Buffer.byteLength(body);
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const [k, v] of headers) res.writeHeader(k, v);
     if (body === undefined) res.endWithoutBody(0, closeConnection);
+    else if (headOnly) endHead(res, Buffer.byteLength(body), closeConnection);
     else res.end(body, closeConnection);
   });
 }
@@ -208,6 +223,7 @@ async function streamBody(
       let offsetBefore = 0;
       res.cork(() => {
         if (first) {
+          state.status = status;
           res.writeStatus(statusLine(status));
           for (const [k, v] of headers) res.writeHeader(k, v);
           first = false;
@@ -215,7 +231,10 @@ async function streamBody(
         offsetBefore = res.getWriteOffset();
         [ok, done] = res.tryEnd(toArrayBuffer(chunk), total);
       });
-      if (done) return;
+      if (done) {
+        state.bytes += chunk.byteLength;
+        return;
+      }
       if (!ok) {
         await new Promise<void>((resolve) => {
           res.onWritable((offset) => {
@@ -229,6 +248,7 @@ async function streamBody(
           });
         });
       }
+      if (!state.aborted) state.bytes += chunk.byteLength;
     }
     if (!state.aborted) {
       // The store's body ended short of the length already announced.

@@ -33,3 +33,78 @@ export function parseResponse(text: string): { status: number; headers: Record<s
   }
   return { status: Number(head[0]?.split(" ")[1]), headers, body: text.slice(split + 4) };
 }
+
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * One keep-alive connection read the way an HTTP client reads it: each
+ * answer is its head plus Content-Length bytes of body, none after a HEAD.
+ * Bytes a HEAD answer should not have carried are read as the start of the
+ * next answer, which is how a real client ends up misparsing it.
+ */
+export async function keepAlive(port: number): Promise<{ send(request: string): Promise<RawAnswer>; rest(waitMs: number): Promise<string>; readonly closed: boolean; close(): void }> {
+  const socket = connect(port, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  let buffered = "";
+  let closed = false;
+  let wake: (() => void) | undefined;
+  socket.on("data", (d: Buffer) => {
+    buffered += d.toString("latin1");
+    wake?.();
+  });
+  socket.on("error", () => undefined);
+  socket.on("close", () => {
+    closed = true;
+    wake?.();
+  });
+  const next = (head: boolean): RawAnswer | undefined => {
+    const split = buffered.indexOf("\r\n\r\n");
+    if (split < 0) return undefined;
+    const parsed = parseResponse(buffered.slice(0, split + 4));
+    const length = head ? 0 : Number(parsed.headers["content-length"] ?? 0);
+    if (buffered.length < split + 4 + length) return undefined;
+    const body = buffered.slice(split + 4, split + 4 + length);
+    buffered = buffered.slice(split + 4 + length);
+    return { status: parsed.status, headers: parsed.headers, body };
+  };
+  return {
+    get closed() {
+      return closed;
+    },
+    send(request) {
+      const head = request.startsWith("HEAD ");
+      socket.write(request);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no whole answer to ${request.split("\r\n")[0]} within 2 s; received ${JSON.stringify(buffered)}`)), 2_000);
+        const check = (): void => {
+          const answer = next(head);
+          if (answer) {
+            clearTimeout(timer);
+            wake = undefined;
+            resolve(answer);
+          } else if (closed) {
+            clearTimeout(timer);
+            reject(new Error(`closed before a whole answer to ${request.split("\r\n")[0]}; received ${JSON.stringify(buffered)}`));
+          }
+        };
+        wake = check;
+        check();
+      });
+    },
+    /** What arrived beyond the answers read, after waiting `waitMs`. */
+    async rest(waitMs) {
+      await new Promise((r) => setTimeout(r, waitMs));
+      const left = buffered;
+      buffered = "";
+      return left;
+    },
+    close: () => socket.destroy(),
+  };
+}
