@@ -34,6 +34,29 @@ t.test("lists the catalogue with availability; filters by category", async (t) =
   t.same(field(empty.body, "data"), data, "the same list as without the parameter");
 });
 
+t.test("category: a key scope's spelling names its category; a bad one is told the valid values", async (t) => {
+  const ids = async (category: string) => {
+    const r = await h.troupe.request("GET", `/v1/models?category=${category}`, { token: h.key });
+    t.equal(r.status, 200, `${category}: ${r.text.slice(0, 200)}`);
+    return (field(r.body, "data") as Listing[]).map((m) => `${m.id} ${m.category}`);
+  };
+  for (const [scope, category] of [
+    ["images", "image"],
+    ["embeddings", "embedding"],
+    ["chat", "text"],
+  ] as const) {
+    t.same(await ids(scope), await ids(category), `${scope} lists the ${category} models`);
+  }
+  const bad = await h.troupe.request("GET", "/v1/models?category=smell", { token: h.key });
+  t.equal(bad.status, 400);
+  t.match(field(bad.body, "error", "details"), [
+    { path: "query.category", message: /"smell" is not a category; categories: text, image, audio, video, embedding, vision, translation .*chat for text, images for image, embeddings for embedding/ },
+  ]);
+  const agents = await h.troupe.request("GET", "/v1/models?category=agents", { token: h.key });
+  t.equal(agents.status, 400, "agents names no category");
+  t.match(String(field(agents.body, "error", "message")), /agents is a key scope, not a category: agent turns run on text models \(category=text\)/);
+});
+
 t.test("an open breaker shows as unavailable", async (t) => {
   h.router.healthOf("anthropic").breaker.isolate();
   const text = field((await h.troupe.request("GET", "/v1/models?category=text", { token: h.key })).body, "data") as Listing[];
