@@ -5,6 +5,7 @@
 // availability (provider configured, breaker not open).
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import type { FieldIssue } from "../core/errors.ts";
 import { descriptors } from "./registry.ts";
 
 export const categorySchema = z.enum(["text", "image", "audio", "video", "embedding", "vision", "translation"]);
@@ -208,8 +209,55 @@ export interface Need {
   json?: boolean;
   /** Embeddings with an explicit `dimensions`. */
   dimensions?: number | null | undefined;
-  /** Further checks of a media request (voice, size, n); a message when the model cannot serve it. */
+  /** Whether the model is of the kind the route needs (speaks, transcribes); a message when not. Blames `model`. */
   media?: (m: ModelEntry) => string | undefined;
+  /** The request's fields a model of that kind may not take as given (voice, size, n). */
+  fields?: readonly FieldNeed[];
+}
+
+/**
+ * One field of a request a model may not take as given. The router names
+ * it in the 400 when no configured model takes it, with the providers that
+ * would and, through `offers`, the values the configured ones take.
+ */
+export interface FieldNeed {
+  /** The field as error details name it: "body.voice". */
+  path: string;
+  /** What the request asks, for messages: `the voice "ash"`, `the size 10x10`. */
+  asked: string;
+  /** Why the model cannot take the field's value, or undefined when it can. */
+  problem(m: ModelEntry): string | undefined;
+  /** The values of the field a model takes ("voices": alto, bass…), listed when none of the configured models takes the one asked. */
+  offers?: { noun: string; values(m: ModelEntry): readonly string[] };
+}
+
+/** The field checks of a need: the capabilities it asks for, then its own fields. */
+export function fieldNeedsOf(need: Need): FieldNeed[] {
+  const checks: FieldNeed[] = [];
+  if (need.tools) {
+    checks.push({ path: "body.tools", asked: "tools", problem: (m) => (m.capabilities.tools ? undefined : `model ${m.id} does not support tools`) });
+  }
+  if (need.streaming) {
+    checks.push({ path: "body.stream", asked: "streaming", problem: (m) => (m.capabilities.streaming ? undefined : `model ${m.id} does not support streaming`) });
+  }
+  if (need.json) {
+    checks.push({
+      path: "body.response_format",
+      asked: "a JSON answer (response_format)",
+      problem: (m) => (m.capabilities.json_output ? undefined : `model ${m.id} cannot be held to a JSON answer (response_format)`),
+    });
+  }
+  const dimensions = need.dimensions;
+  if (dimensions != null) {
+    checks.push({
+      path: "body.dimensions",
+      asked: `${dimensions} dimensions`,
+      problem: (m) =>
+        dimensions === m.capabilities.dimensions || m.capabilities.custom_dimensions ? undefined : `model ${m.id} only produces ${m.capabilities.dimensions} dimensions`,
+      offers: { noun: "dimensions", values: (m) => (m.capabilities.dimensions === undefined ? [] : [String(m.capabilities.dimensions)]) },
+    });
+  }
+  return [...checks, ...(need.fields ?? [])];
 }
 
 /**
@@ -259,14 +307,22 @@ export function withModel<Shape extends z.core.$ZodShape, Config extends z.core.
 
 /** Why the model cannot serve the request, or undefined when it can. */
 export function capabilityProblem(m: ModelEntry, need: Need): string | undefined {
+  return capabilityIssue(m, need)?.message;
+}
+
+/**
+ * Why the model cannot serve the request, naming the field at fault: `model`
+ * for a model of the wrong kind, else the first field it cannot take.
+ */
+export function capabilityIssue(m: ModelEntry, need: Need): FieldIssue | undefined {
   if (!serves(m, need.category)) {
-    return `model ${m.id} is a ${m.category} model and cannot serve ${need.category} requests`;
+    return { path: "body.model", message: `model ${m.id} is a ${m.category} model and cannot serve ${need.category} requests` };
   }
-  if (need.tools && !m.capabilities.tools) return `model ${m.id} does not support tools`;
-  if (need.streaming && !m.capabilities.streaming) return `model ${m.id} does not support streaming`;
-  if (need.json && !m.capabilities.json_output) return `model ${m.id} cannot be held to a JSON answer (response_format)`;
-  if (need.dimensions != null && need.dimensions !== m.capabilities.dimensions && !m.capabilities.custom_dimensions) {
-    return `model ${m.id} only produces ${m.capabilities.dimensions} dimensions`;
+  const kind = need.media?.(m);
+  if (kind) return { path: "body.model", message: kind };
+  for (const field of fieldNeedsOf(need)) {
+    const message = field.problem(m);
+    if (message) return { path: field.path, message };
   }
-  return need.media?.(m);
+  return undefined;
 }

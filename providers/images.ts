@@ -4,7 +4,7 @@
 // parallel (one attempt: all calls succeed or the attempt fails and the
 // router retries or falls back).
 import { z } from "zod";
-import type { Catalogue, ModelEntry } from "./catalogue.ts";
+import type { Catalogue, FieldNeed, ModelEntry, ModelListing } from "./catalogue.ts";
 import { ProviderCallError } from "./errors.ts";
 import type { ProviderImage } from "./media-types.ts";
 import type { CallContext, Router } from "./router.ts";
@@ -27,13 +27,18 @@ export type ImageBody = z.infer<typeof imageRequestSchema>;
 /**
  * `size` as the route documents and checks it: the sizes some catalogue
  * model makes (an enum). Whether the chosen model makes it is checked when
- * the model is chosen (a 400 listing that model's sizes).
+ * the model is chosen (a 400 listing that model's sizes). `available`: the
+ * models that could serve now, whose sizes a refusal lists.
  */
-export function imageSizeSchema(catalogue: Catalogue) {
+export function imageSizeSchema(catalogue: Catalogue, available: () => readonly ModelListing[] = () => []) {
   const sizes = [...new Set(catalogue.models.flatMap((m) => m.capabilities.sizes ?? []))];
   return z
     .enum(sizes as [string, ...string[]], {
-      error: (issue) => `no model makes ${JSON.stringify(issue.input)} images; GET /v1/models?category=image lists each model's sizes`,
+      error: (issue) => {
+        const now = [...new Set(available().flatMap((m) => m.capabilities.sizes ?? []))];
+        const listed = now.length > 0 ? `; sizes of the models available now: ${now.join(", ")}` : "";
+        return `no model makes ${JSON.stringify(issue.input)} images${listed}; GET /v1/models?category=image lists each model's sizes`;
+      },
     })
     .default("1024x1024");
 }
@@ -46,14 +51,26 @@ export interface ImagesOutcome {
   height: number;
 }
 
-function imageProblem(size: string, n: number) {
-  return (m: ModelEntry): string | undefined => {
-    const sizes = m.capabilities.sizes ?? [];
-    if (!sizes.includes(size)) return `model ${m.id} does not make ${size} images; its sizes: ${sizes.join(", ")}`;
-    const max = m.capabilities.n_max ?? 1;
-    if (n > max) return `model ${m.id} makes at most ${max} image${max === 1 ? "" : "s"} per request`;
-    return undefined;
-  };
+/** `size` and `n` as fields the chosen model must take: a 400 naming the field and what would do. */
+function imageNeeds(size: string, n: number): FieldNeed[] {
+  const nMax = (m: ModelEntry) => m.capabilities.n_max ?? 1;
+  return [
+    {
+      path: "body.size",
+      asked: `the size ${size}`,
+      problem: (m) => {
+        const sizes = m.capabilities.sizes ?? [];
+        return sizes.includes(size) ? undefined : `model ${m.id} does not make ${size} images; its sizes: ${sizes.join(", ")}`;
+      },
+      offers: { noun: "sizes", values: (m) => m.capabilities.sizes ?? [] },
+    },
+    {
+      path: "body.n",
+      asked: `${n} images per request`,
+      problem: (m) => (n > nMax(m) ? `model ${m.id} makes at most ${nMax(m)} image${nMax(m) === 1 ? "" : "s"} per request` : undefined),
+      offers: { noun: "n", values: (m) => Array.from({ length: nMax(m) }, (_, i) => String(i + 1)) },
+    },
+  ];
 }
 
 /** n split into calls of at most perCall images. */
@@ -65,7 +82,7 @@ export function splitCalls(n: number, perCall: number): number[] {
 
 export async function generateImages(router: Router, req: ImageBody, ctx: CallContext = {}): Promise<ImagesOutcome> {
   const [width, height] = req.size.split("x").map(Number) as [number, number];
-  const candidates = router.plan(req.model, req.routing_strategy, { category: "image", media: imageProblem(req.size, req.n) });
+  const candidates = router.plan(req.model, req.routing_strategy, { category: "image", fields: imageNeeds(req.size, req.n) });
   const deadline = router.startDeadline(ctx.signal);
   try {
     const { value, entry } = await router.attempts(candidates, deadline, async (entry, adapter, signal) => {

@@ -3,9 +3,20 @@
 // other providers, or every capable model (auto, cost, latency), one model
 // per provider, only configured providers whose breaker is not open. Says
 // why when none can: 400 for a request no model could serve as asked or
-// only unconfigured providers could, 503 when the capable ones are failing.
-import { invalidRequest, TroupeError } from "../core/errors.ts";
-import { capabilityProblem, sortPrice, type Catalogue, type Category, type ModelEntry, type Need } from "./catalogue.ts";
+// only unconfigured providers could (naming the field at fault), 503 only
+// when configured, capable providers are failing: a retry may get past that.
+import { invalidRequest, TroupeError, type FieldIssue } from "../core/errors.ts";
+import {
+  capabilityIssue,
+  capabilityProblem,
+  fieldNeedsOf,
+  sortPrice,
+  type Catalogue,
+  type Category,
+  type FieldNeed,
+  type ModelEntry,
+  type Need,
+} from "./catalogue.ts";
 import { adapterServesCategory } from "./media-types.ts";
 import type { LatencyTracker, ProviderHealth } from "./router-health.ts";
 import type { ProviderAdapter, RoutingStrategy } from "./types.ts";
@@ -36,8 +47,8 @@ export function planModels(src: PlanSource, model: string | null | undefined, st
   if (model) {
     const entry = src.catalogue.get(model);
     if (!entry) throw invalidRequest([{ path: "body.model", message: `unknown model ${model} (GET /v1/models lists them)` }]);
-    const problem = capabilityProblem(entry, need);
-    if (problem) throw invalidRequest([{ path: "body.model", message: problem }]);
+    const issue = capabilityIssue(entry, need);
+    if (issue) throw invalidRequest([issue]);
     if (strategy === "manual") {
       if (!src.adapters.has(entry.provider) || !serves(entry)) throw notConfigured(src, [entry]);
       const h = src.healthOf(entry.provider);
@@ -70,9 +81,11 @@ export function planModels(src: PlanSource, model: string | null | undefined, st
       throw invalidRequest([{ path: "body.model", message: "routing_strategy manual needs a model" }]);
     }
     const capable = src.catalogue.ofCategory(need.category).filter((m) => capabilityProblem(m, need) === undefined);
-    const real = capable.filter((m) => m.provider !== "simulated" && src.adapters.has(m.provider));
+    const configured = capable.filter(serves);
+    if (configured.length === 0) throw unservable(src, need, capable);
+    const real = configured.filter((m) => m.provider !== "simulated");
     // Simulated models serve only when no real provider can (or when named).
-    pool = real.length > 0 ? real : capable.filter((m) => m.provider === "simulated");
+    pool = real.length > 0 ? real : configured;
     if (strategy !== "auto") pool = order(src.latency, pool, strategy);
   }
   // One model per provider: a fallback should change provider, not model.
@@ -92,6 +105,57 @@ export function planModels(src: PlanSource, model: string | null | undefined, st
     );
   }
   return candidates;
+}
+
+/**
+ * A request naming no model that no configured provider can serve as asked,
+ * now or later: 400 naming the field at fault (a voice, a size, a JSON
+ * answer), the catalogue's providers that would serve it and what the
+ * configured ones take instead. `capable`: the catalogue's models that
+ * could serve it, none of them configured.
+ */
+function unservable(src: PlanSource, need: Need, capable: readonly ModelEntry[]): TroupeError {
+  const kind: Need = { category: need.category, ...(need.media ? { media: need.media } : {}) };
+  // Configured models of the kind the route needs (speech models for speech): the fields decide.
+  const eligible = src.catalogue
+    .ofCategory(need.category)
+    .filter((m) => adapterServes(src.adapters, m, need.category) && capabilityIssue(m, kind) === undefined);
+  const elsewhere = unconfiguredHint(src, capable);
+  if (eligible.length === 0) {
+    const message = `no configured provider can serve this ${need.category} request` + (elsewhere ? `; it ${elsewhere}` : "; no model in the catalogue can");
+    return invalidRequest([{ path: "body.model", message }]);
+  }
+  const fields = fieldNeedsOf(need);
+  const blocking = fields.filter((f) => eligible.every((m) => f.problem(m) !== undefined));
+  if (blocking.length === 0) {
+    // Each field is taken by some configured model, never all of them by one.
+    const issues = [...new Map(eligible.map((m) => capabilityIssue(m, need)!).map((i) => [`${i.path} ${i.message}`, i])).values()];
+    const summary = issues.map((i) => `${i.path}: ${i.message}`).join("; ");
+    return invalidRequest(issues, `no configured model takes these fields together: ${summary}` + (elsewhere ? `; this request ${elsewhere}` : ""));
+  }
+  return invalidRequest(blocking.map((f) => fieldIssue(f, eligible, fields, elsewhere)));
+}
+
+/** The 400 for one field no configured model takes: who would, and what the configured ones take. */
+function fieldIssue(f: FieldNeed, eligible: readonly ModelEntry[], fields: readonly FieldNeed[], elsewhere: string | undefined): FieldIssue {
+  let message = elsewhere ? `${f.asked} ${elsewhere}` : `no model offers ${f.asked}`;
+  if (f.offers) {
+    // The values of models that take every other field as asked; else of any configured model.
+    const fitting = eligible.filter((m) => fields.every((g) => g === f || g.problem(m) === undefined));
+    const values = [...new Set((fitting.length > 0 ? fitting : eligible).flatMap((m) => f.offers!.values(m)))];
+    if (values.length > 0) message += `; ${f.offers.noun} the configured providers offer: ${values.join(", ")}`;
+  }
+  return { path: f.path, message };
+}
+
+/** "needs provider openai, which is not configured on this Troupe (set OPENAI_API_KEY to configure it)", or undefined when no model could. */
+function unconfiguredHint(src: PlanSource, capable: readonly ModelEntry[]): string | undefined {
+  const providers = [...new Set(capable.map((m) => m.provider))];
+  if (providers.length === 0) return undefined;
+  const settings = providers.flatMap((p) => src.settingsOf(p));
+  const which = settings.length > 0 ? ` (set ${settings.join(" or ")} to configure ${providers.length > 1 ? "one" : "it"})` : "";
+  const verb = providers.length > 1 ? "which are" : "which is";
+  return `needs provider ${providers.join(" or ")}, ${verb} not configured on this Troupe${which}`;
 }
 
 /**

@@ -1,10 +1,10 @@
 // Speech (docs/api/media.md): POST /v1/audio/speech through the router. Voices are
 // per model and not interchangeable between providers: a named model must
 // have the voice (400 naming its voices), and with model null only models
-// having the voice are considered — fallbacks too.
+// having the voice are considered — fallbacks too; when no configured one
+// has it, a 400 names the providers that do and the voices that would work.
 import { z } from "zod";
-import { invalidRequest } from "../core/errors.ts";
-import type { Catalogue, ModelEntry } from "./catalogue.ts";
+import type { Catalogue, FieldNeed, ModelEntry, ModelListing } from "./catalogue.ts";
 import type { AudioBytes } from "./media-types.ts";
 import type { CallContext, Router } from "./router.ts";
 import { routingStrategySchema } from "./types.ts";
@@ -23,16 +23,19 @@ export type SpeechBody = z.infer<typeof speechRequestSchema>;
 /**
  * `voice` as the route documents and checks it: the voices some catalogue
  * model has (an enum). Whether the chosen model has it is checked when the
- * model is chosen (a 400 listing that model's voices).
+ * model is chosen (a 400 listing that model's voices). `available`: the
+ * models that could serve now, whose voices a refusal lists.
  */
-export function voiceSchema(catalogue: Catalogue) {
+export function voiceSchema(catalogue: Catalogue, available: () => readonly ModelListing[] = () => []) {
   const voices = [...new Set(catalogue.models.flatMap((m) => m.capabilities.voices ?? []))];
   return z.enum(voices as [string, ...string[]], {
     // A missing voice is named as missing, not as "the voice undefined".
-    error: (issue) =>
-      issue.input === undefined
-        ? "required: the voice to speak with (GET /v1/models?category=audio lists each model's voices)"
-        : `no model has the voice ${JSON.stringify(issue.input)}; GET /v1/models?category=audio lists each model's voices`,
+    error: (issue) => {
+      if (issue.input === undefined) return "required: the voice to speak with (GET /v1/models?category=audio lists each model's voices)";
+      const now = [...new Set(available().flatMap((m) => m.capabilities.voices ?? []))];
+      const listed = now.length > 0 ? `; voices of the models available now: ${now.join(", ")}` : "";
+      return `no model has the voice ${JSON.stringify(issue.input)}${listed}; GET /v1/models?category=audio lists each model's voices`;
+    },
   });
 }
 
@@ -49,27 +52,22 @@ export function speaks(m: ModelEntry): string | undefined {
   return m.capabilities.voices ? undefined : `model ${m.id} does not synthesize speech`;
 }
 
-function voiceProblem(voice: string) {
-  return (m: ModelEntry): string | undefined => {
-    const voices = m.capabilities.voices;
-    if (!voices) return speaks(m);
-    return voices.includes(voice) ? undefined : `model ${m.id} has no voice "${voice}"; its voices: ${voices.join(", ")}`;
+/** The voice as a field the chosen model must have: a 400 naming `voice` and the voices that would do. */
+export function voiceNeed(voice: string): FieldNeed {
+  return {
+    path: "body.voice",
+    asked: `the voice "${voice}"`,
+    problem: (m) => {
+      const voices = m.capabilities.voices ?? [];
+      return voices.includes(voice) ? undefined : `model ${m.id} has no voice "${voice}"; its voices: ${voices.join(", ")}`;
+    },
+    offers: { noun: "voices", values: (m) => m.capabilities.voices ?? [] },
   };
 }
 
 export async function synthesizeSpeech(router: Router, req: SpeechBody, ctx: CallContext = {}): Promise<SpeechOutcome> {
-  if (!req.model) {
-    const speechModels = router.catalogue.ofCategory("audio").filter((m) => m.capabilities.voices);
-    if (!speechModels.some((m) => m.capabilities.voices!.includes(req.voice))) {
-      const known = speechModels.map((m) => `${m.id}: ${m.capabilities.voices!.join(", ")}`).join("; ");
-      throw invalidRequest([{ path: "body.voice", message: `no model has the voice "${req.voice}"; voices per model: ${known}` }]);
-    }
-  } else {
-    const named = router.catalogue.get(req.model);
-    const problem = named?.category === "audio" ? voiceProblem(req.voice)(named) : undefined;
-    if (problem) throw invalidRequest([{ path: "body.voice", message: problem }]);
-  }
-  const candidates = router.plan(req.model, req.routing_strategy, { category: "audio", media: voiceProblem(req.voice) });
+  // The router refuses a voice no configured speech model has (400 naming `voice`), named model or not.
+  const candidates = router.plan(req.model, req.routing_strategy, { category: "audio", media: speaks, fields: [voiceNeed(req.voice)] });
   const deadline = router.startDeadline(ctx.signal);
   try {
     const { value, entry } = await router.attempts(candidates, deadline, (entry, adapter, signal) =>

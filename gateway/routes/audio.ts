@@ -35,7 +35,7 @@ export function audioRoutes(deps: MediaRouteDeps) {
   // `model`: one of the catalogue's models that can (an enum in the document), required when routing is manual.
   const { catalogue } = deps.router;
   const speechBody = withModel(
-    speechRequestSchema.extend({ voice: voiceSchema(catalogue) }),
+    speechRequestSchema.extend({ voice: voiceSchema(catalogue, () => deps.router.listModels("audio").filter((m) => m.available)) }),
     modelIdSchema(catalogue, { category: "audio", media: speaks }).nullable().optional(),
     speechVoiceRules(catalogue, { category: "audio", media: speaks }),
   );

@@ -23,7 +23,7 @@ export const imagesResponseSchema = z.object({
 export function imageRoutes(deps: MediaRouteDeps) {
   // `model`: one of the catalogue's image models (an enum in the document), required when routing is manual.
   const body = withModel(
-    imageRequestSchema.extend({ size: imageSizeSchema(deps.router.catalogue) }),
+    imageRequestSchema.extend({ size: imageSizeSchema(deps.router.catalogue, () => deps.router.listModels("image").filter((m) => m.available)) }),
     modelIdSchema(deps.router.catalogue, { category: "image" }).nullable().optional(),
     imageRules(deps.router.catalogue),
   );
