@@ -6,7 +6,10 @@
 // - a finished video job hands its result over without holding its own
 //   turn while the conversation's model answers (the real JobActor runs the
 //   job, with a video double and real ffmpeg): the job's actor answers
-//   while the model is still answering.
+//   while the model is still answering;
+// - a model that fails to answer the video's result leaves the conversation
+//   idle with the result kept, never parked in generating_media;
+// - a turn whose model keeps calling tools stops after 8 model steps.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,6 +53,8 @@ const published: ConversationEvent[] = [];
 let releaseAnswer: () => void = () => undefined;
 let answerHeld = Promise.resolve();
 let afterVideoCalls = 0;
+/** Model calls made by the "keep calling tools" script. */
+let loopingCalls = 0;
 
 const answer = (content: string, toolCalls: ChatResult["tool_calls"] = null): ChatResult => ({
   content,
@@ -68,6 +73,16 @@ async function chat(request: ChatRequest): Promise<ChatResult> {
   if (script === "fail after a tool") {
     if (last?.role === "user") return answer("let me look", [{ id: "call-1", name: "no_such_tool", arguments: {} }]);
     throw new TroupeError("provider_error", "the model provider failed mid-turn");
+  }
+  // Only while its own message is the latest: a later message is answered "Hello".
+  if (script === "fail after the video" && request.messages.findLast((m) => m.role === "user")?.content === script) {
+    if (last?.role === "user") return answer("", [{ id: "call-fv", name: "generate_video", arguments: { prompt: "a dog" } }]);
+    throw new TroupeError("provider_error", "the model provider failed after the video");
+  }
+  if (script === "keep calling tools") {
+    loopingCalls += 1;
+    // An undeclared tool: the turn answers it with an error and asks the model again, step after step.
+    return answer("still looking", [{ id: `call-${loopingCalls}`, name: "no_such_tool", arguments: {} }]);
   }
   if (script === "make a video") {
     if (last?.role === "user") return answer("", [{ id: "call-v", name: "generate_video", arguments: { prompt: "a cat" } }]);
@@ -217,4 +232,37 @@ t.test("the hand-off is durable: a process killed while the model answers answer
   t.same(done.messages.map((m) => m.role), ["user", "assistant", "tool", "assistant"], "the video's result once, then the answer");
   t.equal(done.messages[3]!.content, "Here is your video");
   t.equal(afterVideoCalls, callsBefore + 2, "the model was asked again after the restart");
+});
+
+t.test("a model that fails to answer the video's result leaves the conversation idle with the result kept", async (t) => {
+  const id = await newConversation();
+  const started = await callActor(host, conversation, id, "postMessage", { organization_id: "org_1", content: "fail after the video", payer, request_id: "req-video-fail" });
+  t.equal(started.status, "generating_media");
+  const statuses = () => eventsOf(id).flatMap((e) => (e.type === "status.changed" ? [e.status] : []));
+  // The failed answer's turn still commits and announces the status it leaves.
+  await waitFor(async () => statuses().length === 2, 20_000, "the turn after the video to end");
+  const after = await callActor(host, conversation, id, "get", { organization_id: "org_1" });
+  t.equal(after.status, "idle", "not left in generating_media");
+  t.same(statuses(), ["generating_media", "idle"], "the return to idle is announced");
+  t.same(after.messages.map((m) => m.role), ["user", "assistant", "tool"], "the video's result stays in the history");
+  t.match(JSON.parse(after.messages[2]!.content), { status: "completed", result_url: /^http:\/\/troupe\.test\/v1\/files\// });
+  const next = await callActor(host, conversation, id, "postMessage", { organization_id: "org_1", content: "hello again", payer, request_id: "req-after-fail" });
+  t.equal(next.messages.at(-1)!.content, "Hello", "the next message is accepted and answered");
+});
+
+t.test("a turn whose model keeps calling tools stops after 8 model steps, idle, saying so", async (t) => {
+  const id = await newConversation();
+  loopingCalls = 0;
+  const done = await callActor(host, conversation, id, "postMessage", { organization_id: "org_1", content: "keep calling tools", payer, request_id: "req-loop" });
+  // 8 as written in docs/api/agents.md ("a turn has at most 8 model steps"), not the constant: the bound itself is what is checked.
+  t.equal(loopingCalls, 8, "the model was asked 8 times");
+  t.equal(done.status, "idle");
+  t.equal(done.messages.length, 1 + 8 * 2 + 1, "the user message, 8 assistant messages each with its tool error, the closing message");
+  t.same(done.messages.at(-1), {
+    id: done.messages.at(-1)!.id,
+    role: "assistant",
+    content: "I stopped after 8 model steps in this turn without reaching a final answer. Send another message to continue.",
+    tool_calls: null,
+    tool_call_id: null,
+  });
 });
