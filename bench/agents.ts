@@ -38,7 +38,7 @@ import { runScale } from "./lib/agent-scale.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./lib/memory-cgroup.ts";
 import { drive, rssMiB, type Job } from "./lib/http-driver.ts";
 import { cpuSeconds, machineCpuTicks, threadSchedMs, type ThreadTime } from "./lib/proc-stats.ts";
-import { fmt, summarize } from "./lib/stats.ts";
+import { fmt, summarize } from "../load/stats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
 const conversations = Number(args.get("conversations") ?? 10_000);

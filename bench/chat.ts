@@ -170,7 +170,7 @@ async function orchestrate(): Promise<void> {
   const { startChildServer } = await import("./lib/child-server.ts");
   const { fixedRate } = await import("./lib/loadgen.ts");
   const { inRotatingRounds } = await import("./lib/rotating-rounds.ts");
-  const { fmt, summarize } = await import("./lib/stats.ts");
+  const { fmt, summarize } = await import("../load/stats.ts");
   const { requireWrk, wrk } = await import("./lib/wrk.ts");
   type RequestSpec = import("./lib/loadgen.ts").RequestSpec;
 

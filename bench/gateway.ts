@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { startChildServer } from "./lib/child-server.ts";
 import { fixedRate, type RequestSpec } from "./lib/loadgen.ts";
-import { fmt, summarize } from "./lib/stats.ts";
+import { fmt, summarize } from "../load/stats.ts";
 import { requireWrk, wrk } from "./lib/wrk.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { repoDir } from "../test/support/dapr-cluster.ts";
 import { freePort, waitFor } from "../test/support/net.ts";
 import { request, signup, str } from "../test/support/troupe.ts";
-import { fmt, summarize } from "./lib/stats.ts";
+import { fmt, summarize } from "../load/stats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
 const jobs = Number(args.get("jobs") ?? 100);

@@ -22,7 +22,7 @@ import { freePort, waitFor } from "../test/support/net.ts";
 import { reportSchema } from "../load/report.ts";
 import { liveKeyFor } from "./lib/bench-account.ts";
 import { fixedRate } from "./lib/loadgen.ts";
-import { fmt, summarize } from "./lib/stats.ts";
+import { fmt, summarize } from "../load/stats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
 const rate = Number(args.get("rate") ?? 500);

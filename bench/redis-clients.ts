@@ -16,7 +16,7 @@ import { createClient } from "redis";
 import { z } from "zod";
 import { hitScript } from "../tenancy/redis-data-store.ts";
 import { startTestRedis } from "../test/support/redis.ts";
-import { fmt, summarize } from "./lib/stats.ts";
+import { fmt, summarize } from "../load/stats.ts";
 
 const env = z
   .object({

@@ -15,7 +15,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { fmt, percentile } from "./lib/stats.ts";
+import { fmt, percentile } from "../load/stats.ts";
 
 const { values: args } = parseArgs({
   options: {

@@ -34,7 +34,7 @@ import { EmbeddedVectorIndex } from "../vectors/embedded-vector-index.ts";
 import { defaultGraphSettings } from "../vectors/partition-graph.ts";
 import { defaultVectorLimits, type VectorIndex, type VectorRecord, type VectorSearchResult } from "../vectors/vector-index.ts";
 import { clusteredUnitVectors, exactTopK, recallAtK, row, type Dataset } from "./lib/vectors-dataset.ts";
-import { percentile } from "./lib/stats.ts";
+import { percentile } from "../load/stats.ts";
 import { exactCosineDistance } from "../test/support/cosine.ts";
 
 const { values: args } = parseArgs({

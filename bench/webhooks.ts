@@ -30,7 +30,7 @@ import { LocalCluster, repoDir, requireDaprPrerequisites } from "../test/support
 import { freePort, waitFor } from "../test/support/net.ts";
 import { request, signup, str } from "../test/support/troupe.ts";
 import { publishPath } from "../test/support/webhook-publish-path.ts";
-import { fmt, summarize } from "./lib/stats.ts";
+import { fmt, summarize } from "../load/stats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
 const rate = Number(args.get("rate") ?? 1000);

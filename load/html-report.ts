@@ -1,7 +1,7 @@
 // The HTML report: one file that opens anywhere, offline. CSS, the one small
 // script and the SVG charts are inline, and a Content-Security-Policy of
 // default-src 'none' makes the browser refuse any fetch the page might try.
-import { fmt } from "../bench/lib/stats.ts";
+import { fmt } from "./stats.ts";
 import type { Report } from "./report.ts";
 import { lineChart } from "./svg-chart.ts";
 

@@ -2,7 +2,7 @@
 // its p50/p99, and the errors so far by status and code. Only on a terminal
 // (a log file gets the summary, not a thousand carriage returns) and not
 // with --quiet.
-import { fmt } from "../bench/lib/stats.ts";
+import { fmt } from "./stats.ts";
 import { percentiles, type Recorder } from "./recorder.ts";
 
 export function startProgress(recorder: Recorder, startedAt: number, durationS: number, stream: NodeJS.WriteStream = process.stderr): () => void {

@@ -2,7 +2,7 @@
 // live line and the charts, per-operation latencies for the percentile
 // table, errors by status and code, and the slowest calls with Troupe's own
 // X-Request-Id so an operator can find them in Troupe's logs and traces.
-import { percentile } from "../bench/lib/stats.ts";
+import { percentile } from "./stats.ts";
 
 export interface Outcome {
   op: string;

@@ -2,7 +2,7 @@
 // --json writes and what the tests check), the summary table printed on
 // stdout, and the input of the HTML report.
 import { z } from "zod";
-import { fmt } from "../bench/lib/stats.ts";
+import { fmt } from "./stats.ts";
 import type { LoadOptions } from "./options.ts";
 import { percentiles, type Recorder } from "./recorder.ts";
 

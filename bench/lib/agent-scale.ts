@@ -7,7 +7,7 @@
 // map apart), the store's size on disk, Troupe's CPU per request.
 import { Redis } from "ioredis";
 import { Pool } from "undici";
-import { fmt, summarize } from "./stats.ts";
+import { fmt, summarize } from "../../load/stats.ts";
 import { cpuSeconds, diskBytes, memoryOf, type Memory } from "./proc-stats.ts";
 import { redisUsedMemory } from "./soak-stores.ts";
 

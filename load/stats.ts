@@ -1,4 +1,4 @@
-// Percentiles and formatting shared by the benchmarks.
+// Percentiles and formatting, shared by the load driver and the benchmarks.
 export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return NaN;
   const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
