@@ -122,6 +122,22 @@ t.test("cost: cheapest capable model; latency: lowest EWMA", async (t) => {
   t.equal(fast.model, "claude-sonnet-4-5");
 });
 
+t.test("latency: every served call is measured; unmeasured models go first, then the lowest EWMA", async (t) => {
+  const r = router();
+  // 200 ms: far above what the in-process fake takes otherwise, so the order cannot flip on a busy machine.
+  openaiFake.faults.delayMs = 200;
+  // A named model and its equivalent: the pool is these two, whatever else the catalogue holds.
+  const ask = () => r.chat({ model: "gpt-4.1-mini", routing_strategy: "latency", messages: hello });
+  const first = await ask();
+  t.equal(first.model, "gpt-4.1-mini", "nothing measured yet: the named model first");
+  t.ok((r.latency.get("gpt-4.1-mini") ?? 0) >= 200, `gpt-4.1-mini measured at ${r.latency.get("gpt-4.1-mini")} ms`);
+  const second = await ask();
+  t.equal(second.model, "claude-haiku-4-5", "the model not measured yet goes before the one just measured");
+  t.ok(r.latency.get("claude-haiku-4-5") !== undefined, "claude-haiku-4-5 measured too");
+  const third = await ask();
+  t.equal(third.model, "claude-haiku-4-5", "both measured: the faster one");
+});
+
 t.test("retries: only retryable failures, bounded across the whole chain", async (t) => {
   const r = router();
   openaiFake.faults.queue.push({ kind: "status", status: 400, message: "bad param" });
@@ -247,6 +263,30 @@ t.test("breaker opens after consecutive failures, refuses fast, half-opens and c
   const probe = await r.chat({ model: "gpt-4.1-mini", routing_strategy: "manual", messages: hello });
   t.equal(probe.provider, "openai");
   t.equal(r.healthOf("openai").state, "closed");
+});
+
+t.test("a call turned away behind a failing half-open probe is not an attempt: the request falls back", async (t) => {
+  // cockatiel times the breaker's pause with Date.now: the test's clock drives it and the router's health alike.
+  let nowMs = Date.parse("2030-01-01T00:00:00Z");
+  t.capture(Date, "now", () => nowMs);
+  const r = router({ breaker: { consecutiveFailures: 1, halfOpenAfterMs: 30_000 }, maxAttempts: 1, attemptTimeoutMs: 200, now: () => nowMs });
+  openaiFake.faults.queue.push({ kind: "status", status: 500 });
+  await troupeError(r.chat({ model: "gpt-4.1-mini", routing_strategy: "manual", messages: hello }));
+  t.equal(r.healthOf("openai").state, "open");
+  nowMs += 30_000;
+  openaiFake.faults.queue.push({ kind: "hang" });
+  const probe = troupeError(r.chat({ model: "gpt-4.1-mini", routing_strategy: "manual", messages: hello }));
+  t.equal(r.healthOf("openai").state, "half_open", "the probe is in flight");
+  // Waits behind the probe; the probe times out, the breaker opens again and turns this call away.
+  const behind = r.chat({ model: "gpt-4.1-mini", messages: hello });
+  t.equal((await probe).code, "provider_timeout");
+  const served = await behind.then(
+    (res) => res.provider,
+    (e: unknown) => (e instanceof TroupeError ? e.code : String(e)),
+  );
+  t.equal(served, "anthropic", "its one attempt went to the fallback");
+  t.equal(openaiFake.requests.length, 2, "the turned-away call never reached openai");
+  t.equal(anthropicFake.requests.length, 1);
 });
 
 t.test("listModels: availability follows configuration; category filter", async (t) => {
