@@ -4,7 +4,7 @@
 // each on its own channel; a resource's events (one conversation's, one
 // job's) on a channel of their own, so a replica receives only the events of
 // the resources its sockets watch.
-import type { DataStore } from "../tenancy/data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 
 export interface EventBus<Event> {
   publish(event: Event): void;

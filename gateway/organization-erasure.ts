@@ -31,7 +31,7 @@ import { WEBHOOK_ACTOR, type WebhookActorDefinition } from "../actors/webhooks/w
 import type { IndexedFileStore } from "../media/indexed-file-store.ts";
 import type { VectorIndex } from "../vectors/vector-index.ts";
 import type { ApiKeyService } from "../tenancy/api-keys.ts";
-import type { DataStore } from "../tenancy/data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 import { collectTenancy, keyErasureOps, tenancyErasureOps } from "../tenancy/organization-erasure.ts";
 
 export interface ErasureDeps {

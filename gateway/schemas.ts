@@ -3,7 +3,7 @@
 import { domainToUnicode } from "node:url";
 import { z } from "zod";
 import { text } from "../core/text-schema.ts";
-import { cursorPattern } from "../tenancy/data-store.ts";
+import { cursorPattern } from "../core/data-store.ts";
 import { json, scopeValues } from "./route.ts";
 import {
   type ApiKeyRecord,

@@ -8,7 +8,7 @@
 // per interval do the work (deleting twice would be harmless, only wasted).
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
-import type { DataStore } from "../tenancy/data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 import { dayMs, type IndexedFileStore } from "./indexed-file-store.ts";
 
 export interface RetentionSettings {

@@ -10,7 +10,7 @@
 // days, and a day's index holds only that day's files, so it never pages
 // through the newer ones to find the old. A crash between storing the bytes
 // and indexing them leaves a file only its URL reaches (never half a file).
-import { indexMembers, type DataStore, type StoreOp } from "../tenancy/data-store.ts";
+import { indexMembers, type DataStore, type StoreOp } from "../core/data-store.ts";
 import type { ByteRange, FileStore, PutInput, StoredFile } from "./file-store.ts";
 
 export const dayMs = 24 * 3600_000;

@@ -9,7 +9,7 @@ import type { TenancyConfig } from "../core/config.ts";
 import { TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { ApiKeyService } from "./api-keys.ts";
-import { ClaimTakenError, type DataStore, type StoreOp } from "./data-store.ts";
+import { ClaimTakenError, type DataStore, type StoreOp } from "../core/data-store.ts";
 import { InvitationService } from "./invitations.ts";
 import { OrganizationService } from "./organizations.ts";
 import { hashPassword } from "./passwords.ts";

@@ -18,7 +18,7 @@ import { KeyLimits, type RateLimitWindow } from "./key-rate-limit.ts";
 import { KeyRevocations, revocationMessageSchema, type RevocationMessage } from "./key-revocations.ts";
 import { keys } from "./records.ts";
 import { TenancyService } from "./tenancy-service.ts";
-import type { StoreOp, DataStore } from "./data-store.ts";
+import type { StoreOp, DataStore } from "../core/data-store.ts";
 import type { ApiKeyRecord, Environment, StoredApiKey } from "./types.ts";
 
 const revokedChannel = "api-keys:revoked";

@@ -17,7 +17,7 @@ import type { Logger } from "../core/log.ts";
 import { noEvents, type EventPublisher } from "../core/organization-events.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { Payer, UsageRecord } from "../providers/usage.ts";
-import type { DataStore } from "./data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 import { BudgetLeases, LeaseTicket } from "./budget-leases.ts";
 import { alertEventId, limitNanos, periodOf, type BudgetAlert, type LedgerStore, type Reservation, type ReservedPart, type ReserveOutcome, type StoredBudget } from "./ledger.ts";
 

@@ -17,7 +17,7 @@ import {
   type DataStore,
   type IndexPage,
   type StoreOp,
-} from "./data-store.ts";
+} from "../core/data-store.ts";
 
 interface Envelope {
   v: unknown;

@@ -6,7 +6,7 @@ import { isoTime } from "../core/clock.ts";
 import { TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
 import { requireMembership, requireRole, roleAtLeast } from "./access.ts";
-import type { DataStore } from "./data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 import { newInvitationToken, sha256 } from "./key-format.ts";
 import { keys } from "./records.ts";
 import { TenancyService } from "./tenancy-service.ts";

@@ -9,7 +9,7 @@ import { isoTime } from "../core/clock.ts";
 import type { TenancyConfig } from "../core/config.ts";
 import { TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import type { DataStore } from "./data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 import { sha256 } from "./key-format.ts";
 import { keys } from "./records.ts";
 import { TenancyService } from "./tenancy-service.ts";

@@ -11,7 +11,7 @@
 // the calls in flight — the same rule as budgets.
 import { TroupeError } from "../core/errors.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
-import type { DataStore } from "./data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 import type { ApiKeyRecord } from "./types.ts";
 
 const windowMs = 60_000;

@@ -16,7 +16,7 @@
 import type { Clock } from "../core/clock.ts";
 import type { TenancyConfig } from "../core/config.ts";
 import { TroupeError } from "../core/errors.ts";
-import type { BackoffPolicy, DataStore } from "./data-store.ts";
+import type { BackoffPolicy, DataStore } from "../core/data-store.ts";
 import { sha256 } from "./key-format.ts";
 
 export interface LoginAttempt {

@@ -4,7 +4,7 @@
 // the store ops that remove every record, index entry and unique claim of
 // it. Users stay (they are people, and may belong to other organizations);
 // only their membership and their index entry for this organization go.
-import { indexMembers, type DataStore, type StoreOp } from "./data-store.ts";
+import { indexMembers, type DataStore, type StoreOp } from "../core/data-store.ts";
 import { keys, recordsOf } from "./records.ts";
 import type { StoredApiKey } from "./types.ts";
 

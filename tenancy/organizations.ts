@@ -8,7 +8,7 @@ import { TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import type { ApiKeyService, NewTestKey } from "./api-keys.ts";
-import type { DataStore, StoreOp } from "./data-store.ts";
+import type { DataStore, StoreOp } from "../core/data-store.ts";
 import { keys } from "./records.ts";
 import { TenancyService } from "./tenancy-service.ts";
 import type { Environment, Membership, Organization, Project } from "./types.ts";

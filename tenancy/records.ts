@@ -2,7 +2,7 @@
 // parsed with its schema.
 import type { z } from "zod";
 import { TroupeError } from "../core/errors.ts";
-import type { DataStore } from "./data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 import {
   environmentSchema,
   invitationSchema,

@@ -22,7 +22,7 @@ import {
   type DataStore,
   type IndexPage,
   type StoreOp,
-} from "./data-store.ts";
+} from "../core/data-store.ts";
 import { dataKind, parseVersioned, versionedJson } from "../core/schema-version.ts";
 import { connectRedis, isCluster, type RedisClient, type RedisTarget } from "./redis-connection.ts";
 

@@ -7,7 +7,7 @@ import { isoTime } from "../core/clock.ts";
 import type { TenancyConfig } from "../core/config.ts";
 import { TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
-import type { DataStore, StoreOp } from "./data-store.ts";
+import type { DataStore, StoreOp } from "../core/data-store.ts";
 import { csrfTokenFor, newSessionToken, sha256 } from "./key-format.ts";
 import { verifyAgainstDummy, verifyPassword } from "./passwords.ts";
 import { LoginThrottle } from "./login-throttle.ts";

@@ -7,7 +7,7 @@
 // for an email already taken counts too (it is also an existence probe).
 import type { TenancyConfig } from "../core/config.ts";
 import { TroupeError } from "../core/errors.ts";
-import type { DataStore } from "./data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 
 export class SignupThrottle {
   private readonly store: DataStore;

@@ -5,7 +5,7 @@
 // properties: without it every service declares and assigns the same three
 // fields.
 import type { Clock } from "../core/clock.ts";
-import type { DataStore } from "./data-store.ts";
+import type { DataStore } from "../core/data-store.ts";
 import { recordsOf, type Records } from "./records.ts";
 
 export abstract class TenancyService {

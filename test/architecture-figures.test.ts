@@ -14,7 +14,7 @@ import { MAX_OUTBOX } from "../actors/webhooks/outbox.ts";
 import { retryAfterCapMs } from "../actors/webhooks/schedule.ts";
 import { AccountService } from "../tenancy/accounts.ts";
 import { ApiKeyService } from "../tenancy/api-keys.ts";
-import type { StoreOp } from "../tenancy/data-store.ts";
+import type { StoreOp } from "../core/data-store.ts";
 import { EmbeddedDataStore } from "../tenancy/embedded-data-store.ts";
 
 const root = join(import.meta.dirname, "..");

@@ -11,7 +11,7 @@
 // list is per environment (an API key's view). Conversations made before the
 // environment index existed are only in the organization's index: they are
 // no longer listed, and still read by id by their environment's keys.
-import type { IndexPage, DataStore } from "../../tenancy/data-store.ts";
+import type { IndexPage, DataStore } from "../../core/data-store.ts";
 import { deleteDocuments, eraseIndexedDocuments, type IndexedDocuments } from "../../tenancy/organization-erasure.ts";
 import { conversationSummarySchema, type ConversationSummary } from "./types.ts";
 

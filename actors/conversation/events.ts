@@ -1,7 +1,7 @@
 // Live conversation events (status changes, appended messages, failed
 // turns), published on the tenancy store's broadcast channel
 // (actors/event-bus.ts).
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore } from "../../core/data-store.ts";
 import { storeResourceEventBus, type ResourceEventBus } from "../event-bus.ts";
 import type { AgentMessage, ConversationStatus } from "./types.ts";
 

@@ -8,7 +8,7 @@
 // A job belongs to the environment of the key that made it (docs/guides/access-control.md): the snapshot names it and a per-environment index lists it, so a
 // key of another environment neither reads nor lists it. The per-organization
 // index stays for the operator's console.
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore } from "../../core/data-store.ts";
 import { deleteDocuments, eraseIndexedDocuments, type IndexedDocuments } from "../../tenancy/organization-erasure.ts";
 import { jobSchema, openAiVideoFieldsSchema, type Job, type OpenAiVideoFields } from "./types.ts";
 import { z } from "zod";

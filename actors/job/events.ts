@@ -1,6 +1,6 @@
 // Live job events (status and progress changes), published on the tenancy
 // store's broadcast channel like the conversation events (actors/event-bus.ts).
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore } from "../../core/data-store.ts";
 import { storeResourceEventBus, type ResourceEventBus } from "../event-bus.ts";
 import type { Job } from "./types.ts";
 

@@ -8,7 +8,7 @@
 // never by reading the delivery log, whose oldest records are trimmed under
 // load. Only those attempts are announced, so ordinary deliveries cost the
 // bus nothing.
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore } from "../../core/data-store.ts";
 import { storeEventBus, type EventBus } from "../event-bus.ts";
 import type { Delivery } from "./types.ts";
 

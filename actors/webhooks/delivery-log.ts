@@ -19,7 +19,7 @@
 // until then the stored outcome is shown rather than the derived pending one):
 // no attempt's record is lost, and nothing was sent that the store had not
 // recorded first.
-import type { DataStore, StoreOp } from "../../tenancy/data-store.ts";
+import type { DataStore, StoreOp } from "../../core/data-store.ts";
 import type { OutboxWrites } from "./outbox.ts";
 import { deliverySchema, eventPayloadSchema, type Delivery, type DispatchedAttempt, type EventPayload } from "./types.ts";
 import { z } from "zod";

@@ -17,7 +17,7 @@
 // A webhook made with an API key has an audience (its key's environment,
 // types.ts): the fan-out skips it for other environments' events, and it is
 // also indexed under its environment, the list such a key sees.
-import { indexMembers, type DataStore, type StoreOp } from "../../tenancy/data-store.ts";
+import { indexMembers, type DataStore, type StoreOp } from "../../core/data-store.ts";
 import { audienceReceives, webhookAudienceSchema, webhookSchema, type EventOrigin, type Webhook, type WebhookAudience } from "./types.ts";
 
 const recordKey = (id: string) => `webhook:${id}`;

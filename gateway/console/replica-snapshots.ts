@@ -14,7 +14,7 @@
 import { z } from "zod";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore } from "../../core/data-store.ts";
 
 export const replicaSnapshot = z.object({
   replica: z.string(),

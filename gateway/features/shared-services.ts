@@ -17,7 +17,7 @@ import { createRouter, type Router } from "../../providers/index.ts";
 import { AccountService } from "../../tenancy/accounts.ts";
 import { ApiKeyService } from "../../tenancy/api-keys.ts";
 import { createLedgerStore } from "../../tenancy/create-ledger-store.ts";
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore } from "../../core/data-store.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import type { LedgerStore } from "../../tenancy/ledger.ts";
 import { redisTarget } from "../../tenancy/redis-target.ts";

@@ -21,7 +21,7 @@ import type { WebhookDirectory } from "../../actors/webhooks/directory.ts";
 import { newWebhookSecret } from "../../actors/webhooks/signing.ts";
 import type { Clock } from "../../core/clock.ts";
 import { isoTime } from "../../core/clock.ts";
-import { decodeCursor, encodeCursor } from "../../tenancy/data-store.ts";
+import { decodeCursor, encodeCursor } from "../../core/data-store.ts";
 import type { AccountService } from "../../tenancy/accounts.ts";
 import { isOutboundFetchError, type OutboundFetcher } from "../../media/outbound-fetch.ts";
 import { roleAtLeast } from "../../tenancy/access.ts";

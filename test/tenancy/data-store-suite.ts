@@ -1,6 +1,6 @@
 // One suite for every DataStore implementation (embedded and Redis).
 import type { Test } from "tap";
-import { ClaimTakenError, type DataStore } from "../../tenancy/data-store.ts";
+import { ClaimTakenError, type DataStore } from "../../core/data-store.ts";
 import { waitFor } from "../support/net.ts";
 
 export interface StoreFactory {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import t from "tap";
 import { systemClock } from "../../core/clock.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore } from "../../core/data-store.ts";
 import { storeSuite } from "./data-store-suite.ts";
 
 const dirs = new WeakMap<DataStore, string>();

@@ -23,7 +23,7 @@ import { WebhookDirectory } from "../../actors/webhooks/directory.ts";
 import type { DispatchedAttempt, EventPayload } from "../../actors/webhooks/types.ts";
 import { createSecretBox } from "../../actors/webhooks/secret-box.ts";
 import { createWebhookActor, MAX_RECENT_EVENTS, WEBHOOK_ACTOR } from "../../actors/webhooks/webhook-actor.ts";
-import type { DataStore } from "../../tenancy/data-store.ts";
+import type { DataStore } from "../../core/data-store.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { RedisDataStore } from "../../tenancy/redis-data-store.ts";
 import { waitFor } from "../support/net.ts";

@@ -7,7 +7,7 @@
 // reference image is an upload); JSON is taken too.
 import { z } from "zod";
 import { invalidRequest, TroupeError } from "../../../core/errors.ts";
-import { encodeCursor } from "../../../tenancy/data-store.ts";
+import { encodeCursor } from "../../../core/data-store.ts";
 import type { ApiKeyRecord } from "../../../tenancy/types.ts";
 import type { Job, OpenAiVideoFields } from "../../../actors/job/types.ts";
 import type { JobEntry } from "../../../actors/job/directory.ts";

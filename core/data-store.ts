@@ -1,6 +1,9 @@
 // The data store: one interface for the gateway's records (accounts, keys,
-// sessions, but also conversation summaries and usage batches), with an
-// embedded (lmdb) and a Redis implementation run by one shared test suite.
+// sessions, but also conversation summaries, usage batches, the file index
+// and the actors' directories), with an embedded (lmdb) and a Redis
+// implementation in tenancy/ run by one shared test suite. The interface is
+// in core/ because layers below tenancy/ keep records in it too (media/'s
+// file index and retention sweep).
 // It is deliberately small:
 // JSON documents by key, unique claims (email, key hash) that make a whole
 // batch fail, sorted membership indexes for lists, counters for rate limits
