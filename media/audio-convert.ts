@@ -5,7 +5,7 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AudioBytes } from "../providers/media-types.ts";
+import type { AudioBytes } from "./audio-bytes.ts";
 import { ffmpeg, type RunOptions } from "./ffmpeg.ts";
 
 export const speechFormats = ["mp3", "opus", "aac", "flac", "wav", "pcm"] as const;

@@ -2,19 +2,18 @@
 // Adapters return bytes, base64 or a provider URL as the provider gives
 // them; re-hosting into the file store happens above the router
 // (media/rehost.ts), so no provider URL ever reaches a caller.
+import type { AudioBytes } from "../media/audio-bytes.ts";
 import type { CallOptions } from "./types.ts";
 import type { VideoAdapter } from "./video.ts";
+
+/** Named here with the rest of what adapters return, so adapters import their whole vocabulary from one module. */
+export type { AudioBytes };
 
 export interface SpeechRequest {
   /** The upstream model name. */
   model: string;
   voice: string;
   text: string;
-}
-
-export interface AudioBytes {
-  bytes: Buffer;
-  contentType: string;
 }
 
 export interface TranscriptionRequest {
