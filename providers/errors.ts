@@ -20,21 +20,25 @@ export class ProviderCallError extends Error {
   readonly retryable: boolean;
   /** Worth trying another provider (everything except request problems like 400/422). */
   readonly fallbackable: boolean;
-  /** From Retry-After, in milliseconds. */
-  readonly retryAfterMs: number | undefined;
+  /**
+   * The upstream's Retry-After, as sent: the router reads it against its own
+   * clock when it decides the wait (core/retry-after.ts), since an HTTP date
+   * means nothing without the time it is read at.
+   */
+  readonly retryAfter: string | undefined;
 
   constructor(
     provider: string,
     kind: FailureKind,
     message: string,
-    options: { status?: number | undefined; retryAfterMs?: number | undefined; cause?: unknown } = {},
+    options: { status?: number | undefined; retryAfter?: string | undefined; cause?: unknown } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "ProviderCallError";
     this.provider = provider;
     this.kind = kind;
     this.status = options.status;
-    this.retryAfterMs = options.retryAfterMs;
+    this.retryAfter = options.retryAfter;
     this.retryable = kind !== "http" ? kind !== "protocol" : isRetryableStatus(options.status ?? 0);
     // A request the upstream judged malformed would fail everywhere; a bad key,
     // a missing model or an outage on one provider would not.
@@ -44,16 +48,6 @@ export class ProviderCallError extends Error {
 
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-/** Retry-After is either delta-seconds or an HTTP date. */
-export function parseRetryAfterMs(value: string | string[] | undefined, nowMs: number = Date.now()): number | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
-  if (v === undefined || v.trim() === "") return undefined;
-  const seconds = Number(v);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(v);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
 }
 
 export function isProviderCallError(e: unknown): e is ProviderCallError {

@@ -10,6 +10,7 @@
 // router-video.ts (video tasks).
 import { BrokenCircuitError } from "cockatiel";
 import { invalidRequest, TroupeError } from "../core/errors.ts";
+import { parseRetryAfterMs } from "../core/retry-after.ts";
 import type { Catalogue, Category, ModelEntry, ModelListing, Need } from "./catalogue.ts";
 import { ProviderCallError } from "./errors.ts";
 import { Deadline, sleep } from "./deadline.ts";
@@ -316,8 +317,9 @@ export class Router {
         if (!health.accepting) continue;
         const adapter = this.adapters.get(entry.provider)!;
         if (round > 0) {
-          // Retrying the same model: wait Retry-After or a full-jitter exponential backoff.
-          const delayMs = previous?.retryAfterMs ?? this.random() * Math.min(this.maxDelayMs, this.initialDelayMs * 2 ** (round - 1));
+          // Retrying the same model: wait Retry-After (a date read on the router's clock) or a full-jitter exponential backoff.
+          const delayMs =
+            parseRetryAfterMs(previous?.retryAfter, this.now()) ?? this.random() * Math.min(this.maxDelayMs, this.initialDelayMs * 2 ** (round - 1));
           if (delayMs >= deadline.remainingMs()) continue;
           try {
             await sleep(delayMs, deadline.signal);

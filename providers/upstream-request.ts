@@ -4,7 +4,7 @@
 // call, and upstream failures turned into classified ProviderCallErrors.
 import { Http1Client, type StreamingResponse, type UpstreamRequest } from "./http1/client.ts";
 import { HttpParseError } from "./http1/response-parser.ts";
-import { ProviderCallError, parseRetryAfterMs } from "./errors.ts";
+import { ProviderCallError } from "./errors.ts";
 
 export type UpstreamClient = Http1Client;
 
@@ -82,7 +82,7 @@ export async function sendForJson(provider: string, client: UpstreamClient, url:
 function statusError(provider: string, status: number, text: string, retryAfter: string | undefined): ProviderCallError {
   return new ProviderCallError(provider, "http", `${provider} answered ${status}: ${upstreamMessage(text)}`, {
     status,
-    retryAfterMs: parseRetryAfterMs(retryAfter),
+    retryAfter,
   });
 }
 

@@ -16,7 +16,8 @@
 // never lost.
 import { isoTime } from "../../core/clock.ts";
 import type { WebhooksConfig } from "../../core/config.ts";
-import { maxAttempts, nextDelayMs, parseRetryAfter } from "./schedule.ts";
+import { parseRetryAfterMs } from "../../core/retry-after.ts";
+import { maxAttempts, nextDelayMs } from "./schedule.ts";
 import type { AttemptResult, Delivery, DispatchedAttempt, EventPayload, OutboxEntry, StoredWebhook, WebhookState } from "./types.ts";
 
 /** Events waiting per webhook; past it a new event is recorded as a failed delivery instead (bounded state). */
@@ -303,7 +304,7 @@ export class Outbox {
       finish("failed");
       return "the receiver answered 410 Gone";
     }
-    const delay = nextDelayMs(entry.attempts, this.env.config.retryScale, parseRetryAfter(result.retry_after ?? undefined, now));
+    const delay = nextDelayMs(entry.attempts, this.env.config.retryScale, parseRetryAfterMs(result.retry_after ?? undefined, now));
     if (delay === undefined) {
       finish("failed");
       return `every delivery attempt of event ${entry.event.id} failed (${maxAttempts} attempts over the whole retry schedule)`;

@@ -24,12 +24,3 @@ export function nextDelayMs(attemptsMade: number, scale: number, retryAfterMs: n
   const wait = Math.round(scheduled * scale);
   return retryAfterMs === undefined ? wait : Math.max(wait, Math.min(retryAfterMs, retryAfterCapMs));
 }
-
-/** Retry-After as seconds or an HTTP date, in ms from `nowMs`; undefined when absent or unreadable. */
-export function parseRetryAfter(header: string | undefined, nowMs: number): number | undefined {
-  if (header === undefined) return undefined;
-  const text = header.trim();
-  if (/^\d+$/.test(text)) return Number(text) * second;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
-}

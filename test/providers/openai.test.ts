@@ -56,7 +56,7 @@ t.test("errors are classified: 429 with Retry-After is retryable, 400 is not eve
   t.ok(e429 instanceof ProviderCallError);
   t.equal((e429 as ProviderCallError).status, 429);
   t.equal((e429 as ProviderCallError).retryable, true);
-  t.equal((e429 as ProviderCallError).retryAfterMs, 2000);
+  t.equal((e429 as ProviderCallError).retryAfter, "2", "Retry-After kept as sent, for the router to read on its clock");
   t.match((e429 as ProviderCallError).message, /injected 429/);
   fake.faults.queue.push({ kind: "status", status: 400 });
   const e400 = (await adapter.chat!({ messages: [{ role: "user", content: "x" }] }, { signal, upstreamModel: "m" }).catch((e: unknown) => e)) as ProviderCallError;

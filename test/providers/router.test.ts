@@ -1,5 +1,5 @@
 import t from "tap";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createRouter } from "../../providers/index.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
@@ -180,6 +180,21 @@ t.test("429 Retry-After is honoured before retrying the same model", async (t) =
   const e = await troupeError(r.chat({ model: "gpt-4.1-mini", routing_strategy: "manual", messages: hello }));
   t.equal(e.status, 502, "a Retry-After beyond the deadline ends the request instead of waiting");
   t.equal(openaiFake.requests.length, 1);
+});
+
+t.test("429 Retry-After as an HTTP date is read on the router's clock", async (t) => {
+  // Years from the wall clock, so only the router's clock can make sense of the dates below.
+  let nowMs = Date.parse("2041-03-10T12:00:00Z");
+  const r = router({ now: () => nowMs });
+  const outcome = (p: Promise<{ provider: string }>) => p.then((res) => res.provider, (e: unknown) => (e instanceof TroupeError ? e.status : String(e)));
+  openaiFake.faults.queue.push({ kind: "status", status: 429, retryAfter: new Date(nowMs + 30_000).toUTCString() });
+  t.equal(await outcome(r.chat({ model: "gpt-4.1-mini", routing_strategy: "manual", messages: hello })), 502, "30 s from the router's now: past the 5 s deadline, so not retried");
+  t.equal(openaiFake.requests.length, 1);
+  reset(openaiFake);
+  nowMs += 60_000;
+  openaiFake.faults.queue.push({ kind: "status", status: 429, retryAfter: new Date(nowMs - 1_000).toUTCString() });
+  t.equal(await outcome(r.chat({ model: "gpt-4.1-mini", routing_strategy: "manual", messages: hello })), "openai", "a date already past on the router's clock: retried at once");
+  t.equal(openaiFake.requests.length, 2);
 });
 
 t.test("deadlines: a hanging attempt falls back; the request deadline is a 504", async (t) => {

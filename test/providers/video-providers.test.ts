@@ -132,7 +132,7 @@ for (const c of cases) {
     reset();
     const req = { model: c.model, prompt: "busy", duration_seconds: c.durations[0], image };
     c.fake.apiFaults.push({ status: 429, retryAfter: "2" });
-    t.match(await failure(v.submit(req, signal())), { status: 429, retryable: true, fallbackable: true, retryAfterMs: 2000 });
+    t.match(await failure(v.submit(req, signal())), { status: 429, retryable: true, fallbackable: true, retryAfter: "2" });
     c.fake.apiFaults.push({ status: 500 });
     t.match(await failure(v.submit(req, signal())), { status: 500, retryable: true });
     c.fake.apiFaults.push({ status: 400 });

@@ -92,6 +92,18 @@ t.test("a failure schedules the next attempt on the schedule; a Retry-After post
   t.equal(fx.sent.at(-1)!.delivery_id, state.outbox[0]!.delivery_id, "under its new delivery id");
 });
 
+t.test("a Retry-After date postpones the attempt until that date, read at the turn's time", async (t) => {
+  const state = newState();
+  const fx = effects();
+  turn(state, t0, fx).accept("org_1", [event("evt_a")]);
+  const [a] = fx.sent;
+  // 10 min after t0: later than the 5 s the schedule asks for; t0 is not the wall clock's time, so only the turn's clock reads it right.
+  const until = t0 + 10 * 60_000;
+  turn(state, t0 + 50, fx).settle([fail(a!.delivery_id, 503, new Date(until).toUTCString())]);
+  t.equal(fx.records.get(a!.delivery_id)!.next_attempt_at, new Date(until).toISOString());
+  t.equal(state.outbox[0]!.next_attempt_ms, until);
+});
+
 t.test("an attempt whose lease ran out counts as failed and goes again, same event", async (t) => {
   const state = newState();
   const fx = effects();
