@@ -13,6 +13,7 @@ import { Recorder } from "./recorder.ts";
 import { buildReport, summaryTable } from "./report.ts";
 import { closedLoop, openLoop } from "./runner.ts";
 import { iterationFor } from "./scenarios.ts";
+import { terminalSafe } from "./terminal-text.ts";
 
 class PreflightError extends Error {}
 
@@ -45,7 +46,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     await preflight(client, options);
   } catch (error) {
     if (!(error instanceof PreflightError)) throw error;
-    process.stderr.write(`troupe-load: ${error.message}\n`);
+    process.stderr.write(`troupe-load: ${terminalSafe(error.message)}\n`);
     await client.close();
     return 1;
   }

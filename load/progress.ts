@@ -4,6 +4,7 @@
 // with --quiet.
 import { fmt } from "./stats.ts";
 import { percentiles, type Recorder } from "./recorder.ts";
+import { terminalSafe } from "./terminal-text.ts";
 
 export function startProgress(recorder: Recorder, startedAt: number, durationS: number, stream: NodeJS.WriteStream = process.stderr): () => void {
   const timer = setInterval(() => {
@@ -12,7 +13,8 @@ export function startProgress(recorder: Recorder, startedAt: number, durationS: 
     const p = percentiles(last?.latenciesMs ?? []);
     const errors = [...recorder.errorsByKey].map(([k, n]) => `${k}×${n}`).join(" ");
     const line = `[${fmt(Math.min(elapsed, durationS), 0).padStart(4)}/${durationS}s] ${String((last?.ok ?? 0) + (last?.errors ?? 0)).padStart(6)} req/s  p50 ${fmt(p.p50)} ms  p99 ${fmt(p.p99)} ms  errors ${recorder.errors}${errors ? ` (${errors})` : ""}`;
-    stream.write(`\r\x1b[2K${line}`);
+    // The error keys hold the server's codes: shown, never obeyed.
+    stream.write(`\r\x1b[2K${terminalSafe(line)}`);
   }, 1000);
   timer.unref();
   return () => {

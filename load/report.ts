@@ -5,6 +5,7 @@ import { z } from "zod";
 import { fmt } from "./stats.ts";
 import type { LoadOptions } from "./options.ts";
 import { percentiles, type Recorder } from "./recorder.ts";
+import { terminalSafe } from "./terminal-text.ts";
 
 const num = z.number().nullable(); // NaN (no sample) is written as null
 const percentilesSchema = z.object({ count: z.number().int(), mean: num, p50: num, p90: num, p99: num, p999: num, max: num });
@@ -99,5 +100,5 @@ export function summaryTable(r: Report): string {
     lines.push("", "slowest (X-Request-Id):");
     for (const s of r.slowest) lines.push(`  ${f(s.latency_ms).padStart(10)} ms  ${s.operation.padEnd(28)}${s.request_id ?? "(none)"}`);
   }
-  return lines.join("\n") + "\n";
+  return lines.map(terminalSafe).join("\n") + "\n";
 }
