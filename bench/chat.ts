@@ -122,7 +122,7 @@ if (role === "upstream") {
   });
   listenAndPrint(app);
 } else if (role === "troupe") {
-  const { loadConfig } = await import("../core/config.ts");
+  const { loadConfig } = await import("../gateway/config.ts");
   const { createLogger } = await import("../core/log.ts");
   const { startTroupe } = await import("../gateway/app.ts");
   const { createRouter } = await import("../providers/index.ts");

@@ -21,7 +21,7 @@ const requests = Number(values.requests);
 const imageCount = Number(values.images);
 const concurrency = Number(values.concurrency);
 
-const { loadConfig } = await import("../core/config.ts");
+const { loadConfig } = await import("../gateway/config.ts");
 const { createLogger } = await import("../core/log.ts");
 const { startTroupe } = await import("../gateway/app.ts");
 const { noUsage } = await import("../providers/usage.ts");

@@ -1,10 +1,12 @@
 // Configuration: parsed once at start from the environment with zod, frozen,
 // and passed down. Nothing else reads process.env. Defaults live here, with
-// their units in the names. docs/configuration.md has one row per setting
+// their units in the names. The providers' settings are not: each provider
+// declares its own, and the layer that knows the providers hands them in
+// (`configLoader(providers)`, composed in gateway/config.ts), so core/ never
+// loads the adapters. docs/configuration.md has one row per setting
 // (test/core/config-docs.test.ts fails when the two drift).
 import { z } from "zod";
 import { bool, commaList, int, optionalString } from "./env.ts";
-import { providerEnvShape, providerSettings } from "../providers/registry.ts";
 
 const envSchema = z.object({
   PORT: int(0, 65535).default(8080),
@@ -178,11 +180,16 @@ const envSchema = z.object({
 
 export type RawEnv = Record<string, string | undefined>;
 
-/** The whole environment schema: the settings above plus each registered provider's (providers/registry.ts). */
-const fullSchema = envSchema.extend(providerEnvShape);
-
-/** Every environment variable Troupe reads (the Helm chart's check keeps its values in step). */
-export const settingNames: readonly string[] = Object.freeze(Object.keys(fullSchema.shape));
+/**
+ * The providers' part of the configuration, from the layer that knows them
+ * (providers/registry.ts `providerConfig`): their variables, parsed with the
+ * settings above, and how the parsed environment becomes `config.providers`'
+ * per-provider settings.
+ */
+export interface ProviderConfigPart<P extends object> {
+  readonly envShape: z.ZodRawShape;
+  readonly settings: (parsed: Readonly<Record<string, unknown>>) => P;
+}
 
 /** A 32-byte key written as hex (64 characters) or base64 (standard or url-safe); undefined if it is neither. */
 function secretKeyBytes(text: string): Buffer | undefined {
@@ -199,8 +206,6 @@ export function decodeSecretKey(text: string): Buffer {
   return bytes;
 }
 
-export { defaultSimulatedVideoDir } from "../providers/simulated/index.ts";
-
 /** The S3 backend's settings, or undefined for the data directory; half a configuration is refused. */
 function s3Settings(e: z.infer<typeof envSchema>) {
   if (!e.S3_ENDPOINT) return undefined;
@@ -216,14 +221,28 @@ function tracingSettings(e: z.infer<typeof envSchema>) {
   return traces === undefined ? undefined : { tracesUrl: traces, serviceName: e.OTEL_SERVICE_NAME };
 }
 
-export function loadConfig(env: RawEnv = process.env) {
-  const result = fullSchema.safeParse(env);
-  if (!result.success) throw new Error(`Invalid configuration:\n${z.prettifyError(result.error)}`);
-  // The provider keys are typed loosely (the registry builds them); each descriptor reads its own.
-  const e = result.data as z.output<typeof envSchema>;
-  if (e.TROUPE_MODE === "dapr" && e.WEBHOOK_SECRET_KEY === undefined) {
-    throw new Error("Invalid configuration: WEBHOOK_SECRET_KEY is required with TROUPE_MODE=dapr (32 bytes, base64 or hex; e.g. `openssl rand -base64 32`)");
-  }
+/**
+ * The configuration's schema with the providers' variables, built once: the
+ * names of every setting, and `load`, which parses an environment (the
+ * process's by default) into the frozen configuration.
+ */
+export function configLoader<P extends object>(providers: ProviderConfigPart<P>) {
+  const schema = envSchema.extend(providers.envShape);
+  const settingNames: readonly string[] = Object.freeze(Object.keys(schema.shape));
+  const load = (env: RawEnv = process.env): Config<P> => {
+    const result = schema.safeParse(env);
+    if (!result.success) throw new Error(`Invalid configuration:\n${z.prettifyError(result.error)}`);
+    // The provider keys are typed loosely (the providers' part builds them); each descriptor reads its own.
+    const e = result.data as z.output<typeof envSchema>;
+    if (e.TROUPE_MODE === "dapr" && e.WEBHOOK_SECRET_KEY === undefined) {
+      throw new Error("Invalid configuration: WEBHOOK_SECRET_KEY is required with TROUPE_MODE=dapr (32 bytes, base64 or hex; e.g. `openssl rand -base64 32`)");
+    }
+    return configFrom(e, providers.settings(result.data));
+  };
+  return { settingNames, load };
+}
+
+function configFrom<P extends object>(e: z.output<typeof envSchema>, providerSettings: P) {
   const config = {
     port: e.PORT,
     host: e.HOST,
@@ -257,7 +276,7 @@ export function loadConfig(env: RawEnv = process.env) {
     providers: {
       timeoutMs: e.PROVIDER_TIMEOUT_MS,
       maxAttempts: e.PROVIDER_MAX_ATTEMPTS,
-      ...providerSettings(result.data),
+      ...providerSettings,
     },
     vectors: {
       elasticsearchUrl: e.ELASTICSEARCH_URL,
@@ -320,8 +339,10 @@ export function loadConfig(env: RawEnv = process.env) {
   return deepFreeze(config);
 }
 
-export type Config = ReturnType<typeof loadConfig>;
+/** The configuration; `P` is the providers' part (gateway/config.ts names the whole one). Below providers/, code reads the rest. */
+export type Config<P extends object = object> = ReturnType<typeof configFrom<P>>;
 export type TenancyConfig = Config["tenancy"];
+/** The router's own settings; each provider's are the providers' part. */
 export type ProvidersConfig = Config["providers"];
 export type VectorsConfig = Config["vectors"];
 export type ActorsConfig = Config["actors"];

@@ -5,7 +5,7 @@
 // tests all run. What each feature holds: gateway/features/.
 // First: uWS reads its settings from the environment when it loads.
 import "./uws-settings.ts";
-import type { Config } from "../core/config.ts";
+import type { Config } from "./config.ts";
 import type { Logger } from "../core/log.ts";
 import type { EventPublisher } from "../core/organization-events.ts";
 import { createAdmission } from "./admission.ts";

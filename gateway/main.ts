@@ -2,7 +2,7 @@
 // needed); the cluster launcher runs the same file with TROUPE_MODE=dapr.
 // First: uWS reads its settings from the environment when it loads.
 import "./uws-settings.ts";
-import { loadConfig } from "../core/config.ts";
+import { loadConfig } from "../gateway/config.ts";
 import { createLogger } from "../core/log.ts";
 import { startTroupe } from "./app.ts";
 import { startRefusal } from "./uws-binary-pins.ts";

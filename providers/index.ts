@@ -9,8 +9,11 @@ import { Router, type RouterOptions } from "./router.ts";
 import type { ProviderAdapter } from "./types.ts";
 import type { ProviderDeps } from "./descriptor.ts";
 
-/** The slice of config this module reads (core/config.ts `providers`); a provider whose settings are absent is off. */
-export type ProvidersSettings = Pick<ProvidersConfig, "timeoutMs" | "maxAttempts" | "simulated"> & Partial<ProviderSettingsMap>;
+/**
+ * The slice of config this module reads (`config.providers`: the router's settings from core/config.ts and each
+ * descriptor's under its key); a provider whose settings are absent is off, except simulated, which is always on.
+ */
+export type ProvidersSettings = Pick<ProvidersConfig, "timeoutMs" | "maxAttempts"> & Pick<ProviderSettingsMap, "simulated"> & Partial<ProviderSettingsMap>;
 
 export interface ProviderOverrides {
   client?: UpstreamClient;

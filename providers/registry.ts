@@ -5,6 +5,7 @@
 // test/providers/registry.test.ts hold the chart and the docs to the list.
 // Order is the order of the adapters and of the descriptors' own models.
 import type { z } from "zod";
+import type { ProviderConfigPart } from "../core/config.ts";
 import type { AnyProviderDescriptor } from "./descriptor.ts";
 import { descriptor as openai } from "./openai/index.ts";
 import { descriptor as anthropic } from "./anthropic/index.ts";
@@ -80,6 +81,14 @@ export function providerSettings(parsed: Readonly<Record<string, unknown>>): Pro
   }
   return out as ProviderSettingsMap;
 }
+
+/**
+ * The providers' part of the configuration: core/config.ts parses these
+ * variables with its own settings and puts each descriptor's settings under
+ * its key of `config.providers`. gateway/config.ts composes the two, so the
+ * layer below never loads the adapters.
+ */
+export const providerConfig: ProviderConfigPart<ProviderSettingsMap> = { envShape: providerEnvShape, settings: providerSettings };
 
 /** The variables the chart may take from Secrets only (scripts/chart-check.sh reads this). */
 export const providerSecretEnv: readonly string[] = descriptors.flatMap((d) => d.secretEnv);

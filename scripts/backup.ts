@@ -14,7 +14,7 @@
 import { copyFile, mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { open } from "lmdb";
-import { loadConfig } from "../core/config.ts";
+import { loadConfig } from "../gateway/config.ts";
 import { backupManifestName, isLmdbFile, isSkipped, type BackupManifest } from "./backup-layout.ts";
 
 function fail(message: string): never {

@@ -6,7 +6,7 @@
 #      Kubernetes kinds with `kubernetes-validate --strict` (PyPI; it ships the
 #      schemas), Dapr kinds against the CRDs of the dapr 1.18.3 Go module;
 #   3. wrong values must fail at install (values.schema.json): each case below;
-#   4. values.config accepts only settings Troupe reads (core/config.ts) and,
+#   4. values.config accepts only settings Troupe reads (gateway/config.ts) and,
 #      with the settings the chart derives and the secret-only ones, covers
 #      all of them; the chart's README names every value.
 # Helm is built once from Go modules and kubernetes-validate installed once
@@ -150,7 +150,7 @@ derived="PORT HOST TROUPE_MODE TROUPE_REPLICA TROUPE_DATA_DIR REDIS_URL REDIS_CL
 # The secret-only ones are the providers' (providers/registry.ts: each descriptor's secretEnv).
 DERIVED="$derived" node --input-type=module -e '
   import { readFileSync } from "node:fs";
-  import { settingNames } from "./core/config.ts";
+  import { settingNames } from "./gateway/config.ts";
   import { providerSecretEnv } from "./providers/registry.ts";
   const secretOnly = [...providerSecretEnv, "WEBHOOK_SECRET_KEY"];
   const schema = JSON.parse(readFileSync("charts/troupe/values.schema.json", "utf8"));
@@ -164,8 +164,8 @@ DERIVED="$derived" node --input-type=module -e '
   if (missing.length) console.error(`chart-check: Troupe settings the chart cannot set (add them to values.schema.json config, or to scripts/chart-check.sh derived or a provider descriptor secretEnv, and to charts/troupe/README.md): ${missing.join(", ")}`);
   if (secretsInValues.length) console.error(`chart-check: secret settings accepted in values: ${secretsInValues.join(", ")}`);
   if (invented.length || missing.length || secretsInValues.length) process.exit(1);
-  console.log(`chart-check: ${inValues.length} settings in values.config, ${handled.size - inValues.length} derived or from Secrets; ${settingNames.length} in core/config.ts`);
-' || die "values.config and core/config.ts disagree"
+  console.log(`chart-check: ${inValues.length} settings in values.config, ${handled.size - inValues.length} derived or from Secrets; ${settingNames.length} Troupe reads`);
+' || die "values.config and the settings Troupe reads disagree"
 
 printf '\n=== the default image is the one npm run image builds\n'
 # npm run image tags localhost/troupe:<package.json version>; the chart's

@@ -6,7 +6,7 @@
 import { cp, readFile, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { z } from "zod";
-import { loadConfig } from "../core/config.ts";
+import { loadConfig } from "../gateway/config.ts";
 import { backupManifestName, backupManifestSchema } from "./backup-layout.ts";
 
 function fail(message: string): never {

@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { loadConfig } from "../core/config.ts";
+import { loadConfig } from "../gateway/config.ts";
 import { createLogger } from "../core/log.ts";
 import { MAX_MODEL_STEPS_PER_TURN } from "../actors/conversation/turn-loop.ts";
 import { MAX_POLL_FAILURES } from "../actors/job/job-steps.ts";

@@ -5,7 +5,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createLogger } from "../../core/log.ts";
 import { startTroupe } from "../../gateway/app.ts";
 import { defineRoute, json } from "../../gateway/route.ts";

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString } from "openapi-typescript";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createLogger } from "../../core/log.ts";
 import { startTroupe } from "../../gateway/app.ts";
 

@@ -3,7 +3,7 @@
 // fetches and files, the actor host (actors are registered by the features),
 // metrics and tracing. Nothing here starts serving.
 import { systemClock, type Clock } from "../../core/clock.ts";
-import type { Config } from "../../core/config.ts";
+import type { Config } from "../config.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import type { Tracing } from "../../core/tracing.ts";

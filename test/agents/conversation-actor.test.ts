@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { systemClock } from "../../core/clock.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { createLogger } from "../../core/log.ts";
 import { eraseDefinition } from "../../actors/actor.ts";

@@ -5,7 +5,7 @@
 // conversation past AGENT_CONVERSATION_MAX_BYTES are 409 conflict naming the
 // field, and change nothing. The defaults are 256 KiB and 4 MiB.
 import t from "tap";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { field, signup, startTestTroupe, str } from "../support/troupe.ts";
 
 const messageMax = 4096;

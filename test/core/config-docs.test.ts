@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { settingNames } from "../../core/config.ts";
+import { settingNames } from "../../gateway/config.ts";
 
 const docPath = join(import.meta.dirname, "../../docs/configuration.md");
 

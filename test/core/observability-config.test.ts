@@ -2,7 +2,7 @@
 // the OTLP traces URL derived from the endpoint (or given whole), and bad
 // values refused with the variable's name.
 import t from "tap";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 
 t.test("defaults: metrics and tracing off", async (t) => {
   const c = loadConfig({});

@@ -6,7 +6,7 @@
 // record what they are given. With METRICS_PORT unset nothing is served.
 import { request as httpRequest } from "node:http";
 import t from "tap";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createRouter } from "../../providers/index.ts";
 import { startOpenAIFake } from "../fakes/openai-fake.ts";
 import { families, hasSample, parsePrometheus, sampleValue } from "../support/prometheus-text.ts";

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import t from "tap";
 import { z } from "zod";
 import { systemClock } from "../../core/clock.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { createLogger } from "../../core/log.ts";
 import type { OrganizationEvent } from "../../core/organization-events.ts";

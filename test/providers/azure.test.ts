@@ -4,7 +4,7 @@
 // Azure's wire format (per-deployment URLs, api-version, api-key) and
 // refuses anything else. Also: the settings' parsing and refusals.
 import t from "tap";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { azureUrl } from "../../providers/azure/index.ts";
 import { startAzureOpenAIFake } from "../fakes/azure-openai-fake.ts";
 import { field } from "../support/troupe.ts";

@@ -4,7 +4,7 @@
 // Mistral refuses (unknown fields such as stream_options, tool-call ids that
 // are not 9 letters or digits). Also: finish_reason mapping and the id rewrite.
 import t from "tap";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createAdapters } from "../../providers/index.ts";
 import { mapMistralFinishReason, mistralToolCallId } from "../../providers/mistral/dialect.ts";
 import { startMistralFake } from "../fakes/mistral-fake.ts";

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { z } from "zod";
-import { settingNames } from "../../core/config.ts";
+import { settingNames } from "../../gateway/config.ts";
 import { optionalString } from "../../core/env.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
 import { defineProvider, type AnyProviderDescriptor } from "../../providers/descriptor.ts";

@@ -17,7 +17,7 @@ import { assertVideoModelFits, longestClipSeconds, nearestDuration, offersDurati
 import { encodePng } from "../../media/png.ts";
 import { startLumaFake, startRunwayFake, type VideoFake } from "../fakes/video-fakes.ts";
 import { tmpdir } from "node:os";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createRouter } from "../../providers/index.ts";
 import { join } from "node:path";
 

@@ -2,7 +2,7 @@
 // fake (so the fake's request log counts provider calls), a publisher that
 // records the events it is given, and the account steps (a project with a
 // live key, a budget) over real HTTP.
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import type { EventPublisher, OrganizationEvent } from "../../core/organization-events.ts";
 import { createRouter } from "../../providers/index.ts";
 import type { Router } from "../../providers/router.ts";

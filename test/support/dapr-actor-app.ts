@@ -9,7 +9,7 @@
 // It stands in for gateway/main.ts in tests, so the same launcher
 // (test/support/dapr-cluster.ts) runs both.
 import { createServer } from "node:http";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { systemClock } from "../../core/clock.ts";
 import { createLogger } from "../../core/log.ts";
 import { TroupeError } from "../../core/errors.ts";

@@ -2,7 +2,7 @@
 // test/fakes/), the settings that point Troupe's providers at them, and a
 // router over them whose backoffs are short (5 ms doubling to 20 ms) so a
 // retried call does not slow a test down.
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createRouter } from "../../providers/index.ts";
 import type { Router } from "../../providers/router.ts";
 import { startAnthropicFake } from "../fakes/anthropic-fake.ts";

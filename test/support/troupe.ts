@@ -3,7 +3,8 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, type RawEnv } from "../../core/config.ts";
+import type { RawEnv } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createLogger } from "../../core/log.ts";
 import { startTroupe, type RunningTroupe, type StartOptions } from "../../gateway/app.ts";
 

@@ -4,7 +4,7 @@
 // EventPublisher, standing in for the JobActor and budget emitters, so a
 // child process can be fed events over HTTP and killed with -9.
 import { z } from "zod";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createLogger } from "../../core/log.ts";
 import type { OrganizationEvent } from "../../core/organization-events.ts";
 import { startTroupe } from "../../gateway/app.ts";

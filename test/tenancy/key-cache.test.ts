@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { isoTime } from "../../core/clock.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createLogger } from "../../core/log.ts";
 import { ApiKeyService } from "../../tenancy/api-keys.ts";
 import { KeyCache } from "../../tenancy/key-cache.ts";

@@ -3,7 +3,7 @@
 // discovers (a cluster with requirepass on each node).
 import { spawnSync } from "node:child_process";
 import t from "tap";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { RedisDataStore } from "../../tenancy/redis-data-store.ts";
 import { redisTarget } from "../../tenancy/redis-target.ts";
 import { startTestRedisCluster } from "../support/redis-cluster.ts";

@@ -6,7 +6,7 @@
 import t from "tap";
 import { randomUUID } from "node:crypto";
 import { Client } from "@elastic/elasticsearch";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { defaultElasticsearchHnsw, defaultNumCandidatesFloor, ElasticsearchVectorIndex, numCandidatesFrom } from "../../vectors/elasticsearch-vector-index.ts";
 import { createVectorIndex } from "../../vectors/create-vector-index.ts";

@@ -5,7 +5,7 @@ import t from "tap";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createVectorIndex } from "../../vectors/create-vector-index.ts";
 import { EmbeddedVectorIndex } from "../../vectors/embedded-vector-index.ts";
 import { readGraphSnapshot } from "../../vectors/graph-snapshot.ts";

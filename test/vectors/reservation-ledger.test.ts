@@ -4,7 +4,7 @@
 // dropped once no count that could miss them is in flight.
 import t from "tap";
 import { ReservationLedger } from "../../vectors/reservation-ledger.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { defaultVectorLimits } from "../../vectors/vector-index.ts";
 
 t.test("open reservations count for every read; settled ones only for reads that started before", async (t) => {

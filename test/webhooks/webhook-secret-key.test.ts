@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../gateway/config.ts";
 import { createSecretBox, keyFileName, webhookSecretKey } from "../../actors/webhooks/secret-box.ts";
 import { startWebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { waitFor } from "../support/net.ts";
