@@ -7,7 +7,7 @@ import { errorBody, TroupeError } from "../core/errors.ts";
 import { statusLine } from "../core/http-status.ts";
 import { delivering, writeWhenCorkable } from "../core/uws-delivery.ts";
 import { answerThenDiscard, type Discard } from "./lingering-close.ts";
-import { framingConflict, type FramingProblem } from "./request-guards.ts";
+import { credentialConflict, framingConflict, type FramingProblem } from "./request-guards.ts";
 import type { RouteDialect } from "./route.ts";
 
 export interface CapturedRequest {
@@ -26,6 +26,7 @@ export function captureRequest(req: HttpRequest, paramCount: number): CapturedRe
   let framing: FramingProblem | undefined;
   req.forEach((name, value) => {
     if (name === "content-length" || name === "transfer-encoding") framing ??= framingConflict(name, value, headers);
+    else framing ??= credentialConflict(name, headers);
     headers[name] = value;
   });
   const params: string[] = [];
@@ -34,18 +35,16 @@ export function captureRequest(req: HttpRequest, paramCount: number): CapturedRe
 }
 
 /**
- * The framing check of captureRequest for handlers that do not copy every
- * header: two lookups when the request declares no body (the common GET).
+ * The framing and credential checks of captureRequest for handlers that do
+ * not copy every header (the files route, the unrouted fallback).
  */
 export function bodyFraming(req: HttpRequest): FramingProblem | undefined {
-  if (req.getHeader("content-length") === "" && req.getHeader("transfer-encoding") === "") return undefined;
   const seen: Record<string, string> = {};
   let framing: FramingProblem | undefined;
   req.forEach((name, value) => {
-    if (name === "content-length" || name === "transfer-encoding") {
-      framing ??= framingConflict(name, value, seen);
-      seen[name] = value;
-    }
+    if (name === "content-length" || name === "transfer-encoding") framing ??= framingConflict(name, value, seen);
+    else framing ??= credentialConflict(name, seen);
+    seen[name] = value;
   });
   return framing;
 }

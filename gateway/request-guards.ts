@@ -37,8 +37,27 @@ const digits = /^\d+$/;
 
 /** Why a request's body framing is refused, and which header is at fault. */
 export interface FramingProblem {
-  header: "content-length" | "transfer-encoding";
+  header: "content-length" | "transfer-encoding" | CredentialHeader;
   message: string;
+}
+
+/** The headers a credential may come in (Anthropic's x-api-key beside Authorization). */
+const credentialHeaders = ["authorization", "x-api-key"] as const;
+type CredentialHeader = (typeof credentialHeaders)[number];
+
+function isCredentialHeader(name: string): name is CredentialHeader {
+  return (credentialHeaders as readonly string[]).includes(name);
+}
+
+/**
+ * A credential header sent twice: uWS's getHeader answers the first, a
+ * header map keeps the last, a proxy may pass either on, so which key a
+ * request ran as would depend on who read it. Refused like ambiguous
+ * framing (as two credentials on a WebSocket upgrade are).
+ */
+export function credentialConflict(name: string, seen: Readonly<Record<string, string>>): FramingProblem | undefined {
+  if (!isCredentialHeader(name) || seen[name] === undefined) return undefined;
+  return { header: name, message: `more than one ${name === "authorization" ? "Authorization" : name} header: send one credential` };
 }
 
 /**
@@ -67,7 +86,8 @@ export function framingConflict(name: string, value: string, seen: Readonly<Reco
 }
 
 export function framingError(problem: FramingProblem): TroupeError {
-  return new TroupeError("invalid_request", `${problem.message}: the request framing is ambiguous; the connection is closed`, {
+  const what = isCredentialHeader(problem.header) ? "the request's credential is ambiguous" : "the request framing is ambiguous";
+  return new TroupeError("invalid_request", `${problem.message}: ${what}; the connection is closed`, {
     details: [{ path: `headers.${problem.header}`, message: problem.message }],
   });
 }
