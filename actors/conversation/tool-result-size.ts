@@ -49,21 +49,30 @@ function searchMarker(omitted: number, maxBytes: number) {
   return { omitted_results: omitted, limit_bytes: maxBytes, note: "the closest results that fit are shown; search with a smaller top_k or a narrower query for the others" };
 }
 
-/** search_memory's result within `maxBytes` (undefined: whole). */
+/**
+ * search_memory's result within `maxBytes` (undefined: whole). Each record
+ * is serialized once, and none past the first that does not fit (100
+ * records of 32 KB are 3.2 MB of JSON, of which 256 KiB are kept).
+ */
 export function searchResultText(results: readonly MemoryResult[], maxBytes: number | undefined): string {
-  const whole = JSON.stringify({ results });
-  if (maxBytes === undefined || bytesOf(whole) <= maxBytes) return whole;
+  if (maxBytes === undefined) return JSON.stringify({ results });
+  const wholeFrame = bytesOf('{"results":[]}');
   // The frame with every result omitted has the longest count, so it bounds the frame for any count.
   const frame = bytesOf(`{"results":[],"truncated":${JSON.stringify(searchMarker(results.length, maxBytes))}}`);
-  const kept: string[] = [];
+  const parts: string[] = [];
   let used = 0;
+  /** How many records fit beside the marker; -1 while they all do. */
+  let besideMarker = -1;
   for (const result of results) {
     const part = JSON.stringify(result);
-    const adding = bytesOf(part) + (kept.length > 0 ? 1 : 0);
-    if (frame + used + adding > maxBytes) break;
-    kept.push(part);
+    const adding = bytesOf(part) + (parts.length > 0 ? 1 : 0);
+    if (besideMarker === -1 && frame + used + adding > maxBytes) besideMarker = parts.length;
+    if (wholeFrame + used + adding > maxBytes) break;
+    parts.push(part);
     used += adding;
   }
+  if (parts.length === results.length) return `{"results":[${parts.join(",")}]}`;
+  const kept = parts.slice(0, besideMarker);
   const first = results[0];
   if (kept.length === 0 && first) {
     const empty = { ...first, content: "", content_truncated: true };

@@ -84,8 +84,9 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
     const answer = (toolCallId: string, content: string, what = "a tool result"): void => {
       const message: AgentMessage = { id: deps.newId(), role: "tool", content: boundToolResult(content, deps.toolResultMaxBytes), tool_calls: null, tool_call_id: toolCallId };
       if (room) reserved -= room.answerBytes(toolCallId);
-      if (room && (full !== undefined || !room.fits(appendedBytes(message) + reserved))) {
-        full ??= `${what} (${appendedBytes(message)} bytes)`;
+      const bytes = room ? appendedBytes(message) : 0;
+      if (room && (full !== undefined || !room.fits(bytes + reserved))) {
+        full ??= `${what} (${bytes} bytes)`;
         message.content = notAddedAnswer(room.maxBytes);
       }
       append(message);
