@@ -22,29 +22,25 @@ export class WebhookDispatcher {
   private readonly post: Post;
   private readonly timeoutMs: number;
   private readonly log: Logger;
-  private settle: Settle | undefined;
+  private readonly settle: Settle;
   private readonly metrics: Pick<Metrics, "webhookDelivery"> | undefined;
   private readonly running = new Set<Promise<void>>();
   private readonly clock: Clock;
 
-  constructor(deps: { post: Post; timeoutMs: number; log: Logger; clock: Clock; metrics?: Pick<Metrics, "webhookDelivery"> }) {
+  /** `settle`: where each dispatch's results go (the publisher's `report`, which calls the actor back). */
+  constructor(deps: { post: Post; settle: Settle; timeoutMs: number; log: Logger; clock: Clock; metrics?: Pick<Metrics, "webhookDelivery"> }) {
     this.post = deps.post;
+    this.settle = deps.settle;
     this.clock = deps.clock;
     this.metrics = deps.metrics;
     this.timeoutMs = deps.timeoutMs;
     this.log = deps.log;
   }
 
-  /** Where results go; set once the actor host exists (it needs the actor definition, which needs this). */
-  attach(settle: Settle): void {
-    this.settle = settle;
-  }
-
   /** Starts the attempts now and returns at once; their results are reported together, once all came back. */
   dispatch(webhookId: string, attempts: DispatchedAttempt[]): void {
     const run = (async () => {
       const results = await Promise.all(attempts.map((a) => this.send(a)));
-      if (!this.settle) throw new Error("the webhook dispatcher is not attached to an actor host");
       await this.settle(webhookId, results);
     })().catch((error: unknown) => this.log.warn("webhook results not recorded; the attempts' leases will expire and they go again", { webhook_id: webhookId, error }));
     this.running.add(run);

@@ -12,6 +12,7 @@
 // batch (one commit instead of two); with no event to carry them they go
 // together in one settle call.
 import type { EventPublisher, OrganizationEvent } from "../../core/organization-events.ts";
+import type { RefOf } from "../actor.ts";
 import { callActor, type ActorHost } from "../host.ts";
 import type { WebhookDirectory } from "./directory.ts";
 import type { AttemptResult, EventPayload } from "./types.ts";
@@ -30,14 +31,18 @@ interface Waiting {
 
 export class WebhookPublisher implements EventPublisher {
   private readonly actors: ActorHost;
-  private readonly actor: WebhookActorDefinition;
+  private readonly actor: RefOf<WebhookActorDefinition>;
   private readonly directory: WebhookDirectory;
   /** Webhook id → events waiting for the running accept call to finish. */
   private readonly queues = new Map<string, Waiting[]>();
   /** Webhook id → attempt results waiting to ride in its next accept (or settle) call. */
   private readonly results = new Map<string, AttemptResult[]>();
 
-  constructor(deps: { actors: ActorHost; actor: WebhookActorDefinition; directory: WebhookDirectory }) {
+  /**
+   * `actor` may be a reference (`actorRef`): the definition dispatches through the dispatcher, which reports to
+   * this publisher, so the publisher is built first, naming the actor, and nothing is connected afterwards.
+   */
+  constructor(deps: { actors: ActorHost; actor: RefOf<WebhookActorDefinition>; directory: WebhookDirectory }) {
     this.actors = deps.actors;
     this.actor = deps.actor;
     this.directory = deps.directory;

@@ -8,8 +8,8 @@ import { startDeliveryWatcher } from "../../actors/webhooks/delivery-events.ts";
 import { WebhookDispatcher } from "../../actors/webhooks/dispatcher.ts";
 import { WebhookPublisher } from "../../actors/webhooks/publisher.ts";
 import { createSecretBox, webhookSecretKey } from "../../actors/webhooks/secret-box.ts";
-import { createWebhookActor, type WebhookActorDefinition } from "../../actors/webhooks/webhook-actor.ts";
-import { eraseDefinition } from "../../actors/actor.ts";
+import { createWebhookActor, WEBHOOK_ACTOR, type WebhookActorDefinition } from "../../actors/webhooks/webhook-actor.ts";
+import { actorRef, eraseDefinition } from "../../actors/actor.ts";
 import { webhookRoutes } from "../routes/webhooks.ts";
 import type { Feature } from "./feature.ts";
 import type { SharedServices } from "./shared-services.ts";
@@ -24,14 +24,22 @@ export async function webhooksFeature(s: SharedServices): Promise<WebhooksFeatur
   const { config, actors, fetcher } = s;
   const directory = new WebhookDirectory(s.store);
   await directory.start();
-  const dispatcher = new WebhookDispatcher({ post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs), timeoutMs: config.webhooks.timeoutMs, log: s.log, clock: s.clock, metrics: s.metrics });
   // The test and retry routes wait for their attempt's outcome here (announced after the turn commits).
   const deliveries = await startDeliveryWatcher(s.store, (error) => s.log.warn("webhook delivery announcement failed", { error }));
   const secrets = createSecretBox(webhookSecretKey(config.webhooks.secretKey, config.dataDir));
-  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), announce: (id, record) => deliveries.announce(id, record), directory, log: new DeliveryLog(s.store), config: config.webhooks, secrets });
-  const publisher = new WebhookPublisher({ actors, actor: webhook, directory });
+  // Built against the flow, so each is whole when made: the publisher calls the actor by name, the dispatcher
+  // reports to the publisher, and the actor dispatches through the dispatcher.
+  const publisher = new WebhookPublisher({ actors, actor: actorRef<WebhookActorDefinition>(WEBHOOK_ACTOR), directory });
   // The publisher batches the results: they ride in the webhook's next accept when one is on its way (one turn instead of two), else settle alone.
-  dispatcher.attach((id, results) => publisher.report(id, results));
+  const dispatcher = new WebhookDispatcher({
+    post: (url, body, headers, timeoutMs) => fetcher.post(url, body, headers, timeoutMs),
+    settle: (id, results) => publisher.report(id, results),
+    timeoutMs: config.webhooks.timeoutMs,
+    log: s.log,
+    clock: s.clock,
+    metrics: s.metrics,
+  });
+  const webhook = createWebhookActor({ dispatch: (id, attempts) => dispatcher.dispatch(id, attempts), announce: (id, record) => deliveries.announce(id, record), directory, log: new DeliveryLog(s.store), config: config.webhooks, secrets });
   return {
     webhook,
     directory,

@@ -23,10 +23,10 @@ function setup(answers: Record<string, { status: number; retryAfter?: string } |
   };
   const lags: Array<[string, number]> = [];
   const settled: Array<{ webhookId: string; results: AttemptResult[] }> = [];
-  const dispatcher = new WebhookDispatcher({ post, timeoutMs: 1000, log: createLogger("silent"), clock, metrics: { webhookDelivery: (outcome, lag) => lags.push([outcome, lag]) } });
-  dispatcher.attach(async (webhookId, results) => {
+  const settle = async (webhookId: string, results: AttemptResult[]) => {
     settled.push({ webhookId, results });
-  });
+  };
+  const dispatcher = new WebhookDispatcher({ post, settle, timeoutMs: 1000, log: createLogger("silent"), clock, metrics: { webhookDelivery: (outcome, lag) => lags.push([outcome, lag]) } });
   return { dispatcher, posted, lags, settled };
 }
 

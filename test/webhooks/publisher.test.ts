@@ -7,7 +7,8 @@ import type { ActorHost } from "../../actors/host.ts";
 import type { WebhookDirectory } from "../../actors/webhooks/directory.ts";
 import { WebhookPublisher } from "../../actors/webhooks/publisher.ts";
 import type { AttemptResult } from "../../actors/webhooks/types.ts";
-import type { WebhookActorDefinition } from "../../actors/webhooks/webhook-actor.ts";
+import { actorRef } from "../../actors/actor.ts";
+import { WEBHOOK_ACTOR, type WebhookActorDefinition } from "../../actors/webhooks/webhook-actor.ts";
 import type { OrganizationEvent } from "../../core/organization-events.ts";
 
 interface Call {
@@ -23,7 +24,7 @@ function setup() {
       new Promise((resolve) => calls.push({ method, input: input as Call["input"], release: () => resolve(method === "accept" ? { accepted: [] } : { settled: 0 }) })),
   } as unknown as ActorHost;
   const directory = { subscribed: async () => ["whk_1"] } as unknown as WebhookDirectory;
-  const publisher = new WebhookPublisher({ actors: host, actor: { type: "WebhookActor" } as unknown as WebhookActorDefinition, directory });
+  const publisher = new WebhookPublisher({ actors: host, actor: actorRef<WebhookActorDefinition>(WEBHOOK_ACTOR), directory });
   return { calls, publisher };
 }
 
