@@ -124,11 +124,11 @@ t.test("fuzz: whatever the sizes, the stored conversation stays within its cap a
     let step = 0;
     const chat = async (): Promise<ChatResult> => {
       const s = step++;
-      const calls = Array.from({ length: Math.floor(random() * 4) }, () => ({ name: random() < 0.7 ? "search_memory" : (["remember", "nope", "lookup", "generate_video"][Math.floor(random() * 4)] ?? "nope"), arguments: { query: "q", content: "c".repeat(Math.floor(random() * 3000)) } }));
+      const calls = Array.from({ length: Math.floor(random() * 4) }, () => ({ name: random() < 0.7 ? "search_memory" : (["nope", "lookup", "generate_video"][Math.floor(random() * 3)] ?? "nope"), arguments: { query: "q", content: "c".repeat(Math.floor(random() * 3000)) } }));
       return reply("a".repeat(Math.floor(random() * (random() < 0.1 ? cap : 2000))), calls, s);
     };
     const toolResultMaxBytes = random() < 0.5 ? 1024 + Math.floor(random() * 20_000) : undefined;
-    await runTurn(data, deps(chat, index, { maxBytes: cap, toolResultMaxBytes, memory: Object.assign(index, { add: async () => ({ id: "r", model: "m" }) }), startVideo: async () => ({ job_id: "job" }) }));
+    await runTurn(data, deps(chat, index, { maxBytes: cap, toolResultMaxBytes, startVideo: async () => ({ job_id: "job" }) }));
     const bytes = conversationBytes(data);
     if (bytes > cap) t.fail(`run ${run}: ${bytes} bytes past the cap of ${cap}`);
     const open = unanswered(data.messages);
