@@ -26,6 +26,9 @@ export const errorCatalog = {
   internal_error: { status: 500, message: "Internal error." },
   provider_error: { status: 502, message: "The provider failed to answer." },
   no_provider_available: { status: 503, message: "No provider is available for this request." },
+  // The server lacks a program the request needs (ffmpeg): the operator's to
+  // install, so the message says which; a retry gets the same answer.
+  capability_unavailable: { status: 503, message: "This server cannot serve this request: a program it needs is not installed." },
   service_unavailable: { status: 503, message: "A backing service is unavailable." },
   provider_timeout: { status: 504, message: "The provider did not answer in time." },
   http_version_not_supported: { status: 505, message: "Only HTTP/1.1 is supported." },

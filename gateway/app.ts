@@ -79,6 +79,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     maxBodyBytes: config.maxBodyBytes,
     secureCookies: config.publicUrl?.startsWith("https://") ?? false,
     ready: async () => (await shared.store.lookup("readiness-probe"), actors.ready()),
+    unavailable: shared.capabilities.unavailable,
     openApiInfo: { title: "Troupe", version: "1.0.0" },
     rawPaths: features.flatMap((f) => f.rawPaths ?? []),
     metrics,

@@ -23,6 +23,7 @@ import { pickRequestId } from "./request-id.ts";
 import { createRequestLog } from "./request-log.ts";
 import { createRouteRunner } from "./route-runner.ts";
 import { attachUnrouted, type PlainPage } from "./unrouted.ts";
+import type { UnavailableCapability } from "../media/media-tools.ts";
 
 export type { PageAnswer, PageRequest, PlainPage } from "./unrouted.ts";
 
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   secureCookies: boolean;
   /** Answers /readyz: true once every backing service is usable. */
   ready: () => Promise<boolean>;
+  /** Listed by /readyz, which stays ready for the rest: what this server cannot do (no ffmpeg), and why. */
+  unavailable?: readonly UnavailableCapability[];
   openApiInfo: { title: string; version: string };
   /** WebSocket routes (attached by their modules, ws-route.ts): here for the OpenAPI document. */
   wsRoutes?: readonly WsRouteDefinition[];
@@ -155,6 +158,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     rawPaths: options.rawPaths ?? [],
     pages: options.pages ?? [],
     ready: async () => opened && !draining && (await options.ready()),
+    unavailable: options.unavailable ?? [],
     openApiJson,
   });
 

@@ -13,6 +13,7 @@ import { uriTooLong } from "./request-guards.ts";
 import { pickRequestId } from "./request-id.ts";
 import type { RequestEntry, RequestLog } from "./request-log.ts";
 import type { RouteDefinition, WsRouteDefinition } from "./route.ts";
+import type { UnavailableCapability } from "../media/media-tools.ts";
 
 /** What a plain page sees of its request (copied before any await). */
 export interface PageRequest {
@@ -44,6 +45,8 @@ export interface UnroutedDeps {
   pages: readonly PlainPage[];
   /** /readyz: true while serving with every backing service usable. */
   ready(): Promise<boolean>;
+  /** /readyz lists these whatever its status: capabilities this server lacks (no ffmpeg) do not make it unready for the rest. */
+  unavailable: readonly UnavailableCapability[];
   openApiJson(): string;
 }
 
@@ -109,7 +112,7 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
   plain("/healthz", async () => jsonAnswer(200, '{"status":"ok"}'));
   plain("/readyz", async () => {
     const ok = await deps.ready().catch(() => false);
-    return jsonAnswer(ok ? 200 : 503, JSON.stringify({ status: ok ? "ready" : "not_ready" }));
+    return jsonAnswer(ok ? 200 : 503, JSON.stringify({ status: ok ? "ready" : "not_ready", unavailable: deps.unavailable }));
   });
   plain("/v1/openapi.json", async () => jsonAnswer(200, deps.openApiJson()));
 

@@ -37,10 +37,14 @@ export function speechContentType(format: SpeechFormat): string {
   return targets[format].contentType;
 }
 
+/** True when `audio` is not already in `format`: converting it runs ffmpeg. */
+export function needsConversion(audio: AudioBytes, format: SpeechFormat): boolean {
+  return !alreadyIs[format].includes(audio.contentType.split(";")[0]!.trim().toLowerCase());
+}
+
 /** The audio in `format`: unchanged when it already is, else re-encoded by ffmpeg. */
 export async function convertSpeech(audio: AudioBytes, format: SpeechFormat, opts: RunOptions = {}): Promise<AudioBytes> {
-  const type = audio.contentType.split(";")[0]!.trim().toLowerCase();
-  if (alreadyIs[format].includes(type)) return audio;
+  if (!needsConversion(audio, format)) return audio;
   const dir = await mkdtemp(join(tmpdir(), "troupe-speech-"));
   try {
     const input = join(dir, "in");

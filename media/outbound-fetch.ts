@@ -92,6 +92,11 @@ export class OutboundFetcher {
     this.resolve = opts.resolve ?? ((host) => dnsLookup(host, { all: true, verbatim: true }));
   }
 
+  /** The cap on one body when a fetch sets none (MEDIA_MAX_DOWNLOAD_BYTES), bytes: what a caller's file read from the store is held to as well. */
+  get maxBytes(): number {
+    return this.opts.maxBytes;
+  }
+
   /** Downloads `url` within the policy, the cap and the deadline. */
   async fetch(url: string, options: FetchOptions = {}): Promise<FetchedBody> {
     const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs;

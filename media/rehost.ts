@@ -6,6 +6,7 @@
 // nothing half-stored.
 import { TroupeError } from "../core/errors.ts";
 import type { FileStore, StoredFile } from "./file-store.ts";
+import type { Capabilities } from "./media-tools.ts";
 import { isOutboundFetchError, type OutboundFetcher, type OutboundFetchError } from "./outbound-fetch.ts";
 
 export type ProviderPayload = { kind: "bytes"; bytes: Buffer; contentType: string } | { kind: "url"; url: string };
@@ -15,6 +16,10 @@ export interface MediaDeps {
   fetcher: OutboundFetcher;
   /** The public URL of a stored file (PUBLIC_URL, else the listen address). */
   fileUrl(id: string): string;
+  /** The id segment of a URL of this Troupe's own file route (PUBLIC_URL or the listen address), else undefined. */
+  ownFileId(url: string): string | undefined;
+  /** Which media tools (ffmpeg, ffprobe) are installed, and what cannot run without them. */
+  capabilities: Capabilities;
 }
 
 export interface RehostOptions {

@@ -123,8 +123,8 @@ async function startVideo(
   try {
     await ctx.call(jobActor, jobId, "create", input);
   } catch (error) {
-    // No video model available, for instance: the model reads why and answers.
-    if (isTroupeError(error) && (error.status < 500 || error.code === "no_provider_available")) return { error: error.message };
+    // No video model available, or no ffmpeg on this server, for instance: the model reads why and answers.
+    if (isTroupeError(error) && (error.status < 500 || error.code === "no_provider_available" || error.code === "capability_unavailable")) return { error: error.message };
     throw error;
   }
   return { job_id: jobId };

@@ -105,6 +105,12 @@ export function segmentToSubmit(job: JobData): SegmentState | undefined {
  * committed (the caller cannot vouch that it did not).
  */
 export async function advance(job: JobData, deps: StepDeps, mayHaveSubmitted = true): Promise<StepOutcome> {
+  // A job resumed by a server started without ffmpeg can never be composed: it fails now, not after every poll and retry ran out.
+  const gap = deps.media.capabilities.missing("video");
+  if (gap) {
+    failJob(job, "capability_unavailable", `video generation is unavailable on this server: ${gap.reason}`);
+    return { afterMs: 0 };
+  }
   const signal = AbortSignal.timeout(stepTimeoutMs);
   const segment = job.segments.find((s) => s.status !== "completed");
   if (segment) {

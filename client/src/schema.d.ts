@@ -392,7 +392,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Transcribe the audio at audio_url (fetched through the outbound guard) */
+        /** Transcribe the audio at audio_url (one of this Troupe's file URLs, read from the store, or fetched through the outbound guard) */
         post: operations["postV1AudioTranscriptions"];
         delete?: never;
         options?: never;
@@ -1043,7 +1043,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "unauthorized" | "budget_exceeded" | "insufficient_scope" | "forbidden" | "quota_exceeded" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "upgrade_required" | "rate_limited" | "headers_too_large" | "internal_error" | "provider_error" | "no_provider_available" | "service_unavailable" | "provider_timeout" | "http_version_not_supported";
+                code: "invalid_request" | "unauthorized" | "budget_exceeded" | "insufficient_scope" | "forbidden" | "quota_exceeded" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "upgrade_required" | "rate_limited" | "headers_too_large" | "internal_error" | "provider_error" | "no_provider_available" | "capability_unavailable" | "service_unavailable" | "provider_timeout" | "http_version_not_supported";
                 message: string;
                 request_id: string;
                 details?: unknown;
@@ -5775,6 +5775,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
             405: {
                 headers: {
@@ -6384,7 +6393,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiError"];
                 };
             };
-            /** @description no_provider_available */
+            /** @description no_provider_available | capability_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7819,7 +7828,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiError"];
                 };
             };
-            /** @description no_provider_available */
+            /** @description no_provider_available | capability_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9302,6 +9311,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
             405: {
                 headers: {
@@ -9365,7 +9383,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description no_provider_available */
+            /** @description no_provider_available | capability_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

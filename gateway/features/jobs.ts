@@ -32,6 +32,8 @@ export function jobsFeature(s: SharedServices, billing: BillingFeature, publishe
   const job = createJobActor({
     video: router,
     plan: (model, strategy, withImage) => {
+      // Also where an agent's generate_video is refused without ffmpeg: it creates the job directly, not through the routes.
+      media.capabilities.require("video", "video generation");
       const [first] = router.plan(model, strategy, videoNeed(withImage));
       return { model: first!.id, provider: first!.provider };
     },

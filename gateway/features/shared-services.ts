@@ -11,6 +11,7 @@ import type { ActorHost } from "../../actors/host.ts";
 import { createActorHost } from "../../actors/hosts/create-host.ts";
 import { createFileStore } from "../../media/create-file-store.ts";
 import { IndexedFileStore } from "../../media/indexed-file-store.ts";
+import { Capabilities } from "../../media/media-tools.ts";
 import { OutboundFetcher } from "../../media/outbound-fetch.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
 import { createRouter, type Router } from "../../providers/index.ts";
@@ -41,6 +42,8 @@ export interface SharedServices {
   /** The file backend with each organization's file index (deletion, retention). */
   files: IndexedFileStore;
   media: MediaDeps;
+  /** Which media tools are installed (looked up once at start) and what cannot run without them: /readyz lists the gaps. */
+  capabilities: Capabilities;
   publicUrl: PublicUrl;
   actors: ActorHost;
 }
@@ -78,9 +81,12 @@ export async function createSharedServices(config: Config, log: Logger, override
   const files = new IndexedFileStore(await createFileStore(config.media, config.dataDir), store);
   const fetcher = new OutboundFetcher({ allowHosts: config.outboundAllowHosts, maxBytes: config.media.maxDownloadBytes, timeoutMs: config.media.downloadTimeoutMs });
   const publicUrl = new PublicUrl(config.publicUrl);
-  const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicUrl.base}/v1/files/${id}` };
+  const capabilities = await Capabilities.detect();
+  // Said once at start, where whoever started the server looks first; /readyz keeps saying it.
+  if (capabilities.unavailable.length > 0) log.warn(capabilities.summary(), { unavailable: capabilities.unavailable });
+  const media: MediaDeps = { files, fetcher, fileUrl: (id) => `${publicUrl.base}/v1/files/${id}`, ownFileId: (url) => publicUrl.fileIdOf(url), capabilities };
   const actors = await createActorHost({ mode: config.mode, dataDir: config.dataDir, actors: config.actors, clock, log, tracing });
-  return { config, log, clock, metrics, tracing, store, accounts, apiKeys, router, ledger, fetcher, files, media, publicUrl, actors };
+  return { config, log, clock, metrics, tracing, store, accounts, apiKeys, router, ledger, fetcher, files, media, capabilities, publicUrl, actors };
 }
 
 /** Closes what createSharedServices opened, once the actor host and every feature stopped. */

@@ -1,13 +1,15 @@
 // POST /v1/audio/speech and /v1/audio/transcriptions (docs/api/media.md). Speech
 // audio is stored before the answer and returned as a file URL; the audio
-// to transcribe is downloaded through the outbound guard (a refused or
-// failing caller URL is a 400 naming the reason). Usage: characters for
-// speech, seconds of audio for transcription.
+// to transcribe is read from the file store when its URL is one of this
+// Troupe's (a speech result, say), else downloaded through the outbound
+// guard (a refused or failing caller URL is a 400 naming the reason; see
+// media/input-url.ts). Usage: characters for speech, seconds of audio for
+// transcription.
 import { z } from "zod";
 import { uriOut } from "../../core/uri-schema.ts";
-import { TroupeError } from "../../core/errors.ts";
+import type { ErrorCode } from "../../core/errors.ts";
 import { audioDurationSeconds } from "../../media/audio-duration.ts";
-import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
+import { fetchInputUrl } from "../../media/input-url.ts";
 import { rehostAll, type MediaDeps } from "../../media/rehost.ts";
 import { speaks, speechRequestSchema, synthesizeSpeech, voiceSchema } from "../../providers/speech.ts";
 import { transcribeAudio, transcribes, transcriptionRequestSchema } from "../../providers/transcription.ts";
@@ -28,8 +30,10 @@ export const transcriptionResponseSchema = z.object({ text: z.string(), model: z
 
 const audioTypes = ["audio/", "video/", "application/octet-stream"] as const;
 
+/** A billed model call's errors. */
+const modelCallErrors: ErrorCode[] = ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"];
 /** What both audio routes declare: their document tag, the API key with the audio scope, and a billed model call's errors. */
-const audioRoute = routeGroup({ tag: "audio", auth: "api_key", scope: "audio", errors: ["budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"] });
+const audioRoute = routeGroup({ tag: "audio", auth: "api_key", scope: "audio", errors: modelCallErrors });
 
 export function audioRoutes(deps: MediaRouteDeps) {
   // `model`: one of the catalogue's models that can (an enum in the document), required when routing is manual.
@@ -67,21 +71,17 @@ export function audioRoutes(deps: MediaRouteDeps) {
     }),
     defineRoute({
       ...audioRoute("post", "/v1/audio/transcriptions"),
-      summary: "Transcribe the audio at audio_url (fetched through the outbound guard)",
+      summary: "Transcribe the audio at audio_url (one of this Troupe's file URLs, read from the store, or fetched through the outbound guard)",
       body: transcriptionBody,
       responses: { 200: transcriptionResponseSchema },
+      // not_found: an audio_url of this Troupe naming no file of the caller's organization.
+      errors: [...modelCallErrors, "not_found"],
       // The duration is known only after the download: admitted on what is spent (nothing reserved).
       billing: { admit: "reserve", via: deps, category: "audio", estimate: () => 0 },
       handler: async (ctx) => {
         // Plan first: an unknown or unfit model is refused before anything is downloaded.
         deps.router.plan(ctx.body.model, ctx.body.routing_strategy, { category: "audio", media: transcribes });
-        let audio;
-        try {
-          audio = await deps.media.fetcher.fetch(ctx.body.audio_url, { accept: audioTypes, signal: ctx.signal });
-        } catch (e) {
-          if (!isOutboundFetchError(e)) throw e;
-          throw new TroupeError("invalid_request", `audio_url cannot be used: ${e.message}`, { details: [{ path: "body.audio_url", message: e.message, reason: e.reason }] });
-        }
+        const audio = await fetchInputUrl(deps.media, ctx.body.audio_url, { organizationId: ctx.auth.key.organization_id, accept: audioTypes, field: "audio_url", signal: ctx.signal });
         const r = await transcribeAudio(deps.router, ctx.body, { bytes: audio.body, contentType: audio.contentType }, { signal: ctx.signal });
         const seconds = r.durationSeconds ?? (await audioDurationSeconds(audio.body)) ?? 0;
         await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });

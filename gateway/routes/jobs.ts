@@ -1,7 +1,10 @@
 // Video jobs (docs/api/video-jobs.md): POST /v1/video/generate
-// checks the request, re-hosts the caller's image (fetched through the
-// outbound guard, so a refused or failing URL is a 400 naming image_url) and
-// creates the JobActor, which runs the job on durable reminders; 202 at once.
+// checks the request (a server without ffmpeg refuses it at once: 503
+// capability_unavailable), re-hosts the caller's image (one of this Troupe's
+// file URLs is read from the store, any other fetched through the outbound
+// guard, so a refused or failing URL is a 400 naming image_url; see
+// media/input-url.ts) and creates the JobActor, which runs the job on
+// durable reminders; 202 at once.
 // Reads come from the job directory (any replica, never queued behind a
 // running step); cancellation and deletion go to the actor. A job belongs to the
 // environment of the key that made it: another environment's or another
@@ -14,7 +17,7 @@ import type { JobActorDefinition } from "../../actors/job/job-actor.ts";
 import type { JobDirectory } from "../../actors/job/directory.ts";
 import { jobSchema, type Job } from "../../actors/job/types.ts";
 import { videoGenerateBody } from "../../actors/job/video-request.ts";
-import { isOutboundFetchError } from "../../media/outbound-fetch.ts";
+import { fetchInputUrl } from "../../media/input-url.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
 import { withModel } from "../../providers/catalogue.ts";
 import { videoImageRules } from "../../providers/model-rules.ts";
@@ -96,7 +99,7 @@ export interface VideoJobRequest {
   scenes: string[] | null;
   model: string | null;
   routing_strategy: RoutingStrategy;
-  /** The image to animate: a URL fetched through the outbound guard, or bytes uploaded with the request. */
+  /** The image to animate: a URL (one of ours read from the store, else fetched through the outbound guard), or bytes uploaded with the request. */
   image: { url: string } | { bytes: Buffer; contentType: string } | null;
   /** How the OpenAI-compatible mount presents the job (kept with it). */
   openai_video?: OpenAiVideoFields | null;
@@ -117,19 +120,15 @@ export const videoJobBilling = (deps: JobRouteDeps) => ({ admit: "under-limit", 
  * budgets are the same on both.
  */
 export async function startVideoJob(deps: JobRouteDeps, key: ApiKeyRecord, body: VideoJobRequest, signal: AbortSignal): Promise<string> {
+  // Every job is composed with ffmpeg: without it, refused before anything is fetched, stored or held.
+  deps.media.capabilities.require("video", "video generation");
   // Refuse a model no provider can serve before fetching or storing anything.
   const withImage = body.image !== null;
   if (body.model) assertVideoModelFits(deps.router.catalogue, body.model, withImage);
   deps.router.plan(body.model, body.routing_strategy, videoNeed(withImage));
   let image: { file_id: string; content_type: string } | null = null;
   if (body.image && "url" in body.image) {
-    let fetched;
-    try {
-      fetched = await deps.media.fetcher.fetch(body.image.url, { accept: imageTypes, signal });
-    } catch (e) {
-      if (!isOutboundFetchError(e)) throw e;
-      throw new TroupeError("invalid_request", `image_url cannot be used: ${e.message}`, { details: [{ path: "body.image_url", message: e.message, reason: e.reason }] });
-    }
+    const fetched = await fetchInputUrl(deps.media, body.image.url, { organizationId: key.organization_id, accept: imageTypes, field: "image_url", signal });
     const stored = await deps.media.files.put({ body: fetched.body, contentType: fetched.contentType, organizationId: key.organization_id });
     image = { file_id: stored.id, content_type: fetched.contentType };
   } else if (body.image) {
@@ -161,7 +160,8 @@ export function jobRoutes(deps: JobRouteDeps) {
       summary: "Start a video job (one provider clip per scene, narration as a voiceover); poll GET /v1/jobs/{id} or listen to its events",
       body,
       responses: { 202: acceptedSchema },
-      errors: ["budget_exceeded", "no_provider_available"],
+      // not_found: an image_url of this Troupe naming no file of the caller's organization.
+      errors: ["budget_exceeded", "no_provider_available", "capability_unavailable", "not_found"],
       billing: videoJobBilling(deps),
       handler: async (ctx) => {
         const id = await startVideoJob(deps, ctx.auth.key, { ...ctx.body, image: ctx.body.image_url ? { url: ctx.body.image_url } : null }, ctx.signal);

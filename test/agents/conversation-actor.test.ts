@@ -29,6 +29,7 @@ import { storeJobEventBus } from "../../actors/job/events.ts";
 import { createJobActor } from "../../actors/job/job-actor.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../../media/video-compose.ts";
 import { createFileStore } from "../../media/create-file-store.ts";
+import { Capabilities, mediaTools } from "../../media/media-tools.ts";
 import { OutboundFetcher } from "../../media/outbound-fetch.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
 import type { ChatRequest } from "../../providers/chat-request.ts";
@@ -112,7 +113,7 @@ const job = createJobActor({
   plan: () => ({ model: "double-video", provider: "double" }),
   narrate: async () => Promise.reject(new Error("not used")),
   compose: { concatClips, muxVoiceover, extractLastFrame },
-  media: { files, fetcher: new OutboundFetcher({ allowHosts: [], maxBytes: 1 << 20, timeoutMs: 1000 }), fileUrl: (id) => `http://troupe.test/v1/files/${id}` },
+  media: { files, fetcher: new OutboundFetcher({ allowHosts: [], maxBytes: 1 << 20, timeoutMs: 1000 }), fileUrl: (id) => `http://troupe.test/v1/files/${id}`, ownFileId: () => undefined, capabilities: new Capabilities(mediaTools) },
   catalogue: Catalogue.load([]),
   bill: async () => undefined,
   log,

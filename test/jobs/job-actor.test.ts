@@ -28,6 +28,7 @@ import { createJobActor, type CreateJobInput, type JobActorDeps } from "../../ac
 import { jobEventId, MAX_POLL_FAILURES } from "../../actors/job/job-steps.ts";
 import { concatClips, extractLastFrame, muxVoiceover } from "../../media/video-compose.ts";
 import { createFileStore } from "../../media/create-file-store.ts";
+import { Capabilities, mediaTools } from "../../media/media-tools.ts";
 import { OutboundFetcher } from "../../media/outbound-fetch.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
@@ -104,7 +105,7 @@ const deps: JobActorDeps = {
     muxVoiceover,
     extractLastFrame,
   },
-  media: { files, fetcher: new OutboundFetcher({ allowHosts: [], maxBytes: 1 << 20, timeoutMs: 1000 }), fileUrl: (id) => `http://troupe.test/v1/files/${id}` },
+  media: { files, fetcher: new OutboundFetcher({ allowHosts: [], maxBytes: 1 << 20, timeoutMs: 1000 }), fileUrl: (id) => `http://troupe.test/v1/files/${id}`, ownFileId: () => undefined, capabilities: new Capabilities(mediaTools) },
   catalogue: Catalogue.load([]),
   bill: async (record) => void billed.push(record),
   log,

@@ -32,6 +32,8 @@ const mapping: Record<ErrorCode, { status: number; type: ErrorType }> = {
   // Anthropic's "overloaded": every provider that could serve is failing or unconfigured; retry later.
   no_provider_available: { status: 529, type: "overloaded_error" },
   service_unavailable: { status: 529, type: "overloaded_error" },
+  // Not "overloaded": waiting does not install the program the request needs.
+  capability_unavailable: { status: 503, type: "api_error" },
   provider_timeout: { status: 504, type: "timeout_error" },
   http_version_not_supported: { status: 505, type: "api_error" },
 };
@@ -50,7 +52,7 @@ export function renderAnthropicError(error: TroupeError, requestId: string): Err
     body: anthropicErrorBody(error, requestId),
     headers: [
       ["request-id", requestId],
-      ["x-should-retry", String(retryable(status))],
+      ["x-should-retry", String(retryable(status) && error.code !== "capability_unavailable")],
     ],
   };
 }

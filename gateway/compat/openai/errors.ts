@@ -32,6 +32,7 @@ const types: Record<ErrorCode, string> = {
   internal_error: "server_error",
   provider_error: "server_error",
   no_provider_available: "server_error",
+  capability_unavailable: "server_error",
   service_unavailable: "server_error",
   provider_timeout: "server_error",
   http_version_not_supported: "invalid_request_error",
@@ -80,6 +81,8 @@ export function openAiError(error: TroupeError): { status: number; body: OpenAiE
   }
   const body: OpenAiErrorBody = { error: { message: error.message, type: types[error.code], param, code } };
   if (error.code === "budget_exceeded") return { status: 429, body, headers: [["x-should-retry", "false"]] };
+  // A missing ffmpeg stays missing: the SDKs' automatic retries of a 503 would only repeat the answer.
+  if (error.code === "capability_unavailable") return { status: error.status, body, headers: [["x-should-retry", "false"]] };
   return { status: error.status, body };
 }
 

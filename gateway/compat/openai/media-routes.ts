@@ -3,12 +3,13 @@
 // Images are re-hosted as on /v1 (`response_format: "url"`, the default,
 // answers the stored file's URL; `b64_json` its bytes); speech answers the
 // audio itself, as OpenAI does, in the `response_format` asked (mp3 by
-// default), converted with ffmpeg when the provider made another format.
+// default), converted with ffmpeg when the provider made another format; a
+// server without ffmpeg answers 503 capability_unavailable then, unbilled.
 import { z } from "zod";
 import { uriOut } from "../../../core/uri-schema.ts";
 import { invalidRequest } from "../../../core/errors.ts";
 import { imageInfo } from "../../../media/png.ts";
-import { convertSpeech, speechContentType, speechFormats } from "../../../media/audio-convert.ts";
+import { convertSpeech, needsConversion, speechContentType, speechFormats } from "../../../media/audio-convert.ts";
 import { rehostAll } from "../../../media/rehost.ts";
 import { generateImages } from "../../../providers/images.ts";
 import { speaks, synthesizeSpeech } from "../../../providers/speech.ts";
@@ -119,7 +120,7 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
       body: speechBodySchema.extend({ model: modelNameSchema(catalogue, { category: "audio", media: speaks }) }),
       responses: { 200: null },
       produces: speechFormats.map(speechContentType),
-      errors: modelCallErrors,
+      errors: [...modelCallErrors, "capability_unavailable"],
       billing: {
         admit: "reserve",
         via: deps,
@@ -133,6 +134,8 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
         const body = ctx.body;
         const routed = resolveModel(catalogue, body.model, { category: "audio", media: speaks }, body.routing_strategy);
         const r = await synthesizeSpeech(deps.router, { text: body.input, voice: body.voice, ...routed }, { signal: ctx.signal });
+        // Which format the provider made is known only now; without ffmpeg an answer that cannot be converted is not billed (the server's gap, not the caller's).
+        if (needsConversion(r.audio, body.response_format)) deps.media.capabilities.require("speech_conversion", `converting ${r.provider}'s ${r.audio.contentType} speech to ${body.response_format}`);
         await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters });
         // Converted after billing: the provider's work is done whatever ffmpeg does with it.
         const audio = await convertSpeech(r.audio, body.response_format, { signal: ctx.signal });

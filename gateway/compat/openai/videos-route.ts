@@ -122,7 +122,7 @@ export function openAiVideoRoutes(deps: JobRouteDeps) {
       bodyType: "json-or-multipart",
       body: createBodySchema.extend({ model: modelNameSchema(catalogue, { category: "video" }).default("troupe/auto") }),
       responses: { 200: videoSchema },
-      errors: ["not_found", "budget_exceeded", "no_provider_available"],
+      errors: ["not_found", "budget_exceeded", "no_provider_available", "capability_unavailable"],
       billing: videoJobBilling(deps),
       handler: async (ctx) => {
         const body = ctx.body;
