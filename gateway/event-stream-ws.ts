@@ -2,16 +2,21 @@
 // the route's `accept` authorises and names the resource; the stream then
 // subscribes to that resource's channel on the bus (Redis pub/sub in the
 // cluster, so a socket on any replica sees every actor's events) and only
-// then reads the resource. The first frame is that snapshot, then each event
-// heard since the subscription, as JSON text frames: an event committed
-// while the socket opened is never lost. One that the snapshot already shows
-// may repeat it; a stream's `alreadyShown` drops those it can tell.
-// Revoking the API key the socket was opened with closes it (4401).
-import type { TemplatedApp, WebSocket } from "uWebSockets.js";
+// then reads the resource. All of it runs once the socket is open
+// (ws-route.ts: the upgrade never waits), and a resource that is not found,
+// or not the caller's, closes the socket with 4404. The first frame is that
+// snapshot, then each event heard since the subscription, as JSON text
+// frames: an event committed while the socket opened is never lost. One
+// that the snapshot already shows may repeat it; a stream's `alreadyShown`
+// drops those it can tell. Revoking the API key the socket was opened with
+// closes it (4401).
+import type { TemplatedApp } from "uWebSockets.js";
 import type { ResourceEventBus } from "../actors/event-bus.ts";
+import { TroupeError } from "../core/errors.ts";
 import type { KeyRevocations } from "../tenancy/key-revocations.ts";
 import type { AuthMode, WsRouteDefinition } from "./route.ts";
-import { attachWsRoute, type WsRouteDeps } from "./ws-route.ts";
+import { wsCloseFor } from "./ws-close.ts";
+import { attachWsRoute, type RouteSocket, type WsRouteDeps } from "./ws-route.ts";
 
 /** What a route's `accept` answers: the resource, authorised, and how to read it. */
 export interface EventStreamTarget<Snapshot> {
@@ -22,26 +27,20 @@ export interface EventStreamTarget<Snapshot> {
   read(): Promise<Snapshot>;
 }
 
-/** A socket's state, from the upgrade until it closes. */
+/** A socket's state, from its subscription until it closes. */
 interface StreamSocket<Snapshot, Event> {
   id: string;
   keyId: string;
+  /** The upgrade's X-Request-Id, quoted in the close reason when the key is revoked. */
+  requestId: string;
   snapshot: Snapshot;
   shown: ((event: Event) => boolean) | undefined;
   /** Events heard before the first frame went out; sent right after it, then undefined. */
   early: Array<{ event: Event; json: string }> | undefined;
-  ws: WebSocket<SocketData<Snapshot, Event>> | undefined;
+  ws: RouteSocket<StreamSocket<Snapshot, Event>> | undefined;
   stopListening: () => Promise<void>;
   unwatch?: () => void;
   closed: boolean;
-}
-
-/**
- * The socket's data as uWS holds it. uWS copies the object `accept` answers
- * onto the socket, so what changes after the upgrade lives one reference away.
- */
-interface SocketData<Snapshot, Event> {
-  state: StreamSocket<Snapshot, Event>;
 }
 
 export interface EventStreamDeps<Event> extends WsRouteDeps {
@@ -67,15 +66,15 @@ export function attachEventStream<P extends string, A extends AuthMode, Snapshot
 ): void {
   const { finish } = stream;
   type Socket = StreamSocket<Snapshot, Event>;
-  type Data = SocketData<Snapshot, Event>;
+  type Ws = RouteSocket<Socket>;
 
-  const send = (socket: Socket, ws: WebSocket<Data>, event: Event, json: string): void => {
+  const send = (socket: Socket, ws: Ws, event: Event, json: string): void => {
     if (socket.closed || socket.shown?.(event)) return;
     ws.cork(() => ws.send(json, false));
     if (finish?.afterEvent(event)) ws.end(1000, finish.reason);
   };
 
-  const subscribed: WsRouteDefinition<P, A, Data> = {
+  const subscribed: WsRouteDefinition<P, A, Socket> = {
     ...route,
     accept: async (ctx) => {
       const target = await route.accept(ctx);
@@ -88,7 +87,7 @@ export function attachEventStream<P extends string, A extends AuthMode, Snapshot
         if (socket?.ws && !socket.early) send(socket, socket.ws, event, json);
         else heard.push({ event, json });
       });
-      // An upgrade that never opens a socket (refused, or the client gone) must not keep the subscription.
+      // A socket closed before it was ready (refused, or the client gone) must not keep the subscription.
       const abandon = (): void => void stopListening().catch(() => undefined);
       let snapshot: Snapshot;
       try {
@@ -97,12 +96,12 @@ export function attachEventStream<P extends string, A extends AuthMode, Snapshot
         abandon();
         throw error;
       }
-      socket = { id: target.id, keyId: target.keyId, snapshot, shown: stream.alreadyShown?.(snapshot), early: heard, ws: undefined, stopListening, closed: false };
+      socket = { id: target.id, keyId: target.keyId, requestId: ctx.requestId, snapshot, shown: stream.alreadyShown?.(snapshot), early: heard, ws: undefined, stopListening, closed: false };
       const opening = socket;
-      // Gone while it was read, the client gets no upgrade (ws-route.ts): nothing will close the socket.
+      // Gone while it was read: ws-route.ts never calls `ready`, nothing else will unsubscribe.
       if (ctx.signal.aborted) abandon();
       else ctx.signal.addEventListener("abort", () => !opening.ws && abandon(), { once: true });
-      return { state: socket };
+      return socket;
     },
   };
 
@@ -111,34 +110,27 @@ export function attachEventStream<P extends string, A extends AuthMode, Snapshot
     sendPingsAutomatically: true,
     maxPayloadLength: 4 * 1024,
     maxBackpressure: 1024 * 1024,
-    open: (ws) => {
-      const socket = ws.getUserData().state;
+    // After the subscription and the read, outside any uWS callback: the
+    // snapshot goes out first, then the events heard meanwhile, in order
+    // (bus events come from I/O callbacks, never inside this one).
+    ready: (ws, socket) => {
       socket.ws = ws;
-      // Not corked: an end() inside cork() left the close frame unsent until the next I/O.
-      socket.unwatch = deps.revocations.watch(socket.keyId, () => ws.end(4401, "the API key was revoked"));
-      // `open` runs inside res.upgrade, inside the upgrade's res.cork. A frame
-      // sent from there was, about one run in six, followed by the socket
-      // dropping (1006 on both sides). The snapshot goes out right after the
-      // cork instead: a microtask still runs before any bus event (those come
-      // from I/O callbacks), so it stays the first frame, and the events heard
-      // meanwhile follow it in order.
-      queueMicrotask(() => {
-        const early = socket.early ?? [];
-        socket.early = undefined;
-        if (socket.closed) return;
-        ws.cork(() => ws.send(JSON.stringify(stream.firstFrame(socket.id, socket.snapshot)), false));
-        if (finish?.afterSnapshot(socket.snapshot)) {
-          ws.end(1000, finish.reason);
-          return;
-        }
-        for (const { event, json } of early) send(socket, ws, event, json);
+      socket.unwatch = deps.revocations.watch(socket.keyId, () => {
+        const revoked = wsCloseFor(new TroupeError("unauthorized", "the API key was revoked"), socket.requestId);
+        // Not corked: an end() inside cork() left the close frame unsent until the next I/O.
+        ws.end(revoked.code, revoked.reason);
       });
+      const early = socket.early ?? [];
+      socket.early = undefined;
+      ws.cork(() => ws.send(JSON.stringify(stream.firstFrame(socket.id, socket.snapshot)), false));
+      if (finish?.afterSnapshot(socket.snapshot)) {
+        ws.end(1000, finish.reason);
+        return;
+      }
+      for (const { event, json } of early) send(socket, ws, event, json);
     },
-    message: () => {
-      // The stream is one-way; client frames are ignored.
-    },
-    close: (ws) => {
-      const socket = ws.getUserData().state;
+    // The stream is one-way: client frames are ignored (no `message`).
+    close: (socket) => {
       socket.closed = true;
       socket.unwatch?.();
       void socket.stopListening().catch((error: unknown) => deps.log.warn("event stream: unsubscribing failed", { id: socket.id, error }));

@@ -2,12 +2,13 @@
 // that validate requests describe them here, and every route's possible
 // errors (its own plus those its credential kind implies) are listed.
 // WebSocket routes are documented from their declarations the same way, as
-// a GET answering 101.
+// a GET answering 101, with the close codes a refusal after the upgrade uses.
 import { z } from "zod";
 import { eventBodySchema, organizationEvents, webhookEventTypes } from "../actors/webhooks/events.ts";
 import { errorCatalog, TroupeError, type ErrorCode } from "../core/errors.ts";
 import { streamEventSchema } from "../providers/types.ts";
 import { paramNamesOf, type RouteDefinition, type RouteDialect, type WsRouteDefinition } from "./route.ts";
+import { wsCloseBase } from "./ws-close.ts";
 
 type JsonObject = Record<string, unknown>;
 
@@ -177,15 +178,32 @@ function operationId(method: string, path: string): string {
   return `${method}${path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`;
 }
 
+/**
+ * A WebSocket route: a GET answering 101. What admission refuses in uWS's
+ * upgrade callback is an HTTP answer; what needs I/O first (a cold key, a
+ * rate limit or budget counted elsewhere) is refused once the socket is
+ * open, as is whatever `accept` refuses (the route's own `errors`): those
+ * are close codes, 4000 + the status (ws-close.ts), listed in
+ * `x-troupe-websocket.close_codes`.
+ */
 function wsOperation(route: WsRouteDefinition): JsonObject {
+  const billed: ErrorCode[] = route.billing ? ["budget_exceeded"] : [];
+  const admission = { ...route, errors: billed };
+  const refusals: ErrorCode[] = [...impliedErrors(admission), "invalid_request", ...billed, ...(route.errors ?? [])];
+  const closing = new Set(refusals.filter((code) => !httpLayerErrors.includes(code)));
+  const closeCodes: Record<string, string> = {};
+  for (const code of closing) {
+    const close = String(wsCloseBase + errorCatalog[code].status);
+    closeCodes[close] = closeCodes[close] ? `${closeCodes[close]} | ${code}` : code;
+  }
   const operation: JsonObject = {
     operationId: operationId("get", openApiPath(route.path)),
     summary: route.summary,
     tags: [route.tag],
     parameters: pathParameters(route.path),
-    responses: { "101": { description: "Switching protocols to WebSocket" }, ...routeErrorResponses(route, ["upgrade_required", "invalid_request"]) },
+    responses: { "101": { description: "Switching protocols to WebSocket" }, ...routeErrorResponses(admission, ["upgrade_required", "invalid_request"]) },
     security: security(route),
-    "x-troupe-websocket": route.subprotocol ? { subprotocol: route.subprotocol } : {},
+    "x-troupe-websocket": { ...(route.subprotocol ? { subprotocol: route.subprotocol } : {}), close_codes: Object.fromEntries(Object.entries(closeCodes).sort(([a], [b]) => Number(a) - Number(b))) },
   };
   if (route.scope) operation["x-troupe-scope"] = route.scope;
   return operation;

@@ -208,20 +208,23 @@ export function routeGroup<const G extends RouteGroupFields>(shared: G) {
   return <const M extends HttpMethod, const P extends string>(method: M, path: P) => ({ ...shared, method, path });
 }
 
-/** What a WebSocket route's `accept` sees: the admitted upgrade request. */
+/** What a WebSocket route's `accept` sees: the admitted upgrade request, its socket already open. */
 export interface WsUpgradeContext<Path extends string = string, A extends AuthMode = AuthMode> {
   requestId: string;
   params: PathParams<Path>;
   headers: Readonly<Record<string, string>>;
   auth: AuthFor<A>;
-  /** Aborted when the client goes away before the upgrade completes. */
+  /** Aborted once the socket closes (the client went away, or it was refused). */
   signal: AbortSignal;
 }
 
 /**
  * A WebSocket endpoint (`GET` + Upgrade), declared like an HTTP route: the
  * same admission runs on the upgrade request and the OpenAPI entry is
- * generated from this declaration.
+ * generated from this declaration. The upgrade never waits (ws-route.ts):
+ * what admission decides without I/O is refused with an HTTP answer, the
+ * rest — and `accept` — once the socket is open, with close code 4000 +
+ * the status (ws-close.ts).
  */
 export interface WsRouteDefinition<P extends string = string, A extends AuthMode = AuthMode, Data = unknown> {
   kind: "ws";
@@ -230,13 +233,13 @@ export interface WsRouteDefinition<P extends string = string, A extends AuthMode
   tag: string;
   auth: A;
   scope?: Scope;
-  /** Error codes the upgrade can answer besides the ones its auth mode implies. */
+  /** Error codes `accept` can close the socket with (4000 + their status) besides the ones its auth mode implies. */
   errors?: ErrorCode[];
   /** The subprotocol the server selects when the client offers it. */
   subprotocol?: string;
   /** How opening the socket is billed (admitted before `accept`, released after it); absent: not billed. */
   billing?: UnderLimit<WsUpgradeContext<P, A>> | HeldReservation<WsUpgradeContext<P, A>>;
-  /** Runs after admission; its answer becomes the socket's data. Throw a TroupeError to refuse the upgrade. */
+  /** Runs after admission, once the socket is open; its answer becomes the socket's data. Throw a TroupeError to close it (4000 + its status). */
   accept(ctx: WsUpgradeContext<P, A>): Promise<Data>;
 }
 

@@ -1,13 +1,32 @@
 // Serves a declared WebSocket route (route.ts `defineWsRoute`) on the uWS
-// app: the upgrade request goes through the same admission as an HTTP
-// request (admission.ts), then the route's `accept`, then the upgrade; a
-// refusal is answered in the gateway's one error body. Browsers cannot set
-// an Authorization header on a WebSocket, so a credential may also come as
-// the subprotocol `bearer.<credential>`, offered beside the route's own
-// subprotocol (upgradeCredential below). A route that declares `billing` is
-// admitted against its budget before `accept` (route-billing.ts, as HTTP
-// routes are) and what it held is released once `accept` has answered.
-import type { TemplatedApp, WebSocketBehavior } from "uWebSockets.js";
+// app. The upgrade request goes through the same admission as an HTTP
+// request (admission.ts), and the upgrade itself always completes inside
+// uWS's upgrade callback, never after an await: uWebSockets.js 20.0.8 closes
+// a socket upgraded later (inside res.cork, as writes after an await must
+// be) now and then right after it opens, with no close frame (code 1006 at
+// the client, before any frame). When uWS resizes the socket's memory in
+// place on upgrade, cork()'s epilogue takes the socket for the HTTP
+// response it was and reads that response's state from bytes that now
+// belong to the WebSocket; when they read "close the connection", it does.
+//
+// So admission is decided in the callback whenever that needs no I/O (a key
+// in this replica's cache, a rate limit counted in process, billing that
+// holds nothing): a refusal is then an HTTP answer in the gateway's one
+// error body. When it needs I/O (a key this replica has not seen
+// lately or an unknown one, a rate limit counted in Redis, a budget's
+// ledger step), the socket is upgraded at once and admitted once open; a
+// refusal then closes it with 4000 + the status (ws-close.ts). The route's
+// `accept` (the resource check: found, and the caller's) always runs once
+// the socket is open, and closes it the same way when it refuses; the
+// route's behaviour starts (`ready`) only with what `accept` answered.
+//
+// Browsers cannot set an Authorization header on a WebSocket, so a
+// credential may also come as the subprotocol `bearer.<credential>`, offered
+// beside the route's own subprotocol (upgradeCredential below). A route
+// that declares `billing` is admitted against its budget before `accept`
+// (route-billing.ts, as HTTP routes are) and what it held is released once
+// `accept` has answered.
+import type { HttpResponse, TemplatedApp, WebSocket, WebSocketBehavior } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { refusalOf, type Metrics } from "../core/metrics.ts";
@@ -16,11 +35,47 @@ import { delivering } from "../core/uws-delivery.ts";
 import type { Admission } from "./admission.ts";
 import { decodePathParam, framingConflict, framingError, type FramingProblem } from "./request-guards.ts";
 import { pickRequestId } from "./request-id.ts";
-import { admitRoute } from "./route-billing.ts";
-import { paramNamesOf, type AuthMode, type PathParams, type WsRouteDefinition } from "./route.ts";
+import { admitRoute, type RouteBill } from "./route-billing.ts";
+import { paramNamesOf, type AuthMode, type PathParams, type WsRouteDefinition, type WsUpgradeContext } from "./route.ts";
+import { wsCloseFor } from "./ws-close.ts";
 
-/** What the socket does once open; uWS's behaviour minus the upgrade, which the route's `accept` replaces. */
-export type WsBehaviour<Data> = Omit<WebSocketBehavior<Data>, "upgrade">;
+/** A route's socket as uWS holds it, from the upgrade until it closes. */
+export type RouteSocket<Data> = WebSocket<SocketData<Data>>;
+
+/**
+ * What a route's sockets do: uWS's settings, and handlers that get the data
+ * `accept` answered. The upgrade and uWS's `open` are this file's.
+ */
+export interface WsBehaviour<Data> extends Pick<WebSocketBehavior<SocketData<Data>>, "idleTimeout" | "sendPingsAutomatically" | "maxPayloadLength" | "maxBackpressure" | "maxLifetime" | "closeOnBackpressureLimit" | "compression"> {
+  /**
+   * The socket is open, admitted, and `accept` answered `data`. Runs after an
+   * await, outside any uWS callback: sends belong in `ws.cork`.
+   */
+  ready?(ws: RouteSocket<Data>, data: Data): void;
+  /** A client frame after `ready` (those before it are dropped). */
+  message?(ws: RouteSocket<Data>, data: Data, message: ArrayBuffer, isBinary: boolean): void;
+  /** The socket closed after `ready`; it may not be used any more. */
+  close?(data: Data, code: number): void;
+}
+
+/**
+ * uWS copies the user data object it is given onto the socket, so what
+ * changes after the upgrade lives one reference away.
+ */
+interface SocketData<Data> {
+  state: SocketState<Data>;
+}
+
+interface SocketState<Data> {
+  requestId: string;
+  /** Called once from `open`: waits for admission if it needed I/O, runs `accept`, then `ready`. */
+  start: (ws: RouteSocket<Data>) => void;
+  /** Aborted once the socket closes: `accept`'s ctx.signal. */
+  closing: AbortController;
+  closed: boolean;
+  /** Set once `accept` answered and `ready` ran. */
+  ready: { data: Data } | undefined;
+}
 
 export interface WsRouteDeps {
   admission: Admission;
@@ -55,6 +110,11 @@ export function upgradeCredential(authorization: string | undefined, protocols: 
   return `Bearer ${(bearers[0] ?? "").slice(bearerProtocol.length)}`;
 }
 
+/** `next` at once on a value, after it on a promise: a step that needs no I/O stays synchronous. */
+function then<T, U>(value: T | Promise<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
 export function attachWsRoute<P extends string, A extends AuthMode, Data>(
   app: TemplatedApp,
   route: WsRouteDefinition<P, A, Data>,
@@ -62,8 +122,71 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
   deps: WsRouteDeps,
 ): void {
   const paramNames = paramNamesOf(route.path);
-  app.ws<Data>(route.path, {
-    ...behaviour,
+  // Only the settings the behaviour gives reach uWS: it keeps its defaults for the others.
+  const { ready, message, close, ...settings } = behaviour;
+  type Admitted = { ctx: WsUpgradeContext<P, A>; bill: RouteBill | undefined };
+
+  /** Credential, rate limit, path parameters, billing: synchronous unless one of them needs I/O. Throws (or rejects with) the refusal. */
+  const admit = (headers: Record<string, string>, protocols: string[], rawParams: string[], requestId: string, signal: AbortSignal): Admitted | Promise<Admitted> => {
+    const authorization = upgradeCredential(headers["authorization"], protocols, route.subprotocol);
+    if (authorization !== undefined) headers["authorization"] = authorization;
+    return then(deps.admission.admit(route, "GET", headers), (auth) => {
+      // Decoded after admission, as the HTTP routes' are: a malformed escape is a 400 naming the parameter.
+      const params: Record<string, string> = {};
+      paramNames.forEach((name, i) => (params[name] = decodePathParam(name, rawParams[i] ?? "")));
+      // Every key of the path was filled above, which is what PathParams<P> promises.
+      const ctx: WsUpgradeContext<P, A> = { requestId, params: params as PathParams<P>, headers, auth, signal };
+      if (!route.billing) return { ctx, bill: undefined };
+      return then(admitRoute(route.billing, ctx), (bill) => ({ ctx, bill }));
+    });
+  };
+
+  /** The refusal as a TroupeError, logged when it is not one and counted when it is a limit's. */
+  const refusal = (error: unknown): TroupeError => {
+    const troupe = isTroupeError(error) ? error : new TroupeError("internal_error");
+    if (!isTroupeError(error)) deps.log.error("websocket upgrade failed", { path: route.path, error });
+    const kind = refusalOf(troupe.code);
+    if (kind) deps.metrics?.refusal(kind, route.path);
+    return troupe;
+  };
+
+  const answer = (res: HttpResponse, error: unknown, requestId: string, closeConnection: boolean): void => {
+    const troupe = refusal(error);
+    res.cork(() => {
+      res.writeStatus(statusLine(troupe.status));
+      res.writeHeader("content-type", "application/json");
+      res.writeHeader("x-request-id", requestId);
+      if (troupe.retryAfterSeconds !== undefined) res.writeHeader("retry-after", String(troupe.retryAfterSeconds));
+      res.end(JSON.stringify(errorBody(troupe, requestId)), closeConnection);
+    });
+  };
+
+  /** Once open: waits for admission if it needed I/O, runs `accept`, then the behaviour; a refusal closes the socket. */
+  const start = async (ws: RouteSocket<Data>, state: SocketState<Data>, admitted: Admitted | Promise<Admitted>): Promise<void> => {
+    let data: Data;
+    try {
+      const { ctx, bill } = await admitted;
+      try {
+        if (state.closed) return;
+        data = await route.accept(ctx);
+      } finally {
+        await bill?.release();
+      }
+    } catch (error) {
+      if (state.closed) return;
+      const { code, reason } = wsCloseFor(refusal(error), state.requestId);
+      // Not corked: an end() inside cork() left the close frame unsent until the next I/O.
+      ws.end(code, reason);
+      return;
+    }
+    // Closed while `accept` ran: whatever it set up is its own to drop (ctx.signal was aborted).
+    if (state.closed) return;
+    state.ready = { data };
+    ready?.(ws, data);
+  };
+
+  app.ws<SocketData<Data>>(route.path, {
+    ...settings,
     upgrade: (res, req, context) => {
       delivering(res);
       // uWS's request object is valid only in this synchronous callback: copy what is needed first.
@@ -77,50 +200,48 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
       const secKey = headers["sec-websocket-key"] ?? "";
       const extensions = headers["sec-websocket-extensions"] ?? "";
       const protocols = (headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim()).filter(Boolean);
-      const aborted = new AbortController();
-      res.onAborted(() => aborted.abort());
       const requestId = pickRequestId(headers["x-request-id"]);
-      void (async () => {
-        if (framing) {
-          // As server.ts refuseFraming: answered once uWS has parsed what it holds, so nothing pipelined behind is served.
-          await new Promise((resolve) => setImmediate(resolve));
-          throw framingError(framing);
-        }
-        const authorization = upgradeCredential(headers["authorization"], protocols, route.subprotocol);
-        if (authorization !== undefined) headers["authorization"] = authorization;
-        const admitted = deps.admission.admit(route, "GET", headers);
-        const auth = admitted instanceof Promise ? await admitted : admitted;
-        // Decoded after admission, as the HTTP routes' are: a malformed escape is a 400 naming the parameter.
-        const params: Record<string, string> = {};
-        paramNames.forEach((name, i) => (params[name] = decodePathParam(name, rawParams[i] ?? "")));
-        // Every key of the path was filled above, which is what PathParams<P> promises.
-        const ctx = { requestId, params: params as PathParams<P>, headers, auth, signal: aborted.signal };
-        const bill = route.billing ? await admitRoute(route.billing, ctx) : undefined;
-        let data: Data;
-        try {
-          data = await route.accept(ctx);
-        } finally {
-          await bill?.release();
-        }
-        if (aborted.signal.aborted) return;
-        // Only the route's own subprotocol is ever selected (never whatever else was offered, never a credential).
-        const selected = route.subprotocol && protocols.includes(route.subprotocol) ? route.subprotocol : "";
-        res.cork(() => res.upgrade<Data>(data, secKey, selected, extensions, context));
-      })().catch((error: unknown) => {
-        if (aborted.signal.aborted) return;
-        const troupe = isTroupeError(error) ? error : new TroupeError("internal_error");
-        if (!isTroupeError(error)) deps.log.error("websocket upgrade failed", { path: route.path, error });
-        const refusal = refusalOf(troupe.code);
-        if (refusal) deps.metrics?.refusal(refusal, route.path);
-        res.cork(() => {
-          res.writeStatus(statusLine(troupe.status));
-          res.writeHeader("content-type", "application/json");
-          res.writeHeader("x-request-id", requestId);
-          if (troupe.retryAfterSeconds !== undefined) res.writeHeader("retry-after", String(troupe.retryAfterSeconds));
-          // Ambiguous framing: what follows on the connection cannot be trusted to be a request.
-          res.end(JSON.stringify(errorBody(troupe, requestId)), framing !== undefined);
-        });
-      });
+      if (framing) {
+        const problem = framing;
+        let gone = false;
+        res.onAborted(() => (gone = true));
+        // As server.ts refuseFraming: answered once uWS has parsed what it holds, so nothing pipelined behind is served.
+        // Ambiguous framing: what follows on the connection cannot be trusted to be a request, so it closes.
+        setImmediate(() => gone || answer(res, framingError(problem), requestId, true));
+        return;
+      }
+      const closing = new AbortController();
+      let admitted: Admitted | Promise<Admitted>;
+      try {
+        admitted = admit(headers, protocols, rawParams, requestId, closing.signal);
+      } catch (error) {
+        answer(res, error, requestId, false);
+        return;
+      }
+      // Awaited once open; marked handled now so a socket that never opens leaves no unhandled rejection.
+      if (admitted instanceof Promise) admitted.catch(() => undefined);
+      const state: SocketState<Data> = {
+        requestId,
+        start: (ws) => void start(ws, state, admitted),
+        closing,
+        closed: false,
+        ready: undefined,
+      };
+      // Only the route's own subprotocol is ever selected (never whatever else was offered, never a credential).
+      const selected = route.subprotocol && protocols.includes(route.subprotocol) ? route.subprotocol : "";
+      res.upgrade<SocketData<Data>>({ state }, secKey, selected, extensions, context);
+    },
+    // Inside res.upgrade, inside this upgrade callback: nothing is sent from here (`start` awaits first).
+    open: (ws) => ws.getUserData().state.start(ws),
+    message: (ws, frame, isBinary) => {
+      const { state } = ws.getUserData();
+      if (state.ready) message?.(ws, state.ready.data, frame, isBinary);
+    },
+    close: (ws, code) => {
+      const { state } = ws.getUserData();
+      state.closed = true;
+      state.closing.abort();
+      if (state.ready) close?.(state.ready.data, code);
     },
   });
 }

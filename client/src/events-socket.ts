@@ -2,11 +2,16 @@
 // global WebSocket (Node 22, browsers). The API key rides as the subprotocols
 // `["troupe.v1", "bearer.<key>"]`, which works where headers cannot be set.
 // Leaving the loop closes the socket; the server closing with 1000 (a job
-// that became final) ends it; any other close throws. A refused upgrade has
-// no readable status in the WebSocket API, so the upgrade is then asked once
-// more over node:http, whose answer names the reason (401, 403, 404…).
+// that became final) ends it; any other close throws. The server refuses in
+// one of two ways. Once the socket is open (the resource is not found or
+// not the caller's, a key it had to look up, a revoked key) it closes with
+// 4000 + the HTTP status and the error as JSON in the reason: that error is
+// thrown as its class (NotFoundError for 4404, AuthenticationError for
+// 4401…). Before (a refusal decided at once) the upgrade gets an HTTP
+// answer, which the WebSocket API does not show: the upgrade is then asked
+// once more over node:http, whose answer names the reason (401, 403…).
 import { randomBytes } from "node:crypto";
-import { AuthenticationError, ConnectionError, errorFromResponse, type TroupeError } from "./errors.ts";
+import { ConnectionError, createError, errorFromResponse, type TroupeError } from "./errors.ts";
 
 export interface EventSocketOptions {
   signal?: AbortSignal | undefined;
@@ -64,6 +69,28 @@ async function refusal(httpUrl: string, protocols: string[]): Promise<TroupeErro
   });
 }
 
+/** The error a 4000 + status close stands for: its reason is the error body's `error` object as JSON (cut to fit a close frame). */
+function closeError(code: number, reason: string): TroupeError {
+  const status = code - 4000;
+  let error: unknown;
+  try {
+    error = JSON.parse(reason);
+  } catch {
+    // Not JSON (an older server's plain reason): the message quotes it.
+  }
+  const field = (name: string): string | undefined => {
+    const value = typeof error === "object" && error !== null ? (error as Record<string, unknown>)[name] : undefined;
+    return typeof value === "string" ? value : undefined;
+  };
+  return createError({
+    status,
+    // Older servers closed only a revoked key's socket this way (4401, plain reason).
+    code: field("code") ?? (status === 401 ? "unauthorized" : `http_${status}`),
+    message: field("message") ?? (reason || `the server closed the WebSocket with ${code}`),
+    requestId: field("request_id"),
+  });
+}
+
 export async function* eventSocket<T>(httpUrl: string, credential: string, deps: SocketDeps, options: EventSocketOptions = {}): AsyncGenerator<T> {
   const wsUrl = httpUrl.replace(/^http/, "ws");
   const protocols = ["troupe.v1", `bearer.${credential}`];
@@ -97,8 +124,8 @@ export async function* eventSocket<T>(httpUrl: string, credential: string, deps:
   };
   socket.onclose = (event) => {
     ended = true;
-    if (opened && event.code === 4401) {
-      failure ??= new AuthenticationError({ status: 401, code: "unauthorized", message: event.reason || "the API key was revoked" });
+    if (opened && event.code >= 4400 && event.code < 4600) {
+      failure ??= closeError(event.code, event.reason);
     } else if (opened && event.code !== 1000 && event.code !== 1005) {
       failure ??= new ConnectionError({ status: 0, code: "connection_error", message: `the WebSocket closed with ${event.code} ${event.reason}`.trim() });
     }

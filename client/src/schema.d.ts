@@ -11587,15 +11587,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
             405: {
                 headers: {
@@ -11699,15 +11690,6 @@ export interface operations {
             };
             /** @description forbidden | insufficient_scope */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description not_found */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -64,7 +64,6 @@ t.test("live events cross replicas: listen on replica 1, talk through replica 0"
   const created = await at(0)("POST", "/v1/agents/conversations", { token: a.testKey, body: {} });
   const id = str(created.body, "id");
   const { ws, frames } = await openEventSocket<{ type: string; message?: { role: string } }>(
-    t,
     `${(urls[1] ?? "").replace("http", "ws")}/v1/agents/conversations/${id}/events`,
     ["troupe.v1", `bearer.${a.testKey}`],
   );

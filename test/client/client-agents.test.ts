@@ -3,12 +3,13 @@
 // requires_action answered with answerToolCalls, generate_video waited out
 // by sendMessage (over the events socket, by polling, and falling back to
 // polling when the socket cannot open), the conversation and job sockets as
-// async iterators, and a refused socket reporting why.
+// async iterators, and a refused socket reporting why (closed once open, or
+// refused at the upgrade).
 import t from "tap";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AuthenticationError, TroupeError, createTroupeClient, unwrap, type ConversationFrame, type JobFrame } from "../../client/src/index.ts";
+import { AuthenticationError, NotFoundError, PermissionDeniedError, TroupeError, createTroupeClient, unwrap, type ConversationFrame, type JobFrame } from "../../client/src/index.ts";
 import { signup, startTestTroupe } from "../support/troupe.ts";
 
 t.setTimeout(90_000);
@@ -100,11 +101,25 @@ t.test("jobEvents: the job first, then its changes, ending when it is final", as
   t.match(frames.at(-1), { type: "job.updated", job_id, job: { status: "completed", result_url: /\/v1\/files\// } });
 });
 
-t.test("a refused socket says why (the upgrade asked again over node:http)", async (t) => {
+t.test("a refused socket says why: from the close once open, or from the upgrade asked again over node:http", async (t) => {
   const conversation = await newConversation();
+  // An unknown key needs the store: the socket opens, then closes with 4401 and the error in its reason.
   const wrong = createTroupeClient({ baseUrl: troupe.url, apiKey: `${user.testKey.slice(0, -2)}zz` });
   const refused = await wrong.conversationEvents(conversation.id).next().catch((e: unknown) => e);
-  t.ok(refused instanceof AuthenticationError, "401 → AuthenticationError");
-  t.match(refused, { code: "unauthorized", requestId: /^req_/ });
+  t.ok(refused instanceof AuthenticationError, "4401 → AuthenticationError");
+  t.match(refused, { status: 401, code: "unauthorized", requestId: /^req_/ });
+  // Another organization's conversation: 4404 once open.
+  const other = await signup(troupe, "client-agents-other");
+  const stranger = createTroupeClient({ baseUrl: troupe.url, apiKey: other.testKey });
+  const missing = await stranger.conversationEvents(conversation.id).next().catch((e: unknown) => e);
+  t.ok(missing instanceof NotFoundError, "4404 → NotFoundError");
+  t.match(missing, { status: 404, code: "not_found", requestId: /^req_/ });
+  // A key the replica knows, without the agents scope: refused at once with 403, read over node:http.
+  const created = await troupe.request("POST", `/v1/environments/${user.developmentEnvId}/api-keys`, { token: user.token, body: { name: "chat only", scopes: ["chat"] } });
+  const chatKey = (created.body as { key: string }).key;
+  t.equal((await troupe.request("GET", "/v1/models", { token: chatKey })).status, 200, "the key is in the replica's cache");
+  const scoped = await createTroupeClient({ baseUrl: troupe.url, apiKey: chatKey }).conversationEvents(conversation.id).next().catch((e: unknown) => e);
+  t.ok(scoped instanceof PermissionDeniedError, "403 → PermissionDeniedError");
+  t.match(scoped, { status: 403, code: "insufficient_scope", requestId: /^req_/ });
   t.throws(() => createTroupeClient({ baseUrl: troupe.url, sessionToken: user.token }).jobEvents("x"), /API key/, "a session cannot open event sockets");
 });

@@ -1,10 +1,12 @@
 // One admission step for HTTP routes and WebSocket upgrades (gateway/admission.ts):
 // over real sockets, the conversation-events upgrade and the conversation
-// HTTP route refuse the same credentials with the same answers and share one
-// rate-limit counter; in process, the order of the checks and the
+// HTTP route refuse the same credentials with the same errors (the upgrade's
+// as an HTTP answer when decided without I/O, else as a 4000 + status close
+// once the socket is open) and share one rate-limit counter; in process, the order of the checks and the
 // synchronous fast path of gateway/admission.ts.
 import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
+import type { Socket } from "node:net";
 import t from "tap";
 import { TroupeError } from "../../core/errors.ts";
 import { createAdmission } from "../../gateway/admission.ts";
@@ -20,9 +22,40 @@ interface Answer {
   status: number;
   body: unknown;
   retryAfter: string | undefined;
+  /** Upgraded, then closed before any frame: the close frame's code and reason. */
+  close?: { code: number; reason: string };
 }
 
-/** A raw WebSocket upgrade request, so a refusal's status and body can be read (a WebSocket client only sees "failed"). */
+/**
+ * The first server frame after an upgrade: a close (code and reason), or
+ * undefined for a data frame (the socket is serving) or nothing in 1 s.
+ * Server frames are unmasked; these are short (a length under 126).
+ */
+function firstClose(socket: Socket, head: Buffer): Promise<{ code: number; reason: string } | undefined> {
+  return new Promise((resolve) => {
+    let bytes = head;
+    const timer = setTimeout(() => done(undefined), 1000);
+    const done = (close: { code: number; reason: string } | undefined): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(close);
+    };
+    const look = (): void => {
+      if (bytes.length < 2) return;
+      const length = (bytes[1] ?? 0) & 0x7f;
+      if (((bytes[0] ?? 0) & 0x0f) !== 8) return done(undefined);
+      if (bytes.length < 2 + length) return;
+      done({ code: bytes.readUInt16BE(2), reason: bytes.subarray(4, 2 + length).toString("utf8") });
+    };
+    socket.on("data", (chunk: Buffer) => {
+      bytes = Buffer.concat([bytes, chunk]);
+      look();
+    });
+    look();
+  });
+}
+
+/** A raw WebSocket upgrade request, so a refusal's status and body, or its close frame, can be read (a WebSocket client only sees "failed"). */
 function upgrade(path: string, headers: Record<string, string>): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({
@@ -31,9 +64,8 @@ function upgrade(path: string, headers: Record<string, string>): Promise<Answer>
       path,
       headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": randomBytes(16).toString("base64"), ...headers },
     });
-    req.on("upgrade", (res, socket) => {
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 0, body: undefined, retryAfter: undefined });
+    req.on("upgrade", (res, socket, head) => {
+      void firstClose(socket, head).then((close) => resolve({ status: res.statusCode ?? 0, body: undefined, retryAfter: undefined, ...(close ? { close } : {}) }));
     });
     req.on("response", (res) => {
       const chunks: Buffer[] = [];
@@ -57,8 +89,16 @@ function viaWs(id: string, token: string | undefined): Promise<Answer> {
   return upgrade(`/v1/agents/conversations/${id}/events`, token === undefined ? {} : { authorization: `Bearer ${token}` });
 }
 
-/** The error body without its request id, which differs per request. */
-const refusal = (answer: Answer) => ({ status: answer.status, code: field(answer.body, "error", "code"), details: field(answer.body, "error", "details") });
+/**
+ * The error without its request id, which differs per request: from the
+ * error body, or from a close after the upgrade (4000 + status, the error
+ * as JSON in the reason, without details).
+ */
+const refusal = (answer: Answer) => {
+  if (!answer.close) return { status: answer.status, code: field(answer.body, "error", "code"), details: field(answer.body, "error", "details") };
+  const reason = JSON.parse(answer.close.reason) as unknown;
+  return { status: answer.close.code - 4000, code: field(reason, "code"), details: undefined };
+};
 
 const user = await signup(troupe, "admission");
 const created = await troupe.request("POST", "/v1/agents/conversations", { token: user.testKey, body: {} });
@@ -70,7 +110,7 @@ async function newKey(body: Record<string, unknown>): Promise<string> {
   return str(res.body, "key");
 }
 
-t.test("HTTP routes and WebSocket upgrades refuse the same credentials with the same answer", async (t) => {
+t.test("HTTP routes and WebSocket upgrades refuse the same credentials with the same error", async (t) => {
   const imagesOnly = await newKey({ scopes: ["images"] });
   const cases: { what: string; token: string | undefined; status: number; code: string }[] = [
     { what: "no credential", token: undefined, status: 401, code: "unauthorized" },
@@ -82,11 +122,18 @@ t.test("HTTP routes and WebSocket upgrades refuse the same credentials with the 
     const http = await viaHttp(conversationId, c.token);
     const ws = await viaWs(conversationId, c.token);
     t.match(refusal(http), { status: c.status, code: c.code }, `${c.what}: HTTP ${c.status} ${c.code}`);
-    t.same(refusal(ws), refusal(http), `${c.what}: the upgrade answers the same`);
+    t.same(refusal(ws), refusal(http), `${c.what}: the upgrade refuses the same`);
   }
+  // Decided from memory (the key was just read by the HTTP call): the HTTP answer, details included.
   t.match(refusal(await viaWs(conversationId, imagesOnly)).details, { required_scope: "agents", key_scopes: ["images"] }, "scope details on the upgrade too");
-  t.equal((await viaWs(conversationId, user.testKey)).status, 101, "the right key upgrades");
-  t.match(refusal(await viaWs("not-a-uuid", user.testKey)), { status: 404, code: "not_found" }, "the route's own check runs after admission");
+  // An unknown key needs the store: upgraded at once, closed with 4401 once open (gateway/ws-route.ts).
+  t.match((await viaWs(conversationId, `${user.testKey.slice(0, -2)}zz`)).close, { code: 4401 }, "a refusal that needed I/O is a close after the upgrade");
+  const right = await viaWs(conversationId, user.testKey);
+  t.equal(right.status, 101, "the right key upgrades");
+  t.equal(right.close, undefined, "and its socket serves");
+  const notUuid = await viaWs("not-a-uuid", user.testKey);
+  t.equal(notUuid.status, 101, "the route's own check runs once the socket is open…");
+  t.match(refusal(notUuid), { status: 404, code: "not_found" }, "…and closes it with 4404");
 });
 
 t.test("upgrades take the request id and decode path parameters as HTTP routes do", async (t) => {
@@ -154,14 +201,19 @@ t.test("the WebSocket route's OpenAPI entry is generated from its declaration", 
     tags: ["agents"],
     security: [{ apiKey: [] }],
     "x-troupe-scope": "agents",
-    "x-troupe-websocket": { subprotocol: "troupe.v1" },
+    "x-troupe-websocket": {
+      subprotocol: "troupe.v1",
+      // Refused once the socket is open: what admission decides after I/O, and the resource check.
+      close_codes: { "4400": "invalid_request", "4401": "unauthorized", "4403": /insufficient_scope/, "4404": "not_found", "4429": "rate_limited", "4500": "internal_error" },
+    },
     parameters: [{ name: "id", in: "path", required: true }],
     responses: {
       "101": { description: /WebSocket/ },
       "401": { description: "unauthorized" },
       "403": { description: /insufficient_scope/ },
-      "404": { description: "not_found" },
       "429": { description: "rate_limited" },
     },
   });
+  const responses = field(op, "responses") as Record<string, unknown>;
+  t.notOk("404" in responses, "a resource not found is a close code (4404), never an answer to the upgrade");
 });

@@ -8,6 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
+import { openEventSocket } from "../support/event-socket.ts";
 import { field, signup, startTestTroupe, str } from "../support/troupe.ts";
 import { startJob, watchJob } from "../jobs/job-suite.ts";
 
@@ -22,13 +23,11 @@ const otherProject = await troupe.request("POST", `/v1/orgs/${owner.orgId}/proje
 const otherKey = str(otherProject.body, "environments", 1, "test_key", "key");
 const wsBase = `ws://127.0.0.1:${troupe.port}`;
 
-/** Whether the WebSocket upgrade with `key` is accepted. */
-function upgrade(path: string, key: string): Promise<"open" | "refused"> {
-  const ws = new WebSocket(`${wsBase}${path}`, ["troupe.v1", `bearer.${key}`]);
-  return new Promise((resolve) => {
-    ws.onopen = () => (ws.close(), resolve("open"));
-    ws.onerror = () => resolve("refused");
-  });
+/** What the event socket opened with `key` gives: its first frame ("listening"), or its close code before any frame. */
+async function listen(path: string, key: string): Promise<string> {
+  const socket = await openEventSocket<unknown>(`${wsBase}${path}`, ["troupe.v1", `bearer.${key}`]);
+  socket.ws.close();
+  return socket.frames.length > 0 ? "listening" : `closed ${socket.code ?? "?"}`;
 }
 
 t.test("a production job is 404 to a development key and another project's", async (t) => {
@@ -42,9 +41,9 @@ t.test("a production job is 404 to a development key and another project's", asy
     t.equal(deleted.status, 404, "delete");
     const list = await troupe.request("GET", "/v1/jobs", { token: key });
     t.same(field(list.body, "data"), [], "not listed");
-    t.equal(await upgrade(`/v1/jobs/${running}/events`, key), "refused", "no live events");
+    t.equal(await listen(`/v1/jobs/${running}/events`, key), "closed 4404", "no live events: closed as not found");
   }
-  t.equal(await upgrade(`/v1/jobs/${running}/events`, prodKey), "open", "its own key listens");
+  t.equal(await listen(`/v1/jobs/${running}/events`, prodKey), "listening", "its own key listens");
   const finished = await watchJob(troupe.request, prodKey, running);
   t.equal(finished.job.status, "completed", "the development key's cancel did not touch it");
   const mine = await troupe.request("GET", "/v1/jobs", { token: prodKey });
@@ -73,7 +72,7 @@ t.test("a production conversation is 404 to a development key and another projec
     t.equal(field(post.body, "error", "code"), "not_found");
     const outputs = await troupe.request("POST", `/v1/agents/conversations/${id}/tool-outputs`, { token: key, body: { outputs: [{ tool_call_id: "x", output: "y" }] } });
     t.equal(outputs.status, 404, "tool outputs");
-    t.equal(await upgrade(`/v1/agents/conversations/${id}/events`, key), "refused", "no live events");
+    t.equal(await listen(`/v1/agents/conversations/${id}/events`, key), "closed 4404", "no live events: closed as not found");
   }
   const mine = await troupe.request("GET", `/v1/agents/conversations/${id}`, { token: prodKey });
   t.equal(field(mine.body, "messages", "length"), 0, "nothing was posted into it");

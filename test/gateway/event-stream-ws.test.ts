@@ -4,7 +4,8 @@
 // while the socket opens is delivered after the first frame, not lost (with
 // one channel subscribed at start and sockets registered at open, it was);
 // an event the first frame already shows is not sent; a socket hears only
-// its resource; and no subscription outlives its socket or a refused upgrade.
+// its resource; and no subscription outlives its socket, or a socket closed
+// because its resource was not found (4404).
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -97,7 +98,7 @@ t.teardown(async () => {
 });
 
 t.test("an event published while the resource was read follows the first frame; one the frame shows is not sent", async (t) => {
-  const { ws, frames } = await openEventSocket<{ type?: string; id: string; n: number }>(t, `ws://127.0.0.1:${port}/ticks/a/events`, []);
+  const { ws, frames } = await openEventSocket<{ type?: string; id: string; n: number }>(`ws://127.0.0.1:${port}/ticks/a/events`, []);
   t.same(frames[0], { type: "snapshot", id: "a", n: 2 }, "the first frame is the resource as read");
   bus.publish({ id: "b", n: 7 });
   bus.publish({ id: "a", n: 4 });
@@ -109,13 +110,12 @@ t.test("an event published while the resource was read follows the first frame; 
   t.equal(subscribed.get("ticks:a"), 0, "closing the socket ended its subscription");
 });
 
-t.test("a refused upgrade keeps no subscription", async (t) => {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ticks/missing/events`);
-  const failed = await new Promise<boolean>((resolve) => {
-    ws.onopen = () => resolve(false);
-    ws.onerror = () => resolve(true);
-  });
-  t.ok(failed, "the upgrade of an unknown resource is refused");
+t.test("a resource not found closes the socket with 4404 before any frame, and keeps no subscription", async (t) => {
+  const socket = await openEventSocket<unknown>(`ws://127.0.0.1:${port}/ticks/missing/events`, []);
+  const { code, reason } = await socket.closing;
+  t.equal(code, 4404, "the upgrade completed, the resource check closed it");
+  t.match(JSON.parse(reason), { code: "not_found", message: "no such ticker", request_id: /^req_/ }, "the reason is the error body's error object");
+  t.same(socket.frames, [], "no frame before the close");
   t.equal(subscribed.get("ticks:missing"), 0, "subscribed while it was read, and unsubscribed once it was not found");
   t.equal(held(), 0);
 });

@@ -17,9 +17,9 @@ interface OpenSocket {
   closed: Promise<{ code: number; reason: string; at: number }>;
 }
 
-async function openEvents(t: Test, troupe: TestTroupe, conversationId: string, key: string): Promise<OpenSocket> {
+async function openEvents(troupe: TestTroupe, conversationId: string, key: string): Promise<OpenSocket> {
   const url = `ws://127.0.0.1:${troupe.port}/v1/agents/conversations/${conversationId}/events`;
-  const socket = await openEventSocket<Frame>(t, url, ["troupe.v1", `bearer.${key}`]);
+  const socket = await openEventSocket<Frame>(url, ["troupe.v1", `bearer.${key}`]);
   if (socket.frames[0]?.type !== "conversation") throw new Error("no snapshot frame");
   return { frames: socket.frames, closed: socket.closing };
 }
@@ -39,8 +39,8 @@ async function setup(on: TestTroupe) {
 
 async function checkRevocationCloses(t: Test, socketOn: TestTroupe, revokeOn: TestTroupe): Promise<void> {
   const s = await setup(socketOn);
-  const doomedSocket = await openEvents(t, socketOn, s.conversationId, s.doomed.key);
-  const otherSocket = await openEvents(t, socketOn, s.conversationId, s.other.key);
+  const doomedSocket = await openEvents(socketOn, s.conversationId, s.doomed.key);
+  const otherSocket = await openEvents(socketOn, s.conversationId, s.other.key);
   const revokedAt = Date.now();
   const revoked = await revokeOn.request("DELETE", `/v1/api-keys/${s.doomed.id}`, { token: s.user.token });
   t.equal(revoked.status, 200);
@@ -77,7 +77,7 @@ t.test("a replica that missed the broadcast still closes the socket within the r
   const troupe = await startTestTroupe({ KEY_CACHE_REVALIDATE_MS: "300" });
   t.teardown(() => troupe.stop());
   const s = await setup(troupe);
-  const socket = await openEvents(t, troupe, s.conversationId, s.doomed.key);
+  const socket = await openEvents(troupe, s.conversationId, s.doomed.key);
   // Revoked behind the gateway's back: the record changes, no broadcast is sent.
   const key = `apikey:${s.doomed.id}`;
   const stored = (await troupe.services.store.get(key)) as Record<string, unknown>;

@@ -2,7 +2,8 @@
 // the route's payer BEFORE its handler runs, settles the reservation with the
 // figures the handler reports (ctx.bill), releases it when the handler fails
 // or reports nothing, and refuses an under-limit route 402 at the limit
-// without running the handler, for HTTP routes and WebSocket upgrades alike.
+// without running the handler, for HTTP routes and WebSocket upgrades alike
+// (a socket whose budget check needs the ledger is closed with 4402).
 // The budgets here are a recording fake (CallBilling), so the order of
 // reserve, handler and settle is observable; the sync fast path is pinned
 // on admitRoute itself.
@@ -178,13 +179,16 @@ t.test("a test key is never reserved for, and its call is recorded", async (t) =
   t.match(records[0], { live: false, cost_nanos: 0 });
 });
 
-t.test("a WebSocket route declared under-limit: refused 402 at the limit before accept, admitted otherwise", async (t) => {
+t.test("a WebSocket route declared under-limit: closed 4402 at the limit before accept, admitted otherwise", async (t) => {
   const upgrade = () =>
     raw(port, `GET /v1/billed-socket HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n`, 500);
   fresh();
   billing.atLimit = true;
-  const refused = parseResponse((await upgrade()).text);
-  t.equal(refused.status, 402);
+  // The budget's ledger step is I/O: the upgrade completes at once (never after an await) and the refusal closes the socket.
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/billed-socket`);
+  const closed = await new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason })));
+  t.equal(closed.code, 4402, "4000 + 402");
+  t.match(JSON.parse(closed.reason), { code: "budget_exceeded" });
   t.same(log, ["refused"], "accept never ran");
   fresh();
   const opened = parseResponse((await upgrade()).text);

@@ -67,9 +67,14 @@ t.test("two credentials are 400, whatever they are and whoever they belong to", 
   }
 });
 
-t.test("another organization's key, offered properly, is refused as before", async (t) => {
-  const answer = parseResponse((await upgrade(conversation, { protocols: ["troupe.v1", `bearer.${b.testKey}`] })).text);
-  t.equal(answer.status, 404);
+t.test("another organization's key, offered properly, is closed with 4404, as its GET is 404", async (t) => {
+  const ws = new WebSocket(`ws://127.0.0.1:${troupe.port}${conversation}`, ["troupe.v1", `bearer.${b.testKey}`]);
+  const frames: string[] = [];
+  ws.onmessage = (e) => frames.push(String(e.data));
+  const closed = await new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason })));
+  t.equal(closed.code, 4404);
+  t.match(JSON.parse(closed.reason), { code: "not_found", message: "conversation not found" });
+  t.same(frames, [], "not a frame of the conversation");
 });
 
 t.test("a plain GET on a WebSocket path: 401 without a valid credential, 426 only once admitted", async (t) => {
