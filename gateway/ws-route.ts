@@ -33,7 +33,7 @@ import { refusalOf, type Metrics } from "../core/metrics.ts";
 import { statusLine } from "../core/http-status.ts";
 import { delivering } from "../core/uws-delivery.ts";
 import type { Admission } from "./admission.ts";
-import { decodePathParam, framingConflict, framingError, type FramingProblem } from "./request-guards.ts";
+import { credentialConflict, decodePathParam, framingConflict, framingError, type FramingProblem } from "./request-guards.ts";
 import { pickRequestId } from "./request-id.ts";
 import { admitRoute, type RouteBill } from "./route-billing.ts";
 import { paramNamesOf, type AuthMode, type PathParams, type WsRouteDefinition, type WsUpgradeContext } from "./route.ts";
@@ -194,6 +194,7 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
       let framing: FramingProblem | undefined;
       req.forEach((k, v) => {
         if (k === "content-length" || k === "transfer-encoding") framing ??= framingConflict(k, v, headers);
+        else framing ??= credentialConflict(k, headers);
         headers[k] = v;
       });
       const rawParams = paramNames.map((_, i) => req.getParameter(i) ?? "");

@@ -58,6 +58,8 @@ t.test("two credentials are 400, whatever they are and whoever they belong to", 
     { what: "header and subprotocol of two organizations", authorization: `Bearer ${a.testKey}`, protocols: ["troupe.v1", `bearer.${b.testKey}`] },
     { what: "header and subprotocol, the same key", authorization: `Bearer ${a.testKey}`, protocols: ["troupe.v1", `bearer.${a.testKey}`] },
     { what: "two subprotocols", protocols: ["troupe.v1", `bearer.${a.testKey}`, `bearer.${b.testKey}`] },
+    // A's key then B's: a header map keeps the last, so the socket ran as B.
+    { what: "two Authorization headers", authorization: `Bearer ${a.testKey}`, extra: `authorization: Bearer ${b.testKey}\r\n` },
   ];
   for (const c of cases) {
     const res = await upgrade(conversation, c);
