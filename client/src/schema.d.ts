@@ -3997,7 +3997,7 @@ export interface operations {
     getV1Models: {
         parameters: {
             query?: {
-                category?: ("text" | "image" | "audio" | "video" | "embedding" | "vision" | "translation") | "";
+                category?: "" | "text" | "image" | "audio" | "video" | "embedding" | "vision" | "translation" | "chat" | "images" | "embeddings";
             };
             header?: never;
             path?: never;
