@@ -88,11 +88,22 @@ function takes(mode: AuthMode, auth: AuthContext): boolean {
   }
 }
 
-function checkScope(policy: AdmissionPolicy, key: ApiKeyRecord): void {
+/**
+ * The second half of the scope check, for what only the body shows: the
+ * scope `scope` (a route's `inputScope` answer: "vision" for image input)
+ * asks of an API key, once the body is parsed. It runs after the rate limit
+ * (the body is read after admission), before billing and any provider call,
+ * and refuses exactly as the route scope does: 403 insufficient_scope.
+ */
+export function checkInputScope(auth: AuthContext, scope: Scope | undefined): void {
+  if (scope && auth.kind === "api_key") checkScope({ auth: "api_key", scope }, auth.key, " (this request's input needs it)");
+}
+
+function checkScope(policy: AdmissionPolicy, key: ApiKeyRecord, why = ""): void {
   const { scope } = policy;
   // A key with no scopes may call every category.
   if (!scope || key.scopes.length === 0 || (scope !== "all" && key.scopes.includes(scope))) return;
-  const message = scope === "all" ? `this endpoint needs an API key that grants every category (an empty scope list); this key's scopes are ${key.scopes.join(", ")}` : `this API key's scopes (${key.scopes.join(", ")}) do not include "${scope}"`;
+  const message = scope === "all" ? `this endpoint needs an API key that grants every category (an empty scope list); this key's scopes are ${key.scopes.join(", ")}` : `this API key's scopes (${key.scopes.join(", ")}) do not include "${scope}"${why}`;
   throw new TroupeError("insufficient_scope", message, {
     details: { required_scope: scope, key_scopes: key.scopes },
   });

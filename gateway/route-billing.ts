@@ -43,7 +43,8 @@ interface Payable<Ctx> {
 export interface ReservedCall<Ctx> extends Payable<Ctx> {
   admit: "reserve";
   via: BillingServices;
-  category: UsageCategory;
+  /** What the call is billed as; a function when the body decides (a chat carrying images is billed as vision). */
+  category: UsageCategory | ((ctx: Ctx) => UsageCategory);
   estimate(ctx: Ctx): number;
 }
 
@@ -139,10 +140,11 @@ export function admitRoute<Ctx extends BillableContext>(declared: RouteBilling<C
   switch (declared.admit) {
     case "reserve": {
       const { usage } = declared.via;
-      if (!billing || !context) return new RouteBill(usage, declared.category, context);
+      const category = typeof declared.category === "function" ? declared.category(ctx) : declared.category;
+      if (!billing || !context) return new RouteBill(usage, category, context);
       const pending = billing.admit(context, () => declared.estimate(ctx));
-      if (!pending) return new RouteBill(usage, declared.category, context);
-      return pending.then((reservation) => new RouteBill(usage, declared.category, context, billing, reservation));
+      if (!pending) return new RouteBill(usage, category, context);
+      return pending.then((reservation) => new RouteBill(usage, category, context, billing, reservation));
     }
     case "under-limit": {
       const pending = context ? billing?.admit(context, () => 0) : undefined;

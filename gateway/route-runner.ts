@@ -1,5 +1,6 @@
 // Runs one request of a declared route (route.ts): admission (admission.ts:
-// credential → scope → rate limit) → body/query/path validation → the
+// credential → scope → rate limit) → body/query/path validation → the scope
+// the body's input needs (image input: vision) → the
 // route's billing (route-billing.ts: admitted before the handler, 402 before
 // any provider call) → handler → its reservation settled or released → the
 // answer. Errors are rendered once (error-responder.ts), in the route's
@@ -9,7 +10,7 @@ import type { HttpResponse } from "uWebSockets.js";
 import { isTroupeError } from "../core/errors.ts";
 import { refusalOf, type Metrics, type RouteMetrics } from "../core/metrics.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
-import type { Admission } from "./admission.ts";
+import { checkInputScope, type Admission } from "./admission.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { ErrorResponder } from "./error-responder.ts";
 import { HandlerContext } from "./handler-context.ts";
@@ -65,6 +66,7 @@ export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
         const multipart = route.bodyType === "multipart" || (route.bodyType === "json-or-multipart" && isMultipartType(contentType));
         const parsed = multipart ? await parseMultipartBody(raw, contentType) : parseJsonBody(raw, contentType);
         body = route.body ? (route.fastBody?.(parsed) ?? parseWith(route.body, parsed === undefined ? {} : parsed, "body")) : undefined;
+        if (route.inputScope) checkInputScope(auth, route.inputScope(body));
       }
       const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
       let params: Record<string, string> = noParams;

@@ -146,6 +146,13 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   refusesApiKeys?: boolean;
   /** For api_key routes: the category the key's scopes must include; "all": every category (only an unscoped key). */
   scope?: Scope | "all";
+  /**
+   * For api_key routes: a scope the parsed body needs besides `scope`, or
+   * undefined when it needs none. Image input needs "vision" on whichever
+   * door it comes through, as /v1/vision/analyze declares it; checked by
+   * admission.ts once the body is parsed, before billing and any provider call.
+   */
+  inputScope?: (body: z.output<B>) => Scope | undefined;
   /** A header that may carry the API key instead of Authorization: Bearer (Anthropic's x-api-key). */
   apiKeyHeader?: string;
   /** Errors in another API's shape (a compatibility mount); absent: Troupe's. */

@@ -4,7 +4,10 @@
 // the route: gateway/route-billing.ts), and router (any catalogue model of any provider,
 // with its fallbacks). Only the shapes differ: request.ts, response.ts,
 // stream.ts translate, errors.ts renders the errors. A client that goes away
-// aborts the upstream call (ctx.signal), as on /v1.
+// aborts the upstream call (ctx.signal), as on /v1. Image blocks make a
+// message call vision, as POST /v1/vision/analyze: the key needs the vision
+// scope too (403 permission_error otherwise) and the call is billed as
+// vision; count_tokens, which calls no model, needs only "chat".
 import { isTroupeError, TroupeError } from "../../../core/errors.ts";
 import type { ChatRequest } from "../../../providers/chat-request.ts";
 import { countChatInputTokens } from "../../../providers/tokens.ts";
@@ -66,6 +69,11 @@ async function streamMessage(
   return streamed;
 }
 
+/** Whether a message carries an image block: such a call is vision (its key needs that scope, and it is billed so), as POST /v1/vision/analyze. */
+function carriesImages(body: MessagesBody): boolean {
+  return body.messages.some((m) => typeof m.content !== "string" && m.content.some((b) => b.type === "image"));
+}
+
 export function anthropicRoutes(deps: AiRouteDeps) {
   const { catalogue } = deps.router;
   return [
@@ -75,13 +83,14 @@ export function anthropicRoutes(deps: AiRouteDeps) {
       path: "/anthropic/v1/messages",
       summary: "Anthropic Messages API: a message (JSON, or Anthropic's named SSE events with stream: true) from any catalogue text model",
       body: messagesBodySchema,
+      inputScope: (body) => (carriesImages(body) ? "vision" : undefined),
       responses: { 200: messageSchema },
       streams: true,
       errors: ["not_found", "budget_exceeded", "provider_error", "no_provider_available", "provider_timeout"],
       billing: {
         admit: "reserve",
         via: deps,
-        category: "chat",
+        category: (ctx) => (carriesImages(ctx.body) ? "vision" : "chat"),
         // The most it may cost: its input plus max_tokens of output (as /v1 chat reserves); an unknown model is 404 first.
         estimate: (ctx) => {
           requireModel(catalogue, ctx.body.model);

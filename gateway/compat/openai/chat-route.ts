@@ -49,6 +49,11 @@ async function streamChat(deps: OpenAiRouteDeps, ctx: RouteContext<OpenAiChatReq
   return streamed;
 }
 
+/** Whether a user message carries an image part: such a call is vision (its key needs that scope, and it is billed so), as POST /v1/vision/analyze. */
+function carriesImages(body: OpenAiChatRequest): boolean {
+  return body.messages.some((m) => m.role === "user" && typeof m.content !== "string" && m.content.some((p) => p.type === "image_url"));
+}
+
 export function openAiChatRoutes(deps: OpenAiRouteDeps) {
   return [
     defineRoute({
@@ -57,6 +62,7 @@ export function openAiChatRoutes(deps: OpenAiRouteDeps) {
       summary: "OpenAI-compatible chat completion (JSON, or chat.completion.chunk Server-Sent Events with stream: true)",
       ...openAiMount,
       scope: "chat",
+      inputScope: (body) => (carriesImages(body) ? "vision" : undefined),
       body: openAiChatRequestSchema.extend({ model: modelNameSchema(deps.router.catalogue, { category: "text" }) }),
       fastBody: plainOpenAiChatBody,
       responses: { 200: chatCompletionSchema },
@@ -65,7 +71,7 @@ export function openAiChatRoutes(deps: OpenAiRouteDeps) {
       billing: {
         admit: "reserve",
         via: deps,
-        category: "chat",
+        category: (ctx) => (carriesImages(ctx.body) ? "vision" : "chat"),
         // As /v1: without max_tokens a hard budget reserves the model's most output, so a burst cannot run past it.
         estimate: (ctx) => {
           const { category, request } = toChatRequest(deps.router.catalogue, ctx.body);
