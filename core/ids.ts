@@ -13,7 +13,7 @@
 // (getRandomValues on a one-byte array, ~3 µs each: ~50 µs an id, measured
 // 2026-11-27); the same CSPRNG's bytes drawn from a pool refilled 4 KiB at a
 // time cost ~1 µs an id. Each byte is used once.
-import { randomBytes, randomFillSync } from "node:crypto";
+import { createHash, randomBytes, randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulid";
 
 const randomPool = new Uint8Array(4096);
@@ -61,6 +61,17 @@ export function uuid(nowMs: number = Date.now()): string {
   id += "-" + hexByte[0x80 | (pooledRandomByte() & 0x3f)] + hexByte[pooledRandomByte()] + "-";
   for (let i = 0; i < 6; i++) id += hexByte[pooledRandomByte()];
   return id;
+}
+
+/**
+ * The same UUID-shaped id for the same name, for what a retry must find again
+ * rather than make twice (a job's webhook event, an agent's memory): the
+ * name's SHA-256 cut to 128 bits, marked version 5 and RFC 9562 variant
+ * (so 122 of them are the hash's).
+ */
+export function nameUuid(name: string): string {
+  const h = createHash("sha256").update(name).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
 }
 
 /** An unguessable token: `bits` random bits in base64url. */

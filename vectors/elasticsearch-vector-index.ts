@@ -188,6 +188,17 @@ export class ElasticsearchVectorIndex implements VectorIndex {
     }
   }
 
+  async checkQuota(organizationId: string, adding: number): Promise<void> {
+    this.requireOpen();
+    const readAt = this.ledger.beginRead();
+    try {
+      const held = (await this.storedCount(organizationId)) + this.ledger.held(organizationId, readAt);
+      if (held + adding > this.limits.quotaPerOrganization) throw quotaExceeded(held, adding, this.limits);
+    } finally {
+      this.ledger.endRead(readAt);
+    }
+  }
+
   /** Makes everything indexed so far searchable (after addBulk with refresh false). */
   async refresh(): Promise<void> {
     const settled = this.awaitingRefresh;

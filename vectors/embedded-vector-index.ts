@@ -274,6 +274,12 @@ export class EmbeddedVectorIndex implements VectorIndex {
     return total;
   }
 
+  async checkQuota(organizationId: string, adding: number): Promise<void> {
+    this.requireOpen();
+    const held = (this.kindById.get(organizationId)?.size ?? 0) + (this.reserved.get(organizationId)?.size ?? 0);
+    if (held + adding > this.limits.quotaPerOrganization) throw quotaExceeded(held, adding, this.limits);
+  }
+
   /** Reserves the batch's new ids per organization, or throws quota_exceeded having reserved nothing. */
   private reserve(checked: readonly CheckedRecord[]): Map<string, Set<string>> {
     const reservation = new Map<string, Set<string>>();

@@ -91,6 +91,14 @@ export interface VectorIndex {
    * refused whole (403 quota_exceeded) and nothing of it is written.
    */
   add(records: readonly VectorRecord[]): Promise<void>;
+  /**
+   * Refuses (403 quota_exceeded, as add would) when `adding` new records would
+   * take the organization past its quota now. Reserves nothing: add checks
+   * again. For a caller that stores later what it accepts now (an agent's
+   * `remember`, written once its turn commits), so the refusal still reaches
+   * whoever can act on it.
+   */
+  checkQuota(organizationId: string, adding: number): Promise<void>;
   /** The organization's topK nearest records, ascending by cosine distance. */
   search(
     organizationId: string,

@@ -5,11 +5,18 @@
 // an error result the model can read and recover from, not a failed turn.
 // A result is held to AGENT_MESSAGE_MAX_BYTES, cut with a marker
 // (tool-result-size.ts).
+//
+// `remember` checks and embeds the memory inside the turn but does not store
+// it: the turn's caller stores it once the turn commits (an outbox), so a
+// failed turn stores nothing, and its record id comes from the conversation,
+// the turn and the tool call, so a turn run twice stores one memory. The
+// turn's own later `search_memory` calls find it meanwhile.
 import { z } from "zod";
 import { isTroupeError } from "../../core/errors.ts";
+import { nameUuid } from "../../core/ids.ts";
 import type { ToolDefinition } from "../../providers/types.ts";
 import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
-import { MAX_TOP_K } from "../../vectors/vector-index.ts";
+import { MAX_TOP_K, type VectorRecord } from "../../vectors/vector-index.ts";
 import { generateVideoTool } from "../job/video-request.ts";
 import { boundToolResult, searchResultText } from "./tool-result-size.ts";
 
@@ -52,10 +59,29 @@ export const reservedToolNames = new Set([...builtinToolNames, GENERATE_VIDEO]);
 const searchArgs = z.object({ query: z.string().min(1), top_k: z.number().int().min(1).max(MAX_TOP_K).optional() });
 const rememberArgs = z.object({ content: z.string().min(1) });
 
+/**
+ * The record id of the memory a `remember` call stores: the same for the same
+ * conversation, turn and call, so storing it again replaces it. The turn is
+ * the position in the conversation of the assistant message that made the
+ * call, the same on every run of the turn from the same committed state (a
+ * later turn's calls sit further on, even when the model reuses call ids).
+ */
+export function memoryRecordId(conversationId: string, position: number, toolCallId: string): string {
+  return nameUuid(JSON.stringify(["memory", conversationId, position, toolCallId]));
+}
+
 export interface BuiltinToolContext {
   memory: OrgIndex;
   organizationId: string;
   conversationId: string;
+  /** The call being run: its id, and the position in the conversation of the assistant message that made it. */
+  call: { id: string; position: number };
+  /**
+   * The memories `remember` accepted earlier in the turn, to be stored once it
+   * commits: `remember` adds to it, `search_memory` ranks them among the
+   * stored records.
+   */
+  unstored: VectorRecord[];
   signal?: AbortSignal | undefined;
   /** Bills the memory tools' embedding calls to the turn's payer. */
   onEmbedded?: OnEmbedded | undefined;
@@ -73,7 +99,7 @@ async function runUnbounded(name: string, args: Record<string, unknown>, ctx: Bu
     if (name === "search_memory") {
       const parsed = searchArgs.safeParse(args);
       if (!parsed.success) return JSON.stringify({ error: `invalid arguments: ${z.prettifyError(parsed.error)}` });
-      const results = await ctx.memory.search(ctx.organizationId, parsed.data.query, parsed.data.top_k ?? DEFAULT_MEMORY_TOP_K, undefined, ctx.signal, ctx.onEmbedded);
+      const results = await ctx.memory.search(ctx.organizationId, parsed.data.query, parsed.data.top_k ?? DEFAULT_MEMORY_TOP_K, undefined, ctx.signal, ctx.onEmbedded, ctx.unstored);
       return searchResultText(
         results.map((r) => ({ id: r.id, content: r.content, metadata: r.metadata, distance: r.distance })),
         ctx.maxResultBytes,
@@ -82,8 +108,18 @@ async function runUnbounded(name: string, args: Record<string, unknown>, ctx: Bu
     if (name === "remember") {
       const parsed = rememberArgs.safeParse(args);
       if (!parsed.success) return JSON.stringify({ error: `invalid arguments: ${z.prettifyError(parsed.error)}` });
-      const { id } = await ctx.memory.add(ctx.organizationId, parsed.data.content, { kind: "memory", conversation_id: ctx.conversationId }, ctx.signal, ctx.onEmbedded);
-      return JSON.stringify({ stored: true, id });
+      const record = await ctx.memory.prepare({
+        organizationId: ctx.organizationId,
+        id: memoryRecordId(ctx.conversationId, ctx.call.position, ctx.call.id),
+        content: parsed.data.content,
+        metadata: { kind: "memory", conversation_id: ctx.conversationId },
+        // The turn's earlier memories count against the quota too: none of them is stored yet.
+        unstoredHeld: ctx.unstored.length,
+        signal: ctx.signal,
+        onUsage: ctx.onEmbedded,
+      });
+      ctx.unstored.push(record);
+      return JSON.stringify({ stored: true, id: record.id });
     }
     return JSON.stringify({ error: `unknown built-in tool ${name}` });
   } catch (error) {

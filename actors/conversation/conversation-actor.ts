@@ -4,6 +4,7 @@
 import { hash } from "node:crypto";
 import { payerSchema, type Payer, type UsageFigures } from "../../providers/usage.ts";
 import type { EmbeddingUsage } from "../../vectors/org-index.ts";
+import type { VectorRecord } from "../../vectors/vector-index.ts";
 import { z } from "zod";
 import { isoTime } from "../../core/clock.ts";
 import { invalidRequest, isTroupeError, TroupeError, type FieldIssue } from "../../core/errors.ts";
@@ -154,15 +155,19 @@ export function createConversationActor(deps: ConversationActorDeps) {
   const now = (ctx: Ctx) => isoTime(ctx.clock.now());
 
   /**
-   * What a turn announces (live events, the directory's summary) leaves once
-   * the turn commits: a turn that fails announces only `turn.failed`, never
-   * messages that were rolled back with it.
+   * What a turn announces (live events, the directory's summary) and the
+   * memories its `remember` calls accepted leave once the turn commits: a
+   * turn that fails announces only `turn.failed`, never messages that were
+   * rolled back with it, and stores no memory. Like the rest, a memory is
+   * stored at most once after the commit: a process killed in between loses
+   * it (the model was told it was stored).
    */
   const announce = (ctx: TurnCtx, event: ConversationEvent) => ctx.afterCommit(() => deps.events.publish(event));
   const announceSummary = (ctx: TurnCtx, data: ConversationData) => {
     const summary = toSummary(data);
     ctx.afterCommit(() => deps.directory.updated(summary));
   };
+  const storeMemory = (ctx: TurnCtx, record: VectorRecord) => ctx.afterCommit(() => deps.memory.store([record]));
 
   /** Runs the loop, announcing as it goes; the directory learns the outcome. */
   const continueTurn = async (ctx: TurnCtx, data: ConversationData, payer: Payer | undefined, requestId: string, before = data.status): Promise<Conversation> => {
@@ -180,6 +185,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
         newId: () => ctx.ids.uuid(),
         now: () => now(ctx),
         onMessage: publishMessage,
+        onRemembered: (record) => storeMemory(ctx, record),
         startVideo: (args, toolCallId) => startVideo(ctx, data, payer, args, toolCallId),
         maxBytes: deps.conversationMaxBytes,
         toolResultMaxBytes: deps.toolResultMaxBytes,

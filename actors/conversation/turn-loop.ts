@@ -1,5 +1,7 @@
 // The agent loop of one turn (statuses and transitions: docs/api/agents.md):
-// call the model, run built-in tool calls inside the turn, and loop until the
+// call the model, run built-in tool calls inside the turn (the memories
+// `remember` accepts go to the caller, which stores them once the turn
+// commits: onRemembered), and loop until the
 // model answers (→ idle) or calls a caller-declared tool (→ requires_action,
 // the assistant message with its tool_calls kept). The number of model steps
 // per turn is bounded: past it the conversation returns to idle with an
@@ -9,6 +11,7 @@
 import type { ChatMessage, ChatRequest } from "../../providers/chat-request.ts";
 import type { ChatResult } from "../../providers/types.ts";
 import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
+import type { VectorRecord } from "../../vectors/vector-index.ts";
 import { builtinToolNames, GENERATE_VIDEO, offeredBuiltinTools, runBuiltinTool } from "./builtin-tools.ts";
 import { appendedBytes } from "./conversation-size.ts";
 import { boundToolResult } from "./tool-result-size.ts";
@@ -26,6 +29,11 @@ export interface TurnDeps {
   now(): string;
   /** Called as each message is appended and when the status changes. */
   onMessage?(message: AgentMessage): void;
+  /**
+   * Called as `remember` accepts a memory (checked and embedded, not stored):
+   * the caller stores it once the turn commits (builtin-tools.ts).
+   */
+  onRemembered?(record: VectorRecord): void;
   maxSteps?: number;
   /** AGENT_CONVERSATION_MAX_BYTES: the turn stops where its next message would pass it; undefined: no cap. */
   maxBytes?: number | undefined;
@@ -64,6 +72,8 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
     data.status = "idle";
     data.pending_tool_call_ids = [];
   };
+  /** This turn's memories, stored once it commits; until then its own searches find them here. */
+  const unstored: VectorRecord[] = [];
   const customNames = new Set(data.tools.map((t) => t.name));
   const tools = [...offeredBuiltinTools, ...data.tools];
   const maxSteps = deps.maxSteps ?? MAX_MODEL_STEPS_PER_TURN;
@@ -79,6 +89,7 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
       return;
     }
     append(assistant);
+    const position = data.messages.length - 1;
     /** Why the turn stops at the cap, once a result did not fit; the step's other calls are then answered as not added. */
     let full: string | undefined;
     const answer = (toolCallId: string, content: string, what = "a tool result"): void => {
@@ -108,14 +119,18 @@ export async function runTurn(data: ConversationData, deps: TurnDeps): Promise<v
         if ("job_id" in started) video = { job_id: started.job_id, tool_call_id: call.id };
         else answer(call.id, JSON.stringify(started));
       } else if (builtinToolNames.has(call.name)) {
+        const accepted = unstored.length;
         const output = await runBuiltinTool(call.name, call.arguments, {
           memory: deps.memory,
           organizationId: data.owner.organization_id,
           conversationId: data.id,
+          call: { id: call.id, position },
+          unstored,
           signal: deps.signal,
           onEmbedded: deps.onEmbedded,
           maxResultBytes: deps.toolResultMaxBytes,
         });
+        for (const record of unstored.slice(accepted)) deps.onRemembered?.(record);
         answer(call.id, output, `a ${call.name} result`);
       } else if (customNames.has(call.name)) {
         pending.push(call.id);

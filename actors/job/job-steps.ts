@@ -8,11 +8,11 @@
 // provider accepted a submission and before the turn committed its task, is
 // closed where the provider can list its tasks: a submission that may have
 // happened already first looks for its task there (`mayHaveSubmitted`).
-import { createHash } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isTroupeError, TroupeError } from "../../core/errors.ts";
+import { nameUuid } from "../../core/ids.ts";
 import type { Logger } from "../../core/log.ts";
 import type { FileStore } from "../../media/file-store.ts";
 import { rehostAll, type MediaDeps } from "../../media/rehost.ts";
@@ -328,6 +328,5 @@ async function readStored(files: FileStore, id: string): Promise<Buffer> {
 
 /** The same id for the same job and event type, so a re-publish after a crash is the same event (UUID-shaped). */
 export function jobEventId(jobId: string, type: string): string {
-  const h = createHash("sha256").update(`${jobId}:${type}`).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
+  return nameUuid(`${jobId}:${type}`);
 }

@@ -5,6 +5,7 @@
 import type { Test } from "tap";
 import type { RequestOptions, TestResponse } from "../support/troupe.ts";
 import { field, str } from "../support/troupe.ts";
+import { waitFor } from "../support/net.ts";
 
 export type Requester = (method: string, path: string, options?: RequestOptions) => Promise<TestResponse>;
 
@@ -65,6 +66,14 @@ export function agentSuite(t: Test, target: AgentTarget): void {
     t.equal(searchResult.results[0]?.content, "the office cat is called Turing", "the memory comes back first");
     t.equal(searchResult.results[0]?.metadata.kind, "memory");
     t.match(msgs[5]?.content, /Turing/, "the final answer uses the recalled memory");
+    // The index holds it once the turn has committed (it is stored after the commit), and once.
+    const memoryId = (JSON.parse(msgs[2]?.content ?? "{}") as { id?: string }).id;
+    const inIndex = async () => {
+      const found = await r0("POST", "/v1/embeddings/search", { token: target.keyA, body: { query: "the office cat is called Turing", top_k: 10 } });
+      return (field(found.body, "results") as { id: string; content: string; metadata: { conversation_id?: string } }[]).filter((r) => r.content === "the office cat is called Turing");
+    };
+    await waitFor(async () => (await inIndex()).length > 0, 10_000, "the memory in the index");
+    t.same((await inIndex()).map((r) => [r.id, r.metadata.conversation_id]), [[memoryId, id]], "stored once, under the id the tool answered");
 
     const other = await create(r1, target.keyA);
     const recall = await r0("POST", `/v1/agents/conversations/${other}/messages`, { token: target.keyA, body: { content: "search_memory: revenue in Lisbon; then answer" } });

@@ -33,13 +33,19 @@ t.test("caps before the embedding call; remember meets the same caps and quota",
   }
   t.equal(embedded, 0, "nothing was embedded for the refused record");
 
-  const ctx = { memory: orgIndex, organizationId: "org", conversationId: "conv-1" };
+  // One turn's context: the memories remember accepts wait in `unstored` until the turn commits.
+  const ctx = { memory: orgIndex, organizationId: "org", conversationId: "conv-1", call: { id: "call-1", position: 1 }, unstored: [] };
   const tooBig = JSON.parse(await runBuiltinTool("remember", { content: "日".repeat(30_000) }, ctx)) as { error?: string };
   t.match(tooBig.error, /content: must be at most 65536 bytes/, "remember: the content cap, as an error the model reads");
   t.equal(embedded, 0);
 
   t.match(JSON.parse(await runBuiltinTool("remember", { content: "first fact" }, ctx)), { stored: true });
   await orgIndex.add("org", "second record", {});
+  const pending = JSON.parse(await runBuiltinTool("remember", { content: "second fact" }, { ...ctx, call: { id: "call-2", position: 3 } })) as { error?: string };
+  t.match(pending.error, /holds 1 records and its quota is 2; adding 2 more/, "remember: the turn's memories not stored yet count against the quota");
+  t.equal(embedded, 2, "the refused memory was not embedded");
+
+  await orgIndex.store(ctx.unstored.splice(0));
   const full = JSON.parse(await runBuiltinTool("remember", { content: "third fact" }, ctx)) as { error?: string };
   t.match(full.error, /holds 2 records and its quota is 2/, "remember: the organization's quota");
   t.equal(index.count("org"), 2, "nothing stored past the quota");

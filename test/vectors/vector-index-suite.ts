@@ -363,6 +363,26 @@ export function vectorIndexSuite(t: Test, harness: VectorIndexHarness): void {
     t.same([...new Set(refusedCodes)], ["quota_exceeded"], "the others refused with quota_exceeded");
     t.equal((await index.search("org-c", query, 100)).length, 10, "10 stored");
   });
+
+  t.test("checkQuota refuses as add would, and reserves nothing", async (t) => {
+    const limits = { ...defaultVectorLimits, quotaPerOrganization: 3 };
+    const index = await openIndex(await harness.newLocation("check-quota"), { ...shape, limits });
+    const random = seededRandom(13);
+    await index.add([record("org-a", randomVector(random)), record("org-a", randomVector(random))]);
+    await index.checkQuota("org-a", 1);
+    await index.checkQuota("org-a", 1);
+    await index.add([record("org-a", randomVector(random))]);
+    t.equal((await index.search("org-a", randomVector(random), 100)).length, 3, "two checks of one record each held nothing: the add after them fits");
+    try {
+      await index.checkQuota("org-a", 1);
+      t.fail("a fourth record was allowed");
+    } catch (error) {
+      t.equal((error as TroupeError).code, "quota_exceeded");
+      t.match((error as TroupeError).message, /holds 3 records and its quota is 3; adding 1 more/);
+    }
+    await index.checkQuota("org-b", 3);
+    await rejectsWithCode(t, index.checkQuota("org-b", 4), "quota_exceeded", "more than the quota at once");
+  });
 }
 
 /** An object nested `depth` levels deep, the outermost being level 1. */
