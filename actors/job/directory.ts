@@ -1,9 +1,11 @@
 // Where jobs are read from: each job's public snapshot and a per-organization
-// index in the tenancy store (Redis in the cluster, lmdb embedded). The
-// JobActor writes the snapshot inside its turn, before the turn commits, each
-// time the job changes; so GET /v1/jobs/{id} and the list answer from any
-// replica without queueing behind a running step (a composition may take
-// seconds), and a snapshot is never behind the actor's committed state.
+// index in the tenancy store (Redis in the cluster, lmdb embedded), so
+// GET /v1/jobs/{id} and the list answer from any replica without queueing
+// behind a running step (a composition may take seconds). The JobActor
+// writes the entry when it creates the job, inside that turn (the caller
+// reads it back at once), and each change's snapshot once the turn that made
+// it commits, as the conversation's summaries: a snapshot never shows what a
+// failed turn did, and lags the actor's committed state by the write.
 //
 // A job belongs to the environment of the key that made it (docs/guides/access-control.md): the snapshot names it and a per-environment index lists it, so a
 // key of another environment neither reads nor lists it. The per-organization

@@ -52,7 +52,7 @@ export interface JobActorDeps extends StepDeps {
   /** Budgets: under a hard limit a job holds its estimated cost (`estimate`, per part) or is refused 402 (actors/job/job-budget.ts). */
   budget?: JobBudget;
   estimate?(job: JobShape): number[];
-  /** Counts status transitions (troupe_job_transitions_total); a turn retried after a crash may count one twice. */
+  /** Counts status transitions (troupe_job_transitions_total) once their turn commits; a turn retried after a crash may count one twice. */
   metrics?: Pick<Metrics, "jobTransition">;
 }
 
@@ -114,7 +114,7 @@ class Armings {
   }
 }
 
-/** The status inside a visibleOf() string (save() compares it to see a transition). */
+/** The status inside a visibleOf() string (announceChange() compares it to see a transition). */
 const statusOf = (visible: string): unknown => (JSON.parse(visible) as { status?: unknown }).status;
 
 function ownedBy(job: JobData, caller: z.output<typeof orgInput>): boolean {
@@ -127,17 +127,31 @@ export function createJobActor(deps: JobActorDeps) {
   /** Jobs whose open parts are held by this process's ledger (holds made here, or restored after a restart). */
   const holding = new Set<string>();
 
-  /** Writes the snapshot and pushes an event when what callers see changed. */
-  const save = async (ctx: Ctx, job: JobData, before: string): Promise<void> => {
-    if (visibleOf(job) === before && !job.snapshot_dirty) return;
-    if (statusOf(before) !== job.status) deps.metrics?.jobTransition(job.status);
+  /**
+   * When what callers see of the job changed in this turn: once the turn
+   * commits (ctx.afterCommit, as the conversation announces its turns), the
+   * transition is counted, the directory gets the new snapshot (not when the
+   * job is `leaving` it: delete removes the entry), then live watchers hear
+   * of it. A turn that fails announces none of it. At most once: a process
+   * killed between the commit and the write leaves the snapshot behind until
+   * the job's next change, and a final job's last step writes it again
+   * (step), so none stays listed unfinished.
+   */
+  const announceChange = (ctx: Ctx, job: JobData, before: string, leaving = false): void => {
+    if (visibleOf(job) === before) return;
+    const transition = statusOf(before) !== job.status ? job.status : undefined;
     job.updated_at = isoTime(ctx.clock.now());
     const snapshot = toPublicJob(job);
-    job.snapshot_dirty = true;
-    await deps.directory.updated(job.owner, snapshot, job.openai_video);
-    job.snapshot_dirty = false;
-    // Live watchers hear of it once the turn commits: a failed step announces nothing.
-    ctx.afterCommit(() => deps.events.publish({ type: "job.updated", job_id: job.id, job: snapshot }));
+    const { owner, openai_video: openaiVideo } = job;
+    ctx.afterCommit(async () => {
+      if (transition) deps.metrics?.jobTransition(transition);
+      try {
+        if (!leaving) await deps.directory.updated(owner, snapshot, openaiVideo);
+      } finally {
+        // After the snapshot: a socket opening reads the job from the directory, then hears the events after it.
+        deps.events.publish({ type: "job.updated", job_id: snapshot.id, job: snapshot });
+      }
+    });
   };
   const visibleOf = (job: JobData): string => {
     const { updated_at: _u, ...visible } = toPublicJob(job);
@@ -238,17 +252,18 @@ export function createJobActor(deps: JobActorDeps) {
     };
     armings.arm(job, ctx.clock.now());
     ctx.state.job = job;
-    await deps.directory.created(input.owner, toPublicJob(job), job.openai_video);
-    deps.metrics?.jobTransition("queued");
     await ctx.setReminder("watchdog", deps.watchdogMs, deps.watchdogMs, "step", {});
     await schedule(ctx, job, 0);
+    // Written inside the turn, as a conversation's creation is: the caller reads the job back from
+    // the directory as soon as create answers. Last, so only the commit can fail after it.
+    await deps.directory.created(input.owner, toPublicJob(job), job.openai_video);
+    ctx.afterCommit(() => deps.metrics?.jobTransition("queued"));
     if (budget) holding.add(job.id);
     return toPublicJob(job);
   };
 
-  /** Cancels the provider tasks in flight and fails the job with error.code cancelled. */
+  /** Cancels the provider tasks in flight and fails the job with error.code cancelled (the caller announces it). */
   const cancelJob = async (ctx: Ctx, job: JobData): Promise<void> => {
-    const before = visibleOf(job);
     for (const segment of job.segments) {
       if (segment.status !== "processing" || !segment.task) continue;
       // Best effort: a provider that cannot cancel finishes the clip, which is then neither stored nor billed.
@@ -259,7 +274,6 @@ export function createJobActor(deps: JobActorDeps) {
     }
     for (const segment of job.segments) if (segment.status === "pending") segment.status = "cancelled";
     failJob(job, "cancelled", "the job was cancelled");
-    await save(ctx, job, before);
   };
 
   return defineActor({
@@ -301,7 +315,9 @@ export function createJobActor(deps: JobActorDeps) {
           const job = ctx.state.job;
           if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
           if (isFinal(job.status)) throw new TroupeError("conflict", `the job is already ${job.status}`, { details: { status: job.status } });
+          const before = visibleOf(job);
           await cancelJob(ctx, job);
+          announceChange(ctx, job, before);
           await schedule(ctx, job, 0);
           return toPublicJob(job);
         },
@@ -311,13 +327,19 @@ export function createJobActor(deps: JobActorDeps) {
       // callback go out now: no step will run after this turn), then removes
       // every file it stored, its directory entry and its actor state (the
       // state left is the initial one, which the host deletes). Repeating it
-      // after a failure part-way is safe: each removal is idempotent.
+      // after a failure part-way is safe: each removal is idempotent. The
+      // entry is removed inside the turn, not after it: the caller must not
+      // read a deleted job back, and its files are already gone.
       delete: {
         input: orgInput,
         run: async (ctx, input): Promise<{ id: string; deleted: true; files_deleted: number }> => {
           const job = ctx.state.job;
           if (!job || !ownedBy(job, input)) throw new TroupeError("not_found", "job not found");
-          if (!isFinal(job.status)) await cancelJob(ctx, job);
+          if (!isFinal(job.status)) {
+            const before = visibleOf(job);
+            await cancelJob(ctx, job);
+            announceChange(ctx, job, before, true);
+          }
           await finish(ctx, job);
           await ctx.clearReminder("next");
           let filesDeleted = 0;
@@ -345,25 +367,28 @@ export function createJobActor(deps: JobActorDeps) {
             if (isFinal(job.status)) {
               await finish(ctx, job);
               job.step_failures = 0;
+              // Again: the turn that made the job final wrote its snapshot at most once, after its commit.
+              const { owner, openai_video: openaiVideo } = job;
+              const snapshot = toPublicJob(job);
+              ctx.afterCommit(() => deps.directory.updated(owner, snapshot, openaiVideo));
             } else {
               await restoreOpen(job);
               const submitting = segmentToSubmit(job);
               // A submission is the one call that must not be repeated: its
               // next step is scheduled before the provider call, so once the
               // task is accepted only the commit remains (no other write
-              // widens the window in which a crash would submit it again).
+              // widens the window in which a crash would submit it again;
+              // what it announces leaves after the commit).
               if (submitting) await ctx.setReminder("next", firstPollMs(job, submitting.index), undefined, "step", {});
               const outcome = await advance(job, deps, !submitting || !armings.take(job, submitting, ctx.clock.now()));
               job.step_failures = 0;
               if (submitting?.status === "processing") {
-                // Not saved here (see above), so the transition is counted here.
-                if (statusOf(before) !== job.status) deps.metrics?.jobTransition(job.status);
                 job.next_step_at = 0;
-                job.snapshot_dirty = true;
+                announceChange(ctx, job, before);
                 return;
               }
               armings.arm(job, ctx.clock.now());
-              await save(ctx, job, before);
+              announceChange(ctx, job, before);
               await schedule(ctx, job, isFinal(job.status) ? 0 : outcome.afterMs);
             }
           } catch (error) {
@@ -371,7 +396,7 @@ export function createJobActor(deps: JobActorDeps) {
             ctx.log.warn("job step failed", { job_id: job.id, failures: job.step_failures, error });
             if (!isFinal(job.status) && job.step_failures >= MAX_STEP_FAILURES) {
               failJob(job, isTroupeError(error) ? error.code : "internal_error", error instanceof Error ? error.message : "the job failed");
-              await save(ctx, job, before);
+              announceChange(ctx, job, before);
               await schedule(ctx, job, 0);
             } else {
               await schedule(ctx, job, stepRetryMs(job.step_failures, deps.retryBaseMs ?? 1_000));

@@ -99,7 +99,11 @@ export const jobDataSchema = z.object({
   next_step_at: z.number(),
   /** Consecutive steps that failed on our side (file store, ffmpeg): bounded. */
   step_failures: z.number().int(),
-  /** A snapshot write failed: the next step writes it whatever changed. */
+  /**
+   * Always false now: the snapshot is written after each turn commits
+   * (job-actor.ts), not inside it. Kept in the shape so the release before
+   * this one still reads the states this one writes.
+   */
   snapshot_dirty: z.boolean(),
   created_at: z.string(),
   updated_at: z.string(),
