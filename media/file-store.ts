@@ -6,11 +6,22 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 
+/** The API key scopes whose calls store files: deleting a file needs the one that made it. */
+export type FileScope = "audio" | "images" | "video";
+
 /** What the store records about a file besides its bytes. */
 export const storedFileSchema = z.object({
   id: z.string(),
   /** The owning organization: for deletion and quotas. */
   organization_id: z.string(),
+  /**
+   * The environment whose key made it: only that environment's keys may
+   * delete it, as jobs and conversations are that environment's alone. Null
+   * for a file stored before files recorded it.
+   */
+  environment_id: z.string().nullable().default(null),
+  /** The scope of the call that made it ("audio", "images", "video"): deleting it needs a key that could have made it. Null before files recorded it. */
+  scope: z.string().nullable().default(null),
   content_type: z.string(),
   size: z.number().int().min(0),
   /** Strong validator: the SHA-256 of the bytes (hex), quoted as HTTP wants it. */
@@ -23,6 +34,9 @@ export interface PutInput {
   body: Buffer | AsyncIterable<Buffer>;
   contentType: string;
   organizationId: string;
+  environmentId: string;
+  /** The scope of the call storing it. */
+  scope: FileScope;
   /** Refuses (and stores nothing) when the body passes this many bytes. */
   maxBytes?: number;
 }
@@ -89,6 +103,8 @@ export async function writeBody(id: string, input: PutInput, now: () => number, 
   return {
     id,
     organization_id: input.organizationId,
+    environment_id: input.environmentId,
+    scope: input.scope,
     content_type: input.contentType,
     size,
     etag: `"${hash.digest("hex")}"`,

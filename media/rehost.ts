@@ -5,7 +5,7 @@
 // 502 and deletes what the request had already stored: nothing dangling,
 // nothing half-stored.
 import { TroupeError } from "../core/errors.ts";
-import type { FileStore, StoredFile } from "./file-store.ts";
+import type { FileScope, FileStore, StoredFile } from "./file-store.ts";
 import type { Capabilities } from "./media-tools.ts";
 import { isOutboundFetchError, type OutboundFetcher, type OutboundFetchError } from "./outbound-fetch.ts";
 
@@ -24,6 +24,10 @@ export interface MediaDeps {
 
 export interface RehostOptions {
   organizationId: string;
+  /** The environment of the key the result is for: the file is that environment's. */
+  environmentId: string;
+  /** The scope of the call the result is for. */
+  scope: FileScope;
   provider: string;
   /** Content-type prefixes a downloaded result must have. */
   accept: readonly string[];
@@ -83,5 +87,5 @@ async function rehostOne(deps: MediaDeps, payload: ProviderPayload, opts: Rehost
   }
   const problem = opts.check?.(bytes, contentType);
   if (problem) throw new TroupeError("provider_error", `${opts.provider} returned an unusable result: ${problem}`, { details: { provider: opts.provider } });
-  return deps.files.put({ body: bytes, contentType: opts.contentTypeOf?.(bytes) ?? contentType, organizationId: opts.organizationId });
+  return deps.files.put({ body: bytes, contentType: opts.contentTypeOf?.(bytes) ?? contentType, organizationId: opts.organizationId, environmentId: opts.environmentId, scope: opts.scope });
 }

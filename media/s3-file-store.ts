@@ -45,7 +45,7 @@ export function s3ClientConfig(settings: S3Settings): S3ClientConfig {
 }
 
 /** Object metadata keys (S3 lower-cases them; values must be ASCII). */
-const meta = { organization: "organization-id", sha256: "sha256", created: "created-at", version: "schema-version" } as const;
+const meta = { organization: "organization-id", environment: "environment-id", scope: "scope", sha256: "sha256", created: "created-at", version: "schema-version" } as const;
 
 export class S3FileStore implements FileStore {
   private readonly sdk: Sdk;
@@ -95,7 +95,7 @@ export class S3FileStore implements FileStore {
         Body: Buffer.concat(chunks, file.size),
         ContentLength: file.size,
         ContentType: file.content_type,
-        Metadata: { [meta.organization]: file.organization_id, [meta.sha256]: file.etag.slice(1, -1), [meta.created]: file.created_at, [meta.version]: String(SCHEMA_VERSION) },
+        Metadata: { [meta.organization]: file.organization_id, ...(file.environment_id ? { [meta.environment]: file.environment_id } : {}), ...(file.scope ? { [meta.scope]: file.scope } : {}), [meta.sha256]: file.etag.slice(1, -1), [meta.created]: file.created_at, [meta.version]: String(SCHEMA_VERSION) },
       }),
     );
     return file;
@@ -143,6 +143,9 @@ export class S3FileStore implements FileStore {
     const record = {
       id,
       organization_id: metadata?.[meta.organization],
+      // Absent on objects stored before files recorded them: null, the older files' rule.
+      environment_id: metadata?.[meta.environment] ?? null,
+      scope: metadata?.[meta.scope] ?? null,
       content_type: contentType ?? "application/octet-stream",
       size,
       etag: `"${metadata?.[meta.sha256] ?? ""}"`,

@@ -187,7 +187,7 @@ async function imageFor(job: JobData, segment: SegmentState, deps: StepDeps): Pr
     const frame = join(dir, "frame.png");
     await deps.compose.extractLastFrame(clip, frame);
     const bytes = await readFile(frame);
-    const stored = await deps.media.files.put({ body: bytes, contentType: "image/png", organizationId: job.owner.organization_id });
+    const stored = await deps.media.files.put({ body: bytes, contentType: "image/png", organizationId: job.owner.organization_id, environmentId: job.owner.environment_id, scope: "video" });
     segment.frame_file_id = stored.id;
     return { url: deps.media.fileUrl(stored.id), content_type: "image/png", bytes };
   } finally {
@@ -238,6 +238,8 @@ async function poll(job: JobData, segment: SegmentState, task: VideoTask, deps: 
           : ({ kind: "bytes", bytes: await readFile(status.clip.path), contentType: "video/mp4" } as const);
       const [file] = await rehostAll(deps.media, [payload], {
         organizationId: job.owner.organization_id,
+        environmentId: job.owner.environment_id,
+        scope: "video",
         provider: task.provider,
         accept: ["video/", "application/octet-stream"],
         check: (bytes) => (bytes.length < 64 ? "the clip is empty" : undefined),
@@ -272,7 +274,7 @@ async function narrate(job: JobData, text: string, deps: StepDeps, signal: Abort
     failJob(job, error.code, `narration: ${error.message}`);
     return { afterMs: 0 };
   }
-  const stored = await deps.media.files.put({ body: speech.audio.bytes, contentType: speech.audio.contentType, organizationId: job.owner.organization_id });
+  const stored = await deps.media.files.put({ body: speech.audio.bytes, contentType: speech.audio.contentType, organizationId: job.owner.organization_id, environmentId: job.owner.environment_id, scope: "video" });
   await deps.bill(
     usageRecord(
       deps.catalogue,
@@ -307,7 +309,7 @@ async function compose(job: JobData, deps: StepDeps): Promise<StepOutcome> {
       final = join(dir, "final.mp4");
       await deps.compose.muxVoiceover(joined, audio, final);
     }
-    const stored = await deps.media.files.put({ body: await readFile(final), contentType: "video/mp4", organizationId: job.owner.organization_id });
+    const stored = await deps.media.files.put({ body: await readFile(final), contentType: "video/mp4", organizationId: job.owner.organization_id, environmentId: job.owner.environment_id, scope: "video" });
     job.result_file_id = stored.id;
     job.result_url = deps.media.fileUrl(stored.id);
     job.status = "completed";

@@ -859,7 +859,7 @@ export interface paths {
         get: operations["getV1FilesId"];
         put?: never;
         post?: never;
-        /** Delete a stored file (its organization's API key, or an owner or admin session): its URL answers 404 afterwards */
+        /** Delete a stored file (an API key of the environment that made it, with the scope that made it, or an owner or admin session): its URL answers 404 afterwards */
         delete: operations["deleteV1FilesId"];
         options?: never;
         /** A stored media file's headers (Content-Length, ETag) */
@@ -10975,7 +10975,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | insufficient_scope */
             403: {
                 headers: {
                     [name: string]: unknown;

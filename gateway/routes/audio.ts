@@ -61,6 +61,8 @@ export function audioRoutes(deps: MediaRouteDeps) {
         // Billed once the audio is stored: a failed copy bills nothing.
         const [file] = await rehostAll(deps.media, [{ kind: "bytes", ...r.audio }], {
           organizationId: ctx.auth.key.organization_id,
+          environmentId: ctx.auth.key.environment_id,
+          scope: "audio",
           provider: r.provider,
           accept: ["audio/"],
           check: (bytes) => (bytes.length < 16 ? "the audio is empty" : undefined),

@@ -51,6 +51,8 @@ export function imageRoutes(deps: MediaRouteDeps) {
         const r = await generateImages(deps.router, ctx.body, { signal: ctx.signal });
         const files = await rehostAll(deps.media, r.images, {
           organizationId: ctx.auth.key.organization_id,
+          environmentId: ctx.auth.key.environment_id,
+          scope: "images",
           provider: r.provider,
           accept: ["image/png", "image/jpeg"],
           check: (bytes) => {

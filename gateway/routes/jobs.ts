@@ -129,10 +129,10 @@ export async function startVideoJob(deps: JobRouteDeps, key: ApiKeyRecord, body:
   let image: { file_id: string; content_type: string } | null = null;
   if (body.image && "url" in body.image) {
     const fetched = await fetchInputUrl(deps.media, body.image.url, { organizationId: key.organization_id, accept: imageTypes, field: "image_url", signal });
-    const stored = await deps.media.files.put({ body: fetched.body, contentType: fetched.contentType, organizationId: key.organization_id });
+    const stored = await deps.media.files.put({ body: fetched.body, contentType: fetched.contentType, organizationId: key.organization_id, environmentId: key.environment_id, scope: "video" });
     image = { file_id: stored.id, content_type: fetched.contentType };
   } else if (body.image) {
-    const stored = await deps.media.files.put({ body: body.image.bytes, contentType: body.image.contentType, organizationId: key.organization_id });
+    const stored = await deps.media.files.put({ body: body.image.bytes, contentType: body.image.contentType, organizationId: key.organization_id, environmentId: key.environment_id, scope: "video" });
     image = { file_id: stored.id, content_type: body.image.contentType };
   }
   const id = uuid();

@@ -155,7 +155,7 @@ t.test("the ledger, the journal and file metadata write the version", async (t) 
   t.equal(readFileSync(join(journalDir, segment ?? ""), "utf8"), `${versionedJson(JSON.stringify(usage))}\n`, "a journal line carries its version");
 
   const files = await LocalFileStore.open(join(dir, "files"));
-  const file = await files.put({ organizationId: "org_1", contentType: "text/plain", body: Buffer.from("hello") });
+  const file = await files.put({ organizationId: "org_1", environmentId: "env_test", scope: "images", contentType: "text/plain", body: Buffer.from("hello") });
   const shard = file.id.slice(5, 7);
   const meta = readFileSync(join(dir, "files", shard, `${file.id}.json`), "utf8");
   t.equal(meta, versionedJson(JSON.stringify(file)), "file metadata carries its version");

@@ -4,6 +4,7 @@
 import t from "tap";
 import { field, signup, startTestTroupe, str } from "../support/troupe.ts";
 import { probeRoutes } from "../support/probe-routes.ts";
+import { MAX_PASSWORD_CHARS } from "../../tenancy/passwords.ts";
 
 const troupe = await startTestTroupe({}, { extraRoutes: () => probeRoutes() });
 t.teardown(() => troupe.stop());
@@ -81,11 +82,17 @@ t.test("credentials of the wrong kind are 403, missing or unknown ones 401", asy
   t.equal(unknownSession.status, 401);
 });
 
-t.test("login: wrong password 401 whatever its length; logout ends the session", async (t) => {
+t.test("login: wrong password 401 up to the length limit, 400 past it for every account; logout ends the session", async (t) => {
   const user = await signup(troupe);
-  for (const password of ["", "short", "x".repeat(5000)]) {
+  for (const password of ["", "short", "x".repeat(MAX_PASSWORD_CHARS)]) {
     const res = await troupe.request("POST", "/v1/auth/login", { body: { email: user.email, password } });
     t.equal(res.status, 401, `password of length ${password.length}`);
+  }
+  // Past the limit the length is refused before any hash is computed, for a known and an unknown email alike.
+  for (const email of [user.email, "nobody@example.test"]) {
+    const res = await troupe.request("POST", "/v1/auth/login", { body: { email, password: "x".repeat(MAX_PASSWORD_CHARS + 1) } });
+    t.equal(res.status, 400, `${email}: a password over ${MAX_PASSWORD_CHARS} characters`);
+    t.equal(field(res.body, "error", "details", 0, "path"), "body.password");
   }
   const unknownUser = await troupe.request("POST", "/v1/auth/login", { body: { email: "nobody@example.test", password: "whatever-123" } });
   t.equal(unknownUser.status, 401);

@@ -32,7 +32,7 @@ export function fileStoreSuite(t: Test, harness: FileStoreHarness): void {
     const store = await harness.open();
     t.teardown(() => store.close());
     const bytes = Buffer.from("RIFF....WAVEfmt hello world");
-    const file = await store.put({ body: bytes, contentType: "audio/wav", organizationId: "org_a" });
+    const file = await store.put({ body: bytes, contentType: "audio/wav", organizationId: "org_a", environmentId: "env_test", scope: "images" });
     t.match(file.id, /^file_[A-Za-z0-9_-]{22}$/);
     t.equal(Buffer.from(file.id.slice(5), "base64url").length, 16, "128 random bits");
     t.equal(file.size, bytes.length);
@@ -51,7 +51,7 @@ export function fileStoreSuite(t: Test, harness: FileStoreHarness): void {
     const store = await harness.open();
     t.teardown(() => store.close());
     const parts = Array.from({ length: 50 }, (_, i) => Buffer.alloc(10_000, i));
-    const file = await store.put({ body: slowChunks(parts), contentType: "image/png", organizationId: "org_b" });
+    const file = await store.put({ body: slowChunks(parts), contentType: "image/png", organizationId: "org_b", environmentId: "env_test", scope: "images" });
     t.equal(file.size, 500_000);
     const got = await store.get(file.id);
     t.same(await readAll(got!.body), Buffer.concat(parts));
@@ -61,7 +61,7 @@ export function fileStoreSuite(t: Test, harness: FileStoreHarness): void {
     const store = await harness.open();
     t.teardown(() => store.close());
     const bytes = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
-    const file = await store.put({ body: bytes, contentType: "application/octet-stream", organizationId: "org_a" });
+    const file = await store.put({ body: bytes, contentType: "application/octet-stream", organizationId: "org_a", environmentId: "env_test", scope: "images" });
     const got = await store.get(file.id, { start: 100, end: 199 });
     t.same(await readAll(got!.body), bytes.subarray(100, 200));
     t.equal(got!.file.size, 1000, "the record keeps the whole size");
@@ -82,7 +82,7 @@ export function fileStoreSuite(t: Test, harness: FileStoreHarness): void {
   t.test("delete removes the file", async (t) => {
     const store = await harness.open();
     t.teardown(() => store.close());
-    const file = await store.put({ body: Buffer.from("x"), contentType: "text/plain", organizationId: "org_a" });
+    const file = await store.put({ body: Buffer.from("x"), contentType: "text/plain", organizationId: "org_a", environmentId: "env_test", scope: "images" });
     t.equal(await store.delete(file.id), true);
     t.equal(await store.head(file.id), undefined);
     t.equal(await store.get(file.id), undefined);
@@ -94,7 +94,7 @@ export function fileStoreSuite(t: Test, harness: FileStoreHarness): void {
     t.teardown(() => store.close());
     const before = await harness.count();
     const parts = Array.from({ length: 10 }, () => Buffer.alloc(1000, 7));
-    await t.rejects(store.put({ body: slowChunks(parts), contentType: "image/png", organizationId: "org_a", maxBytes: 4500 }), FileTooLargeError);
+    await t.rejects(store.put({ body: slowChunks(parts), contentType: "image/png", organizationId: "org_a", environmentId: "env_test", scope: "images", maxBytes: 4500 }), FileTooLargeError);
     t.equal(await harness.count(), before, "no file appeared");
   });
 
@@ -103,14 +103,14 @@ export function fileStoreSuite(t: Test, harness: FileStoreHarness): void {
     t.teardown(() => store.close());
     const ids = new Set<string>();
     await Promise.all(
-      Array.from({ length: 20 }, async () => ids.add((await store.put({ body: Buffer.from("same"), contentType: "text/plain", organizationId: "o" })).id)),
+      Array.from({ length: 20 }, async () => ids.add((await store.put({ body: Buffer.from("same"), contentType: "text/plain", organizationId: "o", environmentId: "env_test", scope: "images" })).id)),
     );
     t.equal(ids.size, 20);
   });
 
   t.test("another store over the same location serves the files (restart, other replica)", async (t) => {
     const first = await harness.open();
-    const file = await first.put({ body: Buffer.from("durable"), contentType: "text/plain", organizationId: "org_c" });
+    const file = await first.put({ body: Buffer.from("durable"), contentType: "text/plain", organizationId: "org_c", environmentId: "env_test", scope: "images" });
     await first.close();
     const second = await harness.open();
     t.teardown(() => second.close());

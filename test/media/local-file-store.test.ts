@@ -21,7 +21,7 @@ t.test("a failed put leaves no temporary behind", async (t) => {
     yield Buffer.from("partial");
     throw new Error("upstream cut");
   }
-  await t.rejects(store.put({ body: failing(), contentType: "image/png", organizationId: "o" }), /upstream cut/);
+  await t.rejects(store.put({ body: failing(), contentType: "image/png", organizationId: "o", environmentId: "env_test", scope: "images" }), /upstream cut/);
   t.equal(await store.pendingTemporaries(), 0);
   t.same(await store.list(), []);
 });
@@ -39,6 +39,6 @@ t.test("createFileStore picks the data directory without S3 settings", async (t)
   const dir = mkdtempSync(join(tmpdir(), "troupe-files-"));
   const store = await createFileStore({ s3: undefined }, dir);
   t.ok(store instanceof LocalFileStore);
-  const file = await store.put({ body: Buffer.from("a"), contentType: "text/plain", organizationId: "o" });
+  const file = await store.put({ body: Buffer.from("a"), contentType: "text/plain", organizationId: "o", environmentId: "env_test", scope: "images" });
   t.ok(readdirSync(join(dir, "files", file.id.slice(5, 7))).includes(file.id));
 });

@@ -26,7 +26,7 @@ if (typeof s3 === "string") {
     const racing = { ...settings, bucket: `troupe-test-${randomUUID().slice(0, 8)}` };
     const stores = await Promise.all(Array.from({ length: 16 }, () => S3FileStore.open(racing)));
     t.teardown(() => Promise.all(stores.map((s) => s.close())));
-    const file = await stores[0]!.put({ body: Buffer.from("raced"), contentType: "text/plain", organizationId: "o" });
+    const file = await stores[0]!.put({ body: Buffer.from("raced"), contentType: "text/plain", organizationId: "o", environmentId: "env_test", scope: "images" });
     t.equal((await stores[15]!.head(file.id))?.size, 5);
   });
 
@@ -34,7 +34,7 @@ if (typeof s3 === "string") {
     const store = await createFileStore({ s3: { ...settings, bucket: `troupe-test-${randomUUID().slice(0, 8)}` } }, "/nonexistent");
     t.teardown(() => store.close());
     t.ok(store instanceof S3FileStore);
-    const file = await store.put({ body: Buffer.from("in a bucket"), contentType: "text/plain", organizationId: "o" });
+    const file = await store.put({ body: Buffer.from("in a bucket"), contentType: "text/plain", organizationId: "o", environmentId: "env_test", scope: "images" });
     t.equal((await store.head(file.id))?.size, 11);
   });
 }

@@ -98,6 +98,8 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
         const r = await generateImages(deps.router, imageRequestOf(catalogue, body), { signal: ctx.signal });
         const files = await rehostAll(deps.media, r.images, {
           organizationId: ctx.auth.key.organization_id,
+          environmentId: ctx.auth.key.environment_id,
+          scope: "images",
           provider: r.provider,
           accept: ["image/png", "image/jpeg"],
           check: (bytes) => (imageInfo(bytes) ? undefined : "an image is neither PNG nor JPEG"),

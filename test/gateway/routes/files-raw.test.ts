@@ -9,7 +9,7 @@ import { parseResponse, raw } from "../raw-http.ts";
 const troupe = await startTestTroupe();
 t.teardown(() => troupe.stop());
 const bytes = Buffer.from(Array.from({ length: 300 }, (_, i) => 65 + (i % 26)));
-const file = await troupe.services.files.put({ body: bytes, contentType: "text/plain", organizationId: "org_x" });
+const file = await troupe.services.files.put({ body: bytes, contentType: "text/plain", organizationId: "org_x", environmentId: "env_test", scope: "images" });
 const get = (headers: string) => raw(troupe.port, `GET /v1/files/${file.id} HTTP/1.1\r\nhost: x\r\n${headers}\r\n`, 300);
 const statusLine = (text: string) => text.slice(0, text.indexOf("\r\n"));
 

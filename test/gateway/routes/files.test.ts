@@ -33,7 +33,7 @@ t.test("serving files over HTTP", async (t) => {
   const troupe = await startTestTroupe();
   t.teardown(() => troupe.stop());
   const bytes = Buffer.from(Array.from({ length: 5000 }, (_, i) => i % 256));
-  const file = await troupe.services.files.put({ body: bytes, contentType: "audio/wav", organizationId: "org_x" });
+  const file = await troupe.services.files.put({ body: bytes, contentType: "audio/wav", organizationId: "org_x", environmentId: "env_test", scope: "images" });
   const path = `/v1/files/${file.id}`;
 
   const whole = await fetch(troupe.url + path);
@@ -85,7 +85,7 @@ t.test("serving files over HTTP", async (t) => {
 t.test("X-Request-Id as on every route: a well-formed caller value echoed, anything else replaced by a generated id", async (t) => {
   const troupe = await startTestTroupe();
   t.teardown(() => troupe.stop());
-  const file = await troupe.services.files.put({ body: Buffer.from("RIFF...."), contentType: "audio/wav", organizationId: "org_x" });
+  const file = await troupe.services.files.put({ body: Buffer.from("RIFF...."), contentType: "audio/wav", organizationId: "org_x", environmentId: "env_test", scope: "images" });
   for (const path of [`/v1/files/${file.id}`, "/v1/files/file_AAAAAAAAAAAAAAAAAAAAAA"]) {
     const echoed = await fetch(troupe.url + path, { headers: { "x-request-id": "caller.id-1" } });
     t.equal(echoed.headers.get("x-request-id"), "caller.id-1", `${path}: echoed`);
@@ -100,7 +100,7 @@ t.test("a large file streams whole (backpressure) and survives a restart", async
   const first = await startTestTroupe();
   const big = Buffer.alloc(8 * 1024 * 1024);
   for (let i = 0; i < big.length; i += 4096) big[i] = (i / 4096) % 256;
-  const file = await first.services.files.put({ body: big, contentType: "video/mp4", organizationId: "org_y" });
+  const file = await first.services.files.put({ body: big, contentType: "video/mp4", organizationId: "org_y", environmentId: "env_test", scope: "images" });
   const got = Buffer.from(await (await fetch(`${first.url}/v1/files/${file.id}`)).arrayBuffer());
   t.equal(got.length, big.length);
   t.ok(got.equals(big));
@@ -117,7 +117,7 @@ t.test("a client that reads slowly gets every byte in order (backpressure path)"
   t.teardown(() => troupe.stop());
   const big = Buffer.alloc(16 * 1024 * 1024);
   for (let i = 0; i < big.length; i += 4) big.writeUInt32LE(i, i);
-  const file = await troupe.services.files.put({ body: big, contentType: "video/mp4", organizationId: "org_z" });
+  const file = await troupe.services.files.put({ body: big, contentType: "video/mp4", organizationId: "org_z", environmentId: "env_test", scope: "images" });
   const { connect } = await import("node:net");
   const received = await new Promise<Buffer>((resolve, reject) => {
     const socket = connect(troupe.port, "127.0.0.1");

@@ -198,7 +198,7 @@ t.test("bad URLs and provider failures: clear 4xx/502, nothing half-stored", asy
   noProviderTrace(t, tmp.text);
   t.equal((await post("/v1/audio/transcriptions", { audio_url: mine, model: "whisper-1" })).status, 200, "an allowed URL passes");
   // An audio file over MEDIA_MAX_DOWNLOAD_BYTES (2 MB here).
-  const big = await troupe.services.files.put({ body: Buffer.alloc(3_000_000), contentType: "audio/wav", organizationId: user.orgId });
+  const big = await troupe.services.files.put({ body: Buffer.alloc(3_000_000), contentType: "audio/wav", organizationId: user.orgId, environmentId: "env_test", scope: "images" });
   await bad(troupe.services.media.fileUrl(big.id), /exceeds the limit of 2000000 bytes/);
   const count = await storedCount();
 
