@@ -15,9 +15,8 @@ import { join } from "node:path";
 import t from "tap";
 import { systemClock } from "../../core/clock.ts";
 import { TroupeError } from "../../core/errors.ts";
-import { createLogger } from "../../core/log.ts";
 import { eraseDefinition } from "../../actors/actor.ts";
-import { Activation, randomIds, type ActorServices } from "../../actors/hosts/activation.ts";
+import { Activation } from "../../actors/hosts/activation.ts";
 import { createConversationActor } from "../../actors/conversation/conversation-actor.ts";
 import { ConversationDirectory } from "../../actors/conversation/directory.ts";
 import type { Conversation, ConversationState } from "../../actors/conversation/types.ts";
@@ -27,6 +26,7 @@ import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { EmbeddedVectorIndex } from "../../vectors/embedded-vector-index.ts";
 import { OrgIndex } from "../../vectors/org-index.ts";
 import { waitFor } from "../support/net.ts";
+import { offlineActorServices } from "../support/offline-actor-services.ts";
 
 const dataDir = mkdtempSync(join(tmpdir(), "troupe-remember-after-commit-"));
 const store = new EmbeddedDataStore(dataDir, systemClock);
@@ -80,17 +80,7 @@ const conversation = createConversationActor({
   directory: new ConversationDirectory(store, () => undefined),
   events: { publish: () => undefined, listen: async () => async () => undefined },
 });
-const unused = () => Promise.reject(new Error("not used"));
-const services: ActorServices = {
-  clock: systemClock,
-  ids: randomIds,
-  log: createLogger("silent"),
-  call: unused,
-  setTimer: unused,
-  clearTimer: unused,
-  setReminder: unused,
-  clearReminder: unused,
-};
+const services = offlineActorServices();
 
 /** What the state writes saw: the memories of `org` in the index as each state was written. */
 const atWrite: number[] = [];

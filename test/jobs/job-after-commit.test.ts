@@ -15,13 +15,14 @@ import t from "tap";
 import { systemClock } from "../../core/clock.ts";
 import { createLogger } from "../../core/log.ts";
 import { eraseDefinition } from "../../actors/actor.ts";
-import { Activation, randomIds, type ActorServices } from "../../actors/hosts/activation.ts";
+import { Activation } from "../../actors/hosts/activation.ts";
 import { JobDirectory, type JobPlace } from "../../actors/job/directory.ts";
 import { createJobActor, type CreateJobInput, type JobActorDeps } from "../../actors/job/job-actor.ts";
 import type { Job, JobState, OpenAiVideoFields } from "../../actors/job/types.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { waitFor } from "../support/net.ts";
+import { offlineActorServices, unused } from "../support/offline-actor-services.ts";
 
 const dataDir = mkdtempSync(join(tmpdir(), "troupe-job-after-commit-"));
 const store = new EmbeddedDataStore(dataDir, systemClock);
@@ -40,7 +41,6 @@ class RecordingDirectory extends JobDirectory {
 }
 const directory = new RecordingDirectory(store);
 const task = { provider: "double", model: "double-video", task_id: "task-1", poll_after_ms: 60_000, duration_seconds: 2 };
-const unused = () => Promise.reject(new Error("not used"));
 
 const deps: JobActorDeps = {
   video: {
@@ -66,17 +66,8 @@ const deps: JobActorDeps = {
 };
 const job = createJobActor(deps);
 
-const services: ActorServices = {
-  clock: systemClock,
-  ids: randomIds,
-  log: createLogger("silent"),
-  call: unused,
-  setTimer: unused,
-  clearTimer: unused,
-  // Reminders are registered at once, not at commit (actors/actor.ts): only what the turn announces is under test.
-  setReminder: async () => undefined,
-  clearReminder: async () => undefined,
-};
+// Reminders are registered at once, not at commit (actors/actor.ts): only what the turn announces is under test.
+const services = offlineActorServices({ setReminder: async () => undefined, clearReminder: async () => undefined });
 let refuseWrites = false;
 const persist = async (json: string | null): Promise<void> => {
   await new Promise((resolve) => setTimeout(resolve, 5)); // a write that takes a while

@@ -6,10 +6,9 @@
 // conformance suite checks the same on each host over HTTP.
 import t from "tap";
 import { z } from "zod";
-import { systemClock } from "../../../core/clock.ts";
-import { createLogger } from "../../../core/log.ts";
 import { defineActor, eraseDefinition } from "../../../actors/actor.ts";
-import { Activation, randomIds, type ActorServices } from "../../../actors/hosts/activation.ts";
+import { Activation } from "../../../actors/hosts/activation.ts";
+import { offlineActorServices } from "../../support/offline-actor-services.ts";
 
 const trail: string[] = [];
 
@@ -49,17 +48,7 @@ const Announcer = defineActor({
   },
 });
 
-const unused = () => Promise.reject(new Error("not used"));
-const services: ActorServices = {
-  clock: systemClock,
-  ids: randomIds,
-  log: createLogger("silent"),
-  call: unused,
-  setTimer: unused,
-  clearTimer: unused,
-  setReminder: unused,
-  clearReminder: unused,
-};
+const services = offlineActorServices();
 
 t.test("announcements run after the state write, in order, and never for a failed turn or a failed write", async (t) => {
   let refuseWrites = false;
