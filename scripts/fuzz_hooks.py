@@ -196,15 +196,28 @@ def _servable_model(body):
             return
 
 
+def _offered(capability):
+    """What the available models offer of a capability (voices, sizes): with no model named,
+    the router picks by it, and one no configured provider has is the documented 400 naming
+    the field and the provider to configure, a deployment fact no schema states."""
+    offered = []
+    for model, caps in MODELS.items():
+        if CATALOGUE.get(model, (None, True))[1]:
+            offered += [v for v in caps.get(capability) or [] if v not in offered]
+    return offered
+
+
 def _speech(body):
-    voices = MODELS.get(body.get("model"), {}).get("voices") if isinstance(body.get("model"), str) else None
+    named = isinstance(body.get("model"), str)
+    voices = MODELS.get(body.get("model"), {}).get("voices") if named else _offered("voices")
     if voices and body.get("voice") not in voices:
         body["voice"] = voices[0]
 
 
 def _images(body):
-    caps = MODELS.get(body.get("model"), {}) if isinstance(body.get("model"), str) else {}
-    sizes = caps.get("sizes")
+    named = isinstance(body.get("model"), str)
+    caps = MODELS.get(body.get("model"), {}) if named else {}
+    sizes = caps.get("sizes") if named else _offered("sizes")
     if sizes and body.get("size", "1024x1024") not in sizes:
         body["size"] = sizes[0]
     n_max = caps.get("n_max", 1)
