@@ -34,6 +34,7 @@ import { OutboundFetcher } from "../../media/outbound-fetch.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
 import type { ChatRequest } from "../../providers/chat-request.ts";
 import type { ChatResult } from "../../providers/types.ts";
+import { answer } from "../support/double-chat-answer.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import type { OrgIndex } from "../../vectors/org-index.ts";
 import { fakeMp4 } from "../fakes/video-fakes.ts";
@@ -57,15 +58,6 @@ let afterVideoCalls = 0;
 /** Model calls made by the "keep calling tools" script. */
 let loopingCalls = 0;
 
-const answer = (content: string, toolCalls: ChatResult["tool_calls"] = null): ChatResult => ({
-  content,
-  finish_reason: toolCalls ? "tool_calls" : "stop",
-  model: "double-chat",
-  provider: "double",
-  input_tokens: 1,
-  output_tokens: 1,
-  tool_calls: toolCalls,
-});
 
 /** Scripted by the first user message: what the model says at each point of the conversation. */
 async function chat(request: ChatRequest): Promise<ChatResult> {

@@ -22,6 +22,7 @@ import { ConversationDirectory } from "../../actors/conversation/directory.ts";
 import type { Conversation, ConversationState } from "../../actors/conversation/types.ts";
 import type { ChatRequest } from "../../providers/chat-request.ts";
 import type { ChatResult } from "../../providers/types.ts";
+import { answer } from "../support/double-chat-answer.ts";
 import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
 import { EmbeddedVectorIndex } from "../../vectors/embedded-vector-index.ts";
 import { OrgIndex } from "../../vectors/org-index.ts";
@@ -49,15 +50,6 @@ const memory = new OrgIndex({ index, embed, clock: systemClock });
 const org = "org_1";
 /** Model steps that fail, left for the "remember, then the model fails" script. */
 let modelFailures = 0;
-const answer = (content: string, toolCalls: ChatResult["tool_calls"] = null): ChatResult => ({
-  content,
-  finish_reason: toolCalls ? "tool_calls" : "stop",
-  model: "double-chat",
-  provider: "double",
-  input_tokens: 1,
-  output_tokens: 1,
-  tool_calls: toolCalls,
-});
 
 /** Scripted by the user message: remember its text, optionally search it, then answer (or fail). */
 async function chat(request: ChatRequest): Promise<ChatResult> {
