@@ -25,7 +25,7 @@
 // budget (tenancy/budget-leases.ts): a ledger step per lease (about one a
 // second), not two per call as before.
 //
-//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--semi-space=MiB] [--baseline=DIR] [--ledger-here] [--redis=URL]
+//   node bench/chat.ts [--rate=1000] [--seconds=5] [--rounds=5] [--warmup=4] [--connections=64] [--pin] [--no-usage] [--usage-off] [--no-journal] [--semi-space=MiB] [--baseline=DIR] [--ledger-here] [--redis=URL]
 // (--seconds: per round, at the fixed rate and at saturation; --rounds: rounds of each.)
 // (--no-usage: Troupe's chat route without the usage sink, to see its cost.)
 // One more Troupe side by side with the default, so a cost shows in one run:
@@ -36,7 +36,8 @@
 // `git worktree add /tmp/old <commit>`, node_modules linked): that commit.
 // "Troupe, /openai/v1" calls the same Troupe through the OpenAI-compatible
 // mount (same model and message in OpenAI's body): its added p50 prints beside
-// /v1's, target within 5 %.
+// /v1's, target within 5 %; "Troupe, /gemini" the same through the Gemini
+// mount (Gemini's generateContent body, the key as x-goog-api-key).
 // Child roles run this same file with BENCH_CHAT_ROLE=upstream|passthrough|troupe.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -179,6 +180,8 @@ async function orchestrate(): Promise<void> {
   const seconds = Number(args.get("seconds") ?? 5);
   const rounds = Number(args.get("rounds") ?? 5);
   const connections = Number(args.get("connections") ?? 64);
+  // Seconds of wrk per target before measuring (then half that at the fixed rate): a short run on a busy machine may take 1.
+  const warmup = Number(args.get("warmup") ?? 4);
   requireWrk();
   const { configurePinning, describeLayout } = await import("./lib/cpu-layout.ts");
   configurePinning(args.has("pin"));
@@ -246,6 +249,13 @@ async function orchestrate(): Promise<void> {
       headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
       body: JSON.stringify({ model: "gpt-4.1-mini", messages: [{ role: "user", content: "Hello there, how are you today?" }] }),
     });
+    // The Gemini mount on the same Troupe: the same model and message in Gemini's body, the key as Google's SDKs send it.
+    const geminiSpec = (apiKey: string): RequestSpec => ({
+      method: "POST",
+      path: "/gemini/v1/models/gpt-4.1-mini:generateContent",
+      headers: { "content-type": "application/json", "x-goog-api-key": apiKey },
+      body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "Hello there, how are you today?" }] }] }),
+    });
     const targets = [
       { name: "direct (fake upstream)", port: upstream.port, spec: spec(false, false) },
       { name: "bare uWS + undici pass-through", port: passthrough.port, spec: spec(false, false) },
@@ -254,6 +264,7 @@ async function orchestrate(): Promise<void> {
       { name: "Troupe, budget (alerts only)", port: troupe.port, spec: spec(false, true, budgetKey) },
       { name: "Troupe, hard limit", port: troupe.port, spec: spec(false, true, hardKey) },
       { name: "Troupe, /openai/v1", port: troupe.port, spec: openAiSpec(key) },
+      { name: "Troupe, /gemini", port: troupe.port, spec: geminiSpec(key) },
       ...(troupeLedgerHere ? [{ name: "Troupe, ledger on event loop", port: troupeLedgerHere.port, spec: spec(false, true, ledgerHereKey) }] : []),
       ...(troupeUsageOff ? [{ name: "Troupe, usage off", port: troupeUsageOff.port, spec: spec(false, true, usageOffKey) }] : []),
       ...(troupeNoJournal ? [{ name: "Troupe, no usage journal", port: troupeNoJournal.port, spec: spec(false, true, noJournalKey) }] : []),
@@ -267,8 +278,8 @@ async function orchestrate(): Promise<void> {
 
     // Warm up (JIT of the whole request path, connections, key cache): a few
     // seconds of wrk, then the fixed rate itself, unmeasured.
-    for (const t of targets) wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, 16, 4);
-    for (const t of targets) fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, 2000);
+    for (const t of targets) wrk(`http://127.0.0.1:${t.port}${t.spec.path}`, t.spec, 16, warmup);
+    for (const t of targets) fixedRate(`http://127.0.0.1:${t.port}`, t.spec, rate, warmup * 500);
 
     console.log(`\nfixed rate: ${rate} req/s, ${rounds} rounds of ${seconds} s per target (open loop, latency from scheduled start)`);
     const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
@@ -412,6 +423,12 @@ async function orchestrate(): Promise<void> {
     console.log(
       `\n/openai/v1 vs /v1 (same Troupe, same run): added p50 ${fmt(compatAdded, 3)} vs ${fmt(nativeAdded, 3)} ms ` +
         `(${fmt(((compatAdded - nativeAdded) / nativeAdded) * 100, 1)} %, target within 5 %); saturation ${fmt((sat["Troupe, /openai/v1"]! / sat["Troupe"]!) * 100, 1)} % of /v1`,
+    );
+    const gemini = fixed["Troupe, /gemini"]!;
+    const geminiAdded = gemini.p50 - direct.p50;
+    console.log(
+      `/gemini vs /v1 (same Troupe, same run): added p50 ${fmt(geminiAdded, 3)} vs ${fmt(nativeAdded, 3)} ms ` +
+        `(${fmt(((geminiAdded - nativeAdded) / nativeAdded) * 100, 1)} %, target within 5 %); saturation ${fmt((sat["Troupe, /gemini"]! / sat["Troupe"]!) * 100, 1)} % of /v1`,
     );
     const troupeFixed = fixed["Troupe"]!;
     console.log(

@@ -8,13 +8,9 @@
 //
 // Flags: --jobs=100 --scenes=1 --narration=true --delay-ms=2000 (simulated
 //        clip delay) --timeout-s=600 --poll-ms=250
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { repoDir } from "../test/support/dapr-cluster.ts";
-import { freePort, waitFor } from "../test/support/net.ts";
-import { request, signup, str } from "../test/support/troupe.ts";
+import { startEmbeddedTroupe } from "./lib/embedded-troupe.ts";
+import { str } from "../test/support/troupe.ts";
 import { fmt, summarize } from "../load/stats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
@@ -25,30 +21,9 @@ const delayMs = Number(args.get("delay-ms") ?? 2_000);
 const timeoutMs = Number(args.get("timeout-s") ?? 600) * 1000;
 const pollMs = Number(args.get("poll-ms") ?? 250);
 
-const dataDir = mkdtempSync(join(tmpdir(), "troupe-bench-jobs-"));
-const port = await freePort();
-const base = `http://127.0.0.1:${port}`;
-const child = spawn(process.execPath, [join(repoDir, "gateway/main.ts")], {
-  env: {
-    ...process.env,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    TROUPE_DATA_DIR: dataDir,
-    LOG_LEVEL: "warn",
-    DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000",
-    SIMULATED_VIDEO_DELAY_MS: String(delayMs),
-    SIMULATED_VIDEO_DIR: join(dataDir, "simulated-video"),
-  },
-  stdio: ["ignore", "ignore", "inherit"],
-});
-const stop = () => {
-  child.kill("SIGTERM");
-  rmSync(dataDir, { recursive: true, force: true });
-};
+const troupe = await startEmbeddedTroupe("bench-jobs", (dataDir) => ({ SIMULATED_VIDEO_DELAY_MS: String(delayMs), SIMULATED_VIDEO_DIR: join(dataDir, "simulated-video") }));
 try {
-  await waitFor(async () => (await fetch(`${base}/readyz`)).ok, 30_000, "troupe to start");
-  const r = (m: string, p: string, o?: Parameters<typeof request>[3]) => request(base, m, p, o);
-  const user = await signup({ request: r }, "bench-jobs");
+  const { request: r, user } = troupe;
   const body = (i: number) => ({
     prompt: `bench job ${i}`,
     duration_seconds: 2,
@@ -89,5 +64,5 @@ try {
   console.log(JSON.stringify({ bench: "jobs", host: "embedded", jobs, scenes, narration, delay_ms: delayMs, completed: completed.length, lost, p50_s: s.p50 / 1000, p99_s: s.p99 / 1000, wall_s: wallS }));
   if (lost > 0) process.exitCode = 1;
 } finally {
-  stop();
+  troupe.stop();
 }

@@ -26,6 +26,8 @@ const envSchema = z.object({
    * than the longest a record can wait for the ledger (an outage, a journal replayed at the next start).
    */
   USAGE_RECORD_RETENTION_SECONDS: int(10, 10 * 366 * 24 * 3600).default(7 * 24 * 3600),
+  /** A call made with an organization's own provider key (BYOK) is billed this fraction of the catalogue price: 0 (the default), the provider bills the organization; 1, full price. */
+  BYOK_PRICE_FRACTION: z.coerce.number().min(0).max(1).default(0),
 
   REDIS_URL: optionalString,
   /** A Redis Cluster instead of one Redis: comma-separated seed nodes (any of its primaries), `host:port` or `redis[s]://[[user]:password@]host:port`; wins over REDIS_URL. */
@@ -59,11 +61,17 @@ const envSchema = z.object({
   SIGNUP_LIMIT_PER_ADDRESS: int(1, 1_000_000).default(20),
   /** The signup window: 1 h. */
   SIGNUP_WINDOW_MS: int(1_000, 7 * 24 * 3600_000).default(3600_000),
+  /** Organizations one account may belong to before it may create another; past it, 403 quota_exceeded (a probe made 30 in 1.6 s). */
+  ORGANIZATIONS_PER_ACCOUNT: int(1, 100_000).default(20),
+  /** Projects one organization may hold; past it, 403 quota_exceeded. */
+  PROJECTS_PER_ORGANIZATION: int(1, 100_000).default(100),
   /** Behind a proxy: the header whose last entry is the client address (e.g. x-forwarded-for); unset = the socket's peer. */
   CLIENT_ADDRESS_HEADER: optionalString,
 
   PROVIDER_TIMEOUT_MS: int(100, 600_000).default(60_000),
   PROVIDER_MAX_ATTEMPTS: int(1, 10).default(3),
+  /** Upstream deployments (docs/operations/deployments.md): a JSON file, read at start and on SIGHUP; unset = one deployment per provider from its own variables. */
+  TROUPE_DEPLOYMENTS_FILE: optionalString,
 
   ELASTICSEARCH_URL: optionalString,
   ELASTICSEARCH_INDEX: z.string().default("troupe-vectors"),
@@ -151,8 +159,32 @@ const envSchema = z.object({
   AGENT_MESSAGE_MAX_BYTES: int(1024, 64 * 1024 * 1024).default(256 * 1024),
   /** Bytes (JSON, UTF-8) of a conversation's messages and system prompt; a message that would pass it is 409 conflict. */
   AGENT_CONVERSATION_MAX_BYTES: int(4096, 1024 * 1024 * 1024).default(4 * 1024 * 1024),
+  /** Days a stored Responses API response is kept (OpenAI keeps them 30 days); then its actor's reminder erases it. */
+  RESPONSES_RETENTION_DAYS: int(1, 36_500).default(30),
+  /** Days a Conversations API conversation is kept after its last change; then its actor's reminder erases it with its items. */
+  OPENAI_CONVERSATION_RETENTION_DAYS: int(1, 36_500).default(30),
+  /** Items one Conversations API conversation holds at most; an append past it is 400 naming the items. */
+  OPENAI_CONVERSATION_MAX_ITEMS: int(1, 1_000_000).default(10_000),
+  /** Bytes (JSON, UTF-8) of one conversation's items at most; an append past it is 400 naming the items. */
+  OPENAI_CONVERSATION_MAX_BYTES: int(1024, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
   /** A job's safety-net step: re-runs a job whose step was cut short by a crash after at most this long. */
   JOB_WATCHDOG_MS: int(200, 3_600_000).default(10_000),
+  /** Batch lines in flight at once per process, all batches together (docs/api/batches.md, "Priority"). */
+  BATCH_CONCURRENCY: int(1, 1_000).default(8),
+  /** A batch line starts only while the event loop's recent delay (ms) is under this: interactive traffic first. */
+  BATCH_YIELD_LAG_MS: int(1, 10_000).default(20),
+  /** A batch's safety-net step: resumes a batch after a restart, retries a paused one, this often. */
+  BATCH_WATCHDOG_MS: int(200, 3_600_000).default(30_000),
+  /** The largest batch input file (bytes); MAX_BODY_BYTES still applies first. */
+  BATCH_FILE_MAX_BYTES: int(1024, 1024 * 1024 * 1024).default(100 * 1024 * 1024),
+  /** The most lines in one batch input file. */
+  BATCH_MAX_LINES: int(1, 1_000_000).default(50_000),
+  /** Response cache: stored (compressed) bytes per organization, every store; past it the least recently used answers are evicted. */
+  CACHE_ORG_QUOTA_BYTES: int(1024, 1024 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
+  /** Response cache: an answer whose JSON is larger is never stored (also bounds what one Redis value may hold). */
+  CACHE_MAX_ENTRY_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  /** Response cache: a hit is billed this fraction of the model's catalogue price for the tokens it stands for; 0 (the default), free. */
+  CACHE_HIT_PRICE_FRACTION: z.coerce.number().min(0).max(1).default(0),
   /** Deadline of one webhook delivery attempt (connect to answer); no 2xx within it is a failed attempt. */
   WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(10_000),
   /** Multiplies every delay of the retry schedule (5 s … 24 h, ~3 days in all): tests and benchmarks shorten it, e.g. 0.0001. */
@@ -176,6 +208,10 @@ const envSchema = z.object({
   OTEL_SERVICE_NAME: z.string().default("troupe"),
   /** How often each replica publishes its snapshot (breakers, actors per type) for the operator's console. */
   CONSOLE_SNAPSHOT_INTERVAL_MS: int(500, 600_000).default(5_000),
+  /** How long the request log keeps each call's entry (7 days; dropped by generation, a quarter of the window at a time). */
+  REQUEST_LOG_RETENTION_SECONDS: int(60, 10 * 366 * 24 * 3600).default(7 * 24 * 3600),
+  /** The most entries the request log holds (~750 bytes each on disk with its indexes); past it the oldest generations go early. */
+  REQUEST_LOG_MAX_ENTRIES: int(1_000, 1_000_000_000).default(1_000_000),
 });
 
 export type RawEnv = Record<string, string | undefined>;
@@ -255,6 +291,8 @@ function configFrom<P extends object>(e: z.output<typeof envSchema>, providerSet
     maxBodyBytes: e.MAX_BODY_BYTES,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     usageRetentionSeconds: e.USAGE_RECORD_RETENTION_SECONDS,
+    byokPriceFraction: e.BYOK_PRICE_FRACTION,
+    cacheHitPriceFraction: e.CACHE_HIT_PRICE_FRACTION,
     redisUrl: e.REDIS_URL,
     redisClusterNodes: e.REDIS_CLUSTER_NODES,
     tenancy: {
@@ -271,11 +309,13 @@ function configFrom<P extends object>(e: z.output<typeof envSchema>, providerSet
         windowMs: e.LOGIN_FAILURE_WINDOW_MS,
       },
       signupThrottle: { perAddress: e.SIGNUP_LIMIT_PER_ADDRESS, windowMs: e.SIGNUP_WINDOW_MS },
+      quotas: { organizationsPerAccount: e.ORGANIZATIONS_PER_ACCOUNT, projectsPerOrganization: e.PROJECTS_PER_ORGANIZATION },
       clientAddressHeader: e.CLIENT_ADDRESS_HEADER?.toLowerCase(),
     },
     providers: {
       timeoutMs: e.PROVIDER_TIMEOUT_MS,
       maxAttempts: e.PROVIDER_MAX_ATTEMPTS,
+      deploymentsFile: e.TROUPE_DEPLOYMENTS_FILE,
       ...providerSettings,
     },
     vectors: {
@@ -312,6 +352,7 @@ function configFrom<P extends object>(e: z.output<typeof envSchema>, providerSet
       metrics: e.METRICS_PORT === undefined ? undefined : { port: e.METRICS_PORT, host: e.METRICS_HOST },
       tracing: tracingSettings(e),
       consoleSnapshotIntervalMs: e.CONSOLE_SNAPSHOT_INTERVAL_MS,
+      requestLog: { retentionSeconds: e.REQUEST_LOG_RETENTION_SECONDS, maxEntries: e.REQUEST_LOG_MAX_ENTRIES },
     },
     media: {
       s3: s3Settings(e),
@@ -323,10 +364,29 @@ function configFrom<P extends object>(e: z.output<typeof envSchema>, providerSet
       messageMaxBytes: e.AGENT_MESSAGE_MAX_BYTES,
       conversationMaxBytes: e.AGENT_CONVERSATION_MAX_BYTES,
     },
+    responses: {
+      retentionDays: e.RESPONSES_RETENTION_DAYS,
+    },
+    openAiConversations: {
+      retentionDays: e.OPENAI_CONVERSATION_RETENTION_DAYS,
+      maxItems: e.OPENAI_CONVERSATION_MAX_ITEMS,
+      maxBytes: e.OPENAI_CONVERSATION_MAX_BYTES,
+    },
     jobs: {
       narrationModel: e.VIDEO_NARRATION_MODEL,
       narrationVoice: e.VIDEO_NARRATION_VOICE,
       watchdogMs: e.JOB_WATCHDOG_MS,
+    },
+    batches: {
+      concurrency: e.BATCH_CONCURRENCY,
+      yieldLagMs: e.BATCH_YIELD_LAG_MS,
+      watchdogMs: e.BATCH_WATCHDOG_MS,
+      maxFileBytes: e.BATCH_FILE_MAX_BYTES,
+      maxLines: e.BATCH_MAX_LINES,
+    },
+    cache: {
+      orgQuotaBytes: e.CACHE_ORG_QUOTA_BYTES,
+      maxEntryBytes: e.CACHE_MAX_ENTRY_BYTES,
     },
     webhooks: {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,

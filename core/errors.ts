@@ -7,7 +7,11 @@ export const errorCatalog = {
   unauthorized: { status: 401, message: "A valid credential is required." },
   budget_exceeded: { status: 402, message: "The project's monthly budget is exhausted." },
   insufficient_scope: { status: 403, message: "The API key's scopes do not include this category." },
+  // A key's model allowlist (its `models`) refuses the model named, or every model that could serve.
+  model_not_allowed: { status: 403, message: "This API key may not use this model." },
   forbidden: { status: 403, message: "This credential may not perform this operation." },
+  // The provider refused the organization's own stored key (docs/operations/byok.md): the organization's to fix, not retried.
+  provider_credential_rejected: { status: 403, message: "The provider rejected the organization's stored credential for it." },
   // 403, not 409 or 429: clients (e.g. the Vercel AI SDK) retry 409 and 429,
   // and a full quota does not empty itself by waiting.
   quota_exceeded: { status: 403, message: "The organization's quota for this resource is used up." },

@@ -46,10 +46,36 @@ export interface BreakerReading {
   state: "closed" | "open" | "half_open";
 }
 
+/** One upstream deployment (TROUPE_DEPLOYMENTS_FILE) on this replica, read at scrape time; names come from the file only. */
+export interface DeploymentMetricReading {
+  provider: string;
+  deployment: string;
+  state: "closed" | "open" | "half_open";
+  /** Calls sent to it since start (each failover step is one). */
+  calls: number;
+  errors: number;
+  /** What is left of its own limits this minute; undefined: it has no such limit. */
+  rpm_headroom: number | undefined;
+  tpm_headroom: number | undefined;
+}
+
 /** Active actors per type on this replica, read at scrape time. */
 export interface ActorCountReading {
   type: string;
   count: number;
+}
+
+/** The response cache's counts on this replica since it started (gateway/cache/cache-metrics.ts), read at scrape time. */
+export interface CacheMetricReading {
+  /** Router calls the cache decided, by outcome (a request makes one). */
+  lookups: Readonly<Record<"hit" | "miss" | "refresh" | "bypass", number>>;
+  /** JSON bytes of the answers served from the cache. */
+  hitBytes: number;
+  /** Answers written to the store, and their stored (compressed) bytes. */
+  stores: number;
+  storedBytes: number;
+  /** What the store holds now, all organizations (absent: the store cannot say cheaply, as Redis). */
+  heldBytes?: number | undefined;
 }
 
 /**
@@ -59,9 +85,11 @@ export interface ActorCountReading {
  */
 export interface MetricSources {
   breakers?: () => readonly BreakerReading[];
+  deployments?: () => readonly DeploymentMetricReading[];
   activeActors?: () => readonly ActorCountReading[] | Promise<readonly ActorCountReading[]>;
   /** Jobs not yet completed or failed, per state (the jobs branch wires it). */
   jobsInFlight?: () => Promise<readonly { state: JobState; count: number }[]>;
+  cache?: () => CacheMetricReading;
 }
 
 export interface Metrics {

@@ -4,6 +4,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { FastCounter, FastHistogram, type BoundCounter, type BoundHistogram } from "./bound-series.ts";
 import type {
+  CacheMetricReading,
+  DeploymentMetricReading,
   JobState,
   LedgerEntry,
   MetricSources,
@@ -61,6 +63,26 @@ export function createPrometheusMetrics(options: PrometheusOptions): Metrics {
       for (const b of sources.breakers?.() ?? []) this.set({ provider: b.provider }, breakerValue[b.state]);
     },
   });
+  // Per upstream deployment: labels bounded by the deployments file (its names, at most 256).
+  const perDeployment = (name: string, help: string, value: (d: DeploymentMetricReading) => number | undefined) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["provider", "deployment"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const d of sources.deployments?.() ?? []) {
+          const v = value(d);
+          if (v !== undefined) this.set({ provider: d.provider, deployment: d.deployment }, v);
+        }
+      },
+    });
+  perDeployment("troupe_deployment_calls", "Calls sent to each upstream deployment by this replica since it started (each failover step is one).", (d) => d.calls);
+  perDeployment("troupe_deployment_errors", "Failed calls of each upstream deployment on this replica since it started.", (d) => d.errors);
+  perDeployment("troupe_deployment_breaker_state", "Each upstream deployment's own circuit breaker on this replica: 0 closed, 1 half-open, 2 open.", (d) => breakerValue[d.state]);
+  perDeployment("troupe_deployment_rpm_headroom", "Requests a deployment still takes this minute under its own rpm (absent: no rpm set).", (d) => d.rpm_headroom);
+  perDeployment("troupe_deployment_tpm_headroom", "Tokens a deployment still takes this minute under its own tpm (absent: no tpm set).", (d) => d.tpm_headroom);
   new Gauge({
     name: "troupe_actors_active",
     help: "Actors active on this replica, per type (Dapr mode: as this replica's daprd reports them).",
@@ -85,6 +107,44 @@ export function createPrometheusMetrics(options: PrometheusOptions): Metrics {
       const counts = await read();
       this.reset();
       for (const c of counts) this.set({ state: c.state }, c.count);
+    },
+  });
+  // The response cache: counted by the cache itself and copied in at scrape time (nothing on the hit path).
+  const cacheCounter = (name: string, help: string, value: (c: CacheMetricReading) => number) =>
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        const reading = sources.cache?.();
+        if (!reading) return;
+        this.reset();
+        this.inc(value(reading));
+      },
+    });
+  new Counter({
+    name: "troupe_cache_lookups_total",
+    help: "Response-cache decisions on this replica by outcome: hit, miss, refresh (asked to call again and store), bypass (asked not to use the cache).",
+    labelNames: ["outcome"] as const,
+    registers,
+    collect() {
+      const reading = sources.cache?.();
+      if (!reading) return;
+      this.reset();
+      for (const [outcome, count] of Object.entries(reading.lookups)) this.inc({ outcome }, count);
+    },
+  });
+  cacheCounter("troupe_cache_hit_bytes_total", "Bytes (JSON) of the answers this replica served from the response cache.", (c) => c.hitBytes);
+  cacheCounter("troupe_cache_stores_total", "Answers this replica wrote to the response cache.", (c) => c.stores);
+  cacheCounter("troupe_cache_stored_bytes_total", "Bytes (compressed, as stored) of the answers this replica wrote to the response cache.", (c) => c.storedBytes);
+  new Gauge({
+    name: "troupe_cache_bytes",
+    help: "Bytes the response cache holds now, every organization (the embedded store; absent on Redis, whose per-organization counts are not summed).",
+    registers,
+    collect() {
+      this.reset();
+      const held = sources.cache?.().heldBytes;
+      if (held !== undefined) this.set(held);
     },
   });
   const jobTransitions = new Counter({

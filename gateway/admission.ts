@@ -35,11 +35,17 @@ export interface AdmissionPolicy<A extends AuthMode = AuthMode> {
   scope?: Scope | "all";
   /** A header that may carry the API key instead of Authorization: Bearer (a compatibility mount's). */
   apiKeyHeader?: string;
+  /** A query parameter that may carry the API key too (Google's `?key=`, on the /gemini mount). */
+  apiKeyQuery?: string;
 }
 
 /** Per-key limits; synchronous when the count is in process (the hot path). Returns the window for the headers. */
 export interface RateLimiter {
   checkRateLimit(key: ApiKeyRecord): RateLimitWindow | void | Promise<RateLimitWindow | void>;
+  /** A key's max_concurrent: admits one more call in flight (429 past it); the function returned ends it. */
+  enterCall?(key: ApiKeyRecord): (() => void) | undefined;
+  /** A key's token limit: reserves an AI call's estimate (429 when the window is full); the function returned releases what was not billed. */
+  reserveTokens?(key: ApiKeyRecord, requestId: string, tokens: number): (() => void) | undefined | Promise<(() => void) | undefined>;
 }
 
 export interface Admission {
@@ -48,28 +54,65 @@ export interface Admission {
    * throws the TroupeError to answer with (401, 403, 429). Synchronous when
    * nothing needs I/O (a warm API key under its limit).
    */
-  admit<A extends AuthMode>(policy: AdmissionPolicy<A>, method: string, headers: Record<string, string>): AuthFor<A> | Promise<AuthFor<A>>;
+  admit<A extends AuthMode>(policy: AdmissionPolicy<A>, method: string, headers: Record<string, string>, query?: string): AuthFor<A> | Promise<AuthFor<A>>;
+  /**
+   * For an HTTP call admitted with an API key that has a max_concurrent: one
+   * more call in flight, or 429 with Retry-After. Returns what ends it (the
+   * route runner calls it as the request ends); undefined when nothing is counted.
+   */
+  enterCall?(auth: AuthContext): (() => void) | undefined;
+  /**
+   * For an AI call (a billed route) by an API key with a token limit, once
+   * its body is read: reserves its estimated tokens, or 429 with Retry-After.
+   * Returns what releases the unbilled rest (the route runner calls it as the request ends).
+   */
+  reserveTokens?(auth: AuthContext, requestId: string, tokens: number): (() => void) | undefined | Promise<(() => void) | undefined>;
 }
 
 export function createAdmission(authenticator: Authenticator, rateLimiter: RateLimiter): Admission {
   const afterCredential = (policy: AdmissionPolicy, auth: AuthContext): AuthContext | Promise<AuthContext> => {
     if (!takes(policy.auth, auth)) throw new TroupeError("forbidden", `this endpoint does not take a ${auth.kind} credential`);
     if (auth.kind !== "api_key") return auth;
-    // In order: scope first, so a key without the scope does not spend its rate limit.
-    checkScope(policy, auth.key);
-    const window = rateLimiter.checkRateLimit(auth.key);
-    if (window instanceof Promise) return window.then((w) => withWindow(auth, w));
+    let window: ReturnType<RateLimiter["checkRateLimit"]>;
+    try {
+      // In order: scope first, so a key without the scope does not spend its rate limit.
+      checkScope(policy, auth.key);
+      window = rateLimiter.checkRateLimit(auth.key);
+    } catch (error) {
+      throw refusedFor(error, auth);
+    }
+    if (window instanceof Promise) return window.then((w) => withWindow(auth, w), (error: unknown) => Promise.reject(refusedFor(error, auth)));
     return withWindow(auth, window);
   };
 
   return {
-    admit<A extends AuthMode>(policy: AdmissionPolicy<A>, method: string, headers: Record<string, string>) {
-      const resolved = authenticator.authenticate(policy, method, headers);
+    admit<A extends AuthMode>(policy: AdmissionPolicy<A>, method: string, headers: Record<string, string>, query?: string) {
+      const resolved = authenticator.authenticate(policy, method, headers, query);
       const admitted = resolved instanceof Promise ? resolved.then((auth) => afterCredential(policy, auth)) : afterCredential(policy, resolved);
       // Sound: afterCredential refused every credential kind `policy.auth` does not take.
       return admitted as AuthFor<A> | Promise<AuthFor<A>>;
     },
+    enterCall(auth) {
+      return auth.kind === "api_key" ? rateLimiter.enterCall?.(auth.key) : undefined;
+    },
+    reserveTokens(auth, requestId, tokens) {
+      return auth.kind === "api_key" && auth.key.token_limit_per_minute !== null ? rateLimiter.reserveTokens?.(auth.key, requestId, tokens) : undefined;
+    },
   };
+}
+
+// A refusal after the key was resolved (its scope, its rate limit) still
+// belongs to that key: the request log writes the refused call's entry under it.
+const refusedKeys = new WeakMap<object, ApiKeyAuth>();
+
+function refusedFor(error: unknown, auth: ApiKeyAuth): unknown {
+  if (typeof error === "object" && error !== null) refusedKeys.set(error, auth);
+  return error;
+}
+
+/** The API key a refused admission had resolved (429 rate_limited, 403 insufficient_scope); undefined otherwise. */
+export function refusedKeyOf(error: unknown): ApiKeyAuth | undefined {
+  return typeof error === "object" && error !== null ? refusedKeys.get(error) : undefined;
 }
 
 /** A new auth object per request: the authenticator's may be shared. */

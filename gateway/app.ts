@@ -13,15 +13,21 @@ import { createAuthenticator } from "./authenticate.ts";
 import { prepareDataDir } from "./data-dir.ts";
 import { aiFeature } from "./features/ai.ts";
 import { billingFeature, type BillingOptions } from "./features/billing.ts";
+import { cacheFeature } from "./features/cache.ts";
 import { consoleFeature } from "./features/console.ts";
+import { batchesFeature } from "./features/batches.ts";
 import { conversationsFeature } from "./features/conversations.ts";
 import { dataLifecycleFeature } from "./features/data-lifecycle.ts";
 import type { Feature } from "./features/feature.ts";
 import { jobsFeature } from "./features/jobs.ts";
+import { requestLogFeature } from "./features/request-log.ts";
+import { responsesFeature } from "./features/responses.ts";
+import { openAiConversationsFeature } from "./compat/openai/conversations/feature.ts";
 import { closeSharedServices, createSharedServices, type SharedOverrides, type SharedServices } from "./features/shared-services.ts";
 import { tenancyFeature } from "./features/tenancy.ts";
 import { vectorsFeature } from "./features/vectors.ts";
 import { webhooksFeature } from "./features/webhooks.ts";
+import { providerCredentialsFeature } from "./features/provider-credentials.ts";
 import { startMetricsServer, type MetricsServer } from "./metrics-server.ts";
 import type { RouteDefinition } from "./route.ts";
 import { createGateway, type Gateway } from "./server.ts";
@@ -57,13 +63,18 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const shared = await createSharedServices(config, log, options);
   const { actors, metrics } = shared;
   const webhooks = await webhooksFeature(shared);
-  const billing = await billingFeature(shared, options.events ?? webhooks.publisher, options);
+  const requestLog = requestLogFeature(shared);
+  const billing = await billingFeature(shared, options.events ?? webhooks.publisher, options, [requestLog.noteUsage]);
   const vectors = await vectorsFeature(shared, billing);
   const conversations = conversationsFeature(shared, billing, vectors);
   const jobs = jobsFeature(shared, billing, webhooks.publisher, options.usage !== undefined);
+  const cache = await cacheFeature(shared, billing);
   const authenticator = createAuthenticator(shared.accounts, shared.apiKeys, config.tenancy.apiKeyPrefix);
-  const lifecycle = dataLifecycleFeature(shared, { conversations, jobs, webhooks, vectors });
-  const features: Feature[] = [tenancyFeature(shared), billing, aiFeature(shared, billing, jobs), vectors, conversations, jobs, webhooks, lifecycle, consoleFeature(shared, authenticator, jobs, webhooks)];
+  const openAiConversations = openAiConversationsFeature(shared);
+  const responses = responsesFeature(shared, billing, openAiConversations.responsesHook, webhooks.publisher, options.usage !== undefined);
+  const batches = batchesFeature(shared, billing, webhooks.publisher, responses.routes ?? []);
+  const lifecycle = dataLifecycleFeature(shared, { conversations, jobs, webhooks, vectors, responses, openAiConversations, cache, batches, requestLog });
+  const features: Feature[] = [requestLog, tenancyFeature(shared, billing.billing), billing, cache, aiFeature(shared, billing, jobs, cache), responses, openAiConversations, vectors, conversations, jobs, batches, webhooks, lifecycle, providerCredentialsFeature(shared), consoleFeature(shared, authenticator, jobs, webhooks, requestLog.store)];
 
   const services: TroupeServices = { ...shared, publisher: webhooks.publisher };
   const extra = options.extraRoutes?.(services) ?? [];
@@ -85,6 +96,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     metrics,
     tracing: shared.tracing,
     pages: features.flatMap((f) => f.pages ?? []),
+    callEnded: requestLog.callEnded,
   });
   for (const socket of sockets) socket.attach(gateway.app, { admission, log, revocations: shared.apiKeys.revocations, metrics });
   for (const f of features) f.attachRaw?.(gateway.app);
@@ -109,7 +121,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const url = shared.publicUrl.listening(config.host, port);
   actors.register(features.flatMap((f) => f.actors ?? []));
   await actors.start();
-  metrics.addSources({ breakers: () => shared.router.breakerStates(), activeActors: () => actors.runtimeActiveActors() });
+  metrics.addSources({ breakers: () => shared.router.breakerStates(), deployments: () => shared.router.deploymentReadings(), activeActors: () => actors.runtimeActiveActors() });
   for (const f of features) await f.start?.();
   gateway.open();
 

@@ -15,7 +15,13 @@ export const csrfHeader = "x-csrf-token";
 
 export interface Authenticator {
   /** Synchronous for a warm API key (the hot path), a promise otherwise. */
-  authenticate(route: { auth: AuthMode; refusesApiKeys?: boolean; apiKeyHeader?: string }, method: string, headers: Record<string, string>): AuthContext | Promise<AuthContext>;
+  authenticate(route: CredentialSpellings & { auth: AuthMode; refusesApiKeys?: boolean }, method: string, headers: Record<string, string>, query?: string): AuthContext | Promise<AuthContext>;
+}
+
+/** Where a route takes the API key besides Authorization: Bearer (a compatibility mount's own header, Google's `?key=`). */
+export interface CredentialSpellings {
+  apiKeyHeader?: string;
+  apiKeyQuery?: string;
 }
 
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -28,8 +34,8 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
   };
 
   return {
-    authenticate(route, method, headers) {
-      const bearer = route.apiKeyHeader === undefined ? bearerToken(headers["authorization"]) : credentialOf(route.apiKeyHeader, headers);
+    authenticate(route, method, headers, query) {
+      const bearer = route.apiKeyHeader === undefined && route.apiKeyQuery === undefined ? bearerToken(headers["authorization"]) : credentialOf(route, headers, query);
       const mode = route.auth;
       if (mode === "none") {
         if (route.refusesApiKeys && bearer !== undefined && looksLikeApiKey(bearer, keyPrefix)) {
@@ -61,7 +67,7 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
       throw new TroupeError(
         "unauthorized",
         mode === "api_key"
-          ? `missing API key: send Authorization: Bearer <API key>${route.apiKeyHeader ? ` or ${route.apiKeyHeader}: <API key>` : ""}`
+          ? `missing API key: send Authorization: Bearer <API key>${route.apiKeyHeader ? ` or ${route.apiKeyHeader}: <API key>` : ""}${route.apiKeyQuery ? ` or ?${route.apiKeyQuery}=<API key>` : ""}`
           : "missing credential: send Authorization: Bearer <session token> or the session cookie",
       );
     },
@@ -70,17 +76,31 @@ export function createAuthenticator(accounts: AccountService, apiKeys: ApiKeySer
 
 /**
  * A route that also takes the key in its own header (the /anthropic mount's
- * x-api-key): either header, and when both are sent they must agree, so a
- * request never carries one credential that is checked and one that is not.
+ * x-api-key, the /gemini mount's x-goog-api-key) or query parameter
+ * (Google's `?key=`): any of them, and when several are sent they must
+ * agree, so a request never carries one credential that is checked and one
+ * that is not. The parameter given twice is a 400, as a credential header
+ * sent twice is (request-guards.ts).
  */
-function credentialOf(apiKeyHeader: string, headers: Record<string, string>): string | undefined {
+function credentialOf(route: CredentialSpellings, headers: Record<string, string>, query: string | undefined): string | undefined {
+  const given: [string, string][] = [];
   const bearer = bearerToken(headers["authorization"]);
+  if (bearer !== undefined) given.push(["Authorization", bearer]);
   // Present but empty is a (wrong) credential too, not an absent one.
-  const own = headers[apiKeyHeader];
-  if (own !== undefined && bearer !== undefined && own !== bearer) {
-    throw new TroupeError("unauthorized", `${apiKeyHeader} and Authorization carry different credentials: send one`);
+  const own = route.apiKeyHeader === undefined ? undefined : headers[route.apiKeyHeader];
+  if (own !== undefined && route.apiKeyHeader !== undefined) given.push([route.apiKeyHeader, own]);
+  if (route.apiKeyQuery !== undefined && query) {
+    const values = new URLSearchParams(query).getAll(route.apiKeyQuery);
+    if (values.length > 1) {
+      const message = `more than one ${route.apiKeyQuery} query parameter: send one credential`;
+      throw new TroupeError("invalid_request", message, { details: [{ path: `query.${route.apiKeyQuery}`, message }] });
+    }
+    if (values[0] !== undefined) given.push([`?${route.apiKeyQuery}=`, values[0]]);
   }
-  return own ?? bearer;
+  const [first, ...rest] = given;
+  const other = rest.find(([, value]) => value !== first?.[1]);
+  if (first && other) throw new TroupeError("unauthorized", `${other[0]} and ${first[0]} carry different credentials: send one`);
+  return first?.[1];
 }
 
 function bearerToken(header: string | undefined): string | undefined {

@@ -6,7 +6,7 @@ import type { UsageFigures } from "../providers/usage.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { ResponseState } from "./http-io.ts";
 import type { RouteBill } from "./route-billing.ts";
-import type { CookieSpec, RouteContext, SseWriter } from "./route.ts";
+import type { CookieSpec, RouteContext, SseWriter, StreamFraming } from "./route.ts";
 import { openSse } from "./sse.ts";
 
 /**
@@ -60,8 +60,8 @@ export class HandlerContext implements RouteContext<unknown, unknown> {
     return this.state.aborted ? "" : Buffer.from(this.res.getRemoteAddressAsText()).toString();
   }
 
-  sse(headers?: readonly [string, string][]): SseWriter {
-    return openSse(this.res, this.state, this.requestId, headers);
+  sse(headers?: readonly [string, string][], framing?: StreamFraming): SseWriter {
+    return openSse(this.res, this.state, this.requestId, headers, framing);
   }
 
   setCookie(cookie: CookieSpec): void {

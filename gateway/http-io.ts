@@ -65,6 +65,8 @@ export class ResponseState {
   head = false;
   /** Body bytes written (none for a HEAD): what the request line reports. */
   bytes = 0;
+  /** performance.now() when the status line was written (0 until then): the request log's time to first byte. */
+  firstByteMs = 0;
   private controller: AbortController | undefined;
   private listeners: (() => void)[] | undefined;
 
@@ -161,6 +163,7 @@ function begin(state: ResponseState, status: number): boolean {
   if (state.aborted || state.done) return false;
   state.done = true;
   state.status = status;
+  state.firstByteMs = performance.now();
   return true;
 }
 

@@ -42,6 +42,13 @@ try {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  // SIGHUP rereads TROUPE_DEPLOYMENTS_FILE (docs/operations/deployments.md): calls in flight finish on the old
+  // deployments; an invalid file keeps them and says why in the log. Without the file, SIGHUP changes nothing.
+  process.on("SIGHUP", () => {
+    const deployments = troupe.services.router.deployments;
+    if (deployments) void deployments.reload(log);
+    else log.warn("SIGHUP ignored: TROUPE_DEPLOYMENTS_FILE is not set");
+  });
 } catch (error) {
   log.error("could not start", { error });
   // Also in plain words on stderr, where whoever started it looks first.

@@ -1,9 +1,9 @@
 // Deleting an organization (docs/api/auth-and-accounts.md, "Deleting an
 // organization"): everything it has, everywhere it lives — tenancy records
 // and claims (data store: lmdb or Redis), its keys (also refused on every
-// replica through the revocation broadcast), webhooks, jobs and
-// conversations (their actors' state and reminders, their directory entries,
-// webhook delivery records), its vector records (embedded index or
+// replica through the revocation broadcast), webhooks, jobs,
+// stored responses and conversations (their actors' state and reminders, their directory entries,
+// webhook delivery records), its request log, its vector records (embedded index or
 // Elasticsearch) and its files (data directory or S3). What stays is the
 // usage ledger, which billing law requires us to keep: opaque ids, model,
 // quantities and cost, nothing that names a person or holds content
@@ -43,6 +43,16 @@ export interface ErasureDeps {
   webhooks: WebhookDirectory;
   vectors: VectorIndex;
   files: IndexedFileStore;
+  /** Stored Responses API responses (their ResponseActors and the per-organization index that lists them). */
+  responses: { eraseOrganization(orgId: string): Promise<number> };
+  /** Conversations API conversations (their head, page and ref actors and the per-organization index that lists them). */
+  openAiConversations: { eraseOrganization(orgId: string): Promise<number> };
+  /** Batches (their BatchActors, answers, input and output files). */
+  batches: { eraseOrganization(orgId: string): Promise<void> };
+  /** The response cache: every cached answer in every store, and the projects' cache settings. */
+  responseCache: { eraseOrganization(orgId: string, projectIds: readonly string[]): Promise<void> };
+  /** The request log: its projects' entries and the organization's, projects' and keys' aggregates. */
+  requestLog: { eraseOrganization(orgId: string, projectIds: readonly string[]): Promise<number> };
   log: Logger;
 }
 
@@ -97,6 +107,13 @@ export async function eraseOrganization(deps: ErasureDeps, orgId: string): Promi
   for (const id of conversationIds) await settle(callActor(actors, conversationActor, id, "erase", owner));
   await deps.conversations.flush();
   await deps.conversations.eraseDocuments(conversationIds);
+
+  // Stored responses: not in the report (its shape is /v1's), gone all the same.
+  await deps.responses.eraseOrganization(orgId);
+  await deps.openAiConversations.eraseOrganization(orgId);
+  await deps.batches.eraseOrganization(orgId);
+  await deps.responseCache.eraseOrganization(orgId, tenancy.projectIds);
+  await deps.requestLog.eraseOrganization(orgId, tenancy.projectIds);
 
   const vectorRecords = await deps.vectors.deleteOrganization(orgId);
   // After the jobs: a job's last step may have stored its result file (a deleted job removed its own files).

@@ -41,8 +41,8 @@ export interface FramingProblem {
   message: string;
 }
 
-/** The headers a credential may come in (Anthropic's x-api-key beside Authorization). */
-const credentialHeaders = ["authorization", "x-api-key"] as const;
+/** The headers a credential may come in (Anthropic's x-api-key, Google's x-goog-api-key, beside Authorization). */
+const credentialHeaders = ["authorization", "x-api-key", "x-goog-api-key"] as const;
 type CredentialHeader = (typeof credentialHeaders)[number];
 
 function isCredentialHeader(name: string): name is CredentialHeader {

@@ -14,6 +14,7 @@ import type { UsageCategory, UsageContext, UsageFigures, UsageMeter } from "../p
 import type { Reservation } from "../tenancy/ledger.ts";
 import type { CallBilling } from "./billed-call.ts";
 import { usageContextOf } from "./usage-context.ts";
+import { servedFromCache } from "./cache/cache-request.ts";
 import type { AuthContext } from "./auth-context.ts";
 
 /** Where a route's calls are billed: the budgets (absent: nothing is refused, every call only recorded) and the meter. */
@@ -95,8 +96,10 @@ export class RouteBill {
   }
 
   /** Bills the call's figures: settles the reservation, or records the call off the request path; answer after the promise. */
-  bill(figures: UsageFigures): void | Promise<void> {
+  bill(called: UsageFigures): void | Promise<void> {
     if (!this.meter || !this.category) throw new Error("ctx.bill on a route that declares no billed call (billing.admit \"reserve\")");
+    // An answer from the response cache made no provider call: its record says so and is priced at the cache price (gateway/cache/).
+    const figures: UsageFigures = servedFromCache() ? { ...called, cache: "hit" } : called;
     // The promise: the record's journal write, grouped with this turn's others (tenancy/usage-journal.ts); the answer waits for it.
     if (!this.reservation || !this.context || !this.billing) return this.meter.recordGrouped(this.context, this.category, figures);
     if (this.done) return undefined;

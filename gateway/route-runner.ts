@@ -9,11 +9,14 @@
 import type { HttpResponse } from "uWebSockets.js";
 import { isTroupeError } from "../core/errors.ts";
 import { refusalOf, type Metrics, type RouteMetrics } from "../core/metrics.ts";
+import { allowlistOfKey, withModelAllowlist } from "../providers/router-allowlist.ts";
 import { rateLimitHeaders } from "../tenancy/key-rate-limit.ts";
-import { checkInputScope, type Admission } from "./admission.ts";
+import { checkInputScope, refusedKeyOf, type Admission } from "./admission.ts";
+import { cacheRequestOf, withCacheRequest } from "./cache/cache-request.ts";
 import type { AuthContext } from "./auth-context.ts";
 import type { ErrorResponder } from "./error-responder.ts";
 import { HandlerContext } from "./handler-context.ts";
+import { tokenEstimate } from "./token-estimate.ts";
 import { writeJson, writeResponse, type CapturedRequest, type ResponseState } from "./http-io.ts";
 import { decodePathParam } from "./request-guards.ts";
 import type { RequestLog } from "./request-log.ts";
@@ -30,6 +33,22 @@ export interface RouteRunnerDeps {
   secureCookies: boolean;
   /** Called once when a request ends (the server's in-flight count). */
   finished(): void;
+  /** Called once when a request ends, with what the request log keeps of it (tenancy/request-log.ts); never awaited. */
+  callEnded?: ((call: EndedCall) => void) | undefined;
+}
+
+/** A request as it ended: its credential (undefined when admission refused it) and the error it was answered with. */
+export interface EndedCall {
+  requestId: string;
+  method: string;
+  route: string;
+  auth: AuthContext | undefined;
+  state: ResponseState;
+  /** performance.now() when it arrived. */
+  startedMs: number;
+  error: unknown;
+  /** The body's `model`, when it named one (a call that failed before any usage was recorded still says what it asked for). */
+  model: string | undefined;
 }
 
 /** One request through the pipeline; `body` is the body being read (methods that carry one). */
@@ -47,15 +66,26 @@ export type RunRoute = (
 const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
-  const { admission, requestLog, errors, metrics, secureCookies, finished } = deps;
+  const { admission, requestLog, errors, metrics, secureCookies, finished, callEnded } = deps;
 
   /** One async function per request: the pipeline, its error rendering, in-flight accounting and the request line. */
   return async (route, paramNames, req, res, state, requestId, bodyPromise, recorder) => {
-    const started = requestLog.enabled || recorder ? performance.now() : 0;
+    const started = requestLog.enabled || recorder || callEnded ? performance.now() : 0;
+    let endCall: (() => void) | undefined;
+    let releaseTokens: (() => void) | undefined;
+    let admittedAuth: AuthContext | undefined;
+    let failure: unknown;
+    let requestedModel: string | undefined;
     try {
       // Awaits only when something is not already in memory (cold key, Redis).
-      const admitted = admission.admit(route, req.method, req.headers);
+      const admitted = admission.admit(route, req.method, req.headers, req.query);
       const auth: AuthContext = admitted instanceof Promise ? await admitted : admitted;
+      admittedAuth = auth;
+      endCall = admission.enterCall?.(auth);
+      // A key's model allowlist: every plan made while billing and handling the request applies it (router-allowlist.ts).
+      const allow = auth.kind === "api_key" ? allowlistOfKey(auth.key) : undefined;
+      // A billed call's cache control (troupe-cache headers; 400 when malformed): read by the cached router of the text routes (gateway/cache/).
+      const cache = auth.kind === "api_key" && route.billing ? cacheRequestOf(auth.key, req.headers, state, requestId) : undefined;
       if (auth.kind === "api_key" && auth.rateLimit) {
         state.headers = route.dialect?.rateLimitHeaders ? route.dialect.rateLimitHeaders(rateLimitHeaders(auth.rateLimit)) : rateLimitHeaders(auth.rateLimit);
       }
@@ -66,7 +96,13 @@ export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
         const multipart = route.bodyType === "multipart" || (route.bodyType === "json-or-multipart" && isMultipartType(contentType));
         const parsed = multipart ? await parseMultipartBody(raw, contentType) : parseJsonBody(raw, contentType);
         body = route.body ? (route.fastBody?.(parsed) ?? parseWith(route.body, parsed === undefined ? {} : parsed, "body")) : undefined;
+        if (callEnded) requestedModel = modelOf(body);
         if (route.inputScope) checkInputScope(auth, route.inputScope(body));
+        // An AI call of a token-limited key reserves its estimate now, as a budget reserves money (settled by its bill).
+        if (route.billing && !multipart) {
+          const held = admission.reserveTokens?.(auth, requestId, tokenEstimate(raw.length, body));
+          releaseTokens = held instanceof Promise ? await held : held;
+        }
       }
       const query = route.query ? parseWith(route.query, parseQuery(req.query), "query") : undefined;
       let params: Record<string, string> = noParams;
@@ -80,14 +116,16 @@ export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
       const ctx = new HandlerContext(res, state, requestId, params, body, query, req.headers, auth, secureCookies);
       // Billing before the handler: no await unless a reservation is needed (a hard-limited live project).
       let bill: RouteBill | undefined;
-      if (route.billing) {
-        const admittedBill = admitRoute(route.billing, ctx);
+      const billing = route.billing;
+      if (billing) {
+        const admittedBill = allow ? withModelAllowlist(allow, () => admitRoute(billing, ctx)) : admitRoute(billing, ctx);
         bill = admittedBill instanceof Promise ? await admittedBill : admittedBill;
         ctx.billed = bill;
       }
       let result: RouteResult;
       try {
-        result = await route.handler(ctx);
+        const handle = () => (allow ? withModelAllowlist(allow, () => route.handler(ctx)) : route.handler(ctx));
+        result = await (cache ? withCacheRequest(cache, handle) : handle());
       } catch (error) {
         // A failed handler bills nothing: its reservation is released before the error is answered.
         const released = bill?.release();
@@ -99,17 +137,26 @@ export function createRouteRunner(deps: RouteRunnerDeps): RunRoute {
       if (released) await released;
       writeResult(res, state, requestId, ctx, result);
     } catch (error) {
+      failure = error;
       if (recorder && isTroupeError(error)) {
         const refusal = refusalOf(error.code);
         if (refusal) metrics.refusal(refusal, route.path);
       }
       errors.sendError(res, state, requestId, error, req, false, route.dialect);
     } finally {
+      endCall?.();
+      releaseTokens?.();
       finished();
       recorder?.observe(state.status, (performance.now() - started) / 1000);
       requestLog.write(state, { requestId, method: req.method, route: route.path, query: req.query, startedMs: started });
+      callEnded?.({ requestId, method: req.method, route: route.path, auth: admittedAuth ?? refusedKeyOf(failure), state, startedMs: started, error: failure, model: requestedModel });
     }
   };
+}
+
+function modelOf(body: unknown): string | undefined {
+  if (typeof body !== "object" || body === null || !("model" in body)) return undefined;
+  return typeof body.model === "string" ? body.model : undefined;
 }
 
 /** Writes what the handler answered: JSON (the fast path: one corked write), JSON text as it is, bytes, or nothing for a stream it already wrote. */

@@ -26,6 +26,9 @@ export type AuthMode = "none" | "session" | "api_key" | "any";
 
 export type HttpMethod = "get" | "post" | "put" | "patch" | "delete";
 
+/** How a streamed response frames its events: `data:` lines, or the elements of one JSON array. */
+export type StreamFraming = "sse" | "json-array";
+
 export interface SseWriter {
   /** Sends one `data:` event (after an `event:` line when named); resolves once the socket can take more (backpressure). */
   send(data: unknown, event?: string): Promise<void>;
@@ -70,8 +73,13 @@ export interface RouteContext<Body, Query, Path extends string = string, A exten
   auth: AuthFor<A>;
   /** Aborted when the client disconnects: pass it to every outbound call. */
   signal: AbortSignal;
-  /** Switches the response to Server-Sent Events (with `headers` besides the usual ones); the handler then returns `streamed`. */
-  sse(headers?: readonly [string, string][]): SseWriter;
+  /**
+   * Switches the response to Server-Sent Events (with `headers` besides the
+   * usual ones); the handler then returns `streamed`. `json-array` frames the
+   * same events as the elements of one streamed JSON array instead (Gemini's
+   * streamGenerateContent without alt=sse).
+   */
+  sse(headers?: readonly [string, string][], framing?: StreamFraming): SseWriter;
   setCookie(cookie: CookieSpec): void;
   /**
    * Reports the call's figures on a route whose `billing` is a reserved call:
@@ -155,6 +163,8 @@ export interface RouteDefinition<B extends z.ZodType = z.ZodType, Q extends z.Zo
   inputScope?: (body: z.output<B>) => Scope | undefined;
   /** A header that may carry the API key instead of Authorization: Bearer (Anthropic's x-api-key). */
   apiKeyHeader?: string;
+  /** A query parameter that may carry the API key too (Google's `?key=`); its value is redacted from the request log (request-log.ts). */
+  apiKeyQuery?: string;
   /** Errors in another API's shape (a compatibility mount); absent: Troupe's. */
   dialect?: RouteDialect;
   body?: B;

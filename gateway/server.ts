@@ -21,7 +21,7 @@ import { uriTooLong } from "./request-guards.ts";
 import { paramNamesOf, type RouteDefinition, type WsRouteDefinition } from "./route.ts";
 import { pickRequestId } from "./request-id.ts";
 import { createRequestLog } from "./request-log.ts";
-import { createRouteRunner } from "./route-runner.ts";
+import { createRouteRunner, type RouteRunnerDeps } from "./route-runner.ts";
 import { attachUnrouted, type PlainPage } from "./unrouted.ts";
 import type { UnavailableCapability } from "../media/media-tools.ts";
 
@@ -50,6 +50,8 @@ export interface GatewayOptions {
   metrics?: Metrics;
   /** A server span per request, continuing the caller's `traceparent`; default off. */
   tracing?: Tracing;
+  /** Each routed request as it ended (the request log, route-runner.ts); default none. */
+  callEnded?: RouteRunnerDeps["callEnded"];
 }
 
 export interface Gateway {
@@ -88,7 +90,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const errors = createErrorResponder(log);
   const { sendError, guard } = errors;
   const requestLog = createRequestLog(log);
-  const serve = createRouteRunner({ admission: options.admission, requestLog, errors, metrics, secureCookies: options.secureCookies, finished });
+  const serve = createRouteRunner({ admission: options.admission, requestLog, errors, metrics, secureCookies: options.secureCookies, finished, callEnded: options.callEnded });
   // Refused before the route runner (framing, URI length, not serving): its request line is written here instead.
   const refusedLine = (state: ResponseState, requestId: string, req: CapturedRequest, route: string, startedMs: number): void =>
     requestLog.write(state, { requestId, method: req.method, route, query: req.query, startedMs });

@@ -8,14 +8,21 @@
 // provider is fast or the network batches) then costs one send(2) instead of
 // one per event, and [DONE] rides with the last of them. The delay this adds
 // is only the rest of the current turn, never a timer.
+//
+// The same writer frames events as one streamed JSON array when asked
+// (`json-array`: "[" before the first, "," between, "]" at the end), as
+// Gemini's streamGenerateContent answers without alt=sse.
 import type { HttpResponse } from "uWebSockets.js";
-import type { SseWriter } from "./route.ts";
+import type { SseWriter, StreamFraming } from "./route.ts";
 import type { ResponseState } from "./http-io.ts";
 
 /** The subset of uWS's HttpResponse the writer uses (tests drive it with a fake). */
 export type SseResponse = Pick<HttpResponse, "cork" | "writeStatus" | "writeHeader" | "write" | "end" | "onWritable">;
 
-export function openSse(res: SseResponse, state: ResponseState, requestId: string, headers: readonly [string, string][] = []): SseWriter {
+export function openSse(res: SseResponse, state: ResponseState, requestId: string, headers: readonly [string, string][] = [], framing: StreamFraming = "sse"): SseWriter {
+  const jsonArray = framing === "json-array";
+  /** Events sent so far (a JSON array's separators). */
+  let sent = 0;
   let started = false;
   let pending = "";
   let flushScheduled = false;
@@ -26,8 +33,9 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
   const start = (): void => {
     started = true;
     state.status = 200;
+    state.firstByteMs = performance.now();
     res.writeStatus("200 OK");
-    res.writeHeader("content-type", "text/event-stream; charset=utf-8");
+    res.writeHeader("content-type", jsonArray ? "application/json; charset=utf-8" : "text/event-stream; charset=utf-8");
     res.writeHeader("cache-control", "no-cache");
     res.writeHeader("x-request-id", requestId);
     res.writeHeader("x-accel-buffering", "no");
@@ -74,14 +82,20 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
     state.bytes += Buffer.byteLength(frames);
   };
 
+  const closeArray = (): string => (sent === 0 ? "[]" : "]");
+
   return {
     get closed() {
       return state.aborted || state.done;
     },
     async send(data: unknown, event?: string): Promise<void> {
       if (state.aborted || state.done) return;
-      if (event !== undefined) pending += `event: ${event}\n`;
-      pending += `data: ${JSON.stringify(data)}\n\n`;
+      if (jsonArray) pending += `${sent === 0 ? "[" : ",\r\n"}${JSON.stringify(data)}`;
+      else {
+        if (event !== undefined) pending += `event: ${event}\n`;
+        pending += `data: ${JSON.stringify(data)}\n\n`;
+      }
+      sent += 1;
       if (!started) flush();
       else if (!flushScheduled) {
         flushScheduled = true;
@@ -90,10 +104,10 @@ export function openSse(res: SseResponse, state: ResponseState, requestId: strin
       if (writable) await writable;
     },
     done(): void {
-      finish("data: [DONE]\n\n");
+      finish(jsonArray ? closeArray() : "data: [DONE]\n\n");
     },
     end(): void {
-      finish("");
+      finish(jsonArray ? closeArray() : "");
     },
   };
 }

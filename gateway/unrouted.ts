@@ -1,7 +1,11 @@
 // What the gateway serves besides the declared routes: plain GET/HEAD pages
 // (the console, /docs), /healthz, /readyz and the OpenAPI document, and the
 // answer to everything no route took: 426 on a WebSocket path without an
-// upgrade, 405 when the path exists under another method, else 404.
+// upgrade, 405 when the path exists under another method, else 404. Under a
+// compatible mount's prefix these answers are in that mount's error shape
+// (mountDialects: one entry per mount), so an SDK pointed at the mount reads
+// a missing endpoint as one, and GET or HEAD on a mount's root answers 200 with no
+// body (the preflight Claude Code sends to its base URL).
 import type { HttpRequest, HttpResponse, TemplatedApp } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../core/errors.ts";
 import { delivering } from "../core/uws-delivery.ts";
@@ -12,7 +16,10 @@ import type { RawPath } from "./openapi.ts";
 import { uriTooLong } from "./request-guards.ts";
 import { pickRequestId } from "./request-id.ts";
 import type { RequestEntry, RequestLog } from "./request-log.ts";
-import type { RouteDefinition, WsRouteDefinition } from "./route.ts";
+import type { RouteDefinition, RouteDialect, WsRouteDefinition } from "./route.ts";
+import { anthropicDialect } from "./compat/anthropic/errors.ts";
+import { geminiDialect } from "./compat/gemini/errors.ts";
+import { openAiDialect, type OpenAiErrorDetails } from "./compat/openai/errors.ts";
 import type { UnavailableCapability } from "../media/media-tools.ts";
 
 /** What a plain page sees of its request (copied before any await). */
@@ -33,6 +40,45 @@ export interface PageAnswer {
 export interface PlainPage {
   path: string;
   respond(req: PageRequest): Promise<PageAnswer>;
+}
+
+/** A compatible mount's error shape for what no route of it took; `unknownUrl` is its 404. */
+export interface MountDialect {
+  /** The mount's root path, no trailing slash: "/openai/v1". */
+  prefix: string;
+  dialect: RouteDialect;
+  unknownUrl(method: string, url: string): TroupeError;
+}
+
+/**
+ * The mounts, by prefix. A new mount plugs in by one entry (its dialect and
+ * its 404's wording). The 404 says the endpoint does not exist, never a
+ * model: a client reading "not found" must look at its URL.
+ */
+export const mountDialects: readonly MountDialect[] = [
+  {
+    prefix: "/openai/v1",
+    dialect: openAiDialect,
+    unknownUrl: (method, url) => {
+      const details: OpenAiErrorDetails = { openai_code: "unknown_url" };
+      return new TroupeError("not_found", `Unknown request URL: ${method} ${url}. Please check the URL for typos (docs/guides/openai-compatible.md lists the endpoints)`, { details });
+    },
+  },
+  {
+    prefix: "/anthropic",
+    dialect: anthropicDialect,
+    unknownUrl: (method, url) => new TroupeError("not_found", `Unknown request URL: ${method} ${url} (docs/guides/anthropic-compatible.md lists the endpoints)`),
+  },
+  {
+    prefix: "/gemini",
+    dialect: geminiDialect,
+    unknownUrl: (method, url) => new TroupeError("not_found", `Unknown request URL: ${method} ${url} (docs/guides/gemini.md lists the endpoints)`),
+  },
+];
+
+/** The mount a path is under, if any. */
+export function mountOf(url: string): MountDialect | undefined {
+  return mountDialects.find((m) => url === m.prefix || url.startsWith(`${m.prefix}/`));
 }
 
 export interface UnroutedDeps {
@@ -58,15 +104,15 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
    * which do not go through captureRequest. True when the request may go on;
    * else `answered` runs once the refusal is written.
    */
-  const admitted = (res: HttpResponse, req: HttpRequest, state: ResponseState, requestId: string, answered: () => void): boolean => {
+  const admitted = (res: HttpResponse, req: HttpRequest, state: ResponseState, requestId: string, answered: () => void, dialect?: RouteDialect): boolean => {
     const framing = bodyFraming(req);
     if (framing) {
-      errors.refuseFraming(res, state, requestId, framing, undefined, answered);
+      errors.refuseFraming(res, state, requestId, framing, dialect, answered);
       return false;
     }
     const tooLong = uriTooLong(req.getUrl(), req.getQuery() ?? "");
     if (tooLong) {
-      errors.sendError(res, state, requestId, tooLong);
+      errors.sendError(res, state, requestId, tooLong, undefined, false, dialect);
       answered();
     }
     return tooLong === undefined;
@@ -139,9 +185,18 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
       line.route = path;
       delete line.path;
     };
+    const mount = mountOf(url);
+    const dialect = mount?.dialect;
     try {
       state.head = requested === "HEAD";
-      if (!admitted(res, req, state, requestId, answered)) return;
+      if (!admitted(res, req, state, requestId, answered, dialect)) return;
+      if (mount && (requested === "GET" || state.head) && (url === mount.prefix || url === `${mount.prefix}/`)) {
+        // A client's preflight of its base URL: reachable, nothing to read (GET alike, so HEAD answers as GET does).
+        asRoute(mount.prefix);
+        writeResponse(res, state, 200, [["x-request-id", requestId]], "");
+        answered();
+        return;
+      }
       // A HEAD gets the GET's answer without its body; rendered as the GET's, so its Content-Length is the GET's.
       const method = state.head ? "GET" : requested;
       const headers: [string, string][] = [["content-type", "application/json"], ["x-request-id", requestId]];
@@ -149,8 +204,10 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
       if (ws) asRoute(ws.route.path);
       if (ws && method !== "GET") {
         headers.push(["allow", "GET"]);
-        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`);
-        writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
+        // The header rides on the error too: a mount's dialect renders the error with its own headers.
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: GET (WebSocket upgrade)`, { headers: [["allow", "GET"]] });
+        if (dialect) errors.sendError(res, state, requestId, error, undefined, false, dialect);
+        else writeResponse(res, state, error.status, headers, JSON.stringify(errorBody(error, requestId)));
         answered();
         return;
       }
@@ -171,18 +228,25 @@ export function attachUnrouted(app: TemplatedApp, deps: UnroutedDeps): void {
           .then(answered);
         return;
       }
-      const matching = patterns.filter((p) => p.regex.test(url));
+      const candidates = patterns.filter((p) => p.regex.test(url));
+      // A path written out (POST /openai/v1/responses/input_tokens) is its own resource, not an id of its templated neighbour's.
+      const literal = candidates.filter((p) => !p.path.includes(":") && (url === p.path || url === `${p.path}/`));
+      const matching = literal.length > 0 ? literal : candidates;
       const known = matching[0];
       if (known && !matching.some((p) => p.method === method)) {
         asRoute(known.path);
         const allowed = matching.map((p) => p.method).join(", ");
-        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed}`);
-        headers.push(["allow", allowed]);
-        writeResponse(res, state, 405, headers, JSON.stringify(errorBody(error, requestId)));
+        const error = new TroupeError("method_not_allowed", `${method} is not allowed on ${url}; allowed: ${allowed}`, { headers: [["allow", allowed]] });
+        if (dialect) {
+          errors.sendError(res, state, requestId, error, undefined, false, dialect);
+        } else {
+          headers.push(["allow", allowed]);
+          writeResponse(res, state, 405, headers, JSON.stringify(errorBody(error, requestId)));
+        }
         answered();
         return;
       }
-      errors.sendError(res, state, requestId, new TroupeError("not_found", `no route for ${method} ${url}`));
+      errors.sendError(res, state, requestId, mount ? mount.unknownUrl(method, url) : new TroupeError("not_found", `no route for ${method} ${url}`), undefined, false, dialect);
       answered();
     } catch (error) {
       errors.guard(res, state, requestId, error);

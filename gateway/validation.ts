@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import { invalidRequest, TroupeError, type FieldIssue } from "../core/errors.ts";
 import { maxJsonDepth, pathAt, tooDeepAt } from "./json-depth.ts";
+import { readMultipart, type UploadedFile } from "./multipart.ts";
 
 /**
  * A 400 names what is wrong but does not echo the body back: a login body of
@@ -124,14 +125,7 @@ export function parseQuery(raw: string): Record<string, string> {
   return out;
 }
 
-/** A file of a multipart/form-data body. */
-export interface UploadedFile {
-  kind: "upload";
-  bytes: Buffer;
-  filename: string;
-  /** As the client declared it; empty when it declared none. */
-  contentType: string;
-}
+export type { UploadedFile } from "./multipart.ts";
 
 export function isUpload(value: unknown): value is UploadedFile {
   return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "upload";
@@ -145,26 +139,14 @@ export function isMultipartType(contentType: string | undefined): boolean {
 }
 
 /**
- * A multipart/form-data body (the OpenAI-compatible transcription upload) as
- * an object: text fields as strings, files as UploadedFile. Parsed by the
- * platform's own FormData reader (undici). A field given twice is refused.
+ * A multipart/form-data body (the OpenAI-compatible uploads) as an object:
+ * text fields as strings, files as UploadedFile, read part by part within
+ * the limits of multipart.ts. A field given twice is refused.
  */
 export async function parseMultipartBody(raw: Buffer, contentType: string | undefined): Promise<Record<string, string | UploadedFile> | undefined> {
   if (raw.length === 0) return undefined;
   if (!contentType || !multipartType.test(contentType)) {
     throw new TroupeError("unsupported_media_type", `the request body must be multipart/form-data, got ${contentType ? JSON.stringify(contentType) : "no content-type"}`);
   }
-  let form: FormData;
-  try {
-    form = await new Response(raw, { headers: { "content-type": contentType } }).formData();
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : "unparseable";
-    throw new TroupeError("invalid_request", `the request body is not valid multipart/form-data: ${reason}`, { details: [{ path: "body", message: "malformed multipart body" }] });
-  }
-  const out: Record<string, string | UploadedFile> = {};
-  for (const [name, value] of form) {
-    if (Object.hasOwn(out, name)) throw invalidRequest([{ path: `body.${name}`, message: "given more than once" }]);
-    out[name] = typeof value === "string" ? value : { kind: "upload", bytes: Buffer.from(await value.arrayBuffer()), filename: value.name, contentType: value.type };
-  }
-  return out;
+  return readMultipart(raw, contentType);
 }

@@ -43,6 +43,10 @@ export const pricingSchema = z
     usd_per_unit: z.number().min(0).optional(),
     input_usd_per_unit: z.number().min(0).optional(),
     output_usd_per_unit: z.number().min(0).optional(),
+    /** Input tokens read from the provider's prompt cache; absent: the input price (docs/api/usage-budgets-rate-limits.md, "Prices"). */
+    cached_input_usd_per_unit: z.number().min(0).optional(),
+    /** Input tokens written to the provider's prompt cache (Anthropic's 5-minute write); absent: the input price. */
+    cache_write_input_usd_per_unit: z.number().min(0).optional(),
   })
   .strict();
 
@@ -78,7 +82,12 @@ export interface ModelListing {
 }
 
 export interface Usage {
+  /** All input tokens, the cached and cache-written ones included (they are parts of it, not added to it). */
   input_tokens?: number;
+  /** Of input_tokens, those read from the prompt cache: billed at the cached price. */
+  cached_input_tokens?: number;
+  /** Of input_tokens, those written to the prompt cache: billed at the cache-write price. */
+  cache_write_input_tokens?: number;
   output_tokens?: number;
   /** For per-unit categories (images, seconds of audio/video). */
   units?: number;
@@ -186,12 +195,29 @@ export function priceOf(m: ModelEntry, usage: Usage): number {
   const perToken = p.unit === "1M tokens" ? 1 / 1_000_000 : p.unit === "1K tokens" ? 1 / 1000 : 0;
   let usd = 0;
   if (perToken > 0) {
-    usd += (usage.input_tokens ?? 0) * (p.input_usd_per_unit ?? p.usd_per_unit ?? 0) * perToken;
+    const input = p.input_usd_per_unit ?? p.usd_per_unit ?? 0;
+    const { plain, cached, written } = inputParts(usage);
+    usd += plain * input * perToken;
+    usd += cached * (p.cached_input_usd_per_unit ?? input) * perToken;
+    usd += written * (p.cache_write_input_usd_per_unit ?? input) * perToken;
     usd += (usage.output_tokens ?? 0) * (p.output_usd_per_unit ?? 0) * perToken;
   } else {
     usd += (usage.units ?? 0) * (p.usd_per_unit ?? 0);
   }
   return Math.round(usd * 1e9) / 1e9;
+}
+
+/**
+ * A call's input cut by price: read from cache, written to it, and the rest.
+ * The counts are a provider's report: clamped so the parts never exceed the
+ * whole (a report claiming more cached tokens than input bills no more than
+ * the input), reads first.
+ */
+export function inputParts(usage: Usage): { plain: number; cached: number; written: number } {
+  const total = Math.max(0, usage.input_tokens ?? 0);
+  const cached = Math.min(total, Math.max(0, usage.cached_input_tokens ?? 0));
+  const written = Math.min(total - cached, Math.max(0, usage.cache_write_input_tokens ?? 0));
+  return { plain: total - cached - written, cached, written };
 }
 
 /** A rough per-token price for ordering by cost: input and output weighted 3:1, the usual chat mix. */

@@ -5,7 +5,7 @@
 // normalizing a mapper used to do (null content → "", the OpenAI form of
 // tool_choice → `{ name }`); OpenAPI documents the input side of them.
 import { z } from "zod";
-import { routingStrategySchema, toolCallSchema, toolDefinitionSchema, type ImageInput, type RoutingStrategy, type ToolCall } from "./types.ts";
+import { routingStrategySchema, toolCallSchema, toolDefinitionSchema, type ImageInput, type ReasoningBlock, type RoutingStrategy, type ToolCall } from "./types.ts";
 
 // OpenAI clients send null content on an assistant message that only calls tools.
 const messageFields = {
@@ -67,6 +67,10 @@ export interface ChatMessage {
   tool_calls?: ToolCall[] | null | undefined;
   tool_call_id?: string | null | undefined;
   images?: ImageInput[] | undefined;
+  /** An assistant turn's thinking, sent back to the provider that made it (a mount keeps it from the answer). */
+  reasoning?: ReasoningBlock[] | undefined;
+  /** A prompt-cache breakpoint after this message (Anthropic's cache_control); adapters of providers that cache on their own ignore it. */
+  cache?: CacheBreakpoint | undefined;
 }
 
 /**
@@ -92,6 +96,56 @@ export interface SamplingOptions {
   stop?: string[] | undefined;
   seed?: number | null | undefined;
   response_format?: JsonResponseFormat | undefined;
+  /** How much to think first; the mounts translate their fields into it (docs/guides/compat-fields.md), adapters into theirs. */
+  reasoning?: ReasoningRequest | undefined;
+  /** Knobs only some providers take (providers/provider-hints.ts says which); /v1 never sets them. */
+  hints?: ProviderHints | undefined;
+  /** Prompt-cache breakpoints beyond the messages' (Anthropic's cache_control on a tool, and at the top level); providers that cache on their own ignore them. */
+  prompt_cache?: PromptCacheRequest | undefined;
+}
+
+/** A cache breakpoint's lifetime (Anthropic: 5 minutes unless 1 h is asked). */
+export type CacheBreakpoint = { ttl?: "5m" | "1h" | undefined };
+
+/**
+ * Where the prompt cache ends besides the messages' breakpoints: after the
+ * tool at `index` of `tools` (the tools before it are cached with it), and
+ * `automatic`: the provider places the breakpoint on the last cacheable
+ * block itself (Anthropic's top-level cache_control).
+ */
+export interface PromptCacheRequest {
+  tool?: (CacheBreakpoint & { index: number }) | undefined;
+  automatic?: CacheBreakpoint | undefined;
+}
+
+/**
+ * OpenAI chat's fields that tune how an answer is made, never its shape:
+ * sent to a provider that takes them (in its own form), else dropped and
+ * named in the mount's troupe-ignored-params header. A fallback to another
+ * provider is still a valid answer without them.
+ */
+export interface ProviderHints {
+  /** false: at most one tool call per turn (Anthropic's tool_choice.disable_parallel_tool_use). */
+  parallel_tool_calls?: boolean | undefined;
+  verbosity?: "low" | "medium" | "high" | undefined;
+  presence_penalty?: number | undefined;
+  frequency_penalty?: number | undefined;
+  /** Token id (as a string) → bias, -100..100, in the provider's own tokenizer. */
+  logit_bias?: Record<string, number> | undefined;
+}
+
+/**
+ * A request to think: an effort (OpenAI's `reasoning_effort`), or a token
+ * budget (Anthropic's `thinking.budget_tokens`, Gemini's `thinkingBudget`),
+ * or both; `off` asks a model that thinks by default not to. An adapter
+ * maps whichever its provider takes, converting the other.
+ */
+export interface ReasoningRequest {
+  effort?: "minimal" | "low" | "medium" | "high" | undefined;
+  budget_tokens?: number | undefined;
+  off?: boolean | undefined;
+  /** "omitted": the answer's thinking blocks carry no text, only what goes back (signatures); Anthropic's thinking.display. */
+  display?: "omitted" | undefined;
 }
 
 /** A JSON answer: any JSON object, or one matching `schema`. */

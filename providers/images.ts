@@ -49,6 +49,8 @@ export interface ImagesOutcome {
   provider: string;
   width: number;
   height: number;
+  /** The organization's own key served it (billed at the BYOK price). */
+  byok?: true | undefined;
 }
 
 /** `size` and `n` as fields the chosen model must take: a 400 naming the field and what would do. */
@@ -83,21 +85,16 @@ export function splitCalls(n: number, perCall: number): number[] {
 export async function generateImages(router: Router, req: ImageBody, ctx: CallContext = {}): Promise<ImagesOutcome> {
   const [width, height] = req.size.split("x").map(Number) as [number, number];
   const candidates = router.plan(req.model, req.routing_strategy, { category: "image", fields: imageNeeds(req.size, req.n) });
-  const deadline = router.startDeadline(ctx.signal);
-  try {
-    const { value, entry } = await router.attempts(candidates, deadline, async (entry, adapter, signal) => {
-      const perCall = entry.capabilities.images_per_call ?? 1;
-      const batches = await Promise.all(
-        splitCalls(req.n, perCall).map((count) =>
-          adapter.generateImages!({ model: entry.upstream_model ?? entry.id, prompt: req.prompt, width, height, n: count }, { signal }),
-        ),
-      );
-      const images = batches.flat();
-      if (images.length < req.n) throw new ProviderCallError(entry.provider, "protocol", `${entry.provider} returned ${images.length} of ${req.n} images`);
-      return images;
-    });
-    return { images: value.slice(0, req.n), model: entry.id, provider: entry.provider, width, height };
-  } finally {
-    deadline.dispose();
-  }
+  const { value, entry, byok } = await router.routeCall(candidates, ctx.signal, async (entry, adapter, signal) => {
+    const perCall = entry.capabilities.images_per_call ?? 1;
+    const batches = await Promise.all(
+      splitCalls(req.n, perCall).map((count) =>
+        adapter.generateImages!({ model: entry.upstream_model ?? entry.id, prompt: req.prompt, width, height, n: count }, { signal }),
+      ),
+    );
+    const images = batches.flat();
+    if (images.length < req.n) throw new ProviderCallError(entry.provider, "protocol", `${entry.provider} returned ${images.length} of ${req.n} images`);
+    return images;
+  });
+  return { images: value.slice(0, req.n), model: entry.id, provider: entry.provider, width, height, ...(byok ? { byok } : {}) };
 }

@@ -8,18 +8,24 @@ import { descriptors, type ProviderSettingsMap } from "./registry.ts";
 import { Router, type RouterOptions } from "./router.ts";
 import type { ProviderAdapter } from "./types.ts";
 import type { ProviderDeps } from "./descriptor.ts";
+import { Deployments } from "./deployments.ts";
 
 /**
  * The slice of config this module reads (`config.providers`: the router's settings from core/config.ts and each
  * descriptor's under its key); a provider whose settings are absent is off, except simulated, which is always on.
  */
-export type ProvidersSettings = Pick<ProvidersConfig, "timeoutMs" | "maxAttempts"> & Pick<ProviderSettingsMap, "simulated"> & Partial<ProviderSettingsMap>;
+export type ProvidersSettings = Pick<ProvidersConfig, "timeoutMs" | "maxAttempts"> &
+  Partial<Pick<ProvidersConfig, "deploymentsFile">> &
+  Pick<ProviderSettingsMap, "simulated"> &
+  Partial<ProviderSettingsMap>;
 
 export interface ProviderOverrides {
   client?: UpstreamClient;
   attemptTimeoutMs?: number;
   breaker?: RouterOptions["breaker"];
   backoff?: RouterOptions["backoff"];
+  /** The router's and the deployments' clock (breakers, rpm/tpm windows). */
+  now?: () => number;
 }
 
 export function createAdapters(cfg: ProvidersSettings, client?: UpstreamClient): Map<string, ProviderAdapter> {
@@ -38,20 +44,36 @@ export function createAdapters(cfg: ProvidersSettings, client?: UpstreamClient):
   return adapters;
 }
 
+/**
+ * The router over the configured adapters; with a deployments file
+ * (TROUPE_DEPLOYMENTS_FILE), its providers' deployments replace their
+ * one-deployment adapters (an invalid file stops the start, naming the field).
+ */
 export function createRouter(cfg: ProvidersSettings, overrides: ProviderOverrides = {}): Router {
   const catalogue = Catalogue.load(cfg.openaiCompatible ?? []);
-  return new Router({
+  const adapters = createAdapters(cfg, overrides.client);
+  const router = new Router({
     catalogue,
-    adapters: createAdapters(cfg, overrides.client),
+    adapters,
     timeoutMs: cfg.timeoutMs,
     maxAttempts: cfg.maxAttempts,
     settingsOf: (provider) => descriptors.find((d) => d.name === provider)?.secretEnv ?? [],
     ...(overrides.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: overrides.attemptTimeoutMs } : {}),
     ...(overrides.breaker ? { breaker: overrides.breaker } : {}),
     ...(overrides.backoff ? { backoff: overrides.backoff } : {}),
+    ...(overrides.now ? { now: overrides.now } : {}),
   });
+  if (cfg.deploymentsFile !== undefined) {
+    const settings: Readonly<Record<string, unknown>> = cfg;
+    const deployments = new Deployments({ path: cfg.deploymentsFile, settings, adapters, breaker: router.breakerOptions, client: overrides.client, now: router.now });
+    deployments.loadAtStart();
+    router.deployments = deployments;
+  }
+  return router;
 }
 
 export { Router } from "./router.ts";
 export { Catalogue, priceOf } from "./catalogue.ts";
+export type { ReloadOutcome } from "./deployments.ts";
+export type { DeploymentReading } from "./deployment-pool.ts";
 export type { RoutedEmbedRequest, CallContext, ChatCallContext } from "./router.ts";

@@ -11,7 +11,14 @@ export interface BreakerOptions {
   halfOpenAfterMs: number;
 }
 
-export class ProviderHealth {
+/** What the planner reads of a provider's health: a breaker's, or a deployment pool's over its deployments. */
+export interface HealthView {
+  readonly accepting: boolean;
+  readonly state: "closed" | "open" | "half_open";
+  retryAfterSeconds(): number | undefined;
+}
+
+export class ProviderHealth implements HealthView {
   readonly breaker: CircuitBreakerPolicy;
   private openedAtMs: number | undefined;
   private readonly halfOpenAfterMs: number;

@@ -18,7 +18,8 @@ import {
   type Need,
 } from "./catalogue.ts";
 import { adapterServesCategory } from "./media-types.ts";
-import type { LatencyTracker, ProviderHealth } from "./router-health.ts";
+import { patternsOf, type ModelFilter } from "./router-allowlist.ts";
+import type { HealthView, LatencyTracker } from "./router-health.ts";
 import type { ProviderAdapter, RoutingStrategy } from "./types.ts";
 
 /** What planning reads from the router. */
@@ -26,7 +27,7 @@ export interface PlanSource {
   catalogue: Catalogue;
   adapters: ReadonlyMap<string, ProviderAdapter>;
   latency: LatencyTracker;
-  healthOf(provider: string): ProviderHealth;
+  healthOf(provider: string): HealthView;
   settingsOf(provider: string): readonly string[];
 }
 
@@ -40,13 +41,18 @@ export function adapterServes(adapters: ReadonlyMap<string, ProviderAdapter>, m:
  * The models to try, in order. Throws 400 for requests no model could
  * serve as asked (unknown model, wrong category, missing capability,
  * manual without a model) and 503 when every capable provider is unavailable.
+ * `allow` (a key's model allowlist, router-allowlist.ts) removes every model
+ * it refuses before anything else is decided: 403 model_not_allowed for a
+ * named model it refuses, or when it leaves no capable model.
  */
-export function planModels(src: PlanSource, model: string | null | undefined, strategy: RoutingStrategy, need: Need): ModelEntry[] {
+export function planModels(src: PlanSource, model: string | null | undefined, strategy: RoutingStrategy, need: Need, allow?: ModelFilter): ModelEntry[] {
   const serves = (m: ModelEntry) => adapterServes(src.adapters, m, need.category);
+  const allowed = (m: ModelEntry) => allow === undefined || allow(m);
   let pool: ModelEntry[];
   if (model) {
     const entry = src.catalogue.get(model);
     if (!entry) throw invalidRequest([{ path: "body.model", message: `unknown model ${model} (GET /v1/models lists them)` }]);
+    if (!allowed(entry)) throw notAllowed(allow, `model ${model}`);
     const issue = capabilityIssue(entry, need);
     if (issue) throw invalidRequest([issue]);
     if (strategy === "manual") {
@@ -71,6 +77,7 @@ export function planModels(src: PlanSource, model: string | null | undefined, st
           m.id !== entry.id &&
           m.tier === entry.tier &&
           m.provider !== entry.provider &&
+          allowed(m) &&
           (entry.provider === "simulated" || m.provider !== "simulated") &&
           capabilityProblem(m, need) === undefined,
       );
@@ -80,7 +87,9 @@ export function planModels(src: PlanSource, model: string | null | undefined, st
     if (strategy === "manual") {
       throw invalidRequest([{ path: "body.model", message: "routing_strategy manual needs a model" }]);
     }
-    const capable = src.catalogue.ofCategory(need.category).filter((m) => capabilityProblem(m, need) === undefined);
+    const anyCapable = src.catalogue.ofCategory(need.category).filter((m) => capabilityProblem(m, need) === undefined);
+    const capable = anyCapable.filter(allowed);
+    if (capable.length === 0 && anyCapable.length > 0) throw notAllowed(allow, `any model that can serve this ${need.category} request`);
     const configured = capable.filter(serves);
     if (configured.length === 0) throw unservable(src, need, capable);
     const real = configured.filter((m) => m.provider !== "simulated");
@@ -105,6 +114,13 @@ export function planModels(src: PlanSource, model: string | null | undefined, st
     );
   }
   return candidates;
+}
+
+/** 403 model_not_allowed: the key's allowlist refuses `what`. */
+function notAllowed(allow: ModelFilter | undefined, what: string): TroupeError {
+  const patterns = allow ? patternsOf(allow) : undefined;
+  const list = patterns ? ` (its models: ${patterns.length > 0 ? patterns.join(", ") : "none"})` : "";
+  return new TroupeError("model_not_allowed", `this API key may not use ${what}${list}`, patterns ? { details: { allowed_models: patterns } } : {});
 }
 
 /**

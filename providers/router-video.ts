@@ -6,22 +6,18 @@ import { invalidRequest, TroupeError } from "../core/errors.ts";
 import type { ModelEntry, Need } from "./catalogue.ts";
 import type { Deadline } from "./deadline.ts";
 import { asProviderFailure, toTroupeError } from "./router-failures.ts";
-import type { CallContext } from "./router.ts";
+import type { AttemptRun, CallContext } from "./router.ts";
 import type { ProviderAdapter, RoutingStrategy } from "./types.ts";
 import type { VideoSegmentRequest, VideoTask, VideoTaskStatus } from "./video.ts";
 import { nearestDuration, videoNeed } from "./video-routing.ts";
 
 type VideoAdapter = NonNullable<ProviderAdapter["video"]>;
 
-/** What the video operations use of the router: its planning, deadline and attempt chain. */
+/** What the video operations use of the router: its planning, a routed call, and a deadline for one provider's call. */
 export interface VideoRouting {
   plan(model: string | null | undefined, strategy: RoutingStrategy, need: Need): ModelEntry[];
+  routeCall<T>(candidates: ModelEntry[], client: AbortSignal | undefined, run: AttemptRun<T>): Promise<{ value: T; entry: ModelEntry }>;
   startDeadline(client: AbortSignal | undefined): Deadline;
-  attempts<T>(
-    candidates: ModelEntry[],
-    deadline: Deadline,
-    run: (entry: ModelEntry, adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>,
-  ): Promise<{ value: T; entry: ModelEntry }>;
 }
 
 export type RoutedVideoRequest = VideoSegmentRequest & { routing_strategy: RoutingStrategy };
@@ -42,17 +38,12 @@ export class RouterVideo {
     if (!(request.duration_seconds > 0)) throw invalidRequest([{ path: "duration_seconds", message: "must be a positive number of seconds" }]);
     const { routing_strategy, ...segment } = request;
     const candidates = this.routing.plan(segment.model, routing_strategy, videoNeed(segment.image !== undefined));
-    const deadline = this.routing.startDeadline(ctx.signal);
-    try {
-      const { value, entry } = await this.routing.attempts(candidates, deadline, async (entry, adapter, signal) => {
-        const duration = nearestDuration(entry, segment.duration_seconds);
-        const task = await adapter.video!.submit({ ...segment, model: entry.upstream_model ?? entry.id, duration_seconds: duration }, signal);
-        return { ...task, duration_seconds: duration };
-      });
-      return { ...value, provider: entry.provider, model: entry.id };
-    } finally {
-      deadline.dispose();
-    }
+    const { value, entry } = await this.routing.routeCall(candidates, ctx.signal, async (entry, adapter, signal) => {
+      const duration = nearestDuration(entry, segment.duration_seconds);
+      const task = await adapter.video!.submit({ ...segment, model: entry.upstream_model ?? entry.id, duration_seconds: duration }, signal);
+      return { ...task, duration_seconds: duration };
+    });
+    return { ...value, provider: entry.provider, model: entry.id };
   }
 
   poll(task: VideoTask, ctx: CallContext): Promise<VideoTaskStatus> {

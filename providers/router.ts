@@ -3,7 +3,9 @@
 // call, then runs a bounded chain of attempts: a deadline for the whole
 // request, a shorter one per attempt, retries with jittered exponential
 // backoff only on retryable failures, fallback to equivalent models on other
-// providers, and a circuit breaker per provider. Streams are never retried
+// providers, and a circuit breaker per provider (a provider with deployments,
+// deployment-pool.ts, has one per deployment instead; an organization's own
+// key, own-credentials.ts, goes first when it stored one). Streams are never retried
 // once they have emitted an event. Results name the model that served.
 // Its parts: router-plan.ts (which models, in which order), router-health.ts
 // (breakers, latency), router-failures.ts (classifying a failed attempt),
@@ -15,7 +17,11 @@ import type { Catalogue, Category, ModelEntry, ModelListing, Need } from "./cata
 import { ProviderCallError } from "./errors.ts";
 import { Deadline, sleep } from "./deadline.ts";
 import { asProviderFailure, attemptOutcome, toTroupeError, type AttemptOutcome } from "./router-failures.ts";
-import { LatencyTracker, ProviderHealth, type BreakerOptions } from "./router-health.ts";
+import { LatencyTracker, ProviderHealth, type BreakerOptions, type HealthView } from "./router-health.ts";
+import { isDeploymentPool, type DeploymentReading } from "./deployment-pool.ts";
+import type { Deployments } from "./deployments.ts";
+import type { OwnCredential, OwnCredentialResolver } from "./own-credentials.ts";
+import { currentModelAllowlist, type ModelFilter } from "./router-allowlist.ts";
 import { adapterServes, planModels, type PlanSource } from "./router-plan.ts";
 import { RouterVideo, type RoutedVideoRequest } from "./router-video.ts";
 import type { ChatRequest } from "./chat-request.ts";
@@ -68,11 +74,31 @@ export interface RoutedEmbedRequest {
 export interface CallContext {
   /** The caller's signal: a client disconnect aborts the upstream call. */
   signal?: AbortSignal | undefined;
+  /**
+   * The calling key's model allowlist (router-allowlist.ts); null: every
+   * model, whatever the async context holds (a call made for a key without
+   * one outside its request); absent: the request's, if its key has one.
+   */
+  allowModel?: ModelFilter | null | undefined;
 }
 
 export interface ChatCallContext extends CallContext {
   /** Which catalogue category must serve it; default: vision when a message carries images, else text. */
   category?: "text" | "vision" | "translation";
+}
+
+/** The allowlist a call applies: its own (null: none), else the request's. */
+function allowOf(ctx: CallContext): ModelFilter | null {
+  return ctx.allowModel === undefined ? (currentModelAllowlist() ?? null) : ctx.allowModel;
+}
+
+/** One attempt of a routed call: the candidate, its adapter, the attempt's signal. */
+export type AttemptRun<T> = (entry: ModelEntry, adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>;
+/** A routed call's first success, the candidate that gave it, and whether the organization's own key served it. */
+export interface Attempted<T> {
+  value: T;
+  entry: ModelEntry;
+  byok?: true;
 }
 
 export class Router {
@@ -83,12 +109,16 @@ export class Router {
   private readonly timeoutMs: number;
   private readonly attemptTimeoutMs: number;
   private readonly maxAttempts: number;
-  private readonly breakerOptions: BreakerOptions;
+  /** The breakers' settings (the deployments' breakers take the same). */
+  readonly breakerOptions: BreakerOptions;
   private readonly initialDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly random: () => number;
-  private readonly now: () => number;
+  readonly now: () => number;
+  /** The deployments file's deployments, when TROUPE_DEPLOYMENTS_FILE is set (providers/index.ts attaches them). */
+  deployments: Deployments | undefined;
   private observer: AttemptObserver | undefined;
+  private ownCredentials: OwnCredentialResolver | undefined;
   private readonly planSource: PlanSource;
   private readonly video: RouterVideo;
 
@@ -112,7 +142,7 @@ export class Router {
       catalogue: this.catalogue,
       adapters: this.adapters,
       latency: this.latency,
-      healthOf: (provider) => this.healthOf(provider),
+      healthOf: (provider) => this.viewOf(provider),
       settingsOf: opts.settingsOf ?? (() => []),
     };
     this.video = new RouterVideo(this, this.adapters, this.attemptTimeoutMs);
@@ -123,9 +153,37 @@ export class Router {
     this.observer = observer;
   }
 
+  /**
+   * Sets who says which organization's own key a call uses (docs/operations/byok.md):
+   * asked before each attempt, inside the request's async context.
+   */
+  useOwnCredentials(resolver: OwnCredentialResolver): void {
+    this.ownCredentials = resolver;
+  }
+
   /** Configured providers and their breaker states on this replica (metrics, the operator's console). */
   breakerStates(): { provider: string; state: "closed" | "open" | "half_open" }[] {
-    return [...this.adapters.keys()].map((provider) => ({ provider, state: this.healthOf(provider).state }));
+    return [...this.adapters.keys()].map((provider) => ({ provider, state: this.viewOf(provider).state }));
+  }
+
+  /** The operator console's providers table: each provider's breaker, then each deployment's as `provider/deployment`. */
+  consoleBreakerRows(): { provider: string; state: "closed" | "open" | "half_open" }[] {
+    return [...this.breakerStates(), ...this.deploymentReadings().map((d) => ({ provider: `${d.provider}/${d.deployment}`, state: d.state }))];
+  }
+
+  /** Each configured deployment (TROUPE_DEPLOYMENTS_FILE) on this replica: breaker, traffic, errors, limit headroom. */
+  deploymentReadings(): DeploymentReading[] {
+    return [...this.adapters.values()].flatMap((a) => (isDeploymentPool(a) ? a.readings() : []));
+  }
+
+  /**
+   * A provider's health as planning reads it: a deployment pool's (any of its
+   * deployments taking calls, each behind its own breaker), else the
+   * provider's breaker.
+   */
+  viewOf(provider: string): HealthView {
+    const adapter = this.adapters.get(provider);
+    return adapter && isDeploymentPool(adapter) ? adapter.view() : this.healthOf(provider);
   }
 
   healthOf(provider: string): ProviderHealth {
@@ -139,7 +197,7 @@ export class Router {
 
   /** Provider configured and its breaker not open. */
   isAvailable(provider: string): boolean {
-    return this.adapters.has(provider) && this.healthOf(provider).accepting;
+    return this.adapters.has(provider) && this.viewOf(provider).accepting;
   }
 
   /** GET /v1/models: the catalogue with availability. */
@@ -160,21 +218,17 @@ export class Router {
    * The models to try, in order (router-plan.ts). Throws 400 for requests no
    * model could serve as asked and 503 when every capable provider is unavailable.
    */
-  plan(model: string | null | undefined, strategy: RoutingStrategy, need: Need): ModelEntry[] {
-    return planModels(this.planSource, model, strategy, need);
+  plan(model: string | null | undefined, strategy: RoutingStrategy, need: Need, allow: ModelFilter | null = currentModelAllowlist() ?? null): ModelEntry[] {
+    // null: every model (an explicit "no allowlist", which the request's context must not override).
+    return planModels(this.planSource, model, strategy, need, allow ?? undefined);
   }
 
   async chat(req: ChatRequest, ctx: ChatCallContext = {}): Promise<ChatResult> {
     const candidates = this.planChat(req, ctx, false);
-    const deadline = this.startDeadline(ctx.signal);
-    try {
-      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) =>
-        adapter.chat!(req, { signal, upstreamModel: entry.upstream_model ?? entry.id }),
-      );
-      return { ...value, model: entry.id, provider: entry.provider };
-    } finally {
-      deadline.dispose();
-    }
+    const { value, entry, byok } = await this.routeCall(candidates, ctx.signal, async (entry, adapter, signal) =>
+      adapter.chat!(req, { signal, upstreamModel: entry.upstream_model ?? entry.id }),
+    );
+    return { ...value, model: entry.id, provider: entry.provider, ...(byok ? { extras: { ...value.extras, byok } } : {}) };
   }
 
   /**
@@ -188,7 +242,7 @@ export class Router {
     let iterator: AsyncIterator<StreamEvent> | undefined;
     let finished = false;
     try {
-      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) => {
+      const { value, entry, byok } = await this.attempts(candidates, deadline, async (entry, adapter, signal) => {
         const it = adapter.chatStream!(req, { signal, upstreamModel: entry.upstream_model ?? entry.id })[Symbol.asyncIterator]();
         const first = await it.next();
         if (first.done) throw new ProviderCallError(entry.provider, "protocol", `${entry.provider} sent an empty stream`);
@@ -201,7 +255,7 @@ export class Router {
       while (true) {
         if (isFinish(event)) {
           finished = true;
-          yield { ...event, model: entry.id, provider: entry.provider };
+          yield { ...event, model: entry.id, provider: entry.provider, ...(byok ? { extras: { ...event.extras, byok } } : {}) };
           return;
         }
         yield event;
@@ -223,23 +277,19 @@ export class Router {
     }
   }
 
-  async embed(req: RoutedEmbedRequest, ctx: CallContext = {}): Promise<EmbedResult> {
+  /** `byok`: the organization's own key served it (billed at the BYOK price). */
+  async embed(req: RoutedEmbedRequest, ctx: CallContext = {}): Promise<EmbedResult & { byok?: true }> {
     if (req.input.length === 0) throw invalidRequest([{ path: "body.input", message: "at least one text is needed" }]);
     // A fallback must produce vectors of the dimension the named model would
     // have produced: same default dimension, or one it can be asked for.
     const named = req.model ? this.catalogue.get(req.model) : undefined;
     const targetDimensions = req.dimensions ?? named?.capabilities.dimensions;
-    const candidates = this.plan(req.model, req.routing_strategy ?? "auto", { category: "embedding", dimensions: targetDimensions });
-    const deadline = this.startDeadline(ctx.signal);
-    try {
-      const { value, entry } = await this.attempts(candidates, deadline, async (entry, adapter, signal) => {
-        const dimensions = req.dimensions ?? (entry.capabilities.dimensions !== targetDimensions ? targetDimensions : undefined);
-        return adapter.embed!({ model: entry.upstream_model ?? entry.id, input: req.input, dimensions, input_type: req.input_type }, { signal });
-      });
-      return { ...value, model: entry.id, provider: entry.provider };
-    } finally {
-      deadline.dispose();
-    }
+    const candidates = this.plan(req.model, req.routing_strategy ?? "auto", { category: "embedding", dimensions: targetDimensions }, allowOf(ctx));
+    const { value, entry, byok } = await this.routeCall(candidates, ctx.signal, async (entry, adapter, signal) => {
+      const dimensions = req.dimensions ?? (entry.capabilities.dimensions !== targetDimensions ? targetDimensions : undefined);
+      return adapter.embed!({ model: entry.upstream_model ?? entry.id, input: req.input, dimensions, input_type: req.input_type }, { signal });
+    });
+    return { ...value, model: entry.id, provider: entry.provider, ...(byok ? { byok } : {}) };
   }
 
   /**
@@ -279,31 +329,44 @@ export class Router {
   }
 
   async close(): Promise<void> {
+    await this.deployments?.close();
     await Promise.all([...this.adapters.values()].map((a) => a.close?.()));
   }
 
   private planChat(req: ChatRequest, ctx: ChatCallContext, streaming: boolean): ModelEntry[] {
     validateConversation(req.messages, req.tools, req.tool_choice);
     const category = ctx.category ?? (req.messages.some((m) => m.images && m.images.length > 0) ? "vision" : "text");
-    return this.plan(req.model, req.routing_strategy ?? "auto", {
-      category,
-      tools: (req.tools?.length ?? 0) > 0,
-      streaming,
-      json: req.response_format !== undefined,
-    });
+    const need = { category, tools: (req.tools?.length ?? 0) > 0, streaming, json: req.response_format !== undefined };
+    return this.plan(req.model, req.routing_strategy ?? "auto", need, allowOf(ctx));
   }
 
-  /** The request deadline; public for the media entry points (providers/speech.ts and siblings). */
+  /** The request deadline; public for the video operations' single-provider calls (router-video.ts). */
   startDeadline(client: AbortSignal | undefined): Deadline {
     return new Deadline(this.timeoutMs, client);
   }
 
-  /** Runs the attempt chain; resolves with the first success. Public for the media entry points. */
-  async attempts<T>(
+  /**
+   * One routed call over planned candidates: the request's deadline, the
+   * attempt chain, the deadline's disposal. Every non-streamed entry point
+   * (chat, embed, video segments, and the media functions in speech.ts,
+   * transcription.ts and images.ts) goes through it, so none reassembles the
+   * loop; chatStream keeps its deadline past the attempts (the stream's body).
+   */
+  async routeCall<T>(candidates: ModelEntry[], client: AbortSignal | undefined, run: AttemptRun<T>): Promise<Attempted<T>> {
+    const deadline = this.startDeadline(client);
+    try {
+      return await this.attempts(candidates, deadline, run);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** Runs the attempt chain; resolves with the first success. */
+  private async attempts<T>(
     candidates: ModelEntry[],
     deadline: Deadline,
-    run: (entry: ModelEntry, adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>,
-  ): Promise<{ value: T; entry: ModelEntry }> {
+    run: AttemptRun<T>,
+  ): Promise<Attempted<T>> {
     const lastFailure = new Map<string, ProviderCallError>();
     let lastError: unknown;
     let attempts = 0;
@@ -313,9 +376,11 @@ export class Router {
         if (attempts >= this.maxAttempts) break;
         const previous = lastFailure.get(entry.id);
         if (round > 0 && (!previous || !previous.retryable)) continue;
+        const adapter = this.adapters.get(entry.provider);
+        if (!adapter) continue;
+        const pooled = isDeploymentPool(adapter);
         const health = this.healthOf(entry.provider);
-        if (!health.accepting) continue;
-        const adapter = this.adapters.get(entry.provider)!;
+        if (!(pooled ? adapter.view() : health).accepting) continue;
         if (round > 0) {
           // Retrying the same model: wait Retry-After (a date read on the router's clock) or a full-jitter exponential backoff.
           const delayMs =
@@ -333,11 +398,24 @@ export class Router {
         const startedMs = performance.now();
         const observed = this.observer?.attempt(entry.provider, entry.id);
         try {
-          const value = await health.breaker.execute(() => run(entry, adapter, attempt.signal));
+          // The organization's own key first (BYOK), when it stored one for this provider.
+          // Awaited only when the resolver has to look (an API-key call): otherwise the attempt starts in this tick.
+          const resolving = this.ownCredentials?.(entry.provider);
+          const own = resolving instanceof Promise ? await resolving : resolving;
+          let byok = own !== undefined;
+          const call = own
+            ? () =>
+                ownFirst(own, entry.provider, () => run(entry, own.adapter, attempt.signal), () => {
+                  byok = false;
+                  return run(entry, adapter, attempt.signal);
+                })
+            : () => run(entry, adapter, attempt.signal);
+          // A deployment pool keeps one breaker per deployment; the provider's would double-count its failures.
+          const value = await (pooled ? call() : health.breaker.execute(call));
           attempt.succeeded();
           this.latency.record(entry.id, performance.now() - startedMs);
           observed?.("success");
-          return { value, entry };
+          return byok ? { value, entry, byok: true } : { value, entry };
         } catch (e) {
           attempt.failed();
           observed?.(attemptOutcome(e, deadline.clientAborted), e);
@@ -360,5 +438,25 @@ export class Router {
       throw new TroupeError("no_provider_available", "every capable provider is unavailable (circuit breakers open)");
     }
     throw toTroupeError(lastError, deadline.signal, attempts);
+  }
+}
+
+/**
+ * Runs a call with the organization's own key; the provider refusing that key
+ * (401/403) is the organization's to fix: 403 provider_credential_rejected
+ * naming the stored credential, or, when the organization allowed it, the
+ * same call with Troupe's own key.
+ */
+async function ownFirst<T>(own: OwnCredential, provider: string, withOwn: () => Promise<T>, withTroupe: () => Promise<T>): Promise<T> {
+  try {
+    return await withOwn();
+  } catch (e) {
+    if (!(e instanceof ProviderCallError) || e.kind !== "http" || (e.status !== 401 && e.status !== 403)) throw e;
+    if (own.allowFallback) return withTroupe();
+    throw new TroupeError(
+      "provider_credential_rejected",
+      `${provider} rejected the organization's stored credential (${own.label}): replace it with PUT /v1/orgs/{id}/provider-credentials/${provider}, or allow fallback to Troupe's key`,
+      { details: { provider, credential: own.label, upstream_status: e.status ?? null }, cause: e },
+    );
   }
 }

@@ -45,6 +45,8 @@ export interface SpeechOutcome {
   provider: string;
   /** Billed units: characters of text. */
   characters: number;
+  /** The organization's own key served it (billed at the BYOK price). */
+  byok?: true | undefined;
 }
 
 /** Why a model cannot synthesize speech, or undefined when it can (the route's model enum). */
@@ -68,13 +70,8 @@ export function voiceNeed(voice: string): FieldNeed {
 export async function synthesizeSpeech(router: Router, req: SpeechBody, ctx: CallContext = {}): Promise<SpeechOutcome> {
   // The router refuses a voice no configured speech model has (400 naming `voice`), named model or not.
   const candidates = router.plan(req.model, req.routing_strategy, { category: "audio", media: speaks, fields: [voiceNeed(req.voice)] });
-  const deadline = router.startDeadline(ctx.signal);
-  try {
-    const { value, entry } = await router.attempts(candidates, deadline, (entry, adapter, signal) =>
-      adapter.speech!({ model: entry.upstream_model ?? entry.id, voice: req.voice, text: req.text }, { signal }),
-    );
-    return { audio: value, model: entry.id, provider: entry.provider, characters: [...req.text].length };
-  } finally {
-    deadline.dispose();
-  }
+  const { value, entry, byok } = await router.routeCall(candidates, ctx.signal, (entry, adapter, signal) =>
+    adapter.speech!({ model: entry.upstream_model ?? entry.id, voice: req.voice, text: req.text }, { signal }),
+  );
+  return { audio: value, model: entry.id, provider: entry.provider, characters: [...req.text].length, ...(byok ? { byok } : {}) };
 }

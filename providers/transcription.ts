@@ -23,6 +23,8 @@ export type TranscriptionBody = z.infer<typeof transcriptionRequestSchema>;
 export interface TranscriptionOutcome extends TranscriptionResult {
   model: string;
   provider: string;
+  /** The organization's own key served it (billed at the BYOK price). */
+  byok?: true | undefined;
 }
 
 /** Why a model cannot transcribe, or undefined when it can (routing, and the route's model enum). */
@@ -37,13 +39,8 @@ export async function transcribeAudio(
   ctx: CallContext = {},
 ): Promise<TranscriptionOutcome> {
   const candidates = router.plan(req.model, req.routing_strategy, { category: "audio", media: transcribes });
-  const deadline = router.startDeadline(ctx.signal);
-  try {
-    const { value, entry } = await router.attempts(candidates, deadline, (entry, adapter, signal) =>
-      adapter.transcribe!({ model: entry.upstream_model ?? entry.id, audio, language: req.language?.split("-")[0]?.toLowerCase() }, { signal }),
-    );
-    return { ...value, model: entry.id, provider: entry.provider };
-  } finally {
-    deadline.dispose();
-  }
+  const { value, entry, byok } = await router.routeCall(candidates, ctx.signal, (entry, adapter, signal) =>
+    adapter.transcribe!({ model: entry.upstream_model ?? entry.id, audio, language: req.language?.split("-")[0]?.toLowerCase() }, { signal }),
+  );
+  return { ...value, model: entry.id, provider: entry.provider, ...(byok ? { byok } : {}) };
 }

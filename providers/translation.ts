@@ -31,7 +31,8 @@ export function translationInstruction(target: string, source?: string | null): 
   return `Translate the user's text ${source ? `from ${source} ` : ""}into ${target}. Reply with the translation only.`;
 }
 
-export async function translate(router: Router, req: TranslationRequest, ctx: CallContext = {}): Promise<TranslationResult> {
+/** `byok`: the organization's own key served it (billed at the BYOK price). */
+export async function translate(router: Router, req: TranslationRequest, ctx: CallContext = {}): Promise<TranslationResult & { byok?: true }> {
   const result = await router.chat(
     {
       model: req.model,
@@ -52,5 +53,6 @@ export async function translate(router: Router, req: TranslationRequest, ctx: Ca
     provider: result.provider,
     input_tokens: result.input_tokens,
     output_tokens: result.output_tokens,
+    ...(result.extras?.byok ? { byok: true as const } : {}),
   };
 }

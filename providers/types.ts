@@ -47,7 +47,40 @@ export const chatResultSchema = z.object({
   output_tokens: z.number().int().min(0),
   tool_calls: z.array(toolCallSchema).nullable(),
 });
-export type ChatResult = z.infer<typeof chatResultSchema>;
+/**
+ * One block of a model's thinking, as its provider gave it: the text (empty
+ * when redacted), and what must go back unchanged on the next turn for the
+ * provider to accept it (Anthropic's `signature` or `redacted_thinking`
+ * data, Gemini's `thoughtSignature`). `provider` says whose it is: a block
+ * is sent back only to that provider.
+ */
+export interface ReasoningBlock {
+  provider: string;
+  text: string;
+  signature?: string | undefined;
+  /** Anthropic's `redacted_thinking.data`: encrypted thinking with no text. */
+  redacted?: string | undefined;
+}
+
+/**
+ * What a provider says beyond the /v1 result. The compatible mounts show it
+ * in their own shapes; /v1 does not (its body is the spec's, so its route
+ * drops `extras`). Token counts are parts of `input_tokens`/`output_tokens`,
+ * never added to them.
+ */
+export interface ChatExtras {
+  reasoning?: ReasoningBlock[] | undefined;
+  /** Input tokens read from the provider's prompt cache. */
+  cached_input_tokens?: number | undefined;
+  /** Input tokens written to the provider's prompt cache (Anthropic's cache_creation_input_tokens). */
+  cache_write_input_tokens?: number | undefined;
+  /** Output tokens spent thinking. */
+  reasoning_tokens?: number | undefined;
+  /** Served with the calling organization's own provider key (docs/operations/byok.md): billed at the BYOK price. */
+  byok?: true | undefined;
+}
+
+export type ChatResult = z.infer<typeof chatResultSchema> & { extras?: ChatExtras | undefined };
 
 /** Stream events, exactly the SSE `data:` payloads (docs/api/chat.md, "Streaming (SSE) format"). */
 export const streamDeltaSchema = z.object({ delta: z.string() });
@@ -63,10 +96,20 @@ export const streamErrorSchema = z.object({ error: z.object({ code: z.string(), 
 export const streamEventSchema = z.union([streamDeltaSchema, streamToolCallSchema, streamFinishSchema, streamErrorSchema]);
 export type StreamDelta = z.infer<typeof streamDeltaSchema>;
 export type StreamToolCall = z.infer<typeof streamToolCallSchema>;
-export type StreamFinish = z.infer<typeof streamFinishSchema>;
+export type StreamFinish = z.infer<typeof streamFinishSchema> & { extras?: ChatExtras | undefined };
 export type StreamError = z.infer<typeof streamErrorSchema>;
+/**
+ * Thinking as it streams: text deltas, then the block's signature (or a
+ * redacted block whole). Only the compatible mounts send these on; /v1's
+ * stream has no such event and skips them.
+ */
+export type StreamReasoning = { reasoning_delta: string } | { reasoning_block: ReasoningBlock };
 /** What adapters and the router yield; errors are thrown, the route renders them. */
-export type StreamEvent = StreamDelta | StreamToolCall | StreamFinish;
+export type StreamEvent = StreamDelta | StreamToolCall | StreamFinish | StreamReasoning;
+
+export function isReasoning(e: StreamEvent): e is StreamReasoning {
+  return "reasoning_delta" in e || "reasoning_block" in e;
+}
 
 export function isFinish(e: StreamEvent): e is StreamFinish {
   return "finish_reason" in e;

@@ -32,7 +32,8 @@ export function imageFromUrl(url: string): ImageInput {
   return { url };
 }
 
-export async function analyzeImage(router: Router, req: VisionRequest, ctx: CallContext = {}): Promise<VisionResult> {
+/** `byok`: the organization's own key served it (billed at the BYOK price; not part of the answer). */
+export async function analyzeImage(router: Router, req: VisionRequest, ctx: CallContext = {}): Promise<VisionResult & { byok?: true }> {
   const result = await router.chat(
     {
       model: req.model,
@@ -48,5 +49,6 @@ export async function analyzeImage(router: Router, req: VisionRequest, ctx: Call
     provider: result.provider,
     input_tokens: result.input_tokens,
     output_tokens: result.output_tokens,
+    ...(result.extras?.byok ? { byok: true as const } : {}),
   };
 }

@@ -108,6 +108,26 @@ printf '\n=== the rendered pods, Dapr annotations and components agree with each
 provider_secrets=$(node --input-type=module -e 'import { providerSecretEnv } from "./providers/registry.ts"; console.log(providerSecretEnv.join(" "))')
 PROVIDER_SECRET_SETTINGS="$provider_secrets" "$KV_VENV/bin/python" scripts/chart_consistency.py "${rendered[@]}" || die "the rendered chart is inconsistent"
 
+printf '\n=== the Grafana dashboard and the PrometheusRule (monitoring.*)\n'
+# Off in every value set above; rendered here with both on. The PrometheusRule
+# is a CRD kind kubernetes-validate has no schema for: check_monitoring.py
+# checks its shape, the dashboard's JSON, and that every PromQL expression
+# names only metrics core/prometheus-metrics.ts exports.
+monitoring_flags="--set monitoring.grafanaDashboard.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.prometheusRule.monthlySpendUsd=1000"
+# shellcheck disable=SC2086 # the flags are meant to split
+"$HELM" lint --strict "$CHART" -f "$CHART/ci/minimal.yaml" $monitoring_flags || die "helm lint with monitoring on"
+# shellcheck disable=SC2086
+"$HELM" template troupe "$CHART" -f "$CHART/ci/minimal.yaml" $monitoring_flags >"$run_dir/monitoring.yaml" || die "helm template with monitoring on"
+exported_metrics=$(grep -o '"troupe_[a-z0-9_]*"' core/prometheus-metrics.ts | tr -d '"' | sort -u)
+[[ -n "$exported_metrics" ]] || die "no metric names found in core/prometheus-metrics.ts"
+# shellcheck disable=SC2086 # one argument per metric name
+"$KV_VENV/bin/python" scripts/check_monitoring.py "$CHART/dashboards/troupe.json" "$run_dir/monitoring.yaml" $exported_metrics || die "the dashboard or the rules name something Troupe does not export"
+# Only the dashboard's ConfigMap, through the Kubernetes schemas (the rule has none there).
+"$KV_VENV/bin/python" -c 'import sys, yaml; docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ConfigMap" and "troupe.json" in (d.get("data") or {})]; yaml.safe_dump_all(docs, open(sys.argv[2], "w"))' "$run_dir/monitoring.yaml" "$run_dir/dashboard-configmap.yaml"
+"$KV_VENV/bin/kubernetes-validate" -k "$K8S_VERSION" --strict "$run_dir/dashboard-configmap.yaml" || die "kubernetes-validate rejected the dashboard ConfigMap"
+"$HELM" template troupe "$CHART" -f "$CHART/ci/minimal.yaml" >"$run_dir/monitoring-off.yaml" || die "helm template with the defaults"
+if grep -q "kind: PrometheusRule" "$run_dir/monitoring-off.yaml" || grep -q "troupe.json:" "$run_dir/monitoring-off.yaml"; then die "monitoring renders although it is off by default"; fi
+
 printf '\n=== wrong values fail at install (values.schema.json)\n'
 # Each case: the --set flags, then a fragment the error must contain.
 rejects=(
@@ -133,6 +153,8 @@ rejects=(
   "--set updateStrategy.maxSurge=0,updateStrategy.maxUnavailable=0|updateStrategy"
   "--set preStopSleepSeconds=-1|preStopSleepSeconds"
   "--set config.SHUTDOWN_GRACE_MS=30000|terminationGracePeriodSeconds"
+  "--set monitoring.prometheusRule.errorRatio=2|errorRatio"
+  "--set monitoring.prometheusRule.breakerOpenFor=soon|breakerOpenFor"
 )
 for case in "${rejects[@]}"; do
   flags="${case%|*}" expect="${case##*|}"
@@ -146,7 +168,7 @@ done
 
 printf '\n=== values.config matches the settings Troupe reads\n'
 # Derived by the chart from other values, or secret-only (from Secrets, never values).
-derived="PORT HOST TROUPE_MODE TROUPE_REPLICA TROUPE_DATA_DIR REDIS_URL REDIS_CLUSTER_NODES ELASTICSEARCH_URL ELASTICSEARCH_INDEX DAPR_HOST DAPR_HTTP_PORT ACTOR_CALLBACK_PORT S3_ENDPOINT S3_BUCKET S3_REGION S3_ACCESS_KEY_ID S3_SECRET_ACCESS_KEY"
+derived="TROUPE_DEPLOYMENTS_FILE PORT HOST TROUPE_MODE TROUPE_REPLICA TROUPE_DATA_DIR REDIS_URL REDIS_CLUSTER_NODES ELASTICSEARCH_URL ELASTICSEARCH_INDEX DAPR_HOST DAPR_HTTP_PORT ACTOR_CALLBACK_PORT S3_ENDPOINT S3_BUCKET S3_REGION S3_ACCESS_KEY_ID S3_SECRET_ACCESS_KEY"
 # The secret-only ones are the providers' (providers/registry.ts: each descriptor's secretEnv).
 DERIVED="$derived" node --input-type=module -e '
   import { readFileSync } from "node:fs";

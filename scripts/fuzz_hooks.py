@@ -15,6 +15,9 @@ another and is refused by the server with a 400 that names the field:
 - a transcription's `audio_url` must be downloadable (the schema says it is
   a URL; whether something answers there it cannot): it is pointed at an
   audio file the fuzzed Troupe stored (scripts/fuzz.sh, FUZZ_AUDIO_URL);
+- an uploaded transcription `file` must be audio by its first bytes (WAV,
+  MP3, FLAC, Ogg, MP4 or WebM; media/sniff.ts): a generated file is replaced
+  by a short silent WAV;
 - a webhook's `url` must resolve to an address the outbound policy allows:
   it is pointed at the fuzzed Troupe itself (same origin as FUZZ_AUDIO_URL);
 - on the OpenAI-compatible mount, a tool call's `arguments` is a JSON object
@@ -28,8 +31,10 @@ providers/validate-chat.ts, gateway/routes/agents.ts and the catalogue.
 """
 
 import copy
+import io
 import json
 import os
+import wave
 
 import schemathesis
 from schemathesis.generation import GenerationMode
@@ -266,6 +271,22 @@ def _openai_chat(body):
         body["response_format"] = {"type": "text"}
 
 
+def _silent_wav():
+    """0.1 s of 16 kHz mono silence: the smallest upload the audio check takes."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\x00\x00" * 1600)
+    return out.getvalue()
+
+
+def _transcription_upload(body):
+    if "file" in body:
+        body["file"] = _silent_wav()
+
+
 def _openai_routed(fix, first_voice=False, image=False):
     """The mount's troupe/<strategy> names choose among the simulated models here: give them what those take."""
     def apply(body):
@@ -310,7 +331,7 @@ FIXES = {
     ("POST", "/openai/v1/embeddings"): _openai_routed(_embeddings),
     ("POST", "/openai/v1/images/generations"): _openai_routed(_images, image=True),
     ("POST", "/openai/v1/audio/speech"): _openai_routed(_speech, first_voice=True),
-    ("POST", "/openai/v1/audio/transcriptions"): _openai_routed(lambda body: None),
+    ("POST", "/openai/v1/audio/transcriptions"): _openai_routed(_transcription_upload),
     # A generated file is not a PNG, JPEG or WebP image (a content rule the
     # document cannot state): valid cases are text-to-video.
     ("POST", "/openai/v1/videos"): _openai_routed(lambda body: body.pop("input_reference", None)),

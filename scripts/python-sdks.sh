@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The official `openai` and `anthropic` PyPI packages, at the versions pinned in
+# The official `openai`, `anthropic` and `google-genai` PyPI packages and the agent clients (litellm, openai-agents, pydantic-ai), at the versions pinned in
 # test/gateway/compat/python/requirements.txt, in a venv cached under
 # ${TROUPE_CACHE_DIR:-$HOME/.cache/troupe}/python-sdks. Idempotent: the venv is
 # made again only when the pins changed (their hash is kept beside it) or it
@@ -15,7 +15,7 @@ want=$(sha256sum "$requirements" | cut -d' ' -f1)
 
 current() {
   [[ "$(cat "$venv/requirements.sha256" 2>/dev/null)" == "$want" ]] &&
-    "$python" -c 'import openai, anthropic' 2>/dev/null
+    "$python" -c 'import openai, anthropic, litellm, agents, pydantic_ai, google.genai' 2>/dev/null
 }
 
 if ! current; then

@@ -34,7 +34,7 @@ export class AccountService extends TenancyService {
     super(store, clock);
     this.config = config;
     this.sessions = new SessionService(store, config, clock);
-    this.orgs = new OrganizationService(store, clock, apiKeys);
+    this.orgs = new OrganizationService(store, clock, apiKeys, config.quotas);
     this.invitations = new InvitationService(store, clock);
     this.signupThrottle = new SignupThrottle(store, config.signupThrottle);
   }

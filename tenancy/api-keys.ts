@@ -10,6 +10,7 @@ import { isoTime } from "../core/clock.ts";
 import type { TenancyConfig } from "../core/config.ts";
 import { invalidRequest, TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
+import { modelFilterOf, type ModelFilter } from "../providers/router-allowlist.ts";
 import type { Logger } from "../core/log.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import { displayPrefix, newApiKey, sha256 } from "./key-format.ts";
@@ -17,6 +18,7 @@ import { KeyCache, toRecord } from "./key-cache.ts";
 import { KeyLimits, type RateLimitWindow } from "./key-rate-limit.ts";
 import { KeyRevocations, revocationMessageSchema, type RevocationMessage } from "./key-revocations.ts";
 import { keys } from "./records.ts";
+import type { StoredBudget } from "./ledger.ts";
 import { TenancyService } from "./tenancy-service.ts";
 import type { StoreOp, DataStore } from "../core/data-store.ts";
 import type { ApiKeyRecord, Environment, StoredApiKey } from "./types.ts";
@@ -25,6 +27,36 @@ const revokedChannel = "api-keys:revoked";
 
 export interface NewTestKey extends ApiKeyRecord {
   key: string;
+}
+
+/** The limits an owner or admin sets on a key, at creation or by PATCH (docs/guides/access-control.md); null clears one. */
+export interface KeyLimitsInput {
+  rate_limit_per_minute?: number | undefined;
+  token_limit_per_minute?: number | null | undefined;
+  models?: string[] | null | undefined;
+  max_concurrent?: number | null | undefined;
+  /** The key's own monthly budget (USD; null: none), enforced beside its project's with the same ledger (tenancy/billing.ts). */
+  monthly_budget_usd?: number | null | undefined;
+  hard_limit?: boolean | undefined;
+  alert_thresholds?: number[] | undefined;
+}
+
+/** Where a key's budget is enforced: the ledger, through billing (which tells every replica's budget cache). */
+export interface KeyBudgets {
+  putBudget(projectId: string, budget: StoredBudget, apiKeyId: string): Promise<void>;
+}
+
+/** The project budget's default thresholds, for a key's too. */
+export const defaultKeyAlertThresholds = [0.5, 0.8, 1.0];
+
+/** A key's budget as the ledger keeps it; a key without one is never refused and never alerted on. */
+function keyBudgetOf(key: StoredApiKey, now: number): StoredBudget {
+  if (key.monthly_budget_usd === null) return { monthly_limit_usd: 0, alert_thresholds: [], hard_limit: false, updated_at: isoTime(now) };
+  return { monthly_limit_usd: key.monthly_budget_usd, alert_thresholds: key.alert_thresholds, hard_limit: key.hard_limit, updated_at: isoTime(now) };
+}
+
+function thresholdsOf(input: number[]): number[] {
+  return [...new Set(input)].sort((a, b) => a - b);
 }
 
 export class ApiKeyService extends TenancyService {
@@ -42,7 +74,7 @@ export class ApiKeyService extends TenancyService {
     this.config = config;
     this.log = log;
     this.cache = new KeyCache(store, config, clock, log);
-    this.limits = new KeyLimits(store);
+    this.limits = new KeyLimits(store, clock);
   }
 
   /** Subscribes to revocations broadcast by every replica (this one included). */
@@ -82,7 +114,8 @@ export class ApiKeyService extends TenancyService {
     this.revocations.revoked(message.key_id);
   }
 
-  private build(input: { name: string; scopes: string[]; live: boolean; rateLimitPerMinute?: number | undefined; tokenLimitPerMinute?: number | undefined }, env: Environment, now: number) {
+  /** `createdBy`: the session user making the key; null for an environment's automatic test key (made by the service, so no member's). */
+  private build(input: { name: string; scopes: string[]; live: boolean } & KeyLimitsInput, env: Environment, now: number, createdBy: string | null) {
     const key = newApiKey(this.config.apiKeyPrefix, input.live);
     const stored: StoredApiKey = {
       id: prefixedId("key", now),
@@ -93,24 +126,30 @@ export class ApiKeyService extends TenancyService {
       environment_id: env.id,
       project_id: env.project_id,
       organization_id: env.organization_id,
-      rate_limit_per_minute: input.rateLimitPerMinute ?? this.config.defaultRateLimitPerMinute,
-      token_limit_per_minute: input.tokenLimitPerMinute ?? null,
+      rate_limit_per_minute: input.rate_limit_per_minute ?? this.config.defaultRateLimitPerMinute,
+      token_limit_per_minute: input.token_limit_per_minute ?? null,
+      models: input.models ? [...new Set(input.models)] : null,
+      max_concurrent: input.max_concurrent ?? null,
+      monthly_budget_usd: input.monthly_budget_usd ?? null,
+      hard_limit: input.hard_limit ?? true,
+      alert_thresholds: thresholdsOf(input.alert_thresholds ?? defaultKeyAlertThresholds),
       created_at: isoTime(now),
       last_used_at: null,
       revoked_at: null,
       key_hash: sha256(key),
+      created_by: createdBy,
     };
     const ops: StoreOp[] = [
       { op: "claim", key: keys.apiKeyHash(stored.key_hash), value: stored.id },
       { op: "put", key: keys.apiKey(stored.id), value: stored },
       { op: "index", key: keys.environmentKeys(env.id), member: stored.id, score: now },
     ];
-    return { ops, created: { ...toRecord(stored), key } };
+    return { ops, stored, created: { ...toRecord(stored), key } };
   }
 
   /** The automatic test key of a non-production environment, as batch ops. */
   prepareTestKey(env: Environment, now: number): { ops: StoreOp[]; created: NewTestKey } {
-    return this.build({ name: `${env.name} test key`, scopes: [], live: false }, env, now);
+    return this.build({ name: `${env.name} test key`, scopes: [], live: false }, env, now, null);
   }
 
   private async environmentFor(userId: string, environmentId: string) {
@@ -120,10 +159,12 @@ export class ApiKeyService extends TenancyService {
     return { env, membership };
   }
 
+  /** `budgets`: where the key's own budget goes when it has one (before the key exists, so it is never unenforced). */
   async create(
     userId: string,
     environmentId: string,
-    input: { name: string; scopes: string[]; live: boolean; rate_limit_per_minute?: number | undefined; token_limit_per_minute?: number | undefined },
+    input: { name: string; scopes: string[]; live: boolean } & KeyLimitsInput,
+    budgets: KeyBudgets,
   ) {
     const { env, membership } = await this.environmentFor(userId, environmentId);
     requireRole(membership, "admin", "creating API keys");
@@ -131,7 +172,9 @@ export class ApiKeyService extends TenancyService {
     if (input.live && !env.production) {
       throw invalidRequest([{ path: "body.live", message: `a live key can only be created in a production environment; ${env.name} is not one (use live: false for a test key)` }]);
     }
-    const built = this.build({ ...input, rateLimitPerMinute: input.rate_limit_per_minute, tokenLimitPerMinute: input.token_limit_per_minute }, env, this.clock.now());
+    const now = this.clock.now();
+    const built = this.build(input, env, now, userId);
+    if (built.stored.monthly_budget_usd !== null) await budgets.putBudget(env.project_id, keyBudgetOf(built.stored, now), built.stored.id);
     await this.store.apply(built.ops);
     return built.created;
   }
@@ -146,6 +189,41 @@ export class ApiKeyService extends TenancyService {
       return { ...toRecord(k), last_used_at: typeof lastUsed === "string" ? lastUsed : k.last_used_at };
     });
     return { data, next_cursor: page.nextCursor };
+  }
+
+  /**
+   * Changes a key's limits (owners and admins). In force at once on this
+   * replica (its cached record is evicted) and on every other one within the
+   * key cache's revalidation window (KEY_CACHE_REVALIDATE_MS), as a revocation
+   * missed by broadcast is. A revoked key cannot be changed.
+   */
+  async update(userId: string, keyId: string, input: { name?: string | undefined } & KeyLimitsInput, budgets: KeyBudgets): Promise<ApiKeyRecord> {
+    const stored = await this.records.apiKey(keyId);
+    if (!stored) throw new TroupeError("not_found", "API key not found");
+    const membership = await requireMembership(this.records, userId, stored.organization_id, "API key");
+    requireRole(membership, "admin", "changing API keys");
+    if (stored.revoked_at) throw new TroupeError("conflict", "this API key is revoked; its limits can no longer change");
+    const changed: StoredApiKey = { ...stored };
+    if (input.name !== undefined) changed.name = input.name;
+    if (input.rate_limit_per_minute !== undefined) changed.rate_limit_per_minute = input.rate_limit_per_minute;
+    if (input.token_limit_per_minute !== undefined) changed.token_limit_per_minute = input.token_limit_per_minute;
+    if (input.models !== undefined) changed.models = input.models === null ? null : [...new Set(input.models)];
+    if (input.max_concurrent !== undefined) changed.max_concurrent = input.max_concurrent;
+    if (input.monthly_budget_usd !== undefined) changed.monthly_budget_usd = input.monthly_budget_usd;
+    if (input.hard_limit !== undefined) changed.hard_limit = input.hard_limit;
+    if (input.alert_thresholds !== undefined) changed.alert_thresholds = thresholdsOf(input.alert_thresholds);
+    if (input.monthly_budget_usd !== undefined || input.hard_limit !== undefined || input.alert_thresholds !== undefined) {
+      // The ledger first: in force on every replica within milliseconds (billing's broadcast), and a failure here leaves the record as it was.
+      await budgets.putBudget(stored.project_id, keyBudgetOf(changed, this.clock.now()), keyId);
+    }
+    await this.store.apply([{ op: "put", key: keys.apiKey(keyId), value: changed }]);
+    this.cache.evict(stored.key_hash);
+    return toRecord(changed);
+  }
+
+  /** The current allowlist filter of a key (an agent turn's, run outside its request); undefined: every model, or an unknown key. */
+  async modelFilterOf(keyId: string): Promise<ModelFilter | undefined> {
+    return modelFilterOf((await this.records.apiKey(keyId))?.models);
   }
 
   async revoke(userId: string, keyId: string): Promise<ApiKeyRecord> {
@@ -184,6 +262,16 @@ export class ApiKeyService extends TenancyService {
   /** Per-key requests- and tokens-per-minute limits (see key-rate-limit.ts). */
   checkRateLimit(record: ApiKeyRecord): RateLimitWindow | Promise<RateLimitWindow> {
     return this.limits.check(record);
+  }
+
+  /** Reserves an AI call's estimated tokens for a key with a token limit (see key-rate-limit.ts); the function returned releases what was not billed. */
+  reserveTokens(record: ApiKeyRecord, requestId: string, tokens: number): (() => void) | undefined | Promise<(() => void) | undefined> {
+    return this.limits.reserveTokens(record, requestId, tokens);
+  }
+
+  /** One more call in flight for a key with max_concurrent (see key-rate-limit.ts); the function returned ends it. */
+  enterCall(record: ApiKeyRecord): (() => void) | undefined {
+    return this.limits.enterCall(record);
   }
 }
 

@@ -8,13 +8,16 @@ export interface Counts {
   o: number;
   u: number;
   n: number;
+  /** Prompt-cache input tokens read (r) and written (w): parts of i. */
+  r: number;
+  w: number;
   last: string;
 }
 
 export function countsOf(map: Map<string, Counts>, key: string): Counts {
   let counts = map.get(key);
   if (!counts) {
-    counts = { c: 0, i: 0, o: 0, u: 0, n: 0, last: "" };
+    counts = { c: 0, i: 0, o: 0, u: 0, n: 0, r: 0, w: 0, last: "" };
     map.set(key, counts);
   }
   return counts;

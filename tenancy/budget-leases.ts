@@ -17,12 +17,18 @@
 //
 // Near the limit there is no lease: a block smaller than minLeaseCalls
 // estimates is not worth holding, and the caller reserves per call as before.
+//
+// A lease is of one budget (a BudgetPlace): a project's, or one API key's
+// own within its project; a call under both holds a ticket of each.
 import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import { prefixedId } from "../core/ids.ts";
 import type { Logger } from "../core/log.ts";
 import type { UsageRecord } from "../providers/usage.ts";
-import { periodOf, type BudgetAlert, type LedgerStore, type Reservation } from "./ledger.ts";
+import { budgetScope, periodOf, type BudgetAlert, type LedgerStore, type Reservation } from "./ledger.ts";
+
+/** Whose budget: a project's, or (`api_key_id`) one key's own within that project. */
+export type BudgetPlace = Pick<Reservation, "project_id" | "api_key_id">;
 
 /** A lease is sized for this many estimates of the call that asked for it ... */
 export const leaseCalls = 256;
@@ -44,6 +50,7 @@ const retryReturnMs = 1_000;
 /** A call admitted from a lease: what settle needs to give the rest back. */
 export class LeaseTicket implements Reservation {
   readonly project_id: string;
+  readonly api_key_id: string | undefined;
   readonly period: string;
   /** Unique per call: a ticket that lost its class (cloned) releases nothing in the ledger. */
   readonly id: string;
@@ -52,6 +59,7 @@ export class LeaseTicket implements Reservation {
 
   constructor(lease: Lease, estimate: number) {
     this.project_id = lease.reservation.project_id;
+    this.api_key_id = lease.reservation.api_key_id;
     this.period = lease.reservation.period;
     this.id = `${lease.reservation.id}:${(lease.calls += 1)}`;
     this.lease = lease;
@@ -119,8 +127,8 @@ export class BudgetLeases {
   }
 
   /** A ticket from the project's lease, synchronously; undefined when it has none that fits the estimate. */
-  take(projectId: string, estimate: number, now: number): LeaseTicket | undefined {
-    const project = this.projects.get(projectId);
+  take(place: BudgetPlace, estimate: number, now: number): LeaseTicket | undefined {
+    const project = this.projects.get(budgetScope(place.project_id, place.api_key_id));
     const lease = project?.current;
     if (!project || !lease) return undefined;
     if (now >= lease.admitsUntil) {
@@ -128,7 +136,7 @@ export class BudgetLeases {
       return undefined;
     }
     if (lease.used + estimate > lease.amount) return undefined;
-    if (now >= lease.renewAt && !project.acquiring) this.startAcquiring(project, projectId, lease.amount, estimate * minLeaseCalls, now);
+    if (now >= lease.renewAt && !project.acquiring) this.startAcquiring(project, place, lease.amount, estimate * minLeaseCalls, now);
     lease.used += estimate;
     lease.inFlight += 1;
     return new LeaseTicket(lease, estimate);
@@ -139,9 +147,9 @@ export class BudgetLeases {
    * the calls that arrive meanwhile) and a ticket from it; undefined when no
    * lease fits (near the limit), so the call reserves on its own.
    */
-  async takeWithNewLease(projectId: string, estimate: number, limitNanos: number, now: number): Promise<LeaseTicket | undefined> {
-    const project = this.projectOf(projectId);
-    const ticket = this.take(projectId, estimate, now);
+  async takeWithNewLease(place: BudgetPlace, estimate: number, limitNanos: number, now: number): Promise<LeaseTicket | undefined> {
+    const project = this.projectOf(place);
+    const ticket = this.take(place, estimate, now);
     if (ticket) return ticket;
     if (project.current) this.retire(project, project.current);
     if (now < project.noLeaseUntil) return undefined;
@@ -150,20 +158,20 @@ export class BudgetLeases {
       project.noLeaseUntil = now + noLeaseForMs;
       return undefined;
     }
-    if (!project.acquiring) this.startAcquiring(project, projectId, amount, minLeaseCalls * estimate, now);
+    if (!project.acquiring) this.startAcquiring(project, place, amount, minLeaseCalls * estimate, now);
     await project.acquiring;
-    return this.take(projectId, estimate, this.deps.clock.now());
+    return this.take(place, estimate, this.deps.clock.now());
   }
 
   /** Whether this replica holds money of the project in leases (current or not yet returned). */
-  holds(projectId: string): boolean {
-    const project = this.projects.get(projectId);
+  holds(place: BudgetPlace): boolean {
+    const project = this.projects.get(budgetScope(place.project_id, place.api_key_id));
     return project !== undefined && (project.current !== undefined || project.retiring.size > 0);
   }
 
   /** Retires the project's lease and waits for the returns that can land now (no call in flight). */
-  async returnIdle(projectId: string): Promise<void> {
-    const project = this.projects.get(projectId);
+  async returnIdle(place: BudgetPlace): Promise<void> {
+    const project = this.projects.get(budgetScope(place.project_id, place.api_key_id));
     if (!project) return;
     if (project.current) this.retire(project, project.current);
     await Promise.all([...this.returns]);
@@ -185,7 +193,19 @@ export class BudgetLeases {
       lease.unapplied.set(record.usage_key, record);
       this.awaitingLedger.set(record.usage_key, lease);
     }
-    if (lease.retired && lease.inFlight === 0) this.startReturn(this.projectOf(ticket.project_id), lease);
+    if (lease.retired && lease.inFlight === 0) this.startReturn(this.projectOf(ticket), lease);
+  }
+
+  /**
+   * Gives back a ticket whose call never started (the other budget of a call
+   * under two refused it): its estimate was never spent, so unlike a failed
+   * call's it returns to the lease at once.
+   */
+  cancel(ticket: LeaseTicket): void {
+    const lease = ticket.lease;
+    lease.inFlight -= 1;
+    lease.used -= ticket.estimate;
+    if (lease.retired && lease.inFlight === 0) this.startReturn(this.projectOf(ticket), lease);
   }
 
   /** The recorder's append put these records in the ledger: their leases need not carry them. */
@@ -200,8 +220,8 @@ export class BudgetLeases {
   }
 
   /** A budget changed: its project's lease stops admitting (the next call leases under the new limit). */
-  forget(projectId: string): void {
-    const project = this.projects.get(projectId);
+  forget(place: BudgetPlace): void {
+    const project = this.projects.get(budgetScope(place.project_id, place.api_key_id));
     if (project?.current) this.retire(project, project.current);
     if (project) project.noLeaseUntil = 0;
   }
@@ -212,20 +232,21 @@ export class BudgetLeases {
     await Promise.all([...this.returns]);
   }
 
-  private projectOf(projectId: string): ProjectLeases {
-    let project = this.projects.get(projectId);
+  private projectOf(place: BudgetPlace): ProjectLeases {
+    const scope = budgetScope(place.project_id, place.api_key_id);
+    let project = this.projects.get(scope);
     if (!project) {
       project = { current: undefined, acquiring: undefined, retiring: new Set(), noLeaseUntil: 0 };
-      this.projects.set(projectId, project);
+      this.projects.set(scope, project);
     }
     return project;
   }
 
-  private startAcquiring(project: ProjectLeases, projectId: string, amount: number, minAmount: number, now: number): void {
-    project.acquiring = this.acquire(project, projectId, amount, minAmount, now)
+  private startAcquiring(project: ProjectLeases, place: BudgetPlace, amount: number, minAmount: number, now: number): void {
+    project.acquiring = this.acquire(project, place, amount, minAmount, now)
       .catch((error: unknown) => {
         // The caller falls back to a per-call reservation, which reports the ledger's error itself.
-        this.deps.log.warn("budget lease not taken", { project_id: projectId, error });
+        this.deps.log.warn("budget lease not taken", { project_id: place.project_id, api_key_id: place.api_key_id, error });
         project.noLeaseUntil = this.deps.clock.now() + noLeaseForMs;
       })
       .finally(() => {
@@ -233,13 +254,14 @@ export class BudgetLeases {
       });
   }
 
-  private async acquire(project: ProjectLeases, projectId: string, amount: number, minAmount: number, now: number): Promise<void> {
+  private async acquire(project: ProjectLeases, place: BudgetPlace, amount: number, minAmount: number, now: number): Promise<void> {
     const period = periodOf(isoTime(now));
     const expiresAt = now + this.deps.holdTtlMs;
+    const where = place.api_key_id ? { project_id: place.project_id, api_key_id: place.api_key_id, period } : { project_id: place.project_id, period };
     let size = amount;
     for (let attempt = 0; attempt < 2; attempt++) {
-      const reservation: Reservation = { project_id: projectId, period, id: prefixedId("lse", now) };
-      const outcome = await this.deps.ledger.reserveParts({ project_id: projectId, period }, [{ id: reservation.id, amount_nanos: size }], expiresAt, now, false);
+      const reservation: Reservation = { ...where, id: prefixedId("lse", now) };
+      const outcome = await this.deps.ledger.reserveParts(where, [{ id: reservation.id, amount_nanos: size }], expiresAt, now, false);
       if (outcome.admitted) {
         const lease = new Lease(reservation, size, now, expiresAt);
         if (project.current) this.retire(project, project.current);

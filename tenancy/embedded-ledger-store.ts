@@ -20,7 +20,9 @@ import { SCHEMA_VERSION, upgrade, type RecordKind } from "../core/schema-version
 import type { UsageRecord } from "../providers/usage.ts";
 import {
   addToRows,
+  budgetScope,
   limitNanos,
+  pendingAlertName,
   periodOf,
   rowKey,
   thresholdMark,
@@ -222,7 +224,8 @@ export class EmbeddedLedgerStore implements LedgerStore {
     /** `<dimension id>\t<day>` → its aggregate field: built once per append, not per record. */
     const fields = new Map<string, string>();
     const users = new Map<string, Counts>();
-    const spend = new Map<string, { record: UsageRecord; period: string; nanos: number }>();
+    /** Per budget the append adds to: the project's, and each key's (whether it has a budget or not: one may be set mid-month). */
+    const spend = new Map<string, { record: UsageRecord; period: string; nanos: number; apiKeyId: string | undefined }>();
     let added = 0;
     for (const r of records) {
       const id = `${r.project_id}\n${r.usage_key}`;
@@ -243,53 +246,66 @@ export class EmbeddedLedgerStore implements LedgerStore {
       const row = countsOf(rows, field);
       row.c += r.cost_nanos;
       row.i += r.input_tokens;
+      row.r += r.cached_input_tokens ?? 0;
+      row.w += r.cache_write_input_tokens ?? 0;
       row.o += r.output_tokens;
       row.u += unitsMicro(r);
       row.n += 1;
       addUse(users, r.api_key_id, r);
       addUse(users, r.environment_id, r);
       if (r.live) {
-        const spentKey = `spent\t${r.project_id}\t${period}`;
-        const spent = spend.get(spentKey);
-        if (spent) spent.nanos += r.cost_nanos;
-        else spend.set(spentKey, { record: r, period, nanos: r.cost_nanos });
+        for (const apiKeyId of [undefined, r.api_key_id]) {
+          const spentKey = `spent\t${budgetScope(r.project_id, apiKeyId)}\t${period}`;
+          const spent = spend.get(spentKey);
+          if (spent) spent.nanos += r.cost_nanos;
+          else spend.set(spentKey, { record: r, period, nanos: r.cost_nanos, apiKeyId });
+        }
       }
     }
     if (added === 0) return;
     const add = (key: string, by: number) => {
       if (by !== 0) this.counters.putSync(key, (this.counters.get(key) ?? 0) + by);
     };
-    for (const [field, row] of rows) for (const counter of ["c", "i", "o", "u", "n"] as const) add(`${field}\t${counter}`, row[counter]);
+    for (const [field, row] of rows) for (const counter of ["c", "i", "o", "u", "n", "r", "w"] as const) add(`${field}\t${counter}`, row[counter]);
     for (const [user, use] of users) {
       add(`use\t${user}\tc`, use.c);
       add(`use\t${user}\tn`, use.n);
       const last = this.texts.get(`use\t${user}`);
       if (last === undefined || last < use.last) this.texts.putSync(`use\t${user}`, use.last);
     }
-    for (const [spentKey, { record, period, nanos }] of spend) {
+    for (const [spentKey, { record, period, nanos, apiKeyId }] of spend) {
       add(spentKey, nanos);
-      alerts.push(...this.claimAlerts(record, period, this.counters.get(spentKey) ?? 0));
+      alerts.push(...this.claimAlerts(record, period, this.counters.get(spentKey) ?? 0, apiKeyId));
     }
   }
 
-  /** Claims each threshold the project's spend has reached that no earlier append claimed. */
-  private claimAlerts(r: UsageRecord, period: string, spent: number): BudgetAlert[] {
-    const budget = this.budget(r.project_id);
+  /** Claims each threshold the spend of the project's (or the key's) budget has reached that no earlier append claimed. */
+  private claimAlerts(r: UsageRecord, period: string, spent: number, apiKeyId: string | undefined): BudgetAlert[] {
+    const scope = budgetScope(r.project_id, apiKeyId);
+    const budget = this.budget(scope);
     if (!budget) return [];
     const alerts: BudgetAlert[] = [];
     for (const threshold of budget.alert_thresholds) {
-      const claim = `alert\t${r.project_id}\t${period}\t${threshold}`;
+      const claim = `alert\t${scope}\t${period}\t${threshold}`;
       if (spent < thresholdMark(budget, threshold) || this.texts.get(claim) !== undefined) continue;
       this.texts.putSync(claim, String(spent));
-      const alert: BudgetAlert = { organization_id: r.organization_id, project_id: r.project_id, period, threshold, limit_nanos: limitNanos(budget), spent_nanos: spent };
-      this.pending.putSync(`${r.project_id}:${period}:${threshold}`, alert);
+      const alert: BudgetAlert = {
+        organization_id: r.organization_id,
+        project_id: r.project_id,
+        ...(apiKeyId ? { api_key_id: apiKeyId } : {}),
+        period,
+        threshold,
+        limit_nanos: limitNanos(budget),
+        spent_nanos: spent,
+      };
+      this.pending.putSync(pendingAlertName(alert), alert);
       alerts.push(alert);
     }
     return alerts;
   }
 
   private heldOf(reservation: Omit<Reservation, "id">): Map<string, Held> {
-    const key = `${reservation.project_id}:${reservation.period}`;
+    const key = `${budgetScope(reservation.project_id, reservation.api_key_id)}:${reservation.period}`;
     let held = this.held.get(key);
     if (!held) {
       held = new Map();
@@ -301,15 +317,16 @@ export class EmbeddedLedgerStore implements LedgerStore {
   private dropHeld(reservation: Reservation): void {
     const held = this.heldOf(reservation);
     held.delete(reservation.id);
-    if (held.size === 0) this.held.delete(`${reservation.project_id}:${reservation.period}`);
+    if (held.size === 0) this.held.delete(`${budgetScope(reservation.project_id, reservation.api_key_id)}:${reservation.period}`);
   }
 
   async reserve(reservation: Reservation, amountNanos: number, expiresAtMs: number, nowMs: number): Promise<ReserveOutcome> {
-    const budget = this.budget(reservation.project_id);
+    const scope = budgetScope(reservation.project_id, reservation.api_key_id);
+    const budget = this.budget(scope);
     if (!budget?.hard_limit) return { admitted: true };
     const held = this.heldOf(reservation);
     const reserved = heldNow(held, nowMs);
-    const spent = this.counters.get(`spent\t${reservation.project_id}\t${reservation.period}`) ?? 0;
+    const spent = this.counters.get(`spent\t${scope}\t${reservation.period}`) ?? 0;
     const limit = limitNanos(budget);
     if (spent + reserved >= limit) return { admitted: false, spent_nanos: spent, reserved_nanos: reserved, limit_nanos: limit };
     held.set(reservation.id, { amount: amountNanos, expiresAt: expiresAtMs });
@@ -317,11 +334,12 @@ export class EmbeddedLedgerStore implements LedgerStore {
   }
 
   async reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome> {
-    const budget = this.budget(place.project_id);
+    const scope = budgetScope(place.project_id, place.api_key_id);
+    const budget = this.budget(scope);
     if (!budget?.hard_limit) return { admitted: true };
     const held = this.heldOf(place);
     const reserved = heldNow(held, nowMs);
-    const spent = this.counters.get(`spent\t${place.project_id}\t${place.period}`) ?? 0;
+    const spent = this.counters.get(`spent\t${scope}\t${place.period}`) ?? 0;
     const limit = limitNanos(budget);
     const total = parts.reduce((sum, part) => sum + part.amount_nanos, 0);
     if (!restore && (spent + reserved >= limit || spent + reserved + total > limit)) return { admitted: false, spent_nanos: spent, reserved_nanos: reserved, limit_nanos: limit };
@@ -337,21 +355,22 @@ export class EmbeddedLedgerStore implements LedgerStore {
     this.dropHeld(reservation);
   }
 
-  async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
-    await this.budgets.put(projectId, { s: SCHEMA_VERSION, v: budget });
+  async putBudget(projectId: string, budget: StoredBudget, apiKeyId?: string): Promise<void> {
+    await this.budgets.put(budgetScope(projectId, apiKeyId), { s: SCHEMA_VERSION, v: budget });
   }
 
-  private budget(projectId: string): StoredBudget | undefined {
-    const stored = this.budgets.get(projectId);
+  /** `scope`: budgetScope's name of a project's or a key's budget. */
+  private budget(scope: string): StoredBudget | undefined {
+    const stored = this.budgets.get(scope);
     return stored === undefined ? undefined : opened<StoredBudget>("budget", stored);
   }
 
-  async getBudget(projectId: string): Promise<StoredBudget | undefined> {
-    return this.budget(projectId);
+  async getBudget(projectId: string, apiKeyId?: string): Promise<StoredBudget | undefined> {
+    return this.budget(budgetScope(projectId, apiKeyId));
   }
 
-  async spent(projectId: string, period: string): Promise<number> {
-    return this.counters.get(`spent\t${projectId}\t${period}`) ?? 0;
+  async spent(projectId: string, period: string, apiKeyId?: string): Promise<number> {
+    return this.counters.get(`spent\t${budgetScope(projectId, apiKeyId)}\t${period}`) ?? 0;
   }
 
   async records(projectId: string, period: string): Promise<UsageRecord[]> {
@@ -393,7 +412,7 @@ export class EmbeddedLedgerStore implements LedgerStore {
   }
 
   async ackAlert(alert: BudgetAlert): Promise<void> {
-    await this.pending.remove(`${alert.project_id}:${alert.period}:${alert.threshold}`);
+    await this.pending.remove(pendingAlertName(alert));
   }
 
   async close(): Promise<void> {

@@ -120,8 +120,8 @@ function unknownKey(): TroupeError {
   return new TroupeError("unauthorized", "the API key is not valid");
 }
 
-/** The public record: the stored one without its hash. */
+/** The public record: the stored one without its hash and its creator. */
 export function toRecord(stored: StoredApiKey): ApiKeyRecord {
-  const { key_hash: _hash, ...record } = stored;
+  const { key_hash: _hash, created_by: _creator, ...record } = stored;
   return record;
 }

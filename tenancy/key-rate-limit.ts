@@ -5,10 +5,15 @@
 // window whatever the number of replicas. Synchronous when the store counts
 // in process (embedded), so the hot path awaits nothing.
 //
-// Tokens are known only once a call ends: admission refuses while the
-// window's tokens have reached the limit, and each call adds its tokens when
-// it is billed (`count`). A burst admitted together may pass the limit by
-// the calls in flight — the same rule as budgets.
+// Tokens are reserved as budgets reserve money: once an AI call's body is
+// read, its estimate (gateway/token-estimate.ts) is added to the window at
+// once (`reserveTokens`), refused with 429 when the window had already
+// reached the limit, and settled when the call is billed (`record`: the
+// actual tokens replace the estimate) or released if it never is. So a burst
+// of concurrent calls sees each other's reservations: a 1,000-token key with
+// 50 concurrent 200,000-token calls admits one, not 50. A call settled after
+// its reservation's window ended counts its actual tokens into the new one.
+import type { Clock } from "../core/clock.ts";
 import { TroupeError } from "../core/errors.ts";
 import type { UsageRecord, UsageSink } from "../providers/usage.ts";
 import type { DataStore } from "../core/data-store.ts";
@@ -29,13 +34,64 @@ interface Hit {
   resetInMs: number;
 }
 
+/** Retry-After of a call refused for max_concurrent: in-flight calls end on their own, so soon. */
+const concurrencyRetryAfterSeconds = 1;
+
 export class KeyLimits implements UsageSink {
   private readonly store: DataStore;
+  /** Calls in flight per key with a max_concurrent, on this replica. */
+  private readonly inFlight = new Map<string, number>();
   /** Keys with a token limit seen here: only their calls' tokens are counted (others pay nothing). */
   private readonly tokenLimited = new Set<string>();
+  private readonly clock: Clock;
+  /** Token reservations not yet settled, by request id (a request is billed on the replica that admitted it). */
+  private readonly held = new Map<string, { keyId: string; tokens: number; windowEndsAt: number }>();
 
-  constructor(store: DataStore) {
+  constructor(store: DataStore, clock: Clock) {
     this.store = store;
+    this.clock = clock;
+  }
+
+  /**
+   * Reserves `tokens` (the call's estimate) in the key's token window, or
+   * 429 with Retry-After when the window had already reached the key's
+   * limit. Settled by the call's usage record (same request id); the
+   * function returned releases what was never settled (call it as the
+   * request ends). Undefined for a key without a token limit.
+   */
+  reserveTokens(record: ApiKeyRecord, requestId: string, tokens: number): (() => void) | undefined | Promise<(() => void) | undefined> {
+    const limit = record.token_limit_per_minute;
+    if (limit === null || tokens <= 0) return undefined;
+    this.tokenLimited.add(record.id);
+    const local = this.store.hitLocal;
+    const hit = local ? local.call(this.store, tokenKey(record.id), windowMs, tokens) : this.store.hit(tokenKey(record.id), windowMs, tokens);
+    const decide = ({ count, resetInMs }: Hit): (() => void) => {
+      if (count - tokens >= limit) {
+        this.addTokens(record.id, -tokens);
+        throw new TroupeError("rate_limited", `token limit of ${limit} tokens per minute reached (this call would reserve about ${tokens})`, {
+          retryAfterSeconds: Math.max(1, Math.ceil(resetInMs / 1000)),
+        });
+      }
+      this.held.set(requestId, { keyId: record.id, tokens, windowEndsAt: this.clock.now() + resetInMs });
+      return () => this.settle(requestId, record.id, 0);
+    };
+    return hit instanceof Promise ? hit.then(decide) : decide(hit);
+  }
+
+  /** Replaces a request's reservation by `actual` tokens (0: released), in the window it was made in; else adds `actual` to the current one. */
+  private settle(requestId: string, keyId: string, actual: number): void {
+    const hold = this.held.get(requestId);
+    let delta = actual;
+    if (hold && hold.keyId === keyId) {
+      this.held.delete(requestId);
+      if (this.clock.now() < hold.windowEndsAt) delta -= hold.tokens;
+    }
+    if (delta !== 0) this.addTokens(keyId, delta);
+  }
+
+  private addTokens(keyId: string, delta: number): void {
+    if (this.store.hitLocal) this.store.hitLocal(tokenKey(keyId), windowMs, delta);
+    else void this.store.hit(tokenKey(keyId), windowMs, delta).catch(() => undefined); // a lost count only loosens the limit
   }
 
   check(record: ApiKeyRecord): RateLimitWindow | Promise<RateLimitWindow> {
@@ -52,13 +108,38 @@ export class KeyLimits implements UsageSink {
     return Promise.all([requests, this.store.hit(tokenKey(record.id), windowMs, 0)]).then(([hit, tokens]) => enforce(record, hit, tokens));
   }
 
+  /**
+   * Admits one more in-flight call of a key with a max_concurrent, or 429
+   * with Retry-After; the answer ends it (call it once, when the request
+   * ends). Undefined for a key without the limit. Counted per replica: the
+   * limit bounds what one process holds open for the key.
+   */
+  enterCall(record: ApiKeyRecord): (() => void) | undefined {
+    const max = record.max_concurrent;
+    if (max === null) return undefined;
+    const current = this.inFlight.get(record.id) ?? 0;
+    if (current >= max) {
+      throw new TroupeError("rate_limited", `this API key allows ${max} calls in flight at once (max_concurrent); wait for one to end`, {
+        retryAfterSeconds: concurrencyRetryAfterSeconds,
+        details: { max_concurrent: max },
+      });
+    }
+    this.inFlight.set(record.id, current + 1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      const left = (this.inFlight.get(record.id) ?? 1) - 1;
+      if (left <= 0) this.inFlight.delete(record.id);
+      else this.inFlight.set(record.id, left);
+    };
+  }
+
   /** Counts a billed call's tokens into its key's window (UsageSink: called as each call ends). */
   record(usage: UsageRecord): void {
     if (!this.tokenLimited.has(usage.api_key_id)) return;
-    const tokens = usage.input_tokens + usage.output_tokens;
-    if (tokens <= 0) return;
-    if (this.store.hitLocal) this.store.hitLocal(tokenKey(usage.api_key_id), windowMs, tokens);
-    else void this.store.hit(tokenKey(usage.api_key_id), windowMs, tokens).catch(() => undefined); // a lost count only loosens the limit
+    // The first record of a request settles its reservation; later ones (an agent turn's further calls) add theirs.
+    this.settle(usage.request_id, usage.api_key_id, Math.max(0, usage.input_tokens + usage.output_tokens));
   }
 }
 

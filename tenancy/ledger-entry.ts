@@ -36,30 +36,45 @@ export const liveGenerations = generationsPerWindow + 1;
 /** The fields an entry shares with every call of its dimension. */
 export type Dimension = Pick<
   UsageRecord,
-  "organization_id" | "project_id" | "environment_id" | "api_key_id" | "live" | "category" | "model" | "provider"
+  "organization_id" | "project_id" | "environment_id" | "api_key_id" | "live" | "category" | "model" | "provider" | "cache" | "byok"
 >;
 
 /**
  * A call's own figures: [dimension id, created_at (ms), input tokens, output
  * tokens, units (millionths), cost (nano-dollars), schema version]. The
- * version comes last, so a later format can add fields before it and still
- * tell its entries from these (core/schema-version.ts).
+ * version comes seventh, so a later format can add fields before it and
+ * still tell its entries from these (core/schema-version.ts).
+ *
+ * A call with prompt-cache counts appends them after the version: [...,
+ * cached input tokens, cache-written input tokens]. Optional trailing
+ * fields need no new version: an entry without them (every one written
+ * before, and a call that used no cache) reads as 0 of each, and a reader
+ * of the previous release takes the first seven and ignores the rest.
  */
-export type CompactEntry = [number, number, number, number, number, number, number];
+export type CompactEntry = [number, number, number, number, number, number, number] | [number, number, number, number, number, number, number, number, number];
 
 /** A dimension's identity within its project (tabs never occur in ids or model names). */
 export function dimensionKey(r: UsageRecord): string {
-  return `${r.organization_id}\t${r.environment_id}\t${r.api_key_id}\t${r.live ? "1" : "0"}\t${r.category}\t${r.model}\t${r.provider}`;
+  const base = `${r.organization_id}\t${r.environment_id}\t${r.api_key_id}\t${r.live ? "1" : "0"}\t${r.category}\t${r.model}\t${r.provider}`;
+  // Cache hits and BYOK calls are dimensions of their own, named by two trailing fields; every other call keeps the key it always had.
+  return r.cache || r.byok ? `${base}\t${r.cache ?? ""}\t${r.byok ? "1" : ""}` : base;
 }
 
 export function parseDimensionKey(projectId: string, key: string): Dimension {
-  const [organization_id = "", environment_id = "", api_key_id = "", live = "0", category = "chat", model = "", provider = ""] = key.split("\t");
-  return { organization_id, project_id: projectId, environment_id, api_key_id, live: live === "1", category: category as UsageCategory, model, provider };
+  const [organization_id = "", environment_id = "", api_key_id = "", live = "0", category = "chat", model = "", provider = "", cache = "", byok = ""] = key.split("\t");
+  return {
+    ...{ organization_id, project_id: projectId, environment_id, api_key_id, live: live === "1", category: category as UsageCategory, model, provider },
+    ...(cache === "hit" ? { cache: "hit" as const } : {}),
+    ...(byok === "1" ? { byok: true as const } : {}),
+  };
 }
 
 /** `createdMs`: the record's created_at, already parsed by a caller that needed it too. */
 export function compactEntry(r: UsageRecord, dimension: number, createdMs = Date.parse(r.created_at)): CompactEntry {
-  return [dimension, createdMs, r.input_tokens, r.output_tokens, unitsMicro(r), r.cost_nanos, SCHEMA_VERSION];
+  const cached = r.cached_input_tokens ?? 0;
+  const written = r.cache_write_input_tokens ?? 0;
+  if (cached === 0 && written === 0) return [dimension, createdMs, r.input_tokens, r.output_tokens, unitsMicro(r), r.cost_nanos, SCHEMA_VERSION];
+  return [dimension, createdMs, r.input_tokens, r.output_tokens, unitsMicro(r), r.cost_nanos, SCHEMA_VERSION, cached, written];
 }
 
 /** Redis keeps an entry as one short string. */
@@ -68,17 +83,19 @@ export function entryText(entry: CompactEntry): string {
 }
 
 export function parseEntryText(text: string): CompactEntry {
-  const [d = 0, t = 0, i = 0, o = 0, u = 0, c = 0, s = SCHEMA_VERSION] = text.split(",").map(Number);
-  return [d, t, i, o, u, c, s];
+  const [d = 0, t = 0, i = 0, o = 0, u = 0, c = 0, s = SCHEMA_VERSION, r = 0, w = 0] = text.split(",").map(Number);
+  return r === 0 && w === 0 ? [d, t, i, o, u, c, s] : [d, t, i, o, u, c, s, r, w];
 }
 
 /** The usage record an entry stands for (request_id: the usage_key up to its call number). */
 export function expandEntry(usageKey: string, entry: CompactEntry, dimension: Dimension): UsageRecord {
-  const [, createdMs, input, output, units, cost] = entry;
+  const [, createdMs, input, output, units, cost, , cached = 0, written = 0] = entry;
   const hash = usageKey.lastIndexOf("#");
   return {
     ...dimension,
     input_tokens: input,
+    ...(cached > 0 ? { cached_input_tokens: cached } : {}),
+    ...(written > 0 ? { cache_write_input_tokens: written } : {}),
     output_tokens: output,
     units: units / 1_000_000,
     cost_usd: cost / 1e9,

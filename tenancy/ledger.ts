@@ -23,10 +23,12 @@ export interface StoredBudget {
   updated_at: string;
 }
 
-/** A threshold crossed by an append: emitted once per project, period and threshold. */
+/** A threshold crossed by an append: emitted once per budget (a project's, or one key's), period and threshold. */
 export interface BudgetAlert {
   organization_id: string;
   project_id: string;
+  /** Set: the alert is of this key's own budget (key.budget.alert), not the project's. */
+  api_key_id?: string | undefined;
   period: string;
   threshold: number;
   limit_nanos: number;
@@ -47,6 +49,13 @@ export interface UsageRow {
   /** Per-unit usage (megapixels, seconds, characters) in millionths: fractional units summed as integers. */
   units_micro: number;
   calls: number;
+  /** Of input_tokens, those read from a prompt cache and those written to it (0 in rows from before these counters). */
+  cached_input_tokens: number;
+  cache_write_input_tokens: number;
+  /** "hit": calls answered from the response cache; null: provider calls. */
+  cache: "hit" | null;
+  /** Calls made with the organization's own provider credentials. */
+  byok: boolean;
 }
 
 /** Usage to date of one key or environment (dashboards). */
@@ -58,6 +67,11 @@ export interface UsageToDate {
 
 export interface Reservation {
   project_id: string;
+  /**
+   * Set: held against this key's own monthly budget (within its project), not
+   * the project's. A call under both budgets holds one reservation of each.
+   */
+  api_key_id?: string | undefined;
   period: string;
   id: string;
 }
@@ -95,10 +109,16 @@ export interface LedgerStore {
   reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome>;
   /** Releases a reservation without billing (the call failed before any usage). */
   release(reservation: Reservation): Promise<void>;
-  putBudget(projectId: string, budget: StoredBudget): Promise<void>;
-  getBudget(projectId: string): Promise<StoredBudget | undefined>;
-  /** Live nano-dollars spent in a period. */
-  spent(projectId: string, period: string): Promise<number>;
+  /** `apiKeyId`: the budget of that key of the project, not the project's own. */
+  putBudget(projectId: string, budget: StoredBudget, apiKeyId?: string): Promise<void>;
+  getBudget(projectId: string, apiKeyId?: string): Promise<StoredBudget | undefined>;
+  /**
+   * Live nano-dollars spent in a period, by the project or (`apiKeyId`) by
+   * one of its keys: the key's figure is counted by the same atomic append
+   * that adds the key's aggregate rows, from the same records, so it equals
+   * their sum (what the usage report shows for the key) to the nano-dollar.
+   */
+  spent(projectId: string, period: string, apiKeyId?: string): Promise<number>;
   /** Aggregate rows of the months from `fromPeriod` to `toPeriod` (`YYYY-MM`, inclusive) that have usage; the caller filters days. */
   usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]>;
   /** The records of a project's month (`YYYY-MM`) in append order: what was billed, one per usage_key (audits and tests). */
@@ -127,12 +147,14 @@ export function limitNanos(budget: StoredBudget): number {
 
 /** The aggregate field a record counts under; tab-separated (ids and model names hold no tabs). */
 export function rowKey(record: UsageRecord): string {
-  return [record.created_at.slice(0, 10), record.live ? "1" : "0", record.category, record.model, record.environment_id, record.api_key_id].join("\t");
+  const base = [record.created_at.slice(0, 10), record.live ? "1" : "0", record.category, record.model, record.environment_id, record.api_key_id].join("\t");
+  // Cache hits and BYOK calls count in rows of their own (two trailing fields, only when set: every other row keeps its key).
+  return record.cache || record.byok ? `${base}\t${record.cache ?? ""}\t${record.byok ? "1" : ""}` : base;
 }
 
-function parseRowKey(key: string): Pick<UsageRow, "day" | "live" | "category" | "model" | "environment_id" | "api_key_id"> {
-  const [day = "", live = "0", category = "", model = "", environment_id = "", api_key_id = ""] = key.split("\t");
-  return { day, live: live === "1", category, model, environment_id, api_key_id };
+function parseRowKey(key: string): Pick<UsageRow, "day" | "live" | "category" | "model" | "environment_id" | "api_key_id" | "cache" | "byok"> {
+  const [day = "", live = "0", category = "", model = "", environment_id = "", api_key_id = "", cache = "", byok = ""] = key.split("\t");
+  return { day, live: live === "1", category, model, environment_id, api_key_id, cache: cache === "hit" ? "hit" : null, byok: byok === "1" };
 }
 
 /** A record's units in millionths, the integer the counters add. */
@@ -143,14 +165,15 @@ export function unitsMicro(record: UsageRecord): number {
 /**
  * Adds one stored aggregate counter to the rows being built. Both stores keep
  * a counter per `<row key>\t<counter>` field (rowKey; c cost, i/o tokens, u
- * units in millionths, n calls); the first counter of a row creates it.
+ * units in millionths, n calls, r/w prompt-cache tokens read/written, only
+ * once a call had some); the first counter of a row creates it.
  */
 export function addToRows(rows: Map<string, UsageRow>, field: string, value: number): void {
   const cut = field.lastIndexOf("\t");
   const key = field.slice(0, cut);
   let row = rows.get(key);
   if (!row) {
-    row = { ...parseRowKey(key), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units_micro: 0, calls: 0 };
+    row = { ...parseRowKey(key), cost_nanos: 0, input_tokens: 0, output_tokens: 0, units_micro: 0, calls: 0, cached_input_tokens: 0, cache_write_input_tokens: 0 };
     rows.set(key, row);
   }
   const counter = field.slice(cut + 1);
@@ -159,9 +182,22 @@ export function addToRows(rows: Map<string, UsageRow>, field: string, value: num
   else if (counter === "o") row.output_tokens += value;
   else if (counter === "u") row.units_micro += value;
   else if (counter === "n") row.calls += value;
+  else if (counter === "r") row.cached_input_tokens += value;
+  else if (counter === "w") row.cache_write_input_tokens += value;
 }
 
 /** The deterministic event id of an alert, so a re-publish after a crash is the same event. */
-export function alertEventId(alert: Pick<BudgetAlert, "project_id" | "period" | "threshold">): string {
+export function alertEventId(alert: Pick<BudgetAlert, "project_id" | "api_key_id" | "period" | "threshold">): string {
+  if (alert.api_key_id) return `evt_key_budget_${alert.api_key_id}_${alert.period}_${alert.threshold}`;
   return `evt_budget_${alert.project_id}_${alert.period}_${alert.threshold}`;
+}
+
+/** Where a pending (claimed, not yet published) alert is kept: one name per budget, period and threshold. */
+export function pendingAlertName(alert: Pick<BudgetAlert, "project_id" | "api_key_id" | "period" | "threshold">): string {
+  return alert.api_key_id ? `${alert.project_id}:${alert.api_key_id}:${alert.period}:${alert.threshold}` : `${alert.project_id}:${alert.period}:${alert.threshold}`;
+}
+
+/** One budget's name in a store: the project's id, or `<project>\t<key>` for a key's own (tabs occur in neither id). */
+export function budgetScope(projectId: string, apiKeyId?: string): string {
+  return apiKeyId ? `${projectId}\t${apiKeyId}` : projectId;
 }

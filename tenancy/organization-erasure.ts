@@ -7,6 +7,7 @@
 import { indexMembers, type DataStore, type StoreOp } from "../core/data-store.ts";
 import { keys, recordsOf } from "./records.ts";
 import type { StoredApiKey } from "./types.ts";
+import { providerCredentialErasureOps } from "./provider-credentials.ts";
 
 export interface OrganizationTenancy {
   orgId: string;
@@ -46,7 +47,7 @@ export function keyErasureOps(t: OrganizationTenancy): StoreOp[] {
   return ops;
 }
 
-/** The ops that remove the rest: invitations, memberships, environments, projects and, last, the organization. */
+/** The ops that remove the rest: invitations, memberships, stored provider credentials, environments, projects and, last, the organization. */
 export async function tenancyErasureOps(store: DataStore, t: OrganizationTenancy): Promise<StoreOp[]> {
   const ops: StoreOp[] = [];
   const tokenHashes = await store.getMany(t.invitationIds.map(keys.invitationTokenOf));
@@ -62,6 +63,7 @@ export async function tenancyErasureOps(store: DataStore, t: OrganizationTenancy
       { op: "unindex", key: keys.userOrgs(userId), member: t.orgId },
     );
   }
+  ops.push(...(await providerCredentialErasureOps(store, t.orgId)));
   const envsOf = await Promise.all(t.projectIds.map((p) => indexMembers(store, keys.projectEnvironments(p))));
   t.projectIds.forEach((projectId, i) => {
     for (const envId of envsOf[i] ?? []) ops.push({ op: "delete", key: keys.environment(envId) }, { op: "unindex", key: keys.projectEnvironments(projectId), member: envId });

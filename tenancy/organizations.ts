@@ -18,12 +18,34 @@ export interface EnvironmentWithKey {
   test_key?: NewTestKey;
 }
 
+/** How many records one account or organization may create (ORGANIZATIONS_PER_ACCOUNT, PROJECTS_PER_ORGANIZATION). */
+export interface TenancyQuotas {
+  organizationsPerAccount: number;
+  projectsPerOrganization: number;
+}
+
 export class OrganizationService extends TenancyService {
   private readonly apiKeys: ApiKeyService;
+  private readonly quotas: TenancyQuotas;
 
-  constructor(store: DataStore, clock: Clock, apiKeys: ApiKeyService) {
+  constructor(store: DataStore, clock: Clock, apiKeys: ApiKeyService, quotas: TenancyQuotas) {
     super(store, clock);
     this.apiKeys = apiKeys;
+    this.quotas = quotas;
+  }
+
+  /**
+   * 403 quota_exceeded (not 429: waiting never frees a place) when the index
+   * already holds `max` members: one page of `max` read, not a count of all.
+   * Checked before the write, not in one batch with it: two creates racing
+   * at the last place can both pass, so the limit may be passed by the
+   * number of concurrent creates, never more.
+   */
+  private async requireRoom(indexKey: string, max: number, what: string): Promise<void> {
+    const page = await this.store.page(indexKey, max, null);
+    if (page.members.length >= max) {
+      throw new TroupeError("quota_exceeded", `${what}: the limit is ${max}`, { details: [{ path: "body", message: `at most ${max} (the limit)` }] });
+    }
   }
 
   newOrg(name: string, now: number): Organization {
@@ -42,6 +64,7 @@ export class OrganizationService extends TenancyService {
   }
 
   async createOrg(userId: string, name: string) {
+    await this.requireRoom(keys.userOrgs(userId), this.quotas.organizationsPerAccount, "this account belongs to as many organizations as it may");
     const now = this.clock.now();
     const org = this.newOrg(name, now);
     await this.store.apply(this.orgOps(org, userId, now));
@@ -126,6 +149,7 @@ export class OrganizationService extends TenancyService {
   async createProject(userId: string, orgId: string, name: string) {
     const membership = await requireMembership(this.records, userId, orgId);
     requireRole(membership, "admin", "creating a project");
+    await this.requireRoom(keys.orgProjects(orgId), this.quotas.projectsPerOrganization, "this organization holds as many projects as it may");
     const now = this.clock.now();
     const project = this.newProject(orgId, name, now);
     const setup = this.projectOps(project, now);

@@ -5,7 +5,8 @@
 // replica knows to be live, padded with the current one: an entry in any of
 // them is the usage_key's idempotency mark), aggregates, period counters,
 // budget, the project's set of periods with usage, its dimensions, its
-// generation index, then (one Redis: ARGV[3], the keys per record, is 8
+// generation index, the API key's own period counters and budget (in the
+// project's slot), then (one Redis: ARGV[3], the keys per record, is 10
 // more than the generations) key usage and environment usage. After them:
 // pending alerts, then the settled reservation's period counters and expiry
 // set (when ARGV[2] is not ""). ARGV[4]: when the current generation
@@ -95,22 +96,36 @@ for i, r in ipairs(records) do
     redis.call("HINCRBY", agg, r.f .. "\\to", r.o)
     redis.call("HINCRBY", agg, r.f .. "\\tu", r.u)
     redis.call("HINCRBY", agg, r.f .. "\\tn", 1)
+    if r.r then redis.call("HINCRBY", agg, r.f .. "\\tr", r.r) end
+    if r.w then redis.call("HINCRBY", agg, r.f .. "\\tw", r.w) end
     redis.call("SADD", KEYS[o + 4], r.period)
-    if per == gens + 8 then
-      bump(KEYS[o + 7], r)
-      bump(KEYS[o + 8], r)
+    if per == gens + 10 then
+      bump(KEYS[o + 9], r)
+      bump(KEYS[o + 10], r)
     end
     if r.live == "1" then
-      local bud = KEYS[o + 2]
-      local spent = redis.call("HINCRBY", bud, "spent", r.c)
-      local marks = redis.call("HGET", KEYS[o + 3], "marks")
-      if marks then
-        local limit = redis.call("HGET", KEYS[o + 3], "limit")
-        for _, m in ipairs(cjson.decode(marks)) do
-          if spent >= tonumber(m[2]) and redis.call("HSETNX", bud, "alert:" .. m[1], tostring(spent)) == 1 then
-            local alert = cjson.encode({r.org, r.project, r.period, m[1], limit, tostring(spent)})
-            redis.call("HSET", pending, r.project .. ":" .. r.period .. ":" .. m[1], alert)
-            table.insert(alerts, alert)
+      -- The project's budget, then the key's own (counted whether it has a budget or not: one may be set mid-month).
+      for s = 0, 1 do
+        local bud = KEYS[o + 2 + s * 5]
+        local cfg = KEYS[o + 3 + s * 5]
+        local spent = redis.call("HINCRBY", bud, "spent", r.c)
+        local marks = redis.call("HGET", cfg, "marks")
+        if marks then
+          local limit = redis.call("HGET", cfg, "limit")
+          for _, m in ipairs(cjson.decode(marks)) do
+            if spent >= tonumber(m[2]) and redis.call("HSETNX", bud, "alert:" .. m[1], tostring(spent)) == 1 then
+              local alert
+              local name
+              if s == 0 then
+                alert = cjson.encode({r.org, r.project, r.period, m[1], limit, tostring(spent)})
+                name = r.project .. ":" .. r.period .. ":" .. m[1]
+              else
+                alert = cjson.encode({r.org, r.project, r.period, m[1], limit, tostring(spent), r.key})
+                name = r.project .. ":" .. r.key .. ":" .. r.period .. ":" .. m[1]
+              end
+              redis.call("HSET", pending, name, alert)
+              table.insert(alerts, alert)
+            end
           end
         end
       end

@@ -26,6 +26,7 @@ import type { UsageRecord } from "../providers/usage.ts";
 import {
   addToRows,
   limitNanos,
+  pendingAlertName,
   periodOf,
   rowKey,
   thresholdMark,
@@ -110,14 +111,15 @@ export class RedisLedgerStore implements LedgerStore {
   private tag(projectId: string): string {
     return this.cluster ? `{${projectId}}` : projectId;
   }
-  private bud(projectId: string, period: string): string {
-    return `${this.p}bud:${this.tag(projectId)}:${period}`;
+  /** A budget's period counters: the project's, or (`apiKeyId`) one key's, in the project's slot. */
+  private bud(projectId: string, period: string, apiKeyId?: string): string {
+    return apiKeyId ? `${this.p}kbud:${this.tag(projectId)}:${apiKeyId}:${period}` : `${this.p}bud:${this.tag(projectId)}:${period}`;
   }
-  private exp(projectId: string, period: string): string {
-    return `${this.p}exp:${this.tag(projectId)}:${period}`;
+  private exp(projectId: string, period: string, apiKeyId?: string): string {
+    return apiKeyId ? `${this.p}kexp:${this.tag(projectId)}:${apiKeyId}:${period}` : `${this.p}exp:${this.tag(projectId)}:${period}`;
   }
-  private cfg(projectId: string): string {
-    return `${this.p}cfg:${this.tag(projectId)}`;
+  private cfg(projectId: string, apiKeyId?: string): string {
+    return apiKeyId ? `${this.p}kcfg:${this.tag(projectId)}:${apiKeyId}` : `${this.p}cfg:${this.tag(projectId)}`;
   }
   private agg(projectId: string, period: string): string {
     return `${this.p}agg:${this.tag(projectId)}:${period}`;
@@ -176,16 +178,17 @@ export class RedisLedgerStore implements LedgerStore {
         keys.push(...names, ...Array.from({ length: gens - names.length }, () => names[0] ?? ""));
         keys.push(this.agg(r.project_id, periodOf(r.created_at)), this.bud(r.project_id, periodOf(r.created_at)), this.cfg(r.project_id));
         keys.push(this.periods(r.project_id), this.dims(r.project_id), this.generations(r.project_id));
+        keys.push(this.bud(r.project_id, periodOf(r.created_at), r.api_key_id), this.cfg(r.project_id, r.api_key_id));
         if (!this.cluster) keys.push(this.use(r.api_key_id), this.use(r.environment_id));
       }
       keys.push(this.pending(project));
-      if (settle) keys.push(this.bud(settle.project_id, settle.period), this.exp(settle.project_id, settle.period));
+      if (settle) keys.push(this.bud(settle.project_id, settle.period, settle.api_key_id), this.exp(settle.project_id, settle.period, settle.api_key_id));
       const [alerts, fresh, missing] = await this.redis.troupeLedgerAppend(
         String(keys.length),
         ...keys,
         wire,
         settle?.id ?? "",
-        String(gens + (this.cluster ? 6 : 8)),
+        String(gens + (this.cluster ? 8 : 10)),
         String(expiresAt),
         String(gens),
         String(nowMs),
@@ -240,11 +243,11 @@ export class RedisLedgerStore implements LedgerStore {
   }
 
   async reserve(reservation: Reservation, amountNanos: number, expiresAtMs: number, nowMs: number): Promise<ReserveOutcome> {
-    const { project_id: project, period, id } = reservation;
+    const { project_id: project, period, id, api_key_id: key } = reservation;
     const [admitted, spent, reserved, limit] = await this.redis.troupeLedgerReserve(
-      this.bud(project, period),
-      this.exp(project, period),
-      this.cfg(project),
+      this.bud(project, period, key),
+      this.exp(project, period, key),
+      this.cfg(project, key),
       id,
       String(amountNanos),
       String(expiresAtMs),
@@ -255,39 +258,41 @@ export class RedisLedgerStore implements LedgerStore {
   }
 
   async reserveParts(place: Omit<Reservation, "id">, parts: ReservedPart[], expiresAtMs: number, nowMs: number, restore: boolean): Promise<ReserveOutcome> {
-    const { project_id: project, period } = place;
+    const { project_id: project, period, api_key_id: key } = place;
     const pairs = parts.flatMap((part) => [part.id, String(part.amount_nanos)]);
     const args = [String(expiresAtMs), String(nowMs), restore ? "1" : "0", ...pairs];
-    const [admitted, spent, reserved, limit] = await this.redis.troupeLedgerReserveParts(this.bud(project, period), this.exp(project, period), this.cfg(project), ...args);
+    const [admitted, spent, reserved, limit] = await this.redis.troupeLedgerReserveParts(this.bud(project, period, key), this.exp(project, period, key), this.cfg(project, key), ...args);
     if (admitted === 1) return { admitted: true };
     return { admitted: false, spent_nanos: Number(spent), reserved_nanos: Number(reserved), limit_nanos: Number(limit) };
   }
 
   async release(reservation: Reservation): Promise<void> {
-    await this.redis.troupeLedgerRelease(this.bud(reservation.project_id, reservation.period), this.exp(reservation.project_id, reservation.period), reservation.id);
+    const { project_id: project, period, api_key_id: key } = reservation;
+    await this.redis.troupeLedgerRelease(this.bud(project, period, key), this.exp(project, period, key), reservation.id);
   }
 
-  async putBudget(projectId: string, budget: StoredBudget): Promise<void> {
+  async putBudget(projectId: string, budget: StoredBudget, apiKeyId?: string): Promise<void> {
+    const cfg = this.cfg(projectId, apiKeyId);
     const fields: Record<string, string> = {
       json: versionedJson(JSON.stringify(budget)),
       limit: String(limitNanos(budget)),
       marks: JSON.stringify(budget.alert_thresholds.map((t) => [t, String(thresholdMark(budget, t))])),
     };
-    const multi = this.redis.multi().hset(this.cfg(projectId), fields);
-    if (budget.hard_limit) multi.hset(this.cfg(projectId), "hard", fields["limit"] ?? "0");
-    else multi.hdel(this.cfg(projectId), "hard");
+    const multi = this.redis.multi().hset(cfg, fields);
+    if (budget.hard_limit) multi.hset(cfg, "hard", fields["limit"] ?? "0");
+    else multi.hdel(cfg, "hard");
     // An empty threshold list would encode as {} in Lua: no marks field at all then.
-    if (budget.alert_thresholds.length === 0) multi.hdel(this.cfg(projectId), "marks");
+    if (budget.alert_thresholds.length === 0) multi.hdel(cfg, "marks");
     await multi.exec();
   }
 
-  async getBudget(projectId: string): Promise<StoredBudget | undefined> {
-    const raw = await this.redis.hget(this.cfg(projectId), "json");
+  async getBudget(projectId: string, apiKeyId?: string): Promise<StoredBudget | undefined> {
+    const raw = await this.redis.hget(this.cfg(projectId, apiKeyId), "json");
     return raw === null ? undefined : (parseVersioned("budget", raw) as StoredBudget);
   }
 
-  async spent(projectId: string, period: string): Promise<number> {
-    return Number((await this.redis.hget(this.bud(projectId, period), "spent")) ?? "0");
+  async spent(projectId: string, period: string, apiKeyId?: string): Promise<number> {
+    return Number((await this.redis.hget(this.bud(projectId, period, apiKeyId), "spent")) ?? "0");
   }
 
   async records(projectId: string, period: string): Promise<UsageRecord[]> {
@@ -347,7 +352,7 @@ export class RedisLedgerStore implements LedgerStore {
   }
 
   async ackAlert(alert: BudgetAlert): Promise<void> {
-    await this.redis.hdel(this.pending(alert.project_id), `${alert.project_id}:${alert.period}:${alert.threshold}`);
+    await this.redis.hdel(this.pending(alert.project_id), pendingAlertName(alert));
   }
 
   async close(): Promise<void> {
@@ -366,15 +371,20 @@ function wireRecord(r: UsageRecord): Record<string, string> {
     i: String(r.input_tokens),
     o: String(r.output_tokens),
     u: String(unitsMicro(r)),
+    // Prompt-cache counts only when there are some (the script adds a counter for those it is given).
+    ...(r.cached_input_tokens ? { r: String(r.cached_input_tokens) } : {}),
+    ...(r.cache_write_input_tokens ? { w: String(r.cache_write_input_tokens) } : {}),
     live: r.live ? "1" : "0",
     t: r.created_at,
     org: r.organization_id,
     project: r.project_id,
+    key: r.api_key_id,
     period: periodOf(r.created_at),
   };
 }
 
+/** A claimed alert as the append script encodes it: a seventh element names the key of a key's own budget. */
 function decodeAlert(raw: string): BudgetAlert {
-  const [organization_id, project_id, period, threshold, limit, spent] = JSON.parse(raw) as [string, string, string, number, string, string];
-  return { organization_id, project_id, period, threshold, limit_nanos: Number(limit), spent_nanos: Number(spent) };
+  const [organization_id, project_id, period, threshold, limit, spent, apiKeyId] = JSON.parse(raw) as [string, string, string, number, string, string, string?];
+  return { organization_id, project_id, ...(apiKeyId ? { api_key_id: apiKeyId } : {}), period, threshold, limit_nanos: Number(limit), spent_nanos: Number(spent) };
 }

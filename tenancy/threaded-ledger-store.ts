@@ -87,16 +87,16 @@ export class ThreadedLedgerStore implements LedgerStore {
     return this.call("release", reservation);
   }
 
-  putBudget(projectId: string, budget: StoredBudget): Promise<void> {
-    return this.call("putBudget", projectId, budget);
+  putBudget(projectId: string, budget: StoredBudget, apiKeyId?: string): Promise<void> {
+    return apiKeyId ? this.call("putBudget", projectId, budget, apiKeyId) : this.call("putBudget", projectId, budget);
   }
 
-  getBudget(projectId: string): Promise<StoredBudget | undefined> {
-    return this.call("getBudget", projectId);
+  getBudget(projectId: string, apiKeyId?: string): Promise<StoredBudget | undefined> {
+    return apiKeyId ? this.call("getBudget", projectId, apiKeyId) : this.call("getBudget", projectId);
   }
 
-  spent(projectId: string, period: string): Promise<number> {
-    return this.call("spent", projectId, period);
+  spent(projectId: string, period: string, apiKeyId?: string): Promise<number> {
+    return apiKeyId ? this.call("spent", projectId, period, apiKeyId) : this.call("spent", projectId, period);
   }
 
   usageRows(projectId: string, fromPeriod: string, toPeriod: string): Promise<UsageRow[]> {

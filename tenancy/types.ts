@@ -66,14 +66,29 @@ export const apiKeyRecordSchema = z.object({
   rate_limit_per_minute: z.number().int(),
   /** Input + output tokens per minute; null: no token limit. Keys stored before this field have none. */
   token_limit_per_minute: z.number().int().nullable().default(null),
+  /** The models the key may use: ids, globs (`claude-*`) and tiers (`tier:small`); null: every model. Keys stored before this field have none. */
+  models: z.array(z.string()).nullable().default(null),
+  /** Calls in flight at once (per replica); null: no limit. */
+  max_concurrent: z.number().int().nullable().default(null),
+  /** The key's own monthly budget (live spend, USD), beside its project's; null: none. Keys stored before this field have none. */
+  monthly_budget_usd: z.number().nullable().default(null),
+  /** Whether a live call past the key's budget is refused (402) or only alerted on. */
+  hard_limit: z.boolean().default(true),
+  /** Fractions of the key's budget at which key.budget.alert is sent, once each per month. */
+  alert_thresholds: z.array(z.number()).default([0.5, 0.8, 1.0]),
   created_at: z.string(),
   last_used_at: z.string().nullable(),
   revoked_at: z.string().nullable(),
 });
 export type ApiKeyRecord = z.infer<typeof apiKeyRecordSchema>;
 
-/** Stored key: the record plus the SHA-256 of the full key (never the key). */
-export const storedApiKeySchema = apiKeyRecordSchema.extend({ key_hash: z.string() });
+/**
+ * Stored key: the record plus the SHA-256 of the full key (never the key) and
+ * the user who created it — the request log shows a member their own keys'
+ * calls (request-log-access.ts). Neither is in the /v1 key record. null: an
+ * environment's automatic test key and keys stored before this field.
+ */
+export const storedApiKeySchema = apiKeyRecordSchema.extend({ key_hash: z.string(), created_by: z.string().nullable().default(null) });
 export type StoredApiKey = z.infer<typeof storedApiKeySchema>;
 
 export const sessionSchema = z.object({

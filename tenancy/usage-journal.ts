@@ -48,6 +48,8 @@ const usageRecordSchema = z.object({
   model: z.string(),
   provider: z.string(),
   input_tokens: z.number(),
+  cached_input_tokens: z.number().optional(),
+  cache_write_input_tokens: z.number().optional(),
   output_tokens: z.number(),
   units: z.number(),
   cost_usd: z.number(),

@@ -11,7 +11,8 @@ import { usd } from "./billing.ts";
 import { periodOf, type StoredBudget, type UsageRow } from "./ledger.ts";
 import type { OrganizationService } from "./organizations.ts";
 
-export const groupByValues = ["category", "model", "environment", "key", "day"] as const;
+/** `cache`: "hit" (answered from the response cache) or "none"; `byok`: "byok" (the organization's own provider credentials) or "troupe". */
+export const groupByValues = ["category", "model", "environment", "key", "day", "cache", "byok"] as const;
 export type GroupBy = (typeof groupByValues)[number];
 
 export const defaultThresholds = [0.5, 0.8, 1.0];
@@ -24,6 +25,8 @@ export const usageTotalsSchema = z.object({
   cost_nanos: z.number().int().min(0).describe("exact, in nano-dollars"),
   calls: z.number().int().min(0),
   input_tokens: z.number().int().min(0),
+  cached_input_tokens: z.number().int().min(0).describe("of input_tokens, those read from a provider's prompt cache (billed at the model's cached price)"),
+  cache_write_input_tokens: z.number().int().min(0).describe("of input_tokens, those written to a prompt cache (billed at the model's cache-write price)"),
   output_tokens: z.number().int().min(0),
   units: z.number().min(0).describe("per-unit categories: images, seconds, characters"),
 });
@@ -59,9 +62,11 @@ interface Sum {
   input: bigint;
   output: bigint;
   units: bigint;
+  cached: bigint;
+  written: bigint;
 }
 
-const zero = (): Sum => ({ cost: 0n, calls: 0n, input: 0n, output: 0n, units: 0n });
+const zero = (): Sum => ({ cost: 0n, calls: 0n, input: 0n, output: 0n, units: 0n, cached: 0n, written: 0n });
 
 function add(sum: Sum, row: UsageRow): void {
   sum.cost += BigInt(row.cost_nanos);
@@ -69,11 +74,22 @@ function add(sum: Sum, row: UsageRow): void {
   sum.input += BigInt(row.input_tokens);
   sum.output += BigInt(row.output_tokens);
   sum.units += BigInt(row.units_micro);
+  sum.cached += BigInt(row.cached_input_tokens);
+  sum.written += BigInt(row.cache_write_input_tokens);
 }
 
 function totals(sum: Sum): UsageTotals {
   const nanos = Number(sum.cost);
-  return { cost_usd: usd(nanos), cost_nanos: nanos, calls: Number(sum.calls), input_tokens: Number(sum.input), output_tokens: Number(sum.output), units: Number(sum.units) / 1_000_000 };
+  return {
+    cost_usd: usd(nanos),
+    cost_nanos: nanos,
+    calls: Number(sum.calls),
+    input_tokens: Number(sum.input),
+    cached_input_tokens: Number(sum.cached),
+    cache_write_input_tokens: Number(sum.written),
+    output_tokens: Number(sum.output),
+    units: Number(sum.units) / 1_000_000,
+  };
 }
 
 function groupKey(row: UsageRow, by: GroupBy): string {
@@ -88,6 +104,10 @@ function groupKey(row: UsageRow, by: GroupBy): string {
       return row.api_key_id;
     case "day":
       return row.day;
+    case "cache":
+      return row.cache ?? "none";
+    case "byok":
+      return row.byok ? "byok" : "troupe";
   }
 }
 

@@ -14,6 +14,7 @@
 import { z } from "zod";
 import { isTroupeError } from "../../core/errors.ts";
 import { nameUuid } from "../../core/ids.ts";
+import { toolParameters } from "../../core/tool-parameters.ts";
 import type { ToolDefinition } from "../../providers/types.ts";
 import type { OnEmbedded, OrgIndex } from "../../vectors/org-index.ts";
 import { MAX_TOP_K, type VectorRecord } from "../../vectors/vector-index.ts";
@@ -22,28 +23,23 @@ import { boundToolResult, searchResultText } from "./tool-result-size.ts";
 
 export const DEFAULT_MEMORY_TOP_K = 5;
 
+const searchArgs = z.object({
+  query: z.string().min(1).describe("What to look for"),
+  top_k: z.number().int().min(1).max(MAX_TOP_K).optional().describe(`How many results (default ${DEFAULT_MEMORY_TOP_K})`),
+});
+const rememberArgs = z.object({ content: z.string().min(1).describe("The fact to remember, self-contained") });
+
 export const builtinTools: ToolDefinition[] = [
   {
     name: "search_memory",
     description:
       "Search the organization's long-term memory and indexed documents for passages relevant to a query. Returns the closest records with their cosine distance (lower is closer).",
-    parameters: {
-      type: "object",
-      properties: {
-        query: { type: "string", description: "What to look for" },
-        top_k: { type: "integer", minimum: 1, maximum: MAX_TOP_K, description: `How many results (default ${DEFAULT_MEMORY_TOP_K})` },
-      },
-      required: ["query"],
-    },
+    parameters: toolParameters(searchArgs),
   },
   {
     name: "remember",
     description: "Store a fact in the organization's long-term memory so later conversations can find it with search_memory.",
-    parameters: {
-      type: "object",
-      properties: { content: { type: "string", description: "The fact to remember, self-contained" } },
-      required: ["content"],
-    },
+    parameters: toolParameters(rememberArgs),
   },
 ];
 
@@ -55,9 +51,6 @@ export const GENERATE_VIDEO = generateVideoTool.name;
 export const offeredBuiltinTools: ToolDefinition[] = [...builtinTools, generateVideoTool];
 /** Refused as custom tool names. */
 export const reservedToolNames = new Set([...builtinToolNames, GENERATE_VIDEO]);
-
-const searchArgs = z.object({ query: z.string().min(1), top_k: z.number().int().min(1).max(MAX_TOP_K).optional() });
-const rememberArgs = z.object({ content: z.string().min(1) });
 
 /**
  * The record id of the memory a `remember` call stores: the same for the same

@@ -34,7 +34,8 @@ export const CONVERSATION_ACTOR = "ConversationActor";
 const jobActor = actorRef<JobActorDefinition>("JobActor");
 
 export interface ConversationActorDeps {
-  chat: TurnDeps["chat"];
+  /** A turn's model call; `payer` is the key that runs the turn (its model allowlist applies to the call). */
+  chat(request: Parameters<TurnDeps["chat"]>[0], signal: AbortSignal | undefined, payer: Payer | undefined): ReturnType<TurnDeps["chat"]>;
   /**
    * Called once per billed call of a turn (model calls, and the memory tools'
    * embedding calls); `call` numbers them from 0, so each gets its own ledger
@@ -176,7 +177,7 @@ export function createConversationActor(deps: ConversationActorDeps) {
     try {
       await runTurn(data, {
         chat: async (request, signal) => {
-          const result = await deps.chat(request, signal);
+          const result = await deps.chat(request, signal, payer);
           if (payer) deps.recordUsage?.(payer, requestId, "agents", result, call++);
           return result;
         },

@@ -289,7 +289,7 @@ export function createJobActor(deps: JobActorDeps) {
           const segments = segmentPrompts(input);
           // Under a hard limit the whole job must fit before anything reaches a provider (402 otherwise).
           const amounts = deps.estimate?.({ ...input, withImage: input.image !== null, segments: segments.length }) ?? [];
-          const held = deps.budget && amounts.length > 0 ? await deps.budget.reserveParts(input.payer, `job:${ctx.id}`, amounts) : undefined;
+          const held = deps.budget && amounts.length > 0 ? await deps.budget.reserveParts(input.payer, `job:${ctx.id}`, amounts, { keyBudget: true }) : undefined;
           try {
             return await createJob(ctx, input, planned, segments, held ? { ...held, parts: held.parts.map((p) => ({ ...p, open: true })) } : null);
           } catch (error) {

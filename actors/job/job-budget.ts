@@ -1,4 +1,5 @@
-// A video job held to its project's budget (docs/api/usage-budgets-rate-limits.md):
+// A video job held to its project's budget (docs/api/usage-budgets-rate-limits.md)
+// and to its key's own (docs/guides/access-control.md):
 // under a hard limit the job is admitted only when its whole estimated cost
 // fits (each scene: the clip seconds its model makes × the model's price;
 // the narration: its characters × the speech model's price), held as one
@@ -16,16 +17,43 @@ import { nearestDuration, videoNeed } from "../../providers/video-routing.ts";
 import type { Reservation, ReservedPart } from "../../tenancy/ledger.ts";
 
 export const heldPartSchema = z.object({ id: z.string(), amount_nanos: z.number().int().min(0), open: z.boolean() });
-/** The parts a job holds (JobData.budget): part i is segment i's, then the narration's when there is one. */
-export const jobBudgetSchema = z.object({ project_id: z.string(), period: z.string(), parts: z.array(heldPartSchema) });
+/**
+ * The parts a job holds (JobData.budget): part i is segment i's, then the
+ * narration's when there is one. `api_key_id`: the parts are held against that key's own monthly budget too
+ * (the job's key has a hard one); `project` false: against the key's only.
+ * Absent in older states: the project's only.
+ */
+export const jobBudgetSchema = z.object({
+  project_id: z.string(),
+  period: z.string(),
+  parts: z.array(heldPartSchema),
+  api_key_id: z.string().optional(),
+  project: z.boolean().optional(),
+});
 export type JobBudgetState = z.infer<typeof jobBudgetSchema>;
 
 /** What the JobActor needs of billing (tenancy/billing.ts). */
 export interface JobBudget {
-  /** Holds the parts under a hard limit (undefined: nothing to hold), else 402 budget_exceeded. */
-  reserveParts(payer: Payer, idPrefix: string, amountsNanos: number[]): Promise<{ project_id: string; period: string; parts: ReservedPart[] } | undefined>;
-  restoreParts(held: Omit<Reservation, "id">, parts: ReservedPart[]): Promise<void>;
-  releaseParts(held: Omit<Reservation, "id">, partIds: string[]): Promise<void>;
+  /**
+   * Holds the parts under a hard limit (undefined: nothing to hold), else 402
+   * budget_exceeded; `keyBudget`: under the key's own hard limit too (the
+   * caller settles each part with partsFor).
+   */
+  reserveParts(payer: Payer, idPrefix: string, amountsNanos: number[], opts?: { keyBudget?: boolean }): Promise<HeldJobParts | undefined>;
+  restoreParts(held: HeldJobPlaces, parts: ReservedPart[]): Promise<void>;
+  releaseParts(held: HeldJobPlaces, partIds: string[]): Promise<void>;
+}
+
+/** Where a job's parts are held (JobBudgetState without the parts). */
+export interface HeldJobPlaces {
+  project_id: string;
+  period: string;
+  api_key_id?: string | undefined;
+  project?: boolean | undefined;
+}
+
+export interface HeldJobParts extends HeldJobPlaces {
+  parts: ReservedPart[];
 }
 
 /** The router's planning (providers/router.ts). */
@@ -74,6 +102,16 @@ function dearest(models: ModelEntry[], costUsd: (m: ModelEntry) => number): numb
 export function partFor(budget: JobBudgetState | null, index: number): Reservation | undefined {
   const part = budget?.parts[index];
   return budget && part?.open ? { project_id: budget.project_id, period: budget.period, id: part.id } : undefined;
+}
+
+/** Every hold a segment's (index) or the narration's record settles, if still held: the project's part, the key's, or both. */
+export function partsFor(budget: JobBudgetState | null, index: number): Reservation[] {
+  const part = budget?.parts[index];
+  if (!budget || !part?.open) return [];
+  const held: Reservation[] = [];
+  if (budget.project !== false) held.push({ project_id: budget.project_id, period: budget.period, id: part.id });
+  if (budget.api_key_id) held.push({ project_id: budget.project_id, api_key_id: budget.api_key_id, period: budget.period, id: part.id });
+  return held;
 }
 
 /** Marks a part settled once its record is billed. */

@@ -23,7 +23,7 @@ import { usageRecord, type UsageRecord } from "../../providers/usage.ts";
 import type { VideoImage, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../../providers/video.ts";
 import type { Reservation } from "../../tenancy/ledger.ts";
 import type { Limiter } from "./compose-limit.ts";
-import { closePart, partFor } from "./job-budget.ts";
+import { closePart, partsFor } from "./job-budget.ts";
 import type { JobData, SegmentState } from "./types.ts";
 
 /** The router's video methods (providers/router.ts): routing and fallback at submit, poll and cancel on the task's provider. */
@@ -58,8 +58,8 @@ export interface StepDeps {
   composeSlots?: Limiter;
   media: MediaDeps;
   catalogue: Catalogue;
-  /** Awaited, durable and idempotent on request_id (the ledger); then releases `settles`, the part of the job's hold the record replaces. */
-  bill(record: UsageRecord, settles?: Reservation): Promise<void>;
+  /** Awaited, durable and idempotent on request_id (the ledger); then releases `settles`, the parts of the job's hold (project's, key's) the record replaces. */
+  bill(record: UsageRecord, settles?: readonly Reservation[]): Promise<void>;
   log: Logger;
   now(): number;
   /** First wait after a failed poll; doubles per failure up to 30 s (default 500 ms; tests shorten it). */
@@ -253,7 +253,7 @@ async function poll(job: JobData, segment: SegmentState, task: VideoTask, deps: 
           { model: task.model, provider: task.provider, input_tokens: 0, units: task.duration_seconds },
           deps.now(),
         ),
-        partFor(job.budget, segment.index),
+        partsFor(job.budget, segment.index),
       );
       closePart(job.budget, segment.index);
       segment.file_id = file!.id;
@@ -283,7 +283,7 @@ async function narrate(job: JobData, text: string, deps: StepDeps, signal: Abort
       { model: speech.model, provider: speech.provider, input_tokens: 0, units: speech.characters },
       deps.now(),
     ),
-    partFor(job.budget, job.segments.length),
+    partsFor(job.budget, job.segments.length),
   );
   closePart(job.budget, job.segments.length);
   job.narration_file_id = stored.id;

@@ -4,6 +4,7 @@
 // one provider clip of a few seconds, so a few scenes make a short video.
 import { z } from "zod";
 import { text } from "../../core/text-schema.ts";
+import { toolParameters } from "../../core/tool-parameters.ts";
 import { routingStrategySchema } from "../../providers/types.ts";
 
 /** Scenes per job: each is one provider call and one billed clip. */
@@ -36,24 +37,22 @@ export const videoGenerateBody = z
   })
   .strict();
 
-/** The `generate_video` tool's arguments (docs/api/agents.md): the video fields an agent may set. */
-export const generateVideoArgs = z.object(videoRequestFields).strip();
+/** The `generate_video` tool's arguments (docs/api/agents.md): the video fields an agent may set, described for the model. */
+export const generateVideoArgs = z
+  .object({
+    prompt: videoRequestFields.prompt.describe("Visual description of the video"),
+    duration_seconds: videoRequestFields.duration_seconds.describe("Seconds per scene"),
+    narration_text: videoRequestFields.narration_text.describe("Spoken voiceover, synthesized and mixed in"),
+    scenes: videoRequestFields.scenes.describe("One visual description per scene, in order"),
+  })
+  .strip();
 
-/** The built-in tool as the model sees it. */
+/** The built-in tool as the model sees it: its parameters are generateVideoArgs' JSON Schema. */
 export const generateVideoTool = {
   name: "generate_video",
   description:
     "Generate a short video. Runs asynchronously: the conversation waits in generating_media until the video is ready, then you receive its URL (or the error).",
-  parameters: {
-    type: "object",
-    properties: {
-      prompt: { type: "string", description: "Visual description of the video" },
-      duration_seconds: { type: "integer", minimum: MIN_SEGMENT_SECONDS, maximum: MAX_SEGMENT_SECONDS, description: "Seconds per scene" },
-      narration_text: { type: "string", description: "Spoken voiceover, synthesized and mixed in" },
-      scenes: { type: "array", items: { type: "string" }, maxItems: MAX_SCENES, description: "One visual description per scene, in order" },
-    },
-    required: ["prompt"],
-  },
+  parameters: toolParameters(generateVideoArgs),
 };
 
 /** The segments to make: one per scene, else one from the prompt. */

@@ -9,7 +9,9 @@
 // augmentation at the end of this file fills it, so a publisher handing a
 // wrong `data` — in the JobActor, in billing, anywhere — fails `tsc`.
 import { z } from "zod";
+import { openAiBatchSchema } from "../batch/types.ts";
 import { jobSchema } from "../job/types.ts";
+import { webhookResponseSchema } from "../responses/background-run.ts";
 
 interface EventKind {
   /** A webhook may list it in `events`; the others are sent on request only (webhook.test). */
@@ -29,6 +31,26 @@ export const organizationEvents = {
     summary: "A video job failed or was cancelled: `data.job` is the job as GET /v1/jobs/{id} answers it, with its error.",
     data: z.object({ job: jobSchema }),
   },
+  "response.completed": {
+    subscribable: true,
+    summary: "A background response (OpenAI's Responses API, `background: true`) completed: `data.response` is the response as GET /openai/v1/responses/{id} answers it.",
+    data: z.object({ response: webhookResponseSchema }),
+  },
+  "response.incomplete": {
+    subscribable: true,
+    summary: "A background response ended incomplete (its max_output_tokens reached, or a content filter): `data.response`, with its incomplete_details.",
+    data: z.object({ response: webhookResponseSchema }),
+  },
+  "response.failed": {
+    subscribable: true,
+    summary: "A background response failed (the provider's error, or the process running it stopped): `data.response`, with its error.",
+    data: z.object({ response: webhookResponseSchema }),
+  },
+  "response.cancelled": {
+    subscribable: true,
+    summary: "A background response was cancelled (POST /openai/v1/responses/{id}/cancel): `data.response`, status cancelled.",
+    data: z.object({ response: webhookResponseSchema }),
+  },
   "budget.alert": {
     subscribable: true,
     summary: "A project's spend in the budget period crossed one of its alert thresholds (sent once per threshold and period).",
@@ -41,6 +63,41 @@ export const organizationEvents = {
       limit_usd: z.number(),
       spent_usd: z.number(),
     }),
+  },
+  "key.budget.alert": {
+    subscribable: true,
+    summary: "An API key's spend in the budget period crossed one of the alert thresholds of its own monthly budget (sent once per threshold and period).",
+    data: z.object({
+      api_key_id: z.string(),
+      project_id: z.string(),
+      /** The budget period (a month: YYYY-MM). */
+      period: z.string(),
+      /** The crossed threshold, a fraction of the key's budget (0.8 = 80 %). */
+      threshold: z.number(),
+      /** The key's monthly_budget_usd when the threshold was crossed. */
+      budget_usd: z.number(),
+      spent_usd: z.number(),
+    }),
+  },
+  "batch.completed": {
+    subscribable: true,
+    summary: "A batch (OpenAI Batch API or Anthropic Message Batches) answered every line: `data.batch` is the batch as GET /openai/v1/batches/{id} answers it.",
+    data: z.object({ batch: openAiBatchSchema }),
+  },
+  "batch.failed": {
+    subscribable: true,
+    summary: "A batch failed validation when it was created (its `errors` say which line): `data.batch`.",
+    data: z.object({ batch: openAiBatchSchema }),
+  },
+  "batch.cancelled": {
+    subscribable: true,
+    summary: "A cancelled batch stopped: the lines answered before the cancel are in its output file. `data.batch`.",
+    data: z.object({ batch: openAiBatchSchema }),
+  },
+  "batch.expired": {
+    subscribable: true,
+    summary: "A batch passed its completion window (24 h) before every line was answered: the answered ones are in its output file. `data.batch`.",
+    data: z.object({ batch: openAiBatchSchema }),
   },
   "webhook.test": {
     subscribable: false,

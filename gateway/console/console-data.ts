@@ -10,6 +10,7 @@
 import { TroupeError } from "../../core/errors.ts";
 import type { AccountService } from "../../tenancy/accounts.ts";
 import type { ReplicaSnapshot } from "./replica-snapshots.ts";
+import type { ConsoleKeyUse, ConsoleSeries } from "./traffic.ts";
 
 export interface ConsoleJob {
   id: string;
@@ -55,6 +56,9 @@ export interface ConsoleSources {
   webhookFailures?(organizationId: string): Promise<ConsoleWebhookFailure[]>;
   usageToday?(organizationId: string, projects: readonly ConsoleProject[]): Promise<ConsoleUsageRow[]>;
   budgets?(organizationId: string, projects: readonly ConsoleProject[]): Promise<ConsoleBudget[]>;
+  /** The organization's and each project's last 24 hours (the request log's aggregates). */
+  traffic?(organization: { id: string; name: string }, projects: readonly ConsoleProject[]): Promise<ConsoleSeries[]>;
+  keyUse?(organizationId: string, projects: readonly ConsoleProject[]): Promise<ConsoleKeyUse[]>;
 }
 
 /** A section's rows, or why there are none to show. */
@@ -70,6 +74,10 @@ export interface ConsoleData {
   webhook_failures: Section<ConsoleWebhookFailure>;
   usage_today: Section<ConsoleUsageRow>;
   budgets: Section<ConsoleBudget>;
+  traffic: Section<ConsoleSeries>;
+  key_use: Section<ConsoleKeyUse>;
+  /** The organization's projects (the request log's project choice). */
+  projects: ConsoleProject[];
 }
 
 export interface ConsoleDataDeps {
@@ -104,12 +112,14 @@ export async function consoleData(deps: ConsoleDataDeps, userId: string, orgId: 
   if (!organization) throw new TroupeError("not_found", "no such organization among those you own or administer");
   const projects = (await deps.accounts.orgs.listProjects(userId, organization.id, 100, null)).data.map((p) => ({ id: p.id, name: p.name }));
   const { sources } = deps;
-  const [replicas, jobs, failures, usage, budgets] = await Promise.all([
+  const [replicas, jobs, failures, usage, budgets, traffic, keyUse] = await Promise.all([
     deps.snapshots(),
     section(sources.jobsInFlight && (() => sources.jobsInFlight!(organization.id)), "jobs are not wired into this build yet"),
     section(sources.webhookFailures && (() => sources.webhookFailures!(organization.id)), "webhooks are not wired into this build yet"),
     section(sources.usageToday && (() => sources.usageToday!(organization.id, projects)), "usage is not wired into this build"),
     section(sources.budgets && (() => sources.budgets!(organization.id, projects)), "budgets are not wired into this build yet"),
+    section(sources.traffic && (() => sources.traffic!(organization, projects)), "the request log is not wired into this build"),
+    section(sources.keyUse && (() => sources.keyUse!(organization.id, projects)), "the request log is not wired into this build"),
   ]);
   return {
     generated_at: new Date(deps.now()).toISOString(),
@@ -121,5 +131,8 @@ export async function consoleData(deps: ConsoleDataDeps, userId: string, orgId: 
     webhook_failures: failures,
     usage_today: usage,
     budgets,
+    traffic,
+    key_use: keyUse,
+    projects,
   };
 }

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import type { Logger } from "../../core/log.ts";
 import type { EventPublisher } from "../../core/organization-events.ts";
-import { recordGroupedIn, UsageMeter, type UsageSink } from "../../providers/usage.ts";
+import { recordGroupedIn, UsageMeter, type UsageRecord, type UsageSink } from "../../providers/usage.ts";
 import { Billing } from "../../tenancy/billing.ts";
 import { readJournal, UsageJournal } from "../../tenancy/usage-journal.ts";
 import { UsageRecorder, type WriteUsage } from "../../tenancy/usage-recorder.ts";
@@ -46,23 +46,26 @@ function journaledRecorder(dataDir: string, write: WriteUsage, log: Logger): Usa
   return recorder;
 }
 
-/** `events`: where budget alerts go (the webhooks' publisher). */
-export async function billingFeature(s: SharedServices, events: EventPublisher, options: BillingOptions): Promise<BillingFeature> {
+/** `events`: where budget alerts go (the webhooks' publisher); `observers` see every record too (the request log). */
+export async function billingFeature(s: SharedServices, events: EventPublisher, options: BillingOptions, observers: readonly ((usage: UsageRecord) => void)[] = []): Promise<BillingFeature> {
   const { config, log, clock, ledger, store } = s;
   const billing = new Billing({ ledger, store, clock, log, events });
   await billing.start();
   const recorder = options.usage ? undefined : options.usageJournal === false ? new UsageRecorder(billing.write, log) : journaledRecorder(config.dataDir, billing.write, log);
   const recorded: UsageSink = options.usage ?? (recorder as UsageRecorder);
   const limits = s.apiKeys.limits;
+  const observe = (u: UsageRecord): void => {
+    for (const o of observers) o(u);
+  };
   const counted: UsageSink = {
-    record: (u) => (recorded.record(u), limits.record(u)),
-    recordGrouped: (u) => (limits.record(u), recordGroupedIn(recorded, u)),
+    record: (u) => (recorded.record(u), limits.record(u), observe(u)),
+    recordGrouped: (u) => (limits.record(u), observe(u), recordGroupedIn(recorded, u)),
   };
   const usage: UsageSink = meteredUsage(counted, s.metrics);
   return {
     billing,
     usage,
-    meter: new UsageMeter(s.router.catalogue, usage, () => clock.now()),
+    meter: new UsageMeter(s.router.catalogue, usage, () => clock.now(), config.byokPriceFraction, config.cacheHitPriceFraction),
     routes: billingRoutes(new UsageReports({ orgs: s.accounts.orgs, billing, clock })),
     async stop() {
       await recorder?.close();

@@ -6,6 +6,8 @@ import { jobsInFlight } from "../console/jobs-in-flight.ts";
 import { readSnapshots, SnapshotPublisher, takeSnapshot } from "../console/replica-snapshots.ts";
 import { budgetsFromLedger, usageTodayFromLedger } from "../console/usage-today.ts";
 import { webhookFailures } from "../console/webhook-failures.ts";
+import { keyUse, trafficSeries } from "../console/traffic.ts";
+import type { RequestLogStore } from "../../tenancy/request-log-store.ts";
 import type { Authenticator } from "../authenticate.ts";
 import { docsPages } from "../docs-page.ts";
 import type { Feature } from "./feature.ts";
@@ -13,15 +15,20 @@ import type { JobsFeature } from "./jobs.ts";
 import type { SharedServices } from "./shared-services.ts";
 import type { WebhooksFeature } from "./webhooks.ts";
 
-export function consoleFeature(s: SharedServices, authenticator: Authenticator, jobs: JobsFeature, webhooks: WebhooksFeature): Feature {
+/** `requestLog`: the charts' and the key limits' aggregates (absent: those sections say so). */
+export function consoleFeature(s: SharedServices, authenticator: Authenticator, jobs: JobsFeature, webhooks: WebhooksFeature, requestLog?: RequestLogStore): Feature {
   const { actors, router, clock, config, ledger, store } = s;
-  const snapshotSources = { replica: config.replica, mode: config.mode, activeActors: () => actors.runtimeActiveActors(), breakers: () => router.breakerStates() };
+  const snapshotSources = { replica: config.replica, mode: config.mode, activeActors: () => actors.runtimeActiveActors(), breakers: () => router.consoleBreakerRows() };
   const snapshots = new SnapshotPublisher({ store, sources: snapshotSources, clock, intervalMs: config.observability.consoleSnapshotIntervalMs, log: s.log });
   const sources: ConsoleSources = {
     usageToday: (_orgId, projects) => usageTodayFromLedger(ledger, projects, clock.now()),
     budgets: (_orgId, projects) => budgetsFromLedger(ledger, projects, clock.now()),
     jobsInFlight: (orgId) => jobsInFlight(jobs.directory, orgId),
     webhookFailures: (orgId) => webhookFailures({ actors, webhook: webhooks.webhook, directory: webhooks.directory }, orgId),
+    ...(requestLog && {
+      traffic: async (org, projects) => trafficSeries(requestLog, org, projects, clock.now()),
+      keyUse: (_orgId, projects) => keyUse(store, requestLog, projects, clock.now()),
+    }),
   };
   const pages = consolePages(authenticator, {
     accounts: s.accounts,

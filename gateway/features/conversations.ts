@@ -22,7 +22,8 @@ export function conversationsFeature(s: SharedServices, billing: BillingFeature,
   const directory = new ConversationDirectory(s.store, (error) => log.warn("conversation summary write failed", { error }));
   const events = storeConversationEventBus(s.store, (error) => log.warn("conversation event failed", { error }));
   const conversation = createConversationActor({
-    chat: (request, signal) => router.chat(request, { signal }),
+    // The key that runs the turn decides which models it may reach (read at each turn, so a PATCH applies to the next one).
+    chat: async (request, signal, payer) => router.chat(request, { signal, allowModel: (payer ? await s.apiKeys.modelFilterOf(payer.api_key_id) : undefined) ?? null }),
     recordUsage: (payer, requestId, category, figures, call) => billing.meter.record({ ...payer, request_id: requestId, call }, category, figures),
     memory: vectors.orgIndex,
     directory,

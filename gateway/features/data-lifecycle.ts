@@ -4,9 +4,14 @@
 import { FileRetentionSweeper } from "../../media/file-retention.ts";
 import { fileDeleteRoutes } from "../routes/file-delete.ts";
 import { orgDeleteRoutes } from "../routes/org-delete.ts";
+import type { BatchesFeature } from "./batches.ts";
+import type { CacheFeature } from "./cache.ts";
+import type { RequestLogFeature } from "./request-log.ts";
 import type { ConversationsFeature } from "./conversations.ts";
 import type { Feature } from "./feature.ts";
 import type { JobsFeature } from "./jobs.ts";
+import type { ResponsesFeature } from "./responses.ts";
+import type { OpenAiConversationsFeature } from "../compat/openai/conversations/feature.ts";
 import type { SharedServices } from "./shared-services.ts";
 import type { VectorsFeature } from "./vectors.ts";
 import type { WebhooksFeature } from "./webhooks.ts";
@@ -16,6 +21,11 @@ export interface Holders {
   jobs: JobsFeature;
   webhooks: WebhooksFeature;
   vectors: VectorsFeature;
+  responses: ResponsesFeature;
+  openAiConversations: OpenAiConversationsFeature;
+  batches: BatchesFeature;
+  cache: CacheFeature;
+  requestLog: RequestLogFeature;
 }
 
 export function dataLifecycleFeature(s: SharedServices, holders: Holders): Feature {
@@ -26,7 +36,7 @@ export function dataLifecycleFeature(s: SharedServices, holders: Holders): Featu
       ...fileDeleteRoutes({ files, roleIn: (user, org) => accounts.orgs.roleIn(user, org) }),
       ...orgDeleteRoutes(accounts, {
         ...{ store, apiKeys: s.apiKeys, actors: s.actors, files, log },
-        ...{ conversations: holders.conversations.directory, jobs: holders.jobs.directory, webhooks: holders.webhooks.directory, vectors: holders.vectors.vectors },
+        ...{ conversations: holders.conversations.directory, jobs: holders.jobs.directory, webhooks: holders.webhooks.directory, vectors: holders.vectors.vectors, responses: holders.responses.store, openAiConversations: holders.openAiConversations.store, batches: holders.batches, responseCache: holders.cache, requestLog: holders.requestLog.erasure },
       }),
     ],
     start: () => retention.start(),

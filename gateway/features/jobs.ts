@@ -44,8 +44,11 @@ export function jobsFeature(s: SharedServices, billing: BillingFeature, publishe
     media,
     catalogue: router.catalogue,
     // Otherwise segments are billed durably and idempotently (on request_id).
-    bill: collectsUsage ? async (record, settles) => (billing.usage.record(record), settles && (await s.ledger.release(settles))) : billing.billing.bill,
-    // Under a hard limit a job holds its estimated cost per part, or is refused 402.
+    bill: collectsUsage ? async (record, settles) => {
+      billing.usage.record(record);
+      for (const part of settles ?? []) await s.ledger.release(part);
+    } : billing.billing.bill,
+    // Under a hard limit (the project's, the key's) a job holds its estimated cost per part, or is refused 402.
     budget: billing.billing,
     estimate: (shape) => jobPartsNanos(router, config.jobs.narrationModel, shape),
     log,

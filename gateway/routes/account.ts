@@ -56,6 +56,8 @@ export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageT
       summary: "Create an organization (you become its owner)",
       body: named,
       responses: { 201: organizationSchema },
+      // ORGANIZATIONS_PER_ACCOUNT reached.
+      errors: ["quota_exceeded"],
       handler: async (ctx) => json(201, await accounts.orgs.createOrg(ctx.auth.userId, ctx.body.name)),
     }),
     defineRoute({
@@ -85,7 +87,8 @@ export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageT
       summary: "Create a project with its production and development environments",
       body: named,
       responses: { 201: z.object({ project: projectSchema, environments: z.array(environmentWithKeySchema) }) },
-      errors: ["not_found"],
+      // quota_exceeded: PROJECTS_PER_ORGANIZATION reached.
+      errors: ["not_found", "quota_exceeded"],
       handler: async (ctx) => json(201, await accounts.orgs.createProject(ctx.auth.userId, ctx.params.org_id, ctx.body.name)),
     }),
     defineRoute({

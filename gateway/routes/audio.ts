@@ -67,7 +67,7 @@ export function audioRoutes(deps: MediaRouteDeps) {
           accept: ["audio/"],
           check: (bytes) => (bytes.length < 16 ? "the audio is empty" : undefined),
         });
-        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters });
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters, byok: r.byok });
         return json(200, { audio: deps.media.fileUrl(file!.id), model: r.model, provider: r.provider });
       },
     }),
@@ -86,7 +86,7 @@ export function audioRoutes(deps: MediaRouteDeps) {
         const audio = await fetchInputUrl(deps.media, ctx.body.audio_url, { organizationId: ctx.auth.key.organization_id, accept: audioTypes, field: "audio_url", signal: ctx.signal });
         const r = await transcribeAudio(deps.router, ctx.body, { bytes: audio.body, contentType: audio.contentType }, { signal: ctx.signal });
         const seconds = r.durationSeconds ?? (await audioDurationSeconds(audio.body)) ?? 0;
-        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000, byok: r.byok });
         return json(200, { text: r.text, model: r.model, provider: r.provider });
       },
     }),

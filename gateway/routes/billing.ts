@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { budgetSchema, groupByValues, usageSchema, type UsageReports } from "../../tenancy/usage-report.ts";
 import { formBodyMaxBytes } from "../body-limits.ts";
+import { alertThresholds, monthlyUsd } from "./budget-fields.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
 
 const usageQuery = z
@@ -15,9 +16,8 @@ const usageQuery = z
 
 const budgetBody = z
   .object({
-    // ≤ 1,000,000 USD: nano-dollar counters stay exact in Lua's doubles (2^53).
-    monthly_limit_usd: z.number().min(0.000001).max(1_000_000),
-    alert_thresholds: z.array(z.number().gt(0).max(10)).max(20).optional().describe("fractions of the limit; default [0.5, 0.8, 1.0]"),
+    monthly_limit_usd: monthlyUsd,
+    alert_thresholds: alertThresholds.optional().describe("fractions of the limit; default [0.5, 0.8, 1.0]"),
     hard_limit: z.boolean().optional().describe("refuse live calls with 402 once the limit is reached; default false"),
   })
   .strict();

@@ -4,7 +4,7 @@
 // {"error"} event then [DONE]. A client disconnect aborts the upstream call.
 import { isTroupeError } from "../../core/errors.ts";
 import { modelIdSchema, withModel } from "../../providers/catalogue.ts";
-import { chatResultSchema, isFinish, type StreamEvent } from "../../providers/types.ts";
+import { chatResultSchema, isFinish, isReasoning, type ChatResult, type StreamEvent } from "../../providers/types.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../route.ts";
 import { countChatInputTokens } from "../../providers/tokens.ts";
 import { generationEstimateNanos } from "../billed-call.ts";
@@ -15,6 +15,11 @@ import { chatCompletionBodySchema, plainChatBody, type ChatCompletionBody } from
 function chatEstimate(deps: AiRouteDeps, body: ChatCompletionBody): number {
   const input = countChatInputTokens(body.messages, body.tools);
   return generationEstimateNanos(deps.router.catalogue, "text", body.model, input, body.max_tokens);
+}
+
+/** The spec's result: what a provider said beyond it (`extras`) is for the compatible mounts. */
+function specResult({ extras: _extras, ...result }: ChatResult): ChatResult {
+  return result;
 }
 
 async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBody, undefined>): Promise<typeof streamed> {
@@ -29,10 +34,12 @@ async function streamChat(deps: AiRouteDeps, ctx: RouteContext<ChatCompletionBod
       if (isFinish(event)) {
         // Billed before the client learns the call ended, so its next call sees it spent.
         await ctx.bill(event);
-        await sse.send(event);
+        const { extras: _extras, ...finish } = event;
+        await sse.send(finish);
         break;
       }
-      await sse.send(event);
+      // Thinking has no event in /v1's stream (docs/api/chat.md).
+      if (!isReasoning(event)) await sse.send(event);
       if (sse.closed) break;
       const next = await events.next();
       event = next.done ? undefined : next.value;
@@ -73,7 +80,7 @@ export function chatRoutes(deps: AiRouteDeps) {
         if (ctx.body.stream) return streamChat(deps, ctx);
         const result = await deps.router.chat(ctx.body, { signal: ctx.signal });
         await ctx.bill(result);
-        return json(200, result);
+        return json(200, result.extras ? specResult(result) : result);
       },
     }),
   ];

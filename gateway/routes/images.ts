@@ -65,7 +65,7 @@ export function imageRoutes(deps: MediaRouteDeps) {
           contentTypeOf: (bytes) => (imageInfo(bytes)?.format === "jpeg" ? "image/jpeg" : "image/png"),
         });
         // Billed once every image is stored: a failed copy bills nothing.
-        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000 });
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000, byok: r.byok });
         return json(200, { images: files.map((f) => deps.media.fileUrl(f.id)), model: r.model, provider: r.provider });
       },
     }),

@@ -10,7 +10,7 @@
 // environment of the key that made it: another environment's or another
 // organization's job is a 404, and the list holds the key's environment's.
 import { z } from "zod";
-import { isTroupeError, TroupeError } from "../../core/errors.ts";
+import { invalidRequest, isTroupeError, TroupeError } from "../../core/errors.ts";
 import { uuid } from "../../core/ids.ts";
 import { callActor, type ActorHost } from "../../actors/host.ts";
 import type { JobActorDefinition } from "../../actors/job/job-actor.ts";
@@ -18,6 +18,7 @@ import type { JobDirectory } from "../../actors/job/directory.ts";
 import { jobSchema, type Job } from "../../actors/job/types.ts";
 import { videoGenerateBody } from "../../actors/job/video-request.ts";
 import { fetchInputUrl } from "../../media/input-url.ts";
+import { sniffImage } from "../../media/sniff.ts";
 import type { MediaDeps } from "../../media/rehost.ts";
 import { withModel } from "../../providers/catalogue.ts";
 import { videoImageRules } from "../../providers/model-rules.ts";
@@ -129,6 +130,9 @@ export async function startVideoJob(deps: JobRouteDeps, key: ApiKeyRecord, body:
   let image: { file_id: string; content_type: string } | null = null;
   if (body.image && "url" in body.image) {
     const fetched = await fetchInputUrl(deps.media, body.image.url, { organizationId: key.organization_id, accept: imageTypes, field: "image_url", signal });
+    // The fetched bytes must be an image as declared, before they are stored or any decoder (ffmpeg) reads them.
+    const sniffed = sniffImage(fetched.body);
+    if (!sniffed || sniffed === "gif") throw invalidRequest([{ path: "body.image_url", message: "the URL's content is not a PNG, JPEG or WebP image by its first bytes" }]);
     const stored = await deps.media.files.put({ body: fetched.body, contentType: fetched.contentType, organizationId: key.organization_id, environmentId: key.environment_id, scope: "video" });
     image = { file_id: stored.id, content_type: fetched.contentType };
   } else if (body.image) {

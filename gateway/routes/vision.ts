@@ -39,7 +39,8 @@ export function visionRoutes(deps: AiRouteDeps) {
       handler: async (ctx) => {
         const r = await analyzeImage(deps.router, ctx.body, { signal: ctx.signal });
         await ctx.bill(r);
-        return json(200, r);
+        const { byok: _byok, ...answer } = r;
+        return json(200, answer);
       },
     }),
   ];

@@ -1,12 +1,13 @@
 // OpenAI chat completions: request mapping, zod schemas of the upstream
 // answers, the JSON transform and the SSE stream transform.
 import { z } from "zod";
-import type { ChatMessage, ChatRequest } from "../chat-request.ts";
-import type { ChatResult, ToolCall, UpstreamChat, UpstreamChatStream } from "../types.ts";
+import type { ChatMessage, ChatRequest, ReasoningRequest } from "../chat-request.ts";
+import type { ChatExtras, ChatResult, ToolCall, UpstreamChat, UpstreamChatStream } from "../types.ts";
 import { parseUpstream } from "../parse-upstream.ts";
 import { send, sendForJson } from "../upstream-request.ts";
 import { cutStream, parseSse, parseSseJson } from "../sse.ts";
 import { parseToolArguments } from "../tool-arguments.ts";
+import { hintsFor } from "../provider-hints.ts";
 import { openaiHeaders, openaiUrls, type OpenAIApiConfig } from "./api.ts";
 import { mapOpenAIFinishReason } from "./map-openai-finish-reason.ts";
 
@@ -54,6 +55,26 @@ export function toOpenAIMessages(messages: ChatMessage[], toolCallId: (id: strin
   });
 }
 
+/** OpenAI's reasoning models (o1, o3, o4-mini…, the gpt-5 family) take reasoning_effort; the others refuse it. */
+export function isReasoningModel(model: string): boolean {
+  return /^(o\d|gpt-5)/.test(model);
+}
+
+/**
+ * A reasoning request as OpenAI's `reasoning_effort`, for a reasoning model.
+ * A token budget (Anthropic's form) becomes the nearest effort. `off`: the
+ * o-series cannot stop thinking (nothing is sent), gpt-5 thinks least at
+ * `minimal`, gpt-5.1 and later take `none`.
+ */
+export function reasoningEffortFor(model: string, reasoning: ReasoningRequest | undefined): string | undefined {
+  if (!reasoning || !isReasoningModel(model)) return undefined;
+  if (reasoning.off) return model.startsWith("o") ? undefined : /^gpt-5(-|$)/.test(model) ? "minimal" : "none";
+  if (reasoning.effort) return reasoning.effort === "minimal" && model.startsWith("o") ? "low" : reasoning.effort;
+  const budget = reasoning.budget_tokens;
+  if (budget === undefined) return undefined;
+  return budget <= 2_048 ? "low" : budget <= 16_384 ? "medium" : "high";
+}
+
 export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, model: string, stream: boolean): Record<string, unknown> {
   const body: Record<string, unknown> = { model, messages: toOpenAIMessages(req.messages, cfg.dialect?.toolCallId) };
   if (req.max_tokens != null) body[cfg.maxTokensField] = req.max_tokens;
@@ -61,6 +82,13 @@ export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, model: stri
   if (req.top_p != null) body.top_p = req.top_p;
   if (req.stop?.length) body.stop = req.stop;
   if (req.seed != null) body.seed = req.seed;
+  const effort = reasoningEffortFor(model, req.reasoning);
+  if (effort !== undefined) body.reasoning_effort = effort;
+  // The tuning hints this provider and model take (provider-hints.ts), under OpenAI's own names.
+  const { parallel_tool_calls, ...hints } = hintsFor(req.hints, cfg.provider, model);
+  Object.assign(body, hints);
+  // OpenAI refuses parallel_tool_calls on a request without tools.
+  if (parallel_tool_calls !== undefined && (req.tools?.length ?? 0) > 0) body.parallel_tool_calls = parallel_tool_calls;
   const format = req.response_format;
   if (format?.type === "json_object") body.response_format = { type: "json_object" };
   else if (format) body.response_format = { type: "json_schema", json_schema: { name: format.name, schema: format.schema, ...(format.strict != null ? { strict: format.strict } : {}) } };
@@ -81,7 +109,22 @@ export function toOpenAIBody(cfg: OpenAIApiConfig, req: ChatRequest, model: stri
   return body;
 }
 
-const usageSchema = z.object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int() }).passthrough();
+const usageSchema = z
+  .object({
+    prompt_tokens: z.number().int(),
+    completion_tokens: z.number().int(),
+    prompt_tokens_details: z.object({ cached_tokens: z.number().int().nullable().optional() }).passthrough().nullable().optional(),
+    completion_tokens_details: z.object({ reasoning_tokens: z.number().int().nullable().optional() }).passthrough().nullable().optional(),
+  })
+  .passthrough();
+
+/** The prompt-cache reads and thinking tokens of OpenAI's usage (parts of its prompt and completion counts). */
+export function usageExtras(usage: z.infer<typeof usageSchema> | null | undefined): ChatExtras | undefined {
+  const cached = usage?.prompt_tokens_details?.cached_tokens ?? undefined;
+  const reasoning = usage?.completion_tokens_details?.reasoning_tokens ?? undefined;
+  if (!cached && !reasoning) return undefined;
+  return { ...(cached ? { cached_input_tokens: cached } : {}), ...(reasoning ? { reasoning_tokens: reasoning } : {}) };
+}
 
 const responseSchema = z.object({
   model: z.string().optional(),
@@ -150,6 +193,7 @@ export const openaiChat: UpstreamChat<OpenAIApiConfig> = async (cfg, client, req
     input_tokens: data.usage?.prompt_tokens ?? 0,
     output_tokens: data.usage?.completion_tokens ?? 0,
     tool_calls: toolCalls.length > 0 ? toolCalls : null,
+    ...withExtras(usageExtras(data.usage)),
   };
 };
 
@@ -201,5 +245,10 @@ export const openaiChatStream: UpstreamChatStream<OpenAIApiConfig> = async funct
     output_tokens: usage?.completion_tokens ?? 0,
     model: opts.upstreamModel,
     provider: cfg.provider,
+    ...withExtras(usageExtras(usage)),
   };
 };
+
+function withExtras(extras: ChatExtras | undefined): { extras?: ChatExtras } {
+  return extras ? { extras } : {};
+}

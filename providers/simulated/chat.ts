@@ -2,11 +2,13 @@
 // (conventions in script.ts), honest token counts (tokens.ts), optional
 // latency before the first token and a token rate for streaming.
 import type { ChatMessage, ChatRequest } from "../chat-request.ts";
-import type { ChatCallOptions, ChatResult, StreamEvent, ToolCall } from "../types.ts";
+import type { ChatCallOptions, ChatExtras, ChatResult, StreamEvent, ToolCall } from "../types.ts";
 import { sleep } from "../deadline.ts";
 import { countChatInputTokens, countTokens, tokenPieces } from "../tokens.ts";
 import { fnv1a, loremWords } from "./hash.ts";
-import { parseScript, type Step } from "./script.ts";
+import { parseScript, requiredArguments, type Step } from "./script.ts";
+import { structuredAnswer } from "./structured.ts";
+import { simulatedCacheCounts } from "./prompt-cache.ts";
 
 export const translationPrompt = /^Translate the user's text (?:from (.+?) )?into (.+?)\. Reply with the translation only\.$/;
 
@@ -15,7 +17,14 @@ interface Planned {
   toolCalls: ToolCall[];
 }
 
+/** What the model answers; with response_format, a final answer is JSON (structured.ts), tool calls stay as they are. */
 export function planAnswer(req: ChatRequest): Planned {
+  const plan = planText(req);
+  if (!req.response_format || plan.toolCalls.length > 0) return plan;
+  return { content: structuredAnswer(req.response_format, plan.content, req.messages), toolCalls: [] };
+}
+
+function planText(req: ChatRequest): Planned {
   const messages = req.messages;
   let lastUser = -1;
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -49,9 +58,10 @@ export function planAnswer(req: ChatRequest): Planned {
   }
   const forced = req.tool_choice;
   if (allowTools && turnsDone === 0 && forced != null && forced !== "auto") {
-    // The caller demands a tool call and the script has none: call it with no arguments.
+    // The caller demands a tool call and the script has none: call it with its required arguments.
     const name = typeof forced === "object" ? forced.name : tools[0]!.name;
-    return { content: "", toolCalls: [toolCall(userText, 0, name, {})] };
+    const tool = tools.find((t) => t.name === name);
+    return { content: "", toolCalls: [toolCall(userText, 0, name, tool ? requiredArguments(tool, userText) : {})] };
   }
   const final: Step = steps[toolSteps] ?? (toolSteps > 0 ? { kind: "answer" } : { kind: "reply" });
   const results = after.filter((m) => m.role === "tool");
@@ -108,6 +118,7 @@ export async function simulatedChat(provider: string, timing: SimulatedTiming, r
     input_tokens: countChatInputTokens(req.messages, req.tools),
     output_tokens: outputTokens,
     tool_calls: plan.toolCalls.length > 0 ? plan.toolCalls : null,
+    ...withCacheCounts(req),
   };
 }
 
@@ -148,5 +159,12 @@ export async function* simulatedChatStream(
     output_tokens: countTokens(content) + (plan.toolCalls.length > 0 ? countTokens(JSON.stringify(plan.toolCalls)) : 0),
     model: opts.upstreamModel,
     provider,
+    ...withCacheCounts(req),
   };
+}
+
+/** `extras` with the prompt-cache counts, when the request has any (prompt-cache.ts). */
+function withCacheCounts(req: ChatRequest): { extras?: ChatExtras } {
+  const counts = simulatedCacheCounts(req);
+  return counts ? { extras: counts } : {};
 }

@@ -2,10 +2,12 @@
 // drive multi-step tool use deterministically. The LAST user message is read
 // as steps separated by `;` (each may start with `then`):
 //
-//   call <tool>                  → a tool call with arguments {}
+//   call <tool>                  → a tool call with arguments made from its
+//                                  parameters' schema (required ones only:
+//                                  {} when none is required; json-instance.ts)
 //   call <tool> {json}           → a tool call with those arguments
-//   <tool>: <text>               → a tool call whose first string parameter
-//                                  (first `required`, else first property) is <text>
+//   <tool>: <text>               → as `call <tool>`, with its first string parameter
+//                                  (first `required`, else first property) <text>
 //   say <text>                   → final answer, exactly <text>
 //   answer                       → final answer built from the tool results
 //   lorem <n>                    → final answer of n deterministic words
@@ -19,6 +21,7 @@
 // Example: `remember: X; then search_memory: Y; then call lookup {"q":1}; then answer`
 // gives three calls in three turns, then an answer quoting the three results.
 import type { ToolDefinition } from "../types.ts";
+import { jsonInstance } from "./json-instance.ts";
 
 export type Step =
   | { kind: "call"; tool: string; args: Record<string, unknown> }
@@ -55,13 +58,14 @@ export function parseScript(text: string, tools: ToolDefinition[]): Step[] {
   return splitSteps(text).map((segment): Step => {
     const call = /^call\s+([A-Za-z0-9_-]+)\s*(\{[\s\S]*\})?\s*$/i.exec(segment);
     if (call && declared.has(call[1]!)) {
-      const args = call[2] ? parseArgs(call[2]) : {};
+      // The caller's own JSON is sent as written (a test may want arguments the schema refuses).
+      const args = call[2] ? parseArgs(call[2]) : requiredArguments(declared.get(call[1]!)!, segment);
       if (args !== undefined) return { kind: "call", tool: call[1]!, args };
     }
     const named = /^([A-Za-z0-9_-]+)\s*:\s*([\s\S]*)$/.exec(segment);
     if (named && declared.has(named[1]!)) {
       const tool = declared.get(named[1]!)!;
-      return { kind: "call", tool: tool.name, args: { [firstStringParameter(tool)]: named[2]!.trim() } };
+      return { kind: "call", tool: tool.name, args: { ...requiredArguments(tool, segment), [firstStringParameter(tool)]: named[2]!.trim() } };
     }
     const say = /^say\b\s*:?\s*([\s\S]*)$/i.exec(segment);
     if (say) return { kind: "say", text: say[1]! };
@@ -70,6 +74,12 @@ export function parseScript(text: string, tools: ToolDefinition[]): Step[] {
     if (lorem) return { kind: "lorem", words: Number(lorem[1]) };
     return { kind: "reply" };
   });
+}
+
+/** Arguments that validate against the tool's parameters: its required ones, from the schema (a tool with none required gets {}). */
+export function requiredArguments(tool: ToolDefinition, seed: string): Record<string, unknown> {
+  const value = jsonInstance(tool.parameters, `${tool.name}:${seed}`, { optional: false });
+  return value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
 
 function parseArgs(json: string): Record<string, unknown> | undefined {

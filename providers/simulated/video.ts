@@ -6,10 +6,11 @@
 // sharing the cache directory) renders the same clip on demand. Rendered
 // clips and submitted images are cached under `cacheDir`.
 import { createHash, randomBytes } from "node:crypto";
-import { access, mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { access, mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { ffmpeg, FfmpegError, hasFilter } from "../../media/ffmpeg.ts";
+import { ffmpegInput, sniffImage, type ImageFormat } from "../../media/sniff.ts";
 import type { VideoAdapter, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../video.ts";
 
 export interface SimulatedVideoOptions {
@@ -92,6 +93,23 @@ export function wrapPrompt(prompt: string): string {
   return lines.slice(0, 4).join("\n");
 }
 
+/** A segment image of no format the provider takes: its task fails, as one with an image ffmpeg cannot decode does. */
+class UnrenderableImage extends Error {}
+
+/** The stored image's format; a file that is no image the provider takes is refused, not rendered. */
+async function imageFormatOf(path: string): Promise<ImageFormat> {
+  const handle = await open(path, "r");
+  try {
+    const head = Buffer.alloc(16);
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    const format = sniffImage(head.subarray(0, bytesRead));
+    if (!format) throw new UnrenderableImage("the segment's image is not a PNG, JPEG, WebP or GIF");
+    return format;
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Filter-graph quoting for a path used as an option value. */
 const filterPath = (p: string) => p.replace(/\\/g, "\\\\").replace(/'/g, "\\'").replace(/:/g, "\\:");
 
@@ -104,8 +122,10 @@ export function createSimulatedVideo(opts: SimulatedVideoOptions): VideoAdapter 
 
   const renderArgs = async (spec: TaskSpec, textFile: string | undefined): Promise<string[]> => {
     const frames = Math.max(1, Math.round(spec.d * fps));
-    const input = spec.i
-      ? ["-loop", "1", "-framerate", String(fps), "-t", String(spec.d), "-i", join(imagesDir, spec.i)]
+    // The image by its magic numbers (checked at the route too), read as that format only: ffmpeg never guesses what a caller's bytes are.
+    const image = spec.i ? await imageFormatOf(join(imagesDir, spec.i)) : undefined;
+    const input = spec.i && image
+      ? ["-stream_loop", "-1", ...(image === "gif" ? [] : ["-framerate", String(fps)]), "-t", String(spec.d), ...ffmpegInput(join(imagesDir, spec.i), { image })]
       : ["-f", "lavfi", "-i", `testsrc2=size=${width}x${height}:rate=${fps}:duration=${spec.d}`];
     const filters: string[] = [];
     if (spec.i) {
@@ -186,6 +206,7 @@ export function createSimulatedVideo(opts: SimulatedVideoOptions): VideoAdapter 
         } catch (e) {
           // ffmpeg refused this input (an image it cannot decode): the same task would fail again, so it ends here.
           if (e instanceof FfmpegError && e.kind === "failed") return { state: "failed", code: "render_failed", message: `the simulated clip could not be rendered: ${e.stderrTail.slice(-200)}` };
+          if (e instanceof UnrenderableImage) return { state: "failed", code: "render_failed", message: `the simulated clip could not be rendered: ${e.message}` };
           throw e;
         }
       }

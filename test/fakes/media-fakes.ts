@@ -70,7 +70,9 @@ export function parseMultipart(body: Buffer, contentType: string): { fields: Rec
 
 const stabilitySizes: Record<string, [number, number]> = { "1:1": [1024, 1024], "16:9": [1344, 768], "9:16": [768, 1344], "3:2": [1216, 832], "2:3": [832, 1216] };
 
-export async function startMediaFake(opts: { openaiKey?: string; elevenlabsKey?: string; stabilityKey?: string; bflKey?: string } = {}): Promise<MediaFake> {
+/** `openaiKey`: one key, or several (an account with more than one valid key, as an organization's own beside Troupe's). */
+export async function startMediaFake(opts: { openaiKey?: string | readonly string[]; elevenlabsKey?: string; stabilityKey?: string; bflKey?: string } = {}): Promise<MediaFake> {
+  const openaiBearers = new Set([opts.openaiKey ?? []].flat().map((k) => `Bearer ${k}`));
   const temporary = new Map<string, { bytes: Buffer; contentType: string; expiresAt: number }>();
   const tasks = new Map<string, { polls: number; sample: string }>();
   const fake: MediaFake = { url: "", calls: [], apiFaults: [], downloadFaults: [], urlTtlMs: 60_000, transcript: "the quick brown fox", close: async () => undefined };
@@ -136,17 +138,17 @@ export async function startMediaFake(opts: { openaiKey?: string; elevenlabsKey?:
       const bearer = req.headers.authorization;
 
       if (path === "/v1/audio/speech") {
-        if (bearer !== `Bearer ${opts.openaiKey}`) return unauthorized(res);
+        if (!openaiBearers.has(bearer ?? "")) return unauthorized(res);
         if (typeof json["input"] !== "string" || typeof json["voice"] !== "string") return sendJson(res, 400, { error: { message: "input and voice are required" } });
         return res.writeHead(200, { "content-type": "audio/mpeg" }).end(fakeMp3());
       }
       if (path === "/v1/audio/transcriptions") {
-        if (bearer !== `Bearer ${opts.openaiKey}`) return unauthorized(res);
+        if (!openaiBearers.has(bearer ?? "")) return unauthorized(res);
         if (!call.files?.["file"] || !call.fields?.["model"]) return sendJson(res, 400, { error: { message: "file and model are required" } });
         return sendJson(res, 200, { text: fake.transcript, language: call.fields["language"] ?? "english", duration: 1.0 });
       }
       if (path === "/v1/images/generations") {
-        if (bearer !== `Bearer ${opts.openaiKey}`) return unauthorized(res);
+        if (!openaiBearers.has(bearer ?? "")) return unauthorized(res);
         const [w, h] = String(json["size"] ?? "1024x1024").split("x").map(Number) as [number, number];
         const n = Number(json["n"] ?? 1);
         if (json["model"] === "dall-e-3" && n !== 1) return sendJson(res, 400, { error: { message: "dall-e-3 only supports n=1" } });

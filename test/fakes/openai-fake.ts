@@ -1,8 +1,13 @@
 // Fake OpenAI server: POST /v1/chat/completions (JSON, and SSE with
 // stream_options.include_usage: usage in a last chunk with choices []),
 // tool calls with streamed argument fragments; POST /v1/embeddings. Checks
-// the request the way OpenAI does (auth, tool messages answering calls).
+// the request the way OpenAI does (auth, tool messages answering calls,
+// reasoning_effort only on reasoning models). Usage reports a prompt-cache
+// read (prompt_tokens_details.cached_tokens) when the conversation before
+// the last message was sent before, as OpenAI's automatic caching does, and
+// reasoning tokens (completion_tokens_details) for a reasoning_effort.
 import { createHash } from "node:crypto";
+import { jsonInstance } from "../../providers/simulated/json-instance.ts";
 import { fakeModel, truncateWords } from "./fake-model.ts";
 import { fragments, sendJson, sendSse, startFake, wordDeltas, words, type FakeContext, type FakeServer } from "./fake-server.ts";
 
@@ -61,8 +66,13 @@ export async function chat(ctx: FakeContext, extras: { prelude?: string[]; model
     stream_options?: { include_usage?: boolean };
     max_tokens?: number;
     max_completion_tokens?: number;
+    reasoning_effort?: string;
+    response_format?: { type: string; json_schema?: { schema?: unknown } };
   };
   if (extras.model && body) body.model = extras.model;
+  if (body?.reasoning_effort !== undefined && !/^(o\d|gpt-5)/.test(body.model ?? "")) {
+    return sendJson(ctx, 400, errorBody(400, "Unsupported parameter: 'reasoning_effort' is not supported with this model."));
+  }
   if (!body?.model || !Array.isArray(body.messages) || body.messages.length === 0) {
     return sendJson(ctx, 400, errorBody(400, "model and messages are required"));
   }
@@ -92,10 +102,19 @@ export async function chat(ctx: FakeContext, extras: { prelude?: string[]; model
   const promptTokens = body.messages.reduce((n, m) => n + words(textOf(m.content)) + 3, 0);
   const id = `chatcmpl-${createHash("sha1").update(JSON.stringify(body.messages)).digest("hex").slice(0, 12)}`;
   const created = 1_700_000_000;
+  const cached = cachedPrefixTokens(body.messages);
+  const thinking = reasoningTokens[body.reasoning_effort ?? ""] ?? 0;
+  const usageOf = (completion: number) => ({
+    prompt_tokens: promptTokens,
+    completion_tokens: completion + thinking,
+    total_tokens: promptTokens + completion + thinking,
+    prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: thinking, audio_tokens: 0 },
+  });
 
   if ("toolCall" in answer) {
     const call = { id: `call_${id.slice(-8)}`, name: answer.toolCall.name, args: JSON.stringify(answer.toolCall.args) };
-    const usage = { prompt_tokens: promptTokens, completion_tokens: 12, total_tokens: promptTokens + 12 };
+    const usage = usageOf(12);
     if (!body.stream) {
       return sendJson(ctx, 200, {
         id, object: "chat.completion", created, model: body.model,
@@ -118,9 +137,13 @@ export async function chat(ctx: FakeContext, extras: { prelude?: string[]; model
     return sendSse(ctx, frames);
   }
 
-  const { text, truncated } = truncateWords(answer.text, max);
+  // A JSON answer as OpenAI's structured outputs give one: an instance of the schema (the simulated provider's generator).
+  const format = body.response_format;
+  const answered =
+    format?.type === "json_schema" ? JSON.stringify(jsonInstance(format.json_schema?.schema ?? { type: "object" }, lastUser)) : format?.type === "json_object" ? JSON.stringify({ answer: answer.text }) : answer.text;
+  const { text, truncated } = format && format.type !== "text" ? { text: answered, truncated: false } : truncateWords(answered, max);
   const finish = truncated ? "length" : "stop";
-  const usage = { prompt_tokens: promptTokens, completion_tokens: words(text), total_tokens: promptTokens + words(text) };
+  const usage = usageOf(words(text));
   if (!body.stream) {
     return sendJson(ctx, 200, {
       id, object: "chat.completion", created, model: body.model,
@@ -136,6 +159,26 @@ export async function chat(ctx: FakeContext, extras: { prelude?: string[]; model
   }
   frames.push("data: [DONE]");
   return sendSse(ctx, frames);
+}
+
+/** Thinking tokens per reasoning_effort (a reasoning model spends them before answering). */
+const reasoningTokens: Record<string, number> = { minimal: 0, low: 16, medium: 64, high: 256 };
+
+/** Conversations seen (all messages but the last), by hash: what this fake "cached". */
+const seenPrefixes = new Set<string>();
+/** The smallest prefix the provider caches. */
+export const promptCacheMinimumTokens = 1024;
+
+/** The prompt tokens of the messages before the last when that prefix was sent before, else 0. */
+function cachedPrefixTokens(messages: Msg[]): number {
+  const prefix = messages.slice(0, -1);
+  if (prefix.length === 0) return 0;
+  const key = createHash("sha1").update(JSON.stringify(prefix)).digest("hex");
+  const seen = seenPrefixes.has(key);
+  seenPrefixes.add(key);
+  const tokens = prefix.reduce((n, m) => n + words(textOf(m.content)) + 3, 0);
+  // As OpenAI: only a prompt of 1,024 tokens or more is cached (so short test prompts always cost the same).
+  return seen && tokens >= promptCacheMinimumTokens ? tokens : 0;
 }
 
 /** Deterministic unit vector per text. */

@@ -70,7 +70,7 @@ t.test("Connection: close is honoured on every method and status", async (t) => 
     { method: "HEAD", path: "/healthz", status: 200 },
     { method: "HEAD", path: "/v1/models", status: 200 },
     { method: "GET", path: "/v1/models", status: 200 },
-    { method: "HEAD", path: "/anthropic", status: 404 },
+    { method: "HEAD", path: "/anthropic", status: 200 },
     { method: "GET", path: "/no/such/path", status: 404 },
     { method: "HEAD", path: "/anthropic/v1/messages", status: 405 },
     { method: "DELETE", path: "/healthz", status: 405 },

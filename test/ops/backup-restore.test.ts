@@ -90,7 +90,9 @@ t.test("a backup taken under load restores everything acknowledged before it beg
   await sleep(usageFlushMs + 50);
   const backupDir = join(mkdtempSync(join(tmpdir(), "troupe-backup-")), "copy");
   const backup = await script("backup.ts", troupe.dataDir, backupDir);
-  t.match(backup.stdout, /4 stores/, "every lmdb store copied");
+  const copied = [...backup.stdout.matchAll(/^store (\S+):/gm)].map((m) => m[1]).sort();
+  t.same(copied, ["actors/actors.mdb", "billing/ledger.lmdb", "cache/cache.lmdb", "request-log/request-log.lmdb", "tenancy/tenancy.lmdb", "vectors/records.mdb"], "every lmdb store copied");
+  t.match(backup.stdout, new RegExp(`: ${copied.length} stores,`), "and counted");
   await sleep(300); // the load goes on after the backup, and none of it may break the copy
   loading = false;
   await load;

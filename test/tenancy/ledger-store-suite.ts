@@ -98,6 +98,23 @@ export function ledgerSuite(t: Test, target: LedgerTarget): void {
     await ledger.close();
   });
 
+  t.test(`${target.name}: prompt-cache counts are summed in the rows and kept in the entries`, async (t) => {
+    const ledger = await target.create();
+    await ledger.append([
+      usage({ project_id: "prj_cache", input_tokens: 2000, cached_input_tokens: 1024, cost_nanos: 3000 }),
+      usage({ project_id: "prj_cache", input_tokens: 1500, cache_write_input_tokens: 1280, cost_nanos: 4000 }),
+      usage({ project_id: "prj_cache", input_tokens: 10 }),
+    ]);
+    const rows = await ledger.usageRows("prj_cache", "2026-03", "2026-03");
+    t.same(
+      rows.map((r) => [r.calls, r.input_tokens, r.cached_input_tokens, r.cache_write_input_tokens, r.cost_nanos]),
+      [[3, 3510, 1024, 1280, 8000]],
+    );
+    const records = (await ledger.records("prj_cache", "2026-03")).map((r) => [r.input_tokens, r.cached_input_tokens ?? 0, r.cache_write_input_tokens ?? 0]);
+    t.same(records.sort((a, b) => a[0]! - b[0]!), [[10, 0, 0], [1500, 0, 1280], [2000, 1024, 0]], "each entry keeps its counts (none: read as 0)");
+    await ledger.close();
+  });
+
   t.test(`${target.name}: test records are kept apart and never spend the budget`, async (t) => {
     const ledger = await target.create();
     await ledger.append([usage({ project_id: "prj_test", live: false, cost_nanos: 0 }), usage({ project_id: "prj_test", cost_nanos: 7 })]);

@@ -17,7 +17,7 @@ const bodyPath = ["post", "requestBody", "content", "application/json", "schema"
 
 t.test("the subscribable list is the catalogue's subscribable types; webhook.test is sent on request only", async (t) => {
   t.same(webhookEventTypes, Object.keys(organizationEvents));
-  t.same(subscribableEvents, ["job.completed", "job.failed", "budget.alert"]);
+  t.same(subscribableEvents, ["job.completed", "job.failed", "response.completed", "response.incomplete", "response.failed", "response.cancelled", "budget.alert", "key.budget.alert", "batch.completed", "batch.failed", "batch.cancelled", "batch.expired"]);
 });
 
 t.test("the OpenAPI document has a webhooks entry per event type, its body carrying that type's data schema", async (t) => {

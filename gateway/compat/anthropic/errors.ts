@@ -16,7 +16,10 @@ const mapping: Record<ErrorCode, { status: number; type: ErrorType }> = {
   // Anthropic's own answer when the account cannot pay (the SDKs raise their base APIError for 402).
   budget_exceeded: { status: 402, type: "billing_error" },
   insufficient_scope: { status: 403, type: "permission_error" },
+  model_not_allowed: { status: 403, type: "permission_error" },
   forbidden: { status: 403, type: "permission_error" },
+  // The provider refused the organization's own key (BYOK): Anthropic would say the key lacks permission.
+  provider_credential_rejected: { status: 403, type: "permission_error" },
   quota_exceeded: { status: 403, type: "permission_error" },
   not_found: { status: 404, type: "not_found_error" },
   method_not_allowed: { status: 405, type: "invalid_request_error" },

@@ -7,7 +7,11 @@
 // aborts the upstream call (ctx.signal), as on /v1. Image blocks make a
 // message call vision, as POST /v1/vision/analyze: the key needs the vision
 // scope too (403 permission_error otherwise) and the call is billed as
-// vision; count_tokens, which calls no model, needs only "chat".
+// vision; count_tokens, which calls no model, needs only "chat". The beta
+// client's `?beta=true` is the same endpoint (the beta fields are known
+// without it); fields accepted and not sent are named in the
+// troupe-ignored-params header of the answer, JSON or stream.
+import { z } from "zod";
 import { isTroupeError, TroupeError } from "../../../core/errors.ts";
 import type { ChatRequest } from "../../../providers/chat-request.ts";
 import { countChatInputTokens } from "../../../providers/tokens.ts";
@@ -15,8 +19,9 @@ import { isFinish, type StreamEvent } from "../../../providers/types.ts";
 import { estimateNanos } from "../../billed-call.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../../route.ts";
 import type { AiRouteDeps } from "../../usage-context.ts";
+import { ignoredParamsHeaders, ignoredParamsSseHeaders } from "../ignored-params.ts";
 import { anthropicDialect, anthropicErrorBody } from "./errors.ts";
-import { requireModel, toChatConversation, toChatRequest } from "./request.ts";
+import { ignoredFields, inMountTerms, requireModel, toChatConversation, toChatRequest } from "./request.ts";
 import { messageId, toMessage } from "./response.ts";
 import { countTokensBodySchema, countTokensResultSchema, messageSchema, messagesBodySchema, type MessagesBody } from "./schemas.ts";
 import { MessageStreamTranslator } from "./stream.ts";
@@ -32,16 +37,24 @@ const mount = {
 
 async function streamMessage(
   deps: AiRouteDeps,
-  ctx: RouteContext<MessagesBody, undefined>,
+  ctx: RouteContext<MessagesBody, z.output<typeof messagesQuerySchema>>,
   request: ChatRequest,
   inputTokens: number,
+  ignored: string[],
 ): Promise<typeof streamed> {
   const events = deps.router.chatStream(request, { signal: ctx.signal });
   // Planning and the first upstream event happen before the response starts,
   // so invalid requests and unavailable providers still get their HTTP status.
-  const first = await events.next();
-  const sse = ctx.sse([["request-id", ctx.requestId]]);
-  const translator = new MessageStreamTranslator(messageId(), ctx.body.model, ctx.body.stop_sequences);
+  const first = await events.next().catch((error: unknown) => {
+    throw inMountTerms(error, ctx.body);
+  });
+  const sse = ctx.sse([["request-id", ctx.requestId], ...ignoredParamsSseHeaders(ignored)]);
+  const translator = new MessageStreamTranslator(messageId(), ctx.body.model, {
+    stopSequences: ctx.body.stop_sequences,
+    oneToolCall: oneToolCall(ctx.body),
+    omitThinking: request.reasoning?.display === "omitted",
+    provider: deps.router.catalogue.get(ctx.body.model)?.provider ?? "unknown",
+  });
   const start = translator.start(inputTokens);
   await sse.send(start.data, start.event);
   let event: StreamEvent | undefined = first.done ? undefined : first.value;
@@ -71,8 +84,13 @@ async function streamMessage(
 
 /** Whether a message carries an image block: such a call is vision (its key needs that scope, and it is billed so), as POST /v1/vision/analyze. */
 function carriesImages(body: MessagesBody): boolean {
-  return body.messages.some((m) => typeof m.content !== "string" && m.content.some((b) => b.type === "image"));
+  return body.messages.some((m) => Array.isArray(m.content) && m.content.some((b) => b.type === "image"));
 }
+
+const oneToolCall = (body: MessagesBody): boolean => body.tool_choice !== undefined && "disable_parallel_tool_use" in body.tool_choice && body.tool_choice.disable_parallel_tool_use === true;
+
+// The SDK's beta client adds ?beta=true; other query parameters Anthropic does not take either.
+const messagesQuerySchema = z.object({ beta: z.enum(["true", "false"]).optional() }).strict();
 
 export function anthropicRoutes(deps: AiRouteDeps) {
   const { catalogue } = deps.router;
@@ -83,6 +101,7 @@ export function anthropicRoutes(deps: AiRouteDeps) {
       path: "/anthropic/v1/messages",
       summary: "Anthropic Messages API: a message (JSON, or Anthropic's named SSE events with stream: true) from any catalogue text model",
       body: messagesBodySchema,
+      query: messagesQuerySchema,
       inputScope: (body) => (carriesImages(body) ? "vision" : undefined),
       responses: { 200: messageSchema },
       streams: true,
@@ -101,10 +120,14 @@ export function anthropicRoutes(deps: AiRouteDeps) {
       handler: async (ctx) => {
         requireModel(catalogue, ctx.body.model);
         const request = toChatRequest(ctx.body);
-        if (ctx.body.stream) return streamMessage(deps, ctx, request, countChatInputTokens(request.messages, request.tools));
-        const result = await deps.router.chat(request, { signal: ctx.signal });
+        const ignored = ignoredFields(ctx.body, ctx.headers, catalogue.get(ctx.body.model)?.provider);
+        if (ctx.body.stream) return streamMessage(deps, ctx, request, countChatInputTokens(request.messages, request.tools), ignored);
+        const result = await deps.router.chat(request, { signal: ctx.signal }).catch((error: unknown) => {
+          throw inMountTerms(error, ctx.body);
+        });
         await ctx.bill(result);
-        return json(200, toMessage(result, messageId(), ctx.body.stop_sequences), { "request-id": ctx.requestId });
+        const message = toMessage(result, messageId(), { stopSequences: ctx.body.stop_sequences, oneToolCall: oneToolCall(ctx.body), omitThinking: request.reasoning?.display === "omitted" });
+        return json(200, message, { "request-id": ctx.requestId, ...ignoredParamsHeaders(ignored) });
       },
     }),
     defineRoute({
@@ -113,6 +136,7 @@ export function anthropicRoutes(deps: AiRouteDeps) {
       path: "/anthropic/v1/messages/count_tokens",
       summary: "Anthropic Messages API: the input tokens of a request, as Troupe counts them (no provider call, not billed)",
       body: countTokensBodySchema,
+      query: messagesQuerySchema,
       responses: { 200: countTokensResultSchema },
       errors: ["not_found"],
       handler: async (ctx) => {

@@ -2,15 +2,18 @@
 // chat (chat-request.ts), admitted, routed, billed and cut off exactly as
 // POST /v1/chat/completions is (gateway/routes/chat.ts): the same budget
 // reservation, the bill settled before the last event, the upstream call
-// stopped when the client stops reading.
+// stopped when the client stops reading. Fields accepted and not sent on are
+// named in the troupe-ignored-params header of either answer (chat-fields.ts).
 import { isTroupeError, TroupeError } from "../../../core/errors.ts";
 import { countChatInputTokens } from "../../../providers/tokens.ts";
 import { isFinish, type StreamEvent } from "../../../providers/types.ts";
 import { generationEstimateNanos } from "../../billed-call.ts";
 import { defineRoute, json, streamed, type RouteContext } from "../../route.ts";
 import type { AiRouteDeps } from "../../usage-context.ts";
+import { ignoredParamsHeaders, ignoredParamsSseHeaders } from "../ignored-params.ts";
 import { plainOpenAiChatBody } from "./chat-body-fast.ts";
 import { openAiChatRequestSchema, toChatRequest, type OpenAiChatRequest, type TranslatedChat } from "./chat-request.ts";
+import { ignoredHints } from "./chat-fields.ts";
 import { chatCompletionChunkSchema, chatCompletionSchema, completionId, toChatCompletion } from "./chat-response.ts";
 import { chunkStream } from "./chat-stream.ts";
 import { openAiError } from "./errors.ts";
@@ -27,8 +30,8 @@ async function streamChat(deps: OpenAiRouteDeps, ctx: RouteContext<OpenAiChatReq
   // The first upstream event comes before the response starts: refusals and
   // unavailable providers still get their HTTP status.
   const first = await events.next();
-  const sse = ctx.sse();
-  const chunks = chunkStream(completionId(), Math.floor(deps.now() / 1000), ctx.body.model, ctx.body.stream_options?.include_usage === true);
+  const sse = ctx.sse(ignoredParamsSseHeaders([...chat.ignored, ...ignoredHints(chat.request.hints, firstChoice(deps, chat))]));
+  const chunks = chunkStream(completionId(), Math.floor(deps.now() / 1000), ctx.body.model, ctx.body.stream_options?.include_usage === true, chat.legacyFunctions);
   let event: StreamEvent | undefined = first.done ? undefined : first.value;
   try {
     while (event !== undefined) {
@@ -47,6 +50,17 @@ async function streamChat(deps: OpenAiRouteDeps, ctx: RouteContext<OpenAiChatReq
   }
   sse.done();
   return streamed;
+}
+
+/**
+ * The model a stream's routing tries first: its header leaves before the
+ * answer names who served it. Only looked up when the body sets a hint.
+ */
+function firstChoice(deps: OpenAiRouteDeps, chat: TranslatedChat): { provider: string; id: string } | undefined {
+  if (chat.request.hints === undefined) return undefined;
+  const { request } = chat;
+  const need = { category: chat.category, tools: (request.tools?.length ?? 0) > 0, streaming: true, json: request.response_format !== undefined };
+  return deps.router.plan(request.model, request.routing_strategy ?? "auto", need)[0];
 }
 
 /** Whether a user message carries an image part: such a call is vision (its key needs that scope, and it is billed so), as POST /v1/vision/analyze. */
@@ -83,7 +97,8 @@ export function openAiChatRoutes(deps: OpenAiRouteDeps) {
         if (ctx.body.stream) return streamChat(deps, ctx, chat);
         const result = await deps.router.chat(chat.request, { signal: ctx.signal, category: chat.category });
         await ctx.bill(result);
-        return json(200, toChatCompletion(result, completionId(), Math.floor(deps.now() / 1000)));
+        const ignored = [...chat.ignored, ...ignoredHints(chat.request.hints, { provider: result.provider, id: result.model })];
+        return json(200, toChatCompletion(result, completionId(), Math.floor(deps.now() / 1000), chat.legacyFunctions), ignoredParamsHeaders(ignored));
       },
     }),
   ];

@@ -6,9 +6,11 @@
 // take the name from the first delta and concatenate the later arguments, as
 // OpenAI's own examples do, read it right), a finish chunk, and with
 // `stream_options.include_usage` a last chunk with empty choices and the
-// usage. `[DONE]` is the writer's.
+// usage (with its cached and reasoning token details). A body that sent the
+// deprecated `functions` gets its one call as `function_call` deltas.
+// `[DONE]` is the writer's.
 import type { StreamEvent } from "../../../providers/types.ts";
-import { isFinish } from "../../../providers/types.ts";
+import { isFinish, isReasoning } from "../../../providers/types.ts";
 import { openAiFinishReason, openAiToolCall, openAiUsage } from "./chat-response.ts";
 
 export interface ChunkStream {
@@ -21,7 +23,7 @@ export interface ChunkStream {
  * model is known only once the call finished, after any fallback); the
  * finish and usage chunks carry the model that answered.
  */
-export function chunkStream(id: string, createdSeconds: number, requestedModel: string, includeUsage: boolean): ChunkStream {
+export function chunkStream(id: string, createdSeconds: number, requestedModel: string, includeUsage: boolean, legacyFunctions = false): ChunkStream {
   let started = false;
   let toolIndex = 0;
   const chunk = (model: string, delta: object, finish: string | null = null): object => ({
@@ -41,15 +43,24 @@ export function chunkStream(id: string, createdSeconds: number, requestedModel: 
         out.push(chunk(requestedModel, { role: "assistant", content: "" }));
       }
       if (isFinish(event)) {
-        out.push(chunk(event.model, {}, openAiFinishReason(event.finish_reason)));
+        out.push(chunk(event.model, {}, openAiFinishReason(event.finish_reason, legacyFunctions)));
         if (includeUsage) {
-          out.push({ id, object: "chat.completion.chunk", created: createdSeconds, model: event.model, choices: [], usage: openAiUsage(event.input_tokens, event.output_tokens), system_fingerprint: null });
+          const usage = openAiUsage(event.input_tokens, event.output_tokens, event.extras);
+          out.push({ id, object: "chat.completion.chunk", created: createdSeconds, model: event.model, choices: [], usage, system_fingerprint: null });
         }
       } else if ("delta" in event) {
         if (event.delta !== "") out.push(chunk(requestedModel, { content: event.delta }));
-      } else {
+      } else if (!isReasoning(event)) {
         const index = toolIndex++;
         const { id: callId, type, function: fn } = openAiToolCall(event.tool_call);
+        if (legacyFunctions) {
+          // The deprecated form streams one call: its name, then its arguments.
+          if (index === 0) {
+            out.push(chunk(requestedModel, { function_call: { name: fn.name, arguments: "" } }));
+            for (const piece of fragments(fn.arguments)) out.push(chunk(requestedModel, { function_call: { arguments: piece } }));
+          }
+          return out;
+        }
         out.push(chunk(requestedModel, { tool_calls: [{ index, id: callId, type, function: { name: fn.name, arguments: "" } }] }));
         for (const piece of fragments(fn.arguments)) out.push(chunk(requestedModel, { tool_calls: [{ index, function: { arguments: piece } }] }));
       }

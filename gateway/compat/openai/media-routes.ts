@@ -106,7 +106,7 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
           contentTypeOf: (bytes) => (imageInfo(bytes)?.format === "jpeg" ? "image/jpeg" : "image/png"),
         });
         // Billed once every image is stored: a failed copy bills nothing.
-        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000 });
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: (files.length * r.width * r.height) / 1_000_000, byok: r.byok });
         const data =
           body.response_format === "b64_json"
             ? await Promise.all(files.map(async (f) => ({ b64_json: (await bytesOf(deps, f.id)).toString("base64") })))
@@ -138,7 +138,7 @@ export function openAiMediaRoutes(deps: MediaRouteDeps & { now(): number }) {
         const r = await synthesizeSpeech(deps.router, { text: body.input, voice: body.voice, ...routed }, { signal: ctx.signal });
         // Which format the provider made is known only now; without ffmpeg an answer that cannot be converted is not billed (the server's gap, not the caller's).
         if (needsConversion(r.audio, body.response_format)) deps.media.capabilities.require("speech_conversion", `converting ${r.provider}'s ${r.audio.contentType} speech to ${body.response_format}`);
-        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters });
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: r.characters, byok: r.byok });
         // Converted after billing: the provider's work is done whatever ffmpeg does with it.
         const audio = await convertSpeech(r.audio, body.response_format, { signal: ctx.signal });
         return binary(200, audio.bytes, audio.contentType);

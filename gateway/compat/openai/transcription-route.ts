@@ -6,6 +6,8 @@
 // them (transcription-formats.ts).
 import { z } from "zod";
 import { audioDurationSeconds } from "../../../media/audio-duration.ts";
+import { sniffAudio } from "../../../media/sniff.ts";
+import { invalidRequest } from "../../../core/errors.ts";
 import { transcribeAudio, transcribes } from "../../../providers/transcription.ts";
 import { routingStrategySchema } from "../../../providers/types.ts";
 import { binary, defineRoute, json } from "../../route.ts";
@@ -76,6 +78,8 @@ export function openAiTranscriptionRoutes(deps: AiRouteDeps) {
       handler: async (ctx) => {
         const body = ctx.body;
         const routed = resolveModel(catalogue, body.model, { category: "audio", media: transcribes }, body.routing_strategy);
+        // By its bytes, before any provider or ffprobe reads them: a playlist or a text file named .wav is refused here.
+        if (!sniffAudio(body.file.bytes)) throw invalidRequest([{ path: "body.file", message: "not an audio file this route takes (WAV, MP3, FLAC, Ogg, MP4/M4A or WebM, by its first bytes)" }]);
         const audio = { bytes: body.file.bytes, contentType: audioTypeOf(body.file) };
         const r = await transcribeAudio(deps.router, { ...routed, language: body.language }, audio, { signal: ctx.signal });
         const seconds = r.durationSeconds ?? (await audioDurationSeconds(audio.bytes)) ?? 0;

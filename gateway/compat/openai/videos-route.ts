@@ -17,6 +17,7 @@ import { videoNeed } from "../../../providers/video-routing.ts";
 import { binary, defineRoute, json } from "../../route.ts";
 import { deleteJob, imageTypes, jobIdParam, startVideoJob, videoJobBilling, type JobRouteDeps } from "../../routes/jobs.ts";
 import { isUpload, type UploadedFile } from "../../validation.ts";
+import { sniffImage } from "../../../media/sniff.ts";
 import { openAiMount } from "./mount.ts";
 import { modelNameSchema, resolveModel } from "./model-name.ts";
 
@@ -133,7 +134,10 @@ export function openAiVideoRoutes(deps: JobRouteDeps) {
         if (reference) {
           const type = (imageTypes as readonly string[]).includes(reference.contentType) ? reference.contentType : undefined;
           if (!type) throw invalidRequest([{ path: "input_reference", message: `a PNG, JPEG or WebP image, got ${reference.contentType || "no type"}` }]);
-          image = { bytes: reference.bytes, contentType: type };
+          // The bytes must be an image too, before anything stores them or ffmpeg reads them: a playlist sent as image/png is refused.
+          const sniffed = sniffImage(reference.bytes);
+          if (!sniffed || sniffed === "gif") throw invalidRequest([{ path: "body.input_reference", message: `not a PNG, JPEG or WebP image by its first bytes (declared ${type})` }]);
+          image = { bytes: reference.bytes, contentType: `image/${sniffed}` };
         }
         const fields = { seconds: String(body.seconds), size: body.size };
         const id = await startVideoJob(

@@ -33,7 +33,8 @@ t.test("system, images, tool_use and tool_result blocks", async (t) => {
   t.match(request, { model: "gpt-4.1-mini", routing_strategy: "auto", max_tokens: 10, temperature: 0.5, tool_choice: { name: "lookup" } });
   t.same(request.tools, [{ name: "lookup", description: "", parameters: { type: "object", properties: { q: { type: "string" } } } }]);
   t.same(request.messages, [
-    { role: "system", content: "Be brief.\nBe kind." },
+    // The system block's cache_control is a breakpoint after the system prompt (sent on to Anthropic only).
+    { role: "system", content: "Be brief.\nBe kind.", cache: {} },
     { role: "user", content: "Look it up", images: [{ url: "https://example.com/a.png" }] },
     { role: "assistant", content: "Looking.", tool_calls: [{ id: "tu_1", name: "lookup", arguments: { q: "a" } }, { id: "tu_2", name: "lookup", arguments: { q: "b" } }] },
     { role: "tool", tool_call_id: "tu_1", content: "first\npart" },
