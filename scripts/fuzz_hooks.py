@@ -315,7 +315,20 @@ def _agent(body):
     _unique_tool_names(body.get("tools"), RESERVED_TOOL_NAMES)
 
 
+def _cache_settings(body):
+    # semantic_embedding_model names an embedding model of the catalogue with
+    # known dimensions (the vector index needs them), which the document states
+    # in words, not as a schema: valid requests name one from GET /v1/models.
+    model = body.get("semantic_embedding_model")
+    if not isinstance(model, str):
+        return
+    embedding = [m for m, (category, _) in CATALOGUE.items() if category == "embedding" and MODELS.get(m, {}).get("dimensions")]
+    if model not in embedding and embedding:
+        body["semantic_embedding_model"] = embedding[0]
+
+
 FIXES = {
+    ("PATCH", "/v1/projects/{project_id}/cache"): _cache_settings,
     ("POST", "/v1/chat/completions"): _chat,
     ("POST", "/anthropic/v1/messages"): _anthropic,
     ("POST", "/anthropic/v1/messages/count_tokens"): _anthropic,
@@ -343,7 +356,7 @@ def map_case(context, case):
     fix = FIXES.get((case.operation.method.upper(), case.operation.path))
     meta = case.meta
     positive = meta is not None and meta.generation.mode == GenerationMode.POSITIVE
-    if positive and isinstance(case.body, dict) and case.operation.method.upper() == "POST":
+    if positive and isinstance(case.body, dict) and case.operation.method.upper() in ("POST", "PATCH"):
         # A fixed copy assigned whole: Schemathesis tracks in-place edits per
         # key and would restore a deleted key from the generated value.
         body = copy.deepcopy(case.body)
