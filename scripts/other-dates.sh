@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the tests that deal in dates (ledger generations, retention, months,
 # day buckets, expiry, reminders, webhooks' schedules) with the wall clock
-# moved to other dates: a month end, a leap day, a year end and a date in
+# moved to other dates: a leap day, a year end and a date in
 # each of the ledger's five generation slots. Every process the tests start
 # (child processes and worker threads) reads the same moved clock
 # (test/support/shifted-date.ts); timers still run at their real pace.
@@ -28,10 +28,11 @@ export PATH="$PWD/node_modules/.bin:$PATH"
 year=$(($(date -u +%Y) + 1))
 leap=$year
 while ! ((leap % 4 == 0 && (leap % 100 != 0 || leap % 400 == 0))); do leap=$((leap + 1)); done
+# December 31 is a 31-day month's end as well as the year's (a January 31
+# run was dropped for CI's time: it tested no boundary these two miss).
 calendar_dates=(
-  "$year-01-31T23:57:00Z" # a month end (31 days)
   "$leap-02-29T23:57:00Z" # a leap day, the end of February
-  "$year-12-31T23:57:00Z" # a year end
+  "$year-12-31T23:57:00Z" # a year end, the end of a 31-day month
 )
 # The embedded ledger keeps each generation in slot generation % 5 (42 h
 # generations under the default 7-day retention, tenancy/ledger-entry.ts):
