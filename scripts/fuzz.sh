@@ -19,6 +19,11 @@ seed="${FUZZ_SEED:-20261123}"
 # more than CI's 90 minutes could hold with the rest; 10 keeps every
 # operation fuzzed: 24,275 cases in 256 s (144 + 113), coverage phase whole.
 examples="${FUZZ_EXAMPLES:-10}"
+# Seconds Schemathesis waits for one answer before it reports a Network
+# Error. Its default, 10, is a latency bound on a machine the run shares; 30
+# still fails a request that hangs, without failing a schema check on one
+# durable write that waited for a busy disk (.ci/run, before the fuzz step).
+request_timeout="${FUZZ_REQUEST_TIMEOUT:-30}"
 # One worker: Python 3.11's ast module is not thread-safe, and hypothesis
 # parses lambdas while generating ("AST constructor recursion depth mismatch").
 workers="${FUZZ_WORKERS:-1}"
@@ -45,11 +50,16 @@ trap cleanup EXIT
 # Schemathesis signs up far more often than any person: the per-address
 # signup limit is lifted (its 429 is tested in test/gateway/signup-throttle.test.ts).
 # The provider keys are every registered provider's secret settings.
-unset_providers=()
-for name in $(node --input-type=module -e 'import { providerSecretEnv } from "./providers/registry.ts"; console.log(providerSecretEnv.join(" "))'); do
-  unset_providers+=(-u "$name")
+# The S3 file store's settings go too (CI exports MinIO's, and stops MinIO
+# before this pass): the fuzz server keeps its files in its own data dir.
+unset_settings=()
+for name in $(compgen -e | grep '^S3_' || true); do
+  unset_settings+=(-u "$name")
 done
-env -u REDIS_URL -u ELASTICSEARCH_URL "${unset_providers[@]}" \
+for name in $(node --input-type=module -e 'import { providerSecretEnv } from "./providers/registry.ts"; console.log(providerSecretEnv.join(" "))'); do
+  unset_settings+=(-u "$name")
+done
+env -u REDIS_URL -u ELASTICSEARCH_URL "${unset_settings[@]}" \
   PORT="$port" HOST=127.0.0.1 TROUPE_DATA_DIR="$run_dir/data" TROUPE_MODE=embedded LOG_LEVEL=warn \
   OUTBOUND_ALLOW_HOSTS=127.0.0.1,localhost SIMULATED_VIDEO_DELAY_MS=600000 WEBHOOK_TIMEOUT_MS=1000 \
   SIGNUP_LIMIT_PER_ADDRESS=1000000 \
@@ -103,7 +113,7 @@ for pass in api-key session; do
   "$cache/bin/st" run "$base/v1/openapi.json" \
     --header "Authorization: Bearer $token" \
     --exclude-path /v1/auth/logout ${FUZZ_INCLUDE_PATH_REGEX:+--include-path-regex "$FUZZ_INCLUDE_PATH_REGEX"} \
-    --seed "$seed" --max-examples "$examples" --workers "$workers" \
+    --seed "$seed" --max-examples "$examples" --workers "$workers" --request-timeout "$request_timeout" \
     --generation-database none --no-color \
     --report junit --report-dir "${FUZZ_REPORT_DIR:-.cache/fuzz-report}/$pass" 2>&1 | tee "$run_dir/$pass.out"
   status=${PIPESTATUS[0]}
@@ -123,4 +133,10 @@ done
 # over both passes, unless FUZZ_MIN_CASES says otherwise.
 printf '\n=== %s test cases in both passes (minimum %s)\n' "$total" "${FUZZ_MIN_CASES:-5000}"
 ((total >= ${FUZZ_MIN_CASES:-5000})) || failed=1
+# What the server said (warnings and errors only) when a pass failed: a
+# Network Error's cause is in its log, which the cleanup deletes.
+if ((failed)); then
+  printf '\n=== the fuzz server log, last 80 lines\n'
+  tail -n 80 "$run_dir/troupe.log"
+fi
 exit "$failed"
