@@ -1,13 +1,16 @@
 // `npm run bench:batch`: does a running batch slow interactive chat down?
 // One Troupe (embedded host, child process, simulated provider) takes
 // interactive POST /openai/v1/chat/completions at a fixed rate (open loop:
-// each request is sent at its time whatever the others do) for
-// --seconds, first alone, then with a large batch running on the same
-// process; it prints the interactive p50/p99 of both phases side by side,
-// their ratio, and the batch lines answered during the second phase.
+// each request is sent at its time whatever the others do). Phases of
+// --seconds take turns --rounds times: alone, then beside a large batch
+// (a new one each round, cancelled at the phase's end), so the machine's
+// drift (other jobs on a shared host) falls on both alike. It prints the
+// interactive p50/p99 of each phase and of all the alone and all the beside
+// requests pooled, their ratio, and the batch lines answered meanwhile.
 //
-// Flags: --rate=500 (interactive requests/s) --seconds=10 --lines=20000
-//        --latency-ms=20 (simulated provider latency) --concurrency=8 (BATCH_CONCURRENCY)
+// Flags: --rate=500 (interactive requests/s) --seconds=5 (a phase) --rounds=3
+//        --lines=20000 --latency-ms=20 (simulated provider latency) --concurrency=8 (BATCH_CONCURRENCY)
+import { readdirSync, readFileSync } from "node:fs";
 import OpenAI, { toFile } from "openai";
 import { Pool } from "undici";
 import { startEmbeddedTroupe } from "./lib/embedded-troupe.ts";
@@ -15,10 +18,30 @@ import { fmt, summarize } from "../load/stats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2) as [string, string]));
 const rate = Number(args.get("rate") ?? 500);
-const seconds = Number(args.get("seconds") ?? 10);
+const seconds = Number(args.get("seconds") ?? 5);
+const rounds = Number(args.get("rounds") ?? 3);
 const lines = Number(args.get("lines") ?? 20_000);
 const latencyMs = Number(args.get("latency-ms") ?? 20);
 const concurrency = Number(args.get("concurrency") ?? 8);
+
+/**
+ * CPU time (ms, all threads) of this bench's child process, the Troupe, from
+ * /proc: what the batch takes from the machine, which a loaded host's
+ * latency tail hides (the p99s of one phase swing by several times there).
+ */
+function troupeCpuMs(): number {
+  const ticksPerMs = 100 / 1000; // USER_HZ
+  for (const pid of readdirSync("/proc").filter((d) => /^[0-9]+$/.test(d))) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ");
+      // After the command: state, ppid, …; utime and stime are the 14th and 15th fields of the whole line.
+      if (Number(fields[1]) === process.pid) return (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
+    } catch {
+      // A process that ended while we looked.
+    }
+  }
+  return NaN;
+}
 
 /** Interactive load at `rate` for `seconds`: each request's latency (ms) and the failures. */
 async function interactive(pool: Pool, key: string): Promise<{ latencies: number[]; failures: number }> {
@@ -55,31 +78,58 @@ const { base, user } = troupe;
 try {
   const pool = new Pool(base, { connections: 64, pipelining: 1 });
   const sdk = new OpenAI({ baseURL: `${base}/openai/v1`, apiKey: user.testKey, maxRetries: 0 });
-  console.log(`bench:batch: interactive chat at ${rate} req/s for ${seconds} s, alone then beside a ${lines}-line batch (BATCH_CONCURRENCY ${concurrency}); simulated provider latency ${latencyMs} ms; embedded host`);
+  console.log(`bench:batch: interactive chat at ${rate} req/s, ${rounds} rounds of ${seconds} s alone then ${seconds} s beside a ${lines}-line batch (BATCH_CONCURRENCY ${concurrency}); simulated provider latency ${latencyMs} ms; embedded host`);
   // Warm-up: connections, JIT, the key in cache.
   await interactive(pool, user.testKey).catch(() => undefined);
-
-  const alone = await interactive(pool, user.testKey);
   const text = Array.from({ length: lines }, (_, i) => JSON.stringify({ custom_id: `b-${i}`, method: "POST", url: "/v1/chat/completions", body: { model: "simulated-chat", messages: [{ role: "user", content: `batch line ${i}` }], max_tokens: 16 } })).join("\n");
   const file = await sdk.files.create({ file: await toFile(Buffer.from(text), "bench.jsonl"), purpose: "batch" });
-  const batch = await sdk.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
-  // Until the batch runs at its pace.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const atStart = (await sdk.batches.retrieve(batch.id)).request_counts!.completed;
-  const beside = await interactive(pool, user.testKey);
-  const after = await sdk.batches.retrieve(batch.id);
-  const answered = after.request_counts!.completed - atStart;
-  await sdk.batches.cancel(batch.id);
 
-  const a = summarize(alone.latencies);
-  const b = summarize(beside.latencies);
+  const cpu = { alone: 0, beside: 0 };
+  const alone: number[] = [];
+  const beside: number[] = [];
+  const failures = { alone: 0, beside: 0 };
+  let answered = 0;
   console.log("");
-  console.log("phase              requests  failures  p50        p99");
-  console.log(`interactive alone  ${String(a.count).padEnd(8)}  ${String(alone.failures).padEnd(8)}  ${fmt(a.p50).padEnd(9)}  ${fmt(a.p99)}`);
-  console.log(`beside the batch   ${String(b.count).padEnd(8)}  ${String(beside.failures).padEnd(8)}  ${fmt(b.p50).padEnd(9)}  ${fmt(b.p99)}`);
+  console.log("round  phase              requests  failures  p50        p99");
+  const row = (round: number, phase: string, r: { latencies: number[]; failures: number }) => {
+    const s = summarize(r.latencies);
+    console.log(`${String(round).padEnd(5)}  ${phase.padEnd(17)}  ${String(s.count).padEnd(8)}  ${String(r.failures).padEnd(8)}  ${fmt(s.p50).padEnd(9)}  ${fmt(s.p99)}`);
+  };
+  for (let round = 1; round <= rounds; round++) {
+    let cpuFrom = troupeCpuMs();
+    const a = await interactive(pool, user.testKey);
+    cpu.alone += troupeCpuMs() - cpuFrom;
+    row(round, "interactive alone", a);
+    alone.push(...a.latencies);
+    failures.alone += a.failures;
+    const batch = await sdk.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    // Until the batch runs at its pace.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const atStart = (await sdk.batches.retrieve(batch.id)).request_counts!.completed;
+    cpuFrom = troupeCpuMs();
+    const b = await interactive(pool, user.testKey);
+    cpu.beside += troupeCpuMs() - cpuFrom;
+    const after = await sdk.batches.retrieve(batch.id);
+    answered += after.request_counts!.completed - atStart;
+    await sdk.batches.cancel(batch.id);
+    row(round, "beside the batch", b);
+    beside.push(...b.latencies);
+    failures.beside += b.failures;
+    // The cancelled batch writes its output file: not inside the next alone phase.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+
+  const a = summarize(alone);
+  const b = summarize(beside);
   console.log("");
-  console.log(`p99 ratio (beside / alone): ${(b.p99 / a.p99).toFixed(2)}; batch lines answered during the second phase: ${answered} (${(answered / seconds).toFixed(0)}/s), batch status then ${after.status}`);
-  console.log(JSON.stringify({ bench: "batch-interactive", rate, seconds, lines, concurrency, latency_ms: latencyMs, alone: { ...a, failures: alone.failures }, beside: { ...b, failures: beside.failures }, p99_ratio: b.p99 / a.p99, batch_lines_during: answered }));
+  console.log("all rounds         requests  failures  p50        p99");
+  console.log(`interactive alone  ${String(a.count).padEnd(8)}  ${String(failures.alone).padEnd(8)}  ${fmt(a.p50).padEnd(9)}  ${fmt(a.p99)}`);
+  console.log(`beside the batch   ${String(b.count).padEnd(8)}  ${String(failures.beside).padEnd(8)}  ${fmt(b.p50).padEnd(9)}  ${fmt(b.p99)}`);
+  console.log("");
+  console.log(`p99 ratio (beside / alone): ${(b.p99 / a.p99).toFixed(2)}; batch lines answered during the beside phases: ${answered} (${(answered / (seconds * rounds)).toFixed(0)}/s)`);
+  const perSecond = (ms: number) => ms / (seconds * rounds);
+  console.log(`Troupe CPU (all threads): alone ${perSecond(cpu.alone).toFixed(0)} ms/s, beside the batch ${perSecond(cpu.beside).toFixed(0)} ms/s; the batch's: ${((cpu.beside - cpu.alone) / Math.max(1, answered)).toFixed(2)} ms a line`);
+  console.log(JSON.stringify({ bench: "batch-interactive", cpu_ms: cpu, rate, seconds, rounds, lines, concurrency, latency_ms: latencyMs, alone: { ...a, failures: failures.alone }, beside: { ...b, failures: failures.beside }, p99_ratio: b.p99 / a.p99, batch_lines_during: answered }));
   await pool.close();
 } finally {
   troupe.stop();

@@ -47,6 +47,7 @@ export type CreateBatchInput = z.input<typeof createBatchInput>;
 const callerInput = z.object({ organization_id: z.string(), environment_id: z.string() });
 const leaseInput = z.object({ epoch: z.string(), max: z.number().int().min(1).max(1000) });
 const answeredInput = z.object({ epoch: z.string(), index: z.number().int().min(0), ok: z.boolean() });
+const answeredManyInput = z.object({ epoch: z.string(), answers: z.array(z.object({ index: z.number().int().min(0), ok: z.boolean() })).min(1).max(1000) });
 const releaseInput = z.object({ index: z.number().int().min(0), pause: z.enum(["budget_exceeded"]).nullable() });
 const finalizedInput = z.object({ output_file_id: z.string().nullable(), error_file_id: z.string().nullable() });
 
@@ -99,6 +100,25 @@ export function createBatchActor(deps: BatchActorDeps) {
   const batchOf = (ctx: Ctx): BatchData => {
     if (!ctx.state.batch) throw notFound(ctx.id);
     return ctx.state.batch;
+  };
+
+  /** Counts each stored answer once, frees its lease, and finalizes the batch when the last line is answered. */
+  const countAnswers = (ctx: Ctx, answers: ReadonlyArray<{ index: number; ok: boolean }>): { status: BatchData["status"] } => {
+    const b = batchOf(ctx);
+    const done = new Set(answers.map((a) => a.index));
+    b.leased = b.leased.filter((l) => !done.has(l.index));
+    for (const { index, ok } of answers) {
+      if (index >= b.total || isAnswered(b.answered, index)) continue;
+      b.answered = markAnswered(b.answered, b.total, index);
+      if (ok) b.completed += 1;
+      else b.failed += 1;
+    }
+    if (b.status === "in_progress" && b.completed + b.failed === b.total) {
+      b.status = "finalizing";
+      b.finalizing_at = seconds(ctx.clock.now());
+    }
+    announce(ctx, b, false);
+    return { status: b.status };
   };
 
   return defineActor({
@@ -188,28 +208,21 @@ export function createBatchActor(deps: BatchActorDeps) {
       /** A line's answer is stored: count it (once), free its lease, and finalize when it was the last. */
       answered: {
         input: answeredInput,
-        run: async (ctx, input) => {
-          const b = batchOf(ctx);
-          b.leased = b.leased.filter((l) => l.index !== input.index);
-          if (input.index < b.total && !isAnswered(b.answered, input.index)) {
-            b.answered = markAnswered(b.answered, b.total, input.index);
-            if (input.ok) b.completed += 1;
-            else b.failed += 1;
-          }
-          if (b.status === "in_progress" && b.completed + b.failed === b.total) {
-            b.status = "finalizing";
-            b.finalizing_at = seconds(ctx.clock.now());
-          }
-          announce(ctx, b, false);
-          return { status: b.status };
-        },
+        run: async (ctx, input) => countAnswers(ctx, [input]),
+      },
+      /** The same for several stored answers in one turn: the runner reports lines that finished together at once, one state write for all. */
+      answeredMany: {
+        input: answeredManyInput,
+        run: async (ctx, input) => countAnswers(ctx, input.answers),
       },
       /** A line that could not start: back to the next lease; with `pause`, the batch stops starting lines until the watchdog tries again. */
       release: {
         input: releaseInput,
         run: async (ctx, input) => {
           const b = batchOf(ctx);
-          for (const lease of b.leased) if (lease.index === input.index) lease.epoch = "";
+          // Cancelling: the line never runs again, so its lease goes (a lease left unheld would keep the batch from ending).
+          if (b.status === "cancelling") b.leased = b.leased.filter((l) => l.index !== input.index);
+          else for (const lease of b.leased) if (lease.index === input.index) lease.epoch = "";
           if (input.pause && b.status === "in_progress") b.paused = input.pause;
           announce(ctx, b, false);
           return { status: b.status, paused: b.paused };

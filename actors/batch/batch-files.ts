@@ -9,6 +9,8 @@ import type { DataStore, StoreOp } from "../../core/data-store.ts";
 
 /** Lines per stored page: 500 lines of a typical chat request is ~100 KB. */
 export const pageLines = 500;
+/** Decoded pages a line reader keeps (see `lineReader`). */
+const keptPages = 2;
 
 export const batchFileSchema = z.object({
   id: z.string(),
@@ -43,6 +45,9 @@ export interface FileOwner {
   environment_id: string;
 }
 
+/** Lets the I/O already queued (interactive requests) run before the next slice of a large read or write. */
+const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export const newFileId = (): string => `file-${randomBytes(12).toString("hex")}`;
 
 export class BatchFiles {
@@ -54,7 +59,11 @@ export class BatchFiles {
     this.now = now;
   }
 
-  /** Stores a file whole (one atomic write: the head, its pages and its index entries); `id` given for output files, so a retried finalize writes the same file. */
+  /**
+   * Stores a file: an upload in one atomic write (the head, its pages and its
+   * index entries); an output file (`id` given, so a retried finalize writes
+   * the same file) page by page, visible once its head is written last.
+   */
   async put(owner: FileOwner, input: { id?: string; filename: string; purpose: BatchFile["purpose"]; lines: readonly string[]; bytes: number; expiresAt?: number | null }): Promise<BatchFile> {
     const nowMs = this.now();
     const file: StoredBatchFile = {
@@ -72,9 +81,21 @@ export class BatchFiles {
       lines: input.lines.length,
     };
     const ops: StoreOp[] = [{ op: "put", key: keys.file(file.id), value: file }];
-    for (let page = 0; page * pageLines < input.lines.length; page++) ops.push({ op: "put", key: keys.page(file.id, page), value: input.lines.slice(page * pageLines, (page + 1) * pageLines) });
+    const pageOps: StoreOp[] = [];
+    for (let page = 0; page * pageLines < input.lines.length; page++) pageOps.push({ op: "put", key: keys.page(file.id, page), value: input.lines.slice(page * pageLines, (page + 1) * pageLines) });
     ops.push({ op: "index", key: keys.env(owner.environment_id), member: file.id, score: nowMs }, { op: "index", key: keys.org(owner.organization_id), member: file.id, score: nowMs });
-    await this.store.apply(ops);
+    if (input.id === undefined) {
+      await this.store.apply([...ops, ...pageOps]);
+    } else {
+      // An output file (its id is the batch's): a page a write, the event loop turning in between, then the head and
+      // index entries, which make it visible. One write of a 50,000-line output held the loop for its whole encoding,
+      // beside interactive calls; a finalize retried after a crash in between writes the same pages again.
+      for (const op of pageOps) {
+        await this.store.apply([op]);
+        await yieldToIo();
+      }
+      await this.store.apply(ops);
+    }
     return publicFile(file);
   }
 
@@ -89,6 +110,34 @@ export class BatchFiles {
   async line(id: string, index: number): Promise<string | undefined> {
     const page = z.array(z.string()).safeParse(await this.store.get(keys.page(id, Math.floor(index / pageLines))));
     return page.success ? page.data[index % pageLines] : undefined;
+  }
+
+  /**
+   * A reader of one file's lines that keeps the last pages it decoded: a
+   * batch's runner reads its lines in order, and decoding a 500-line page
+   * (~100 KB) for each line was most of a line's own CPU, taken from the
+   * interactive calls beside it. Input files never change once stored; a
+   * file deleted while its batch runs still gives the lines of a page
+   * already read, and "missing" for the next pages.
+   */
+  lineReader(id: string): (index: number) => Promise<string | undefined> {
+    const pages = new Map<number, Promise<readonly string[] | undefined>>();
+    return async (index) => {
+      const number = Math.floor(index / pageLines);
+      let page = pages.get(number);
+      if (!page) {
+        page = this.store.get(keys.page(id, number)).then((value) => {
+          const parsed = z.array(z.string()).safeParse(value);
+          return parsed.success ? parsed.data : undefined;
+        });
+        pages.set(number, page);
+        // A failed read is not kept: the line runs again later and reads again.
+        page.catch(() => pages.delete(number));
+        // Two pages: the one the cursor is in and the next, when the leased lines straddle them; older ones are not read again.
+        for (const old of pages.keys()) if (pages.size > keptPages) pages.delete(old);
+      }
+      return (await page)?.[index % pageLines];
+    };
   }
 
   /** The file's bytes: its lines, each ended by a newline. */
@@ -123,11 +172,17 @@ export class BatchFiles {
     await this.store.apply([{ op: "put", key: keys.result(batchId, index), value: result }]);
   }
 
+  /** Records several lines' answers in one write (the runner's answer groups). */
+  async putResults(batchId: string, answers: ReadonlyArray<{ index: number; result: LineResult }>): Promise<void> {
+    await this.store.apply(answers.map(({ index, result }): StoreOp => ({ op: "put", key: keys.result(batchId, index), value: result })));
+  }
+
   /** The answers of lines 0..total-1, in order (undefined: not answered). */
   async results(batchId: string, total: number): Promise<Array<LineResult | undefined>> {
     const out: Array<LineResult | undefined> = [];
     // Read in slices: a 50,000-line batch is not one 50,000-key read.
     for (let from = 0; from < total; from += pageLines) {
+      if (from > 0) await yieldToIo();
       const values = await this.store.getMany(Array.from({ length: Math.min(pageLines, total - from) }, (_, i) => keys.result(batchId, from + i)));
       for (const v of values) {
         const parsed = lineResultSchema.safeParse(v);

@@ -13,6 +13,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "../../core/log.ts";
 import { callActor, type ActorHost } from "../host.ts";
 import { needsFiles, type BatchActorDefinition } from "./batch-actor.ts";
+import { AnswerReporter } from "./answer-reporter.ts";
 import type { BatchFiles } from "./batch-files.ts";
 import type { BatchData } from "./types.ts";
 
@@ -38,6 +39,9 @@ export interface BatchRunnerDeps {
   busy(): boolean;
   log: Logger;
 }
+
+/** How long a stored answer may wait for others to be counted with it: a model call's time, short beside a batch's hours. */
+const reportWindowMs = 25;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
@@ -72,17 +76,42 @@ export class BatchRunner {
 
   private async drive(batchId: string): Promise<void> {
     const { host, batch: definition, concurrency } = this.deps;
+    /** Lines leased and not yet through their model call: what `concurrency` bounds, so the next lines start while answers wait for their group. */
     const inFlight = new Set<Promise<void>>();
+    /** Answers waiting to be stored and counted. */
+    const reporting = new Set<Promise<void>>();
+    let readLine: ((index: number) => Promise<string | undefined>) | undefined;
+    const reporter = new AnswerReporter(
+      async (answers) => {
+        // The answers are stored before they are counted: a crash in between re-runs those lines, whose second answers overwrite the first.
+        await this.deps.files.putResults(batchId, answers);
+        await callActor(host, definition, batchId, "answeredMany", { epoch: this.epoch, answers: answers.map((a) => ({ index: a.index, ok: a.result.ok })) });
+      },
+      () => inFlight.size,
+      { windowMs: reportWindowMs, maxGroup: concurrency },
+    );
+    const track = (report: Promise<void>) => {
+      reporting.add(report);
+      void report.finally(() => reporting.delete(report));
+    };
     for (;;) {
       if (this.stopped) break;
-      const free = concurrency - inFlight.size;
+      // Lines leased and not yet counted stay under twice the concurrency (those in their model call, and the answers
+      // waiting for their group): they are what a kill makes run again (docs/api/batches.md).
+      const free = Math.min(concurrency - inFlight.size, 2 * concurrency - inFlight.size - reporting.size);
       const { batch, indices } = free > 0 ? await callActor(host, definition, batchId, "lease", { epoch: this.epoch, max: free }) : { batch: undefined, indices: [] };
+      if (batch && !readLine) readLine = this.deps.files.lineReader(batch.input_file_id);
       for (const index of indices) {
-        const line = this.runOne(batchId, batch!, index).finally(() => inFlight.delete(line));
+        const line = this.runOne(batchId, batch!, index, readLine!, reporter, track).finally(() => inFlight.delete(line));
         inFlight.add(line);
       }
       if (indices.length > 0 && inFlight.size < concurrency) continue;
       if (inFlight.size === 0) {
+        // The last answers counted first: the next lease then sees the batch as they left it (finalizing, or lines left).
+        if (reporting.size > 0) {
+          await Promise.allSettled([...reporting]);
+          continue;
+        }
         if (batch && needsFiles(batch)) await this.finalize(batch);
         if (batch?.status === "cancelling") {
           // Lines leased before the cancel and answered since: the actor now sees no lease left.
@@ -94,15 +123,17 @@ export class BatchRunner {
       await Promise.race(inFlight);
     }
     await Promise.allSettled([...inFlight]);
+    await Promise.allSettled([...reporting]);
   }
 
-  private async runOne(batchId: string, batch: BatchData, index: number): Promise<void> {
-    const { host, batch: definition, files } = this.deps;
+  /** Runs one line's model call; its answer goes to `reporter`, whose pending report `track` is given (the line is done with its slot then). */
+  private async runOne(batchId: string, batch: BatchData, index: number, readLine: (index: number) => Promise<string | undefined>, reporter: AnswerReporter, track: (report: Promise<void>) => void): Promise<void> {
+    const { host, batch: definition } = this.deps;
     await this.acquire();
     try {
       // Cancelled since the lease: the line never starts.
       if (this.stopped) return;
-      const line = await files.line(batch.input_file_id, index);
+      const line = await readLine(index);
       const outcome = line === undefined ? missingLine(index) : await this.deps.runLine(batch, index, line);
       if (outcome.kind === "budget") {
         await callActor(host, definition, batchId, "release", { index, pause: "budget_exceeded" });
@@ -113,9 +144,12 @@ export class BatchRunner {
         await callActor(host, definition, batchId, "release", { index, pause: null });
         return;
       }
-      // The answer is stored before it is counted: a crash in between re-runs the line, whose second answer overwrites the first.
-      await files.putResult(batchId, index, { ok: outcome.ok, custom_id: outcome.custom_id, text: outcome.text });
-      await callActor(host, definition, batchId, "answered", { epoch: this.epoch, index, ok: outcome.ok });
+      track(
+        reporter.report(index, { ok: outcome.ok, custom_id: outcome.custom_id, text: outcome.text }).catch(async (error: unknown) => {
+          this.deps.log.warn("batch answers could not be stored or counted; those lines run again", { batch_id: batchId, index, error });
+          await callActor(host, definition, batchId, "release", { index, pause: null }).catch(() => undefined);
+        }),
+      );
     } catch (error) {
       this.deps.log.warn("batch line failed on our side; it runs again", { batch_id: batchId, index, error });
       await callActor(host, definition, batchId, "release", { index, pause: null }).catch(() => undefined);

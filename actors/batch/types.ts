@@ -24,6 +24,21 @@ export const batchErrorSchema = z.object({ code: z.string(), message: z.string()
 /** A line handed to a runner; `epoch` names the runner (one per process), so a restarted process re-leases what the old one held. */
 const leaseSchema = z.object({ index: z.number().int().min(0), epoch: z.string() });
 
+/** When the batch entered each status: seconds since the epoch, as OpenAI stamps them; stored and shown alike. */
+const batchTimestampsShape = {
+  created_at: z.number().int(),
+  in_progress_at: z.number().int().nullable(),
+  expires_at: z.number().int(),
+  finalizing_at: z.number().int().nullable(),
+  completed_at: z.number().int().nullable(),
+  failed_at: z.number().int().nullable(),
+  expired_at: z.number().int().nullable(),
+  cancelling_at: z.number().int().nullable(),
+  cancelled_at: z.number().int().nullable(),
+};
+type BatchTimestamps = { [K in keyof typeof batchTimestampsShape]: z.infer<(typeof batchTimestampsShape)[K]> };
+const batchTimestampNames = Object.keys(batchTimestampsShape) as (keyof BatchTimestamps)[];
+
 export const batchDataSchema = z.object({
   id: z.string(),
   /** Which API created it: the answers are shaped for it. */
@@ -49,16 +64,7 @@ export const batchDataSchema = z.object({
   errors: z.array(batchErrorSchema).nullable(),
   output_file_id: z.string().nullable(),
   error_file_id: z.string().nullable(),
-  // Seconds since the epoch, as OpenAI stamps them.
-  created_at: z.number().int(),
-  in_progress_at: z.number().int().nullable(),
-  expires_at: z.number().int(),
-  finalizing_at: z.number().int().nullable(),
-  completed_at: z.number().int().nullable(),
-  failed_at: z.number().int().nullable(),
-  expired_at: z.number().int().nullable(),
-  cancelling_at: z.number().int().nullable(),
-  cancelled_at: z.number().int().nullable(),
+  ...batchTimestampsShape,
   /** The final event went to the webhooks (retried by the watchdog until it did). */
   event_published: z.boolean(),
 });
@@ -80,15 +86,7 @@ export const openAiBatchSchema = z.object({
   status: batchStatusSchema,
   output_file_id: z.string().nullable(),
   error_file_id: z.string().nullable(),
-  created_at: z.number().int(),
-  in_progress_at: z.number().int().nullable(),
-  expires_at: z.number().int(),
-  finalizing_at: z.number().int().nullable(),
-  completed_at: z.number().int().nullable(),
-  failed_at: z.number().int().nullable(),
-  expired_at: z.number().int().nullable(),
-  cancelling_at: z.number().int().nullable(),
-  cancelled_at: z.number().int().nullable(),
+  ...batchTimestampsShape,
   request_counts: z.object({ total: z.number().int(), completed: z.number().int(), failed: z.number().int() }),
   metadata: z.record(z.string(), z.string()).nullable(),
   /** Troupe's: why an in-progress batch is not starting lines (null: it is). */
@@ -107,19 +105,16 @@ export function toOpenAiBatch(b: BatchData): OpenAiBatch {
     status: b.status,
     output_file_id: b.output_file_id,
     error_file_id: b.error_file_id,
-    created_at: b.created_at,
-    in_progress_at: b.in_progress_at,
-    expires_at: b.expires_at,
-    finalizing_at: b.finalizing_at,
-    completed_at: b.completed_at,
-    failed_at: b.failed_at,
-    expired_at: b.expired_at,
-    cancelling_at: b.cancelling_at,
-    cancelled_at: b.cancelled_at,
+    ...batchTimestamps(b),
     request_counts: { total: b.total, completed: b.completed, failed: b.failed },
     metadata: b.metadata,
     troupe_paused: b.paused,
   };
+}
+
+/** The status timestamps of a stored batch, copied by name from the one list of them. */
+function batchTimestamps(b: BatchData): BatchTimestamps {
+  return Object.fromEntries(batchTimestampNames.map((name) => [name, b[name]])) as BatchTimestamps;
 }
 
 /** Bit `i` of a base64 bitmap. */

@@ -95,6 +95,21 @@ t.test("cancel: no lease after it; ends cancelled once the leased lines are answ
   t.same(publisher.events.map((e) => e.type), ["batch.cancelled"]);
 });
 
+t.test("cancel while a leased line is being released (a budget refusal): the batch still ends cancelled", async (t) => {
+  const { host, actor, publisher, create } = await setup(t);
+  await create("batch_r", 10);
+  await callActor(host, actor, "batch_r", "lease", { epoch: "e", max: 2 });
+  await callActor(host, actor, "batch_r", "cancel", caller);
+  // The runner's two lines were refused their reservation after the cancel: they give their leases back.
+  await callActor(host, actor, "batch_r", "release", { index: 0, pause: "budget_exceeded" });
+  await callActor(host, actor, "batch_r", "release", { index: 1, pause: null });
+  const after = await callActor(host, actor, "batch_r", "lease", { epoch: "e", max: 1 });
+  t.same(after.batch?.leased, [], "no lease is left to wait for");
+  const ended = await callActor(host, actor, "batch_r", "finalized", { output_file_id: null, error_file_id: null });
+  t.equal(ended.status, "cancelled");
+  t.same(publisher.events.map((e) => e.type), ["batch.cancelled"]);
+});
+
 t.test("past its completion window a batch expires, keeping what was answered", async (t) => {
   const { host, actor, publisher, create, advance } = await setup(t);
   await create("batch_e", 4);

@@ -64,6 +64,13 @@ t.test("a 1,000-line batch on a fake provider: 1,000 calls at the fake, every li
   t.same(done.request_counts, { total: 1000, completed: 1000, failed: 0 });
   t.same(done.metadata, { run: "fake" });
   t.ok(done.completed_at && done.in_progress_at && done.finalizing_at, "timestamps set");
+  t.ok(done.created_at <= done.in_progress_at! && done.in_progress_at! <= done.finalizing_at! && done.finalizing_at! <= done.completed_at!, "in status order");
+  t.equal(done.expires_at, done.created_at + 24 * 3600, "expires at the end of the completion window");
+  t.strictSame(
+    { failed_at: done.failed_at, expired_at: done.expired_at, cancelling_at: done.cancelling_at, cancelled_at: done.cancelled_at },
+    { failed_at: null, expired_at: null, cancelling_at: null, cancelled_at: null },
+    "the statuses it never entered are null, and every timestamp is shown",
+  );
   t.equal(done.error_file_id, null, "no error file");
   t.equal(chatCalls() - before, 1000, "exactly 1,000 calls reached the fake");
   const lines = await outputLines(sdk, done.output_file_id);

@@ -1,0 +1,92 @@
+// What keeps a batch's own CPU off the interactive calls beside it
+// (docs/api/batches.md, "Priority"): a line reader that decodes each stored
+// page once, answers reported to the actor in groups (one write and one turn
+// for lines that finish together), and the actor counting a group as it
+// counts single answers — once per line, whatever the repeats.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import t from "tap";
+import { eraseDefinition } from "../../../actors/actor.ts";
+import { AnswerReporter, type StoredAnswer } from "../../../actors/batch/answer-reporter.ts";
+import { createBatchActor } from "../../../actors/batch/batch-actor.ts";
+import { BatchFiles, pageLines } from "../../../actors/batch/batch-files.ts";
+import { callActor } from "../../../actors/host.ts";
+import { EmbeddedActorHost } from "../../../actors/hosts/embedded/embedded-host.ts";
+import { systemClock } from "../../../core/clock.ts";
+import { createLogger } from "../../../core/log.ts";
+import { EmbeddedDataStore } from "../../../tenancy/embedded-data-store.ts";
+
+const owner = { organization_id: "org_1", environment_id: "env_1" };
+
+/** The embedded store, counting its reads. */
+class CountingStore extends EmbeddedDataStore {
+  reads = 0;
+  override async get(key: string): Promise<unknown> {
+    this.reads += 1;
+    return super.get(key);
+  }
+}
+
+t.test("a line reader reads each page of the file once, in order, and says when a line is not there", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-batch-lines-"));
+  const store = new CountingStore(dir, systemClock);
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const files = new BatchFiles(store, () => Date.now());
+  const total = pageLines * 2 + 7;
+  const lines = Array.from({ length: total }, (_, i) => `{"line":${i}}`);
+  const file = await files.put(owner, { filename: "in.jsonl", purpose: "batch", lines, bytes: 1 });
+  const read = files.lineReader(file.id);
+  const got: Array<string | undefined> = [];
+  for (let i = 0; i < total; i++) got.push(await read(i));
+  t.same(got, lines, "every line, in order");
+  t.equal(store.reads, 3, "three pages, three reads");
+  t.equal(await read(total), undefined, "past the end: no line");
+  t.equal(await read(3), lines[3], "an earlier page is read again when asked");
+});
+
+t.test("answers arriving together go as one group: at maxGroup, when no other line is running, else after the window", async (t) => {
+  const sent: number[][] = [];
+  let running = 5;
+  // The group is handed over synchronously (the send starts at once), so what was sent can be read right after a report.
+  const reporter = new AnswerReporter(async (answers: readonly StoredAnswer[]) => void sent.push(answers.map((a) => a.index)), () => running, { windowMs: 40, maxGroup: 3 });
+  const result = { ok: true, custom_id: "c", text: "{}" };
+  await Promise.all([reporter.report(0, result), reporter.report(1, result), reporter.report(2, result)]);
+  t.same(sent, [[0, 1, 2]], "three answers, a group of at most three: sent at the third");
+  running = 1;
+  const alone = reporter.report(3, result);
+  t.same(sent[1], [3], "no other line running: sent at once, not after the window");
+  await alone;
+  running = 2;
+  const started = performance.now();
+  await reporter.report(5, result);
+  const waited = performance.now() - started;
+  t.same(sent[2], [5], "another line still running: the lone answer waited, then went alone");
+  t.ok(waited >= 30, `it waited for the window (${waited.toFixed(1)} ms)`);
+  const failing = new AnswerReporter(async () => Promise.reject(new Error("store down")), () => 1, { windowMs: 40, maxGroup: 8 });
+  await t.rejects(failing.report(9, result), /store down/, "a group that cannot be stored fails each of its lines");
+});
+
+t.test("answeredMany counts each line once, frees its leases and finalizes at the last", async (t) => {
+  const clock = { now: () => Date.parse("2026-12-01T12:00:00.000Z") };
+  const actor = createBatchActor({ kick: () => undefined, watchdogMs: 3_600_000 });
+  const host = new EmbeddedActorHost({ dataDir: mkdtempSync(join(tmpdir(), "troupe-batch-many-")), idleTimeoutMs: 60_000, clock, log: createLogger("silent") });
+  host.register([eraseDefinition(actor)]);
+  await host.start();
+  t.teardown(() => host.stop());
+  const key = { id: "key_1", name: "k", display_prefix: "trp_test_x", scopes: [], live: false, environment_id: "env_1", project_id: "prj_1", organization_id: "org_1", rate_limit_per_minute: 600, token_limit_per_minute: null, models: null, max_concurrent: null, created_at: "2026-12-01T00:00:00.000Z", last_used_at: null, revoked_at: null };
+  await callActor(host, actor, "batch_m", "create", { api: "openai", key, endpoint: "/v1/chat/completions", input_file_id: "file-1", completion_window: "24h", metadata: null, total: 4, errors: null, window_ms: 24 * 3600_000 });
+  t.same((await callActor(host, actor, "batch_m", "lease", { epoch: "e", max: 4 })).indices, [0, 1, 2, 3]);
+  const first = await callActor(host, actor, "batch_m", "answeredMany", { epoch: "e", answers: [{ index: 0, ok: true }, { index: 1, ok: false }, { index: 1, ok: true }] });
+  t.equal(first.status, "in_progress");
+  let b = await callActor(host, actor, "batch_m", "get", owner);
+  t.same([b.completed, b.failed], [1, 1], "line 1 counted once, as its first answer said");
+  t.same(b.leased.map((l) => l.index), [2, 3], "the answered lines' leases are freed");
+  const last = await callActor(host, actor, "batch_m", "answeredMany", { epoch: "e", answers: [{ index: 2, ok: true }, { index: 3, ok: true }, { index: 0, ok: true }] });
+  t.equal(last.status, "finalizing", "the last answers finalize the batch");
+  b = await callActor(host, actor, "batch_m", "get", owner);
+  t.same([b.completed, b.failed, b.leased.length], [3, 1, 0]);
+});
