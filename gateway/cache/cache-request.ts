@@ -2,7 +2,10 @@
 // (caching-router.ts) through the request's async context — the way the
 // key's model allowlist reaches the router (providers/router-allowlist.ts):
 // the route runner sets it once around the handler, so every mount that
-// calls the router is covered without passing anything along. The outcome
+// calls the router is covered without passing anything along. It does so
+// only when something reads it (the project caches, or its organization
+// stored provider keys): an AsyncLocalStorage run costs every promise of the
+// process from then on (route-runner.ts, docs/decisions.md). The outcome
 // goes back the same way: written into the response's headers before the
 // first byte (JSON answers and SSE heads both send `state.headers`).
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -17,6 +20,8 @@ import type { CacheMode, CacheOutcome } from "./types.ts";
 export const cacheModeHeader = "troupe-cache";
 export const cacheTtlHeader = "troupe-cache-ttl";
 export const cacheAgeHeader = "troupe-cache-age";
+/** How a hit matched: `exact` (this key) or `semantic` (semantic-step.ts). */
+export const cacheMatchHeader = "troupe-cache-match";
 
 export interface CacheRequest {
   owner: KeyOwner;
@@ -72,12 +77,17 @@ export function currentCacheRequest(): CacheRequest | undefined {
   return storage.getStore();
 }
 
-/** Says what happened, in the answer's headers (once: a second cached call in one request keeps the first's). */
-export function announce(request: CacheRequest, outcome: CacheOutcome, ageSeconds?: number): void {
+/**
+ * Says what happened, in the answer's headers (once: a second cached call in
+ * one request keeps the first's). An exact hit names its match here; a
+ * semantic one adds its own headers after (announceSemanticHit).
+ */
+export function announce(request: CacheRequest, outcome: CacheOutcome, ageSeconds?: number, match?: "exact"): void {
   if (request.outcome) return;
   request.outcome = outcome;
   const added: [string, string][] = [[cacheModeHeader, outcome]];
   if (ageSeconds !== undefined) added.push([cacheAgeHeader, String(ageSeconds)]);
+  if (match !== undefined) added.push([cacheMatchHeader, match]);
   // A fresh array: the rate-limit headers' array may be shared.
   request.state.headers = [...(request.state.headers ?? []), ...added];
 }

@@ -10,7 +10,8 @@ import { requireRole } from "../../tenancy/access.ts";
 import type { OrganizationService } from "../../tenancy/organizations.ts";
 import { formBodyMaxBytes } from "../body-limits.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
-import { projectCachePatchSchema, projectCacheSettingsSchema } from "./project-cache-settings.ts";
+import { projectCachePatchSchema, projectCacheSettingsSchema, type ProjectCachePatch } from "./project-cache-settings.ts";
+import type { ProjectCacheSettings } from "./types.ts";
 import type { ResponseCache } from "./response-cache.ts";
 
 const cacheRoute = routeGroup({ tag: "projects", auth: "session", maxBodyBytes: formBodyMaxBytes, errors: ["not_found", "forbidden"] });
@@ -19,8 +20,10 @@ const clearedSchema = z.object({ cleared: z.literal(true), entries: z.number().i
 export interface CacheRouteDeps {
   /** Where `semantic_embedding_model` is checked: an embedding model with known dimensions (the vector index needs them). */
   catalogue: Catalogue;
-  /** Removes every exact entry and semantic vector of a project; resolves to the exact entries removed. */
+  /** Removes every exact entry and semantic vector of a project, and tells every replica; resolves to the exact entries removed. */
   clearProject(organizationId: string, projectId: string): Promise<number>;
+  /** Changes a project's settings and tells every replica (their copies are dropped at once). */
+  updateSettings(organizationId: string, projectId: string, patch: ProjectCachePatch): Promise<ProjectCacheSettings>;
 }
 
 /** A 400 naming the field unless `model` is null or an embedding model of the catalogue with known dimensions. */
@@ -49,10 +52,10 @@ export function cacheRoutes(orgs: OrganizationService, cache: ResponseCache, dep
       body: projectCachePatchSchema,
       responses: { 200: projectCacheSettingsSchema },
       handler: async (ctx) => {
-        const { membership } = await orgs.projectFor(ctx.auth.userId, ctx.params.project_id);
+        const { project, membership } = await orgs.projectFor(ctx.auth.userId, ctx.params.project_id);
         requireRole(membership, "admin", "changing the cache settings");
         checkEmbeddingModel(deps.catalogue, ctx.body.semantic_embedding_model);
-        return json(200, await cache.settings.update(ctx.params.project_id, ctx.body));
+        return json(200, await deps.updateSettings(project.organization_id, project.id, ctx.body));
       },
     }),
     defineRoute({

@@ -4,8 +4,9 @@
 // the router boundary, and not per mount: every mount has already
 // translated its body into the one internal request, so one key covers
 // /v1, /openai/v1, /anthropic and /gemini, and each mount's stream writer
-// renders a replay in its own format. Agent turns and the Responses API are
-// given the plain router (docs/guides/caching.md, "What is never cached").
+// renders a replay in its own format. The Responses API is given it for a
+// stateless call only, agent turns never (docs/guides/caching.md, "What is
+// never cached").
 import type { ChatRequest } from "../../providers/chat-request.ts";
 import { currentModelAllowlist, type ModelFilter } from "../../providers/router-allowlist.ts";
 import type { CallContext, ChatCallContext, RoutedEmbedRequest, Router } from "../../providers/router.ts";
@@ -29,7 +30,7 @@ export function cachingRouter(router: Router, cache: ResponseCache): Router {
   };
 
   const served = (plan: CachePlan, entry: CacheEntry): void => {
-    announce(plan.request, "hit", cache.ageSeconds(entry));
+    announce(plan.request, "hit", cache.ageSeconds(entry), "exact");
     cache.metrics.outcome("hit", entryJsonBytes(entry));
   };
 

@@ -1,11 +1,15 @@
 // A project's cache settings (GET/PATCH /v1/projects/{id}/cache), kept in the
 // data store and read on the request path from a per-replica copy that is
-// trusted for a few seconds, as the key cache trusts its keys: a setting
-// changed on one replica is seen here at once and on the others within
-// `freshMs`. Most projects never set anything: their absence is cached too.
+// trusted for a few seconds, as the key cache trusts its keys. A change on
+// one replica is broadcast (cache-invalidation.ts) and every replica drops
+// its copy at once (`forget`); the copy's 5 s freshness bounds one whose
+// message was lost. Most projects never set anything: their absence is
+// cached too. The copy, its freshness and the merge over the defaults are
+// tenancy/project-settings-documents.ts, shared with the request-log settings.
 import { z } from "zod";
 import type { Clock } from "../../core/clock.ts";
 import type { DataStore } from "../../core/data-store.ts";
+import { ProjectSettingsDocuments } from "../../tenancy/project-settings-documents.ts";
 import { defaultProjectCacheSettings, type ProjectCacheSettings } from "./types.ts";
 
 // A day's worth of seconds bounds the default; a year bounds the maximum (an answer older than that is stale for any model).
@@ -24,50 +28,9 @@ export const projectCacheSettingsSchema = z
 export const projectCachePatchSchema = projectCacheSettingsSchema.partial().strict();
 export type ProjectCachePatch = z.infer<typeof projectCachePatchSchema>;
 
-const settingsKey = (projectId: string): string => `project-cache-settings:${projectId}`;
-/** 5 s: a change reaches every replica quickly; a busy project costs one store read per replica per 5 s. */
-const freshMs = 5_000;
-
-export class ProjectCacheSettingsStore {
-  private readonly store: DataStore;
-  private readonly clock: Clock;
-  private readonly copies = new Map<string, { settings: ProjectCacheSettings; readMs: number }>();
-
+/** The document GET/PATCH /v1/projects/{id}/cache read and change; `forget` is called on every replica when one announces a change. */
+export class ProjectCacheSettingsStore extends ProjectSettingsDocuments<ProjectCacheSettings> {
   constructor(store: DataStore, clock: Clock) {
-    this.store = store;
-    this.clock = clock;
-  }
-
-  /** The project's settings: synchronous while this replica's copy is fresh. */
-  settingsOf(projectId: string): ProjectCacheSettings | Promise<ProjectCacheSettings> {
-    const copy = this.copies.get(projectId);
-    if (copy && this.clock.now() - copy.readMs < freshMs) return copy.settings;
-    return this.read(projectId);
-  }
-
-  async update(projectId: string, patch: ProjectCachePatch): Promise<ProjectCacheSettings> {
-    const current = await this.read(projectId);
-    const next = projectCacheSettingsSchema.parse({ ...current, ...patch });
-    await this.store.apply([{ op: "put", key: settingsKey(projectId), value: next }]);
-    this.copies.set(projectId, { settings: next, readMs: this.clock.now() });
-    return next;
-  }
-
-  /** Forgets a project's settings (its organization's deletion). */
-  async remove(projectIds: readonly string[]): Promise<void> {
-    if (projectIds.length === 0) return;
-    await this.store.apply(projectIds.map((id) => ({ op: "delete" as const, key: settingsKey(id) })));
-    for (const id of projectIds) this.copies.delete(id);
-  }
-
-  private async read(projectId: string): Promise<ProjectCacheSettings> {
-    const raw = await this.store.get(settingsKey(projectId));
-    // Over the defaults: settings stored before a setting existed keep their values and take its default.
-    const stored = projectCacheSettingsSchema.safeParse(raw !== null && typeof raw === "object" ? { ...defaultProjectCacheSettings, ...raw } : raw);
-    const settings = stored.success ? stored.data : { ...defaultProjectCacheSettings };
-    this.copies.set(projectId, { settings, readMs: this.clock.now() });
-    // Bounded: a replica serving many projects forgets the oldest copies first.
-    if (this.copies.size > 10_000) this.copies.delete(this.copies.keys().next().value ?? "");
-    return settings;
+    super(store, clock, { key: "project-cache-settings", schema: projectCacheSettingsSchema, defaults: defaultProjectCacheSettings });
   }
 }

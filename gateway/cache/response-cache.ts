@@ -8,7 +8,7 @@ import type { CacheMetrics } from "./cache-metrics.ts";
 import type { KeyOwner } from "./cache-key.ts";
 import { currentCacheRequest, type CacheRequest } from "./cache-request.ts";
 import type { ProjectCacheSettingsStore } from "./project-cache-settings.ts";
-import type { CacheEntry, CachedAnswer, CacheStore } from "./types.ts";
+import type { CacheEntry, CachedAnswer, CacheScope, CacheStore } from "./types.ts";
 
 export interface ResponseCacheDeps {
   store: CacheStore;
@@ -32,8 +32,13 @@ export class ResponseCache {
   private readonly clock: Clock;
   readonly metrics: CacheMetrics;
   private readonly log: Logger;
-  /** Answers being written, by key: an identical request arriving meanwhile waits for the write and hits, instead of calling the provider again. */
-  private readonly writing = new Map<string, Promise<unknown>>();
+  /**
+   * Answers being written, by key: an identical request arriving meanwhile
+   * waits for the write and hits, instead of calling the provider again. A
+   * clear or an organization's deletion (on any replica) deletes the ones
+   * in flight once they land (`discardWrites`): none outlives it.
+   */
+  private readonly writing = new Map<string, { write: Promise<unknown>; scope: CacheScope }>();
 
   constructor(deps: ResponseCacheDeps) {
     this.store = deps.store;
@@ -59,7 +64,7 @@ export class ResponseCache {
     let found: CacheEntry | undefined;
     if (request.mode === "use") {
       const written = this.writing.get(key);
-      if (written) await written;
+      if (written) await written.write;
       // A store that cannot be read is a miss: the cache never fails a call.
       found = await this.store.get(request.owner, key).catch((error: unknown) => {
         this.log.warn("cache read failed", { error: String(error) });
@@ -90,9 +95,29 @@ export class ResponseCache {
       },
       (error: unknown) => this.log.warn("cache write failed", { error: String(error) }),
     );
-    this.writing.set(plan.key, write);
+    this.writing.set(plan.key, { write, scope: entry.scope });
     void write.then(() => {
-      if (this.writing.get(plan.key) === write) this.writing.delete(plan.key);
+      if (this.writing.get(plan.key)?.write === write) this.writing.delete(plan.key);
     });
+  }
+
+  /**
+   * The answers of the organization (of `projectIds` only, when given) still
+   * being written are deleted once written: a clear made meanwhile keeps
+   * none. The delete takes the write's place in `writing`, so an identical
+   * request waiting there reads after the delete, whatever order the store
+   * runs the two in.
+   */
+  discardWrites(organizationId: string, projectIds?: ReadonlySet<string>): void {
+    for (const [key, { write, scope }] of this.writing) {
+      if (scope.organization_id !== organizationId || (projectIds && !projectIds.has(scope.project_id))) continue;
+      const discarded: Promise<void> = write
+        .then(() => this.store.delete(scope, key))
+        .catch((error: unknown) => this.log.warn("cache delete of a discarded write failed", { error: String(error) }))
+        .then(() => {
+          if (this.writing.get(key)?.write === discarded) this.writing.delete(key);
+        });
+      this.writing.set(key, { write: discarded, scope });
+    }
   }
 }

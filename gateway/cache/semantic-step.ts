@@ -10,6 +10,7 @@ import type { ChatRequest } from "../../providers/chat-request.ts";
 import type { UsageContext } from "../../providers/usage.ts";
 import type { EmbeddingUsage } from "../../vectors/org-index.ts";
 import type { KeyOwner } from "./cache-key.ts";
+import { cacheMatchHeader } from "./cache-request.ts";
 import type { SemanticCache, SemanticHit } from "./semantic.ts";
 import type { CacheEntry, CachedAnswer, CacheMode, CacheStore, ProjectCacheSettings } from "./types.ts";
 
@@ -25,8 +26,6 @@ export interface SemanticCallRequest {
 
 /** The embedding model that served a lookup (a hit or a miss: the lookup was billed either way). */
 export const cacheEmbeddingModelHeader = "troupe-cache-embedding-model";
-/** `exact` or `semantic` on a hit. */
-export const cacheMatchHeader = "troupe-cache-match";
 /** A semantic hit's cosine similarity (3 decimals). */
 export const cacheSimilarityHeader = "troupe-cache-similarity";
 

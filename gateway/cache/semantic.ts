@@ -168,6 +168,26 @@ export class SemanticCache {
     return this.deleteScopes(organizationId, () => true);
   }
 
+  /** The (project, model) scopes the organization's vectors are in (of `projectIds` only, when given): what another replica's own index must delete too. */
+  async scopesOf(organizationId: string, projectIds?: readonly string[]): Promise<SemanticScope[]> {
+    const members = await this.registryMembers(organizationId);
+    return members.filter((m) => !projectIds || projectIds.includes(m.projectId)).map((m) => ({ project_id: m.projectId, model: m.model }));
+  }
+
+  /**
+   * Deletes the scopes' vectors from this replica's own index, the registry
+   * untouched: what a replica whose index is not shared (embedded, no
+   * Elasticsearch) does when another replica cleared them.
+   */
+  async deleteScopesHere(organizationId: string, scopes: readonly SemanticScope[]): Promise<number> {
+    let deleted = 0;
+    for (const scope of scopes) {
+      const index = await this.deps.openIndex(scope.model);
+      deleted += await index.deleteOrganization(vectorScope({ organization_id: organizationId, project_id: scope.project_id }));
+    }
+    return deleted;
+  }
+
   private async deleteScopes(organizationId: string, include: (member: RegistryMember) => boolean): Promise<number> {
     const members = (await this.registryMembers(organizationId)).filter(include);
     let deleted = 0;
@@ -217,6 +237,12 @@ export class SemanticCache {
     } while (cursor !== null);
     return members;
   }
+}
+
+/** A project's vectors of one embedding model. */
+export interface SemanticScope {
+  project_id: string;
+  model: string;
 }
 
 interface RegistryMember {

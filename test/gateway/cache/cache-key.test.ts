@@ -124,3 +124,35 @@ t.test("the context digest leaves out only the last user message", async (t) => 
 t.test("canonical JSON", async (t) => {
   t.equal(canonicalJson({ b: 1, a: [2, { d: -0, c: null }], e: undefined }), '{"a":[2,{"c":null,"d":0}],"b":1}', "sorted, -0 as 0, nested null kept, undefined dropped");
 });
+
+t.test("keys are stable: stored entries keep matching across releases", async (t) => {
+  // Pinned digests (as keyVersion 1 has always written them): a change to the canonical form or the hash must bump keyVersion instead.
+  const request = {
+    model: "gpt-4.1-mini",
+    max_tokens: 100,
+    temperature: 0.5,
+    stop: ["b", "a"],
+    messages: [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: 'Quote "this" \\ and\nthat, é 😀 \ud800 \u0001' },
+    ],
+    tools: [{ name: "lookup", description: "Looks up", parameters: { type: "object", properties: { q: { type: "string" }, 'z"k': { type: "number" } } } }],
+  } as ChatRequest;
+  t.equal(chatCacheKey(owner, request, undefined), "bbc0ffee85ccaaf3be516c246a74f6fa4872fa44d940fe115f005f3d3697a758", "a chat key with text to escape, a lone surrogate, a control character");
+  t.equal(embeddingCacheKey(owner, { model: "text-embedding-3-small", input: ["a", "b\u2028"] }), "a01933d2b529a5e60016e021722fb0ebb9dbf7d795e483d90da5197482c6b709", "an embedding key");
+});
+
+t.test("canonical JSON is JSON.stringify with sorted keys", async (t) => {
+  // The reference: a sorted copy written by JSON.stringify (undefined members dropped there too).
+  const sorted = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map((x) => (x === undefined ? null : sorted(x)));
+    if (v === null || typeof v !== "object") return typeof v === "number" && Object.is(v, -0) ? 0 : v;
+    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])]));
+  };
+  const texts = ["", "plain", 'a "quote"', "back\\slash", "new\nline\ttab", "\u0000\u001f", "é ü 漢字", "😀 pair", "\ud800 lone high", "lone low \udc00", "\u2028\u2029", "\u007f del", "</script>"];
+  for (const text of texts) {
+    const value = { text, [text]: 1, list: [text, undefined, -0, 1.5e300, true, null], nested: { b: text, a: [{ y: 1, x: text }] } };
+    // The label in ASCII: a raw U+2028 would break the TAP line.
+    t.equal(canonicalJson(value), JSON.stringify(sorted(value)), JSON.stringify(text).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+  }
+});

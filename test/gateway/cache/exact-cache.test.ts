@@ -40,6 +40,14 @@ t.test("off by default: no header, every call reaches the provider", async (t) =
   t.equal(first.status, 200);
   t.equal(second.headers.get("troupe-cache"), null, "no cache header while the project has it off");
   t.equal(calls("/chat/completions") - before, 2);
+  // The handler runs outside the cache's async context here (route-runner.ts), but the headers are still checked.
+  const mode = await chat("off by default", { "troupe-cache": "sometimes" });
+  t.equal(mode.status, 400, "a malformed troupe-cache header is a 400 while the cache is off too");
+  t.match(mode.text, /troupe-cache/);
+  const ttl = await chat("off by default", { "troupe-cache-ttl": "soon" });
+  t.equal(ttl.status, 400);
+  t.match(ttl.text, /troupe-cache-ttl/);
+  t.equal(calls("/chat/completions") - before, 2, "neither reached the provider");
 });
 
 t.test("turning it on takes an owner or admin; bad settings are a 400 naming the field", async (t) => {
@@ -59,10 +67,12 @@ t.test("miss, then hit with its age; the hit makes no provider call and answers 
   const miss = await chat("What is a haiku?");
   t.equal(miss.status, 200, miss.text);
   t.equal(miss.headers.get("troupe-cache"), "miss");
+  t.equal(miss.headers.get("troupe-cache-match"), null, "a miss names no match");
   t.equal(calls("/chat/completions") - before, 1);
   offsetMs += 3_000;
   const hit = await eventually(() => chat("What is a haiku?"), (r) => r.headers.get("troupe-cache") === "hit");
   t.equal(hit.headers.get("troupe-cache"), "hit");
+  t.equal(hit.headers.get("troupe-cache-match"), "exact", "/v1 JSON hit");
   t.equal(hit.headers.get("troupe-cache-age"), "3", "age in whole seconds on the injected clock");
   t.equal(calls("/chat/completions") - before, 1, "no second provider call");
   t.same(field(hit.body, "content"), field(miss.body, "content"));
@@ -75,6 +85,7 @@ t.test("a stored JSON answer replays as a stream the openai SDK parses (/openai/
   const before = calls("/chat/completions");
   const json = await client.chat.completions.create({ model: "gpt-4.1-mini", messages: [{ role: "user", content: question }], max_tokens: 200 }).withResponse();
   t.equal(json.response.headers.get("troupe-cache"), "miss");
+  t.equal(json.response.headers.get("troupe-cache-match"), null);
   const stored = json.data.choices[0]?.message.content ?? "";
   t.ok(stored.length > 0);
   const streamed = await eventually(
@@ -82,6 +93,7 @@ t.test("a stored JSON answer replays as a stream the openai SDK parses (/openai/
     (r) => r.response.headers.get("troupe-cache") === "hit",
   );
   t.equal(streamed.response.headers.get("troupe-cache"), "hit", "the SSE head says hit");
+  t.equal(streamed.response.headers.get("troupe-cache-match"), "exact", "/openai/v1 stream hit: the SSE head says how it matched");
   let text = "";
   let chunks = 0;
   let finish: string | null | undefined;
@@ -112,16 +124,21 @@ t.test("a stream stored once finished is served as JSON, and the Anthropic SDK p
     (r) => r.response.headers.get("troupe-cache") === "hit",
   );
   t.equal(json.response.headers.get("troupe-cache"), "hit");
+  t.equal(json.response.headers.get("troupe-cache-match"), "exact", "/openai/v1 JSON hit");
   t.equal(json.data.choices[0]?.message.content, text, "the finished stream's text, as JSON");
 
   const anthropic = new Anthropic({ baseURL: `${troupe.url}/anthropic`, apiKey: project.liveKey, maxRetries: 0 });
   const ask = { model: "gpt-4.1-mini", max_tokens: 300, messages: [{ role: "user" as const, content: "Describe the sea." }] };
   const stream = anthropic.messages.stream(ask);
   const final = await stream.finalMessage();
+  t.equal(stream.response?.headers.get("troupe-cache"), "hit");
+  t.equal(stream.response?.headers.get("troupe-cache-match"), "exact", "/anthropic stream hit");
+  const anthropicJson = await anthropic.messages.create(ask).withResponse();
+  t.equal(anthropicJson.response.headers.get("troupe-cache-match"), "exact", "/anthropic JSON hit");
   const block = final.content[0];
   t.equal(block?.type === "text" ? block.text : undefined, text, "the Anthropic mount's replay, parsed by its SDK: the same text");
   t.equal(final.stop_reason, "end_turn");
-  t.equal(calls("/chat/completions") - before, 1, "one provider call for all three mounts' answers");
+  t.equal(calls("/chat/completions") - before, 1, "one provider call for all four answers");
 });
 
 t.test("refresh calls the provider and stores again; bypass neither reads nor stores", async (t) => {
@@ -130,6 +147,7 @@ t.test("refresh calls the provider and stores again; bypass neither reads nor st
   t.equal(first.headers.get("troupe-cache"), "miss");
   const refreshed = await chat("refresh me", { "troupe-cache": "refresh" });
   t.equal(refreshed.headers.get("troupe-cache"), "refresh");
+  t.equal(refreshed.headers.get("troupe-cache-match"), null, "refresh serves nothing stored");
   const bypassed = await chat("refresh me", { "troupe-cache": "bypass" });
   t.equal(bypassed.headers.get("troupe-cache"), "bypass");
   t.equal(calls("/chat/completions") - before, 3, "refresh and bypass both reach the provider");
@@ -167,10 +185,20 @@ t.test("embeddings are cached too", async (t) => {
   const first = await embed();
   t.equal(first.status, 200, first.text);
   t.equal(first.headers.get("troupe-cache"), "miss");
+  t.equal(first.headers.get("troupe-cache-match"), null);
   const second = await eventually(embed, (r) => r.headers.get("troupe-cache") === "hit");
   t.equal(second.headers.get("troupe-cache"), "hit");
+  t.equal(second.headers.get("troupe-cache-match"), "exact", "/v1/embeddings hit");
   t.same(field(second.body, "data"), field(first.body, "data"));
   t.equal(calls("/embeddings") - before, 1);
+  // The compatible mount (its routing is auto, not manual: a key of its own).
+  const compatEmbed = () => troupe.request("POST", "/openai/v1/embeddings", { token: project.liveKey, body: { model: "text-embedding-3-small", input: ["cache me", "and me"] } });
+  const compatMiss = await compatEmbed();
+  t.equal(compatMiss.status, 200, compatMiss.text.slice(0, 300));
+  t.equal(compatMiss.headers.get("troupe-cache-match"), null);
+  const compat = await eventually(compatEmbed, (r) => r.headers.get("troupe-cache") === "hit");
+  t.equal(compat.headers.get("troupe-cache-match"), "exact", "/openai/v1/embeddings hit");
+  t.equal(calls("/embeddings") - before, 2);
 });
 
 t.test("never across environments or organizations", async (t) => {

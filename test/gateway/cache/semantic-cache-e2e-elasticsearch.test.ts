@@ -16,6 +16,7 @@ import { createRouter } from "../../../providers/index.ts";
 import { projectWithLiveKey, startFakeOpenAI } from "../../support/billing.ts";
 import { midMonthClock } from "../../support/mid-month-clock.ts";
 import { signup, startTestTroupe } from "../../support/troupe.ts";
+import { respellingServedByMeaning, settleIndex as settle } from "./semantic-respelling.ts";
 
 t.setTimeout(300_000);
 const url = process.env["ELASTICSEARCH_URL"];
@@ -42,8 +43,6 @@ const chatCalls = () => fake.requests.filter((r) => r.path.endsWith("/chat/compl
 const semanticOn = { enabled: true, semantic_enabled: true, semantic_threshold: SIMULATED_EMBED_THRESHOLD, semantic_embedding_model: "simulated-embed" };
 const question = (content: string, key: string) =>
   troupe.request("POST", "/v1/chat/completions", { token: key, body: { model: "gpt-4.1-mini", routing_strategy: "manual", max_tokens: 200, messages: [{ role: "user", content }] } });
-// An Elasticsearch add is searchable after its refresh (about 1 s).
-const settle = () => new Promise((r) => setTimeout(r, 1_000));
 
 /** A new organization's project with semantic on, its first question asked and a respelling of it served by meaning. */
 async function projectWithVector(t: Test, label: string, asked: string, respellings: readonly string[]) {
@@ -52,17 +51,7 @@ async function projectWithVector(t: Test, label: string, asked: string, respelli
   const on = await troupe.request("PATCH", `/v1/projects/${project.projectId}/cache`, { token: owner.token, body: semanticOn });
   t.equal(on.status, 200, on.text);
   t.equal((await question(asked, project.liveKey)).headers.get("troupe-cache"), "miss");
-  for (const spelling of respellings) {
-    await settle();
-    const before = chatCalls();
-    const answer = await question(spelling, project.liveKey);
-    if (answer.headers.get("troupe-cache") !== "hit") continue;
-    t.equal(answer.headers.get("troupe-cache-match"), "semantic", `${label}: a respelling served by meaning`);
-    t.equal(answer.headers.get("troupe-cache-embedding-model"), "simulated-embed");
-    t.equal(chatCalls() - before, 0, "no provider call");
-    return { owner, project };
-  }
-  t.fail(`${label}: no respelling was served from the cache`);
+  await respellingServedByMeaning(t, label, (spelling) => question(spelling, project.liveKey), respellings, chatCalls);
   return { owner, project };
 }
 

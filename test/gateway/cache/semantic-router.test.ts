@@ -107,7 +107,7 @@ t.test("an exact hit embeds nothing; semantic off embeds nothing", async (t) => 
   await settle();
   const exact = await inRequest(() => router.chat(ask("Who wrote Hamlet?")));
   t.equal(exact.headers["troupe-cache"], "hit");
-  t.equal(exact.headers["troupe-cache-match"], undefined);
+  t.equal(exact.headers["troupe-cache-match"], "exact", "served by the exact cache underneath");
   t.equal(records.length, 1, "only the first request's lookup was embedded");
 
   const off = await setup(t, false);
