@@ -7,7 +7,12 @@
 // and prints, every 5 s, the entries held, the generations and the file's
 // size: after one retention window both stay flat (generations are dropped
 // whole and lmdb reuses their pages).
-// Usage: npm run bench:request-log -- [--entries N] [--queries Q] | [--soak SECONDS [--retention SECONDS]]
+// With --write FLUSHES it instead times the write path as the gateway drives
+// it: FLUSHES batches of --batch entries (default 20; the writer flushes
+// every 500 ms whatever calls ended) at the current time, and prints the
+// main thread's busy time per entry (event-loop utilization: the append's
+// encoding and lmdb puts, not the commit's own thread).
+// Usage: npm run bench:request-log -- [--entries N] [--queries Q] | [--soak SECONDS [--retention SECONDS]] | [--write FLUSHES [--batch B]]
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +22,7 @@ import type { RequestLogEntry } from "../tenancy/request-log-entry.ts";
 import { RequestLogStore, type RequestLogFilter } from "../tenancy/request-log-store.ts";
 
 const { values } = parseArgs({
-  options: { entries: { type: "string", default: "1000000" }, queries: { type: "string", default: "200" }, soak: { type: "string" }, retention: { type: "string", default: "12" } },
+  options: { entries: { type: "string", default: "1000000" }, queries: { type: "string", default: "200" }, soak: { type: "string" }, write: { type: "string" }, batch: { type: "string", default: "20" }, retention: { type: "string", default: "12" } },
 });
 const total = Number(values.entries);
 const queries = Number(values.queries);
@@ -63,6 +68,30 @@ function entry(n: number): RequestLogEntry {
 if (values.soak !== undefined) {
   await soak(Number(values.soak), Number(values.retention));
   process.exit(0);
+}
+
+if (values.write !== undefined) {
+  await write(Number(values.write), Number(values.batch));
+  process.exit(0);
+}
+
+async function write(flushes: number, size: number): Promise<void> {
+  const writeDir = mkdtempSync(join(tmpdir(), "bench-request-log-write-"));
+  const writeStore = new RequestLogStore(writeDir, clock, { retentionMs: 7 * day, maxEntries: 10_000_000 });
+  let n = 0;
+  const batchAt = (): RequestLogEntry[] => Array.from({ length: size }, () => ({ ...entry(n), request_id: `req_write_${n++}`, created_ms: now }));
+  // A warm-up of a tenth, so the figures are the JIT-compiled path's.
+  for (let i = 0; i < Math.max(1, flushes / 10); i++) await writeStore.append(batchAt());
+  const batches = Array.from({ length: flushes }, batchAt);
+  const before = performance.eventLoopUtilization();
+  const t0 = performance.now();
+  for (const b of batches) await writeStore.append(b);
+  const wallMs = performance.now() - t0;
+  const busy = performance.eventLoopUtilization(before);
+  const entries = flushes * size;
+  console.log(`write: ${flushes} flushes of ${size}: main thread ${fmt((busy.active * 1000) / entries, 1)} us/entry busy, ${fmt((wallMs * 1000) / entries, 1)} us/entry wall`);
+  await writeStore.close();
+  rmSync(writeDir, { recursive: true, force: true });
 }
 
 async function soak(seconds: number, retentionS: number): Promise<void> {

@@ -100,3 +100,10 @@ export function pointOf(startMs: number, bucket: readonly number[]): SeriesPoint
     p99_ms: percentileMs(bucket, 0.99),
   };
 }
+
+/** A series from its buckets by start ms: every bucket from `fromMs` to `toMs` present, the missing ones as zeros. */
+export function seriesPoints(buckets: ReadonlyMap<number, readonly number[]>, resolution: Resolution, fromMs: number, toMs: number): SeriesPoint[] {
+  const points: SeriesPoint[] = [];
+  for (let t = bucketStart(fromMs, resolution); t <= toMs; t += bucketMs[resolution]) points.push(pointOf(t, buckets.get(t) ?? emptyBucket()));
+  return points;
+}

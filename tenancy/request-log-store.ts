@@ -25,13 +25,20 @@
 // request id], so a filtered page is one reverse range read per generation.
 // A page reads at most `scanLimit` index rows: a rare combination of filters
 // answers a short page with a cursor instead of walking the whole log.
+//
+// Content (the prompt and the answer, when the project logs it) lives in the
+// entry itself and expires before it: each entry with content has a row
+// ["x", expires ms, project, request id] in its generation; reads never show
+// content past its expiry, and the minute's sweep rewrites such entries
+// without it (metadata only) and removes their rows. A page never carries
+// content; only `get` does.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import type { Clock } from "../core/clock.ts";
 import { decodeCursor, encodeCursor } from "../core/data-store.ts";
-import { addToBucket, bucketMs, bucketStart, emptyBucket, keptMs, mergeBucket, pointOf, resolutions, scopesOf, type Bucket, type Resolution, type SeriesPoint } from "./request-log-aggregates.ts";
-import { entryFromStored, storedEntry, type RequestLogEntry } from "./request-log-entry.ts";
+import { addToBucket, bucketStart, emptyBucket, keptMs, mergeBucket, resolutions, seriesPoints, scopesOf, type Bucket, type Resolution, type SeriesPoint } from "./request-log-aggregates.ts";
+import { entryFromStored, storedEntry, withoutContent, type RequestLogEntry } from "./request-log-entry.ts";
 
 export const generationsPerWindow = 4;
 
@@ -92,6 +99,19 @@ export class RequestLogStore {
   private readonly maxEntries: number;
   private readonly scanLimit: number;
   private lastSweepMs = 0;
+  /**
+   * The spans as last committed, so a flush and a page do not read them from
+   * lmdb each time (two range reads were a fixed cost of every flush). Only
+   * this store writes them. Every change bumps `spanVersion`; any but an
+   * append also clears the copy before its transaction (readers then read
+   * lmdb). An append keeps the copy while it runs (it is what is committed
+   * until it commits), reads it in its transaction only when no other append
+   * is in flight, and puts back what it committed only if no change began
+   * meanwhile (else clears it).
+   */
+  private committedSpans: Span[] | undefined;
+  private spanVersion = 0;
+  private appendsInFlight = 0;
   /** Entries refused because the current generation alone reached maxEntries. */
   dropped = 0;
 
@@ -122,9 +142,20 @@ export class RequestLogStore {
     }
   }
 
-  /** Held generations, oldest first. */
+  /** Held generations, oldest first (copies: a caller may change them in its transaction). */
   private spans(): Span[] {
+    // Never filled here: a read while a change is in flight must not keep the state before it.
+    return this.committedSpans?.map((s) => ({ ...s })) ?? this.storedSpans();
+  }
+
+  private storedSpans(): Span[] {
     return [...this.spanDb.getRange()].map(({ key, value }) => ({ start: key, end: value[0], n: value[1] }));
+  }
+
+  /** Before a write (not an append) that changes the spans: they are read from lmdb until an append puts a committed state back. */
+  private spansChanging(): void {
+    this.committedSpans = undefined;
+    this.spanVersion += 1;
   }
 
   /** The earliest time a read shows: exactly the retention back. */
@@ -170,7 +201,11 @@ export class RequestLogStore {
     const nowMs = this.clock.now();
     const cutoff = this.cutoff(nowMs);
     const buckets = new Map<string, { key: (string | number)[]; bucket: Bucket }>();
-    for (const e of entries) {
+    // The charts count each request once: an entry whose request id is
+    // already stored (a retried append) is not counted again. An entry the
+    // log has no room for, or that is past its retention, is still traffic
+    // and stays in the charts (docs/decisions.md).
+    const count = (e: RequestLogEntry): void => {
       for (const resolution of resolutions) {
         const start = bucketStart(e.created_ms, resolution);
         if (start < nowMs - keptMs[resolution]) continue;
@@ -181,40 +216,83 @@ export class RequestLogStore {
           addToBucket(b.bucket, e);
         }
       }
+    };
+    const version = ++this.spanVersion;
+    let committed: Span[] = [];
+    this.appendsInFlight += 1;
+    try {
+      await this.root.transaction(() => {
+        // Another append in flight may have written spans this transaction sees and the copy does not.
+        const spans = this.appendsInFlight === 1 ? this.spans() : this.storedSpans();
+        committed = spans;
+        let total = spans.reduce((sum, s) => sum + s.n, 0);
+        const written = new Set<Span>();
+        // Built here, in the transaction that sees what is stored: a retried transaction starts it over.
+        buckets.clear();
+        for (const e of entries) {
+          if (e.created_ms < cutoff) {
+            count(e);
+            continue;
+          }
+          const span = this.spanFor(spans, e.created_ms);
+          const db = this.generation(span.start);
+          if (db.doesExist(["e", e.project_id, e.request_id])) continue;
+          count(e);
+          if (total >= this.maxEntries && spans.length === 1 && span.end > nowMs) {
+            this.dropped += 1;
+            continue;
+          }
+          db.put(["e", e.project_id, e.request_id], storedEntry(e));
+          if (e.content) db.put(["x", e.content.expires_ms, e.project_id, e.request_id], 1);
+          db.put(["i", e.project_id, "all", "", e.created_ms, e.request_id], 1);
+          for (const field of indexedFields) {
+            const v = fieldValue(e, field);
+            if (v !== null) db.put(["i", e.project_id, field, v, e.created_ms, e.request_id], 1);
+          }
+          span.n += 1;
+          written.add(span);
+          total += 1;
+        }
+        for (const s of written) this.spanDb.put(s.start, [s.end, s.n]);
+        for (const { key, bucket } of buckets.values()) {
+          const previous = this.aggregates.get(key);
+          if (Array.isArray(previous)) mergeBucket(bucket, previous);
+          else this.aggregates.put(["x", key[0] ?? "", key[2] ?? 0, key[1] ?? ""], true);
+          this.aggregates.put(key, bucket);
+        }
+      });
+      this.committedSpans = this.spanVersion === version ? committed : undefined;
+    } catch (error) {
+      this.committedSpans = undefined;
+      throw error;
+    } finally {
+      this.appendsInFlight -= 1;
     }
+    await this.dropGenerations(nowMs);
+    if (nowMs - this.lastSweepMs >= 60_000) {
+      await this.sweepAggregates(nowMs);
+      await this.sweepContent(nowMs);
+    }
+  }
+
+  /** Rewrites every entry whose content expired by `nowMs` without it; resolves to the entries rewritten. */
+  async sweepContent(nowMs = this.clock.now()): Promise<number> {
+    let swept = 0;
     await this.root.transaction(() => {
-      const spans = this.spans();
-      let total = spans.reduce((sum, s) => sum + s.n, 0);
-      const written = new Set<Span>();
-      for (const e of entries) {
-        if (e.created_ms < cutoff) continue;
-        const span = this.spanFor(spans, e.created_ms);
-        if (total >= this.maxEntries && spans.length === 1 && span.end > nowMs) {
-          this.dropped += 1;
-          continue;
-        }
+      for (const span of this.spans()) {
         const db = this.generation(span.start);
-        if (db.get(["e", e.project_id, e.request_id]) !== undefined) continue;
-        db.put(["e", e.project_id, e.request_id], storedEntry(e));
-        db.put(["i", e.project_id, "all", "", e.created_ms, e.request_id], 1);
-        for (const field of indexedFields) {
-          const v = fieldValue(e, field);
-          if (v !== null) db.put(["i", e.project_id, field, v, e.created_ms, e.request_id], 1);
+        for (const key of [...db.getKeys({ start: ["x", 0], end: ["x", nowMs + 1] })]) {
+          const entryKey = ["e", String(key[2]), String(key[3])];
+          const kept = withoutContent(db.get(entryKey));
+          if (kept) {
+            db.put(entryKey, kept);
+            swept += 1;
+          }
+          db.remove(key);
         }
-        span.n += 1;
-        written.add(span);
-        total += 1;
-      }
-      for (const s of written) this.spanDb.put(s.start, [s.end, s.n]);
-      for (const { key, bucket } of buckets.values()) {
-        const previous = this.aggregates.get(key);
-        if (Array.isArray(previous)) mergeBucket(bucket, previous);
-        else this.aggregates.put(["x", key[0] ?? "", key[2] ?? 0, key[1] ?? ""], true);
-        this.aggregates.put(key, bucket);
       }
     });
-    await this.dropGenerations(nowMs);
-    if (nowMs - this.lastSweepMs >= 60_000) await this.sweepAggregates(nowMs);
+    return swept;
   }
 
   /** Drops generations wholly outside the window, then the oldest ones while more than maxEntries are held (never the current one). */
@@ -224,6 +302,7 @@ export class RequestLogStore {
     let total = held.reduce((sum, s) => sum + s.n, 0);
     for (const { start, end, n } of held) {
       if (end > cutoff && (total <= this.maxEntries || end > nowMs)) continue;
+      this.spansChanging();
       await this.generation(start).drop();
       this.generations.delete(start);
       await this.spanDb.remove(start);
@@ -253,6 +332,7 @@ export class RequestLogStore {
   async eraseOrganization(orgId: string, projectIds: readonly string[]): Promise<number> {
     let erased = 0;
     const scopes = new Set([`org:${orgId}`, ...projectIds.map((p) => `project:${p}`)]);
+    this.spansChanging();
     await this.root.transaction(() => {
       for (const span of this.spans()) {
         const db = this.generation(span.start);
@@ -266,6 +346,7 @@ export class RequestLogStore {
                 removed += 1;
                 const entry = entryFromStored(projectId, String(key[2]), value);
                 if (entry) scopes.add(`key:${entry.api_key_id}`);
+                if (entry?.content) db.remove(["x", entry.content.expires_ms, projectId, entry.request_id]);
               }
               db.remove(key);
             }
@@ -301,7 +382,10 @@ export class RequestLogStore {
     const nowMs = this.clock.now();
     for (const g of this.liveGenerations(nowMs)) {
       const found = entryFromStored(projectId, requestId, this.generation(g).get(["e", projectId, requestId]));
-      if (found) return found.created_ms >= this.cutoff(nowMs) ? found : undefined;
+      if (!found) continue;
+      if (found.created_ms < this.cutoff(nowMs)) return undefined;
+      if (found.content && found.content.expires_ms <= nowMs) delete found.content;
+      return found;
     }
     return undefined;
   }
@@ -332,6 +416,7 @@ export class RequestLogStore {
         last = { ms, id };
         const entry = entryFromStored(projectId, id, db.get(["e", projectId, id]));
         if (!entry || !matches(entry, filter)) continue;
+        delete entry.content;
         if (entries.length === limit) return { entries, nextCursor: encodeCursor(entries[limit - 1]?.created_ms ?? 0, entries[limit - 1]?.request_id ?? "") };
         entries.push(entry);
       }
@@ -341,15 +426,16 @@ export class RequestLogStore {
 
   /** A scope's buckets (`org:<id>` or `project:<id>`) from `fromMs` to `toMs`, every bucket present (empty ones as zeros). */
   series(scope: string, resolution: Resolution, fromMs: number, toMs: number): SeriesPoint[] {
-    const step = bucketMs[resolution];
-    const first = bucketStart(fromMs, resolution);
+    return seriesPoints(this.buckets(scope, resolution, fromMs, toMs), resolution, fromMs, toMs);
+  }
+
+  /** The raw buckets behind `series`, by start ms, only those written to: what another replica adds to its own (tenancy/request-log-series.ts). */
+  buckets(scope: string, resolution: Resolution, fromMs: number, toMs: number): Map<number, Bucket> {
     const found = new Map<number, Bucket>();
-    for (const { key, value } of this.aggregates.getRange({ start: [resolution, scope, first], end: [resolution, scope, toMs + 1] })) {
+    for (const { key, value } of this.aggregates.getRange({ start: [resolution, scope, bucketStart(fromMs, resolution)], end: [resolution, scope, toMs + 1] })) {
       if (Array.isArray(value)) found.set(Number(key[2]), value);
     }
-    const points: SeriesPoint[] = [];
-    for (let t = first; t <= toMs; t += step) points.push(pointOf(t, found.get(t) ?? emptyBucket()));
-    return points;
+    return found;
   }
 
   async close(): Promise<void> {

@@ -12,16 +12,19 @@ import { z } from "zod";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { UsageRecord } from "../providers/usage.ts";
+import type { EntryContent } from "./request-log-content.ts";
 import type { RequestLogEntry } from "./request-log-entry.ts";
 import type { RequestLogStore } from "./request-log-store.ts";
 
 /** What the gateway knows of a call when it ends: the entry's own fields, and the model the request named. */
 export type CallFacts = Pick<
   RequestLogEntry,
-  "request_id" | "created_ms" | "organization_id" | "project_id" | "environment_id" | "api_key_id" | "live" | "method" | "route" | "status" | "error_code" | "latency_ms" | "ttfb_ms"
+  "request_id" | "created_ms" | "organization_id" | "project_id" | "environment_id" | "api_key_id" | "live" | "method" | "route" | "status" | "error_code" | "latency_ms" | "ttfb_ms" | "websocket"
 > & {
   /** The model the request named; the entry's model when no usage was recorded (a failed call). */
   requested_model: string | null;
+  /** The call's content when its project logs it; a promise while the project's setting is read (the flush waits for it). */
+  content?: EntryContent | Promise<EntryContent | undefined> | undefined;
 };
 
 interface UsageSum {
@@ -129,7 +132,8 @@ export class RequestLogWriter {
     const calls = this.calls;
     if (calls.length === 0) return;
     this.calls = [];
-    const entries = calls.map((c) => this.entryOf(c));
+    const contents = await Promise.all(calls.map((c) => c.content));
+    const entries = calls.map((c, i) => this.entryOf(c, contents[i]));
     const stale = this.clock.now() - unclaimedUsageMs;
     for (const [id, u] of this.usage) {
       // Insertion order: the first one still fresh ends the sweep.
@@ -144,12 +148,13 @@ export class RequestLogWriter {
     this.flushing = undefined;
   }
 
-  private entryOf(c: CallFacts): RequestLogEntry {
+  private entryOf(c: CallFacts, content: EntryContent | undefined): RequestLogEntry {
     const u = this.usage.get(c.request_id);
     if (u) this.usage.delete(c.request_id);
-    const { requested_model, ...facts } = c;
+    const { requested_model, content: _pending, ...facts } = c;
     return {
       ...facts,
+      ...(content ? { content } : {}),
       model: u?.model ?? requested_model,
       provider: u?.provider ?? null,
       deployment: u?.deployment ?? null,

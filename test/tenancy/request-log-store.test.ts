@@ -1,7 +1,8 @@
 // The request log's store with an injected clock: entries past the
 // retention window go a generation at a time, the held count never passes
 // maxEntries, a page reads across generations in order, and the aggregates
-// equal the entries they were added from.
+// equal the entries they were added from (a request counted once, even when
+// its entry is appended again).
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,36 +11,20 @@ import { latencyBoundsMs, percentileMs } from "../../tenancy/request-log-aggrega
 import type { RequestLogEntry } from "../../tenancy/request-log-entry.ts";
 import { RequestLogStore } from "../../tenancy/request-log-store.ts";
 import { scanLmdb } from "../support/org-footprint.ts";
+import { logEntry } from "../support/request-log-entry.ts";
 
 const hour = 3_600_000;
 const start = Date.UTC(2030, 0, 10, 12, 0, 0);
 
 function entry(n: number, createdMs: number, over: Partial<RequestLogEntry> = {}): RequestLogEntry {
-  return {
-    request_id: `req_${n}`,
-    created_ms: createdMs,
-    organization_id: "org_a",
-    project_id: "prj_a",
-    environment_id: "env_a",
+  return logEntry(`req_${n}`, createdMs, {
     api_key_id: n % 2 === 0 ? "key_even" : "key_odd",
-    live: true,
-    method: "POST",
-    route: "/v1/chat/completions",
     model: n % 3 === 0 ? "gpt-4.1" : "gpt-4.1-mini",
-    provider: "openai",
-    deployment: null,
     status: n % 5 === 0 ? 502 : 200,
-    error_code: n % 5 === 0 ? "provider_error" : null,
     latency_ms: (n % 7) * 40 + 3,
-    ttfb_ms: 2,
-    input_tokens: 10,
-    output_tokens: 5,
-    cached_input_tokens: 0,
     cost_nanos: 1000 * n,
-    cache: null,
-    byok: null,
     ...over,
-  };
+  });
 }
 
 const dirs = new WeakMap<RequestLogStore, string>();
@@ -144,6 +129,20 @@ t.test("aggregates equal the entries they count", async (t) => {
   const day = store.series("project:prj_a", "day", start, start);
   t.equal(day[0]?.p99_ms, bound, "p99: the histogram bound at or above the true p99");
   t.equal(percentileMs([0, 0, 0], 0.5), null, "no requests, no percentile");
+});
+
+t.test("the charts count a request once: an entry appended again is not counted again; one the log has no room for still is", async (t) => {
+  const now = start + 10 * 60_000;
+  const store = open({ retentionMs: 7 * 24 * hour, maxEntries: 3 }, { now: () => now });
+  const made = Array.from({ length: 3 }, (_, i) => entry(i + 1, start + i * 1000));
+  await store.append(made);
+  await store.append(made.slice(0, 2)); // a retried append of two of them
+  const requests = () => store.series("project:prj_a", "hour", start, now).reduce((s, p) => s + p.requests, 0);
+  t.equal(requests(), 3, "three requests, though five entries were appended");
+  t.equal(store.size().entries, 3);
+  await store.append([entry(4, start + 5000)]); // the log is full: the entry is not kept
+  t.equal(store.size().entries, 3, "the full log keeps its three");
+  t.equal(requests(), 4, "but the request it could not keep still happened");
 });
 
 t.test("erasing an organization leaves nothing of it, and its neighbours whole", async (t) => {
