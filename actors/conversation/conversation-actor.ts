@@ -39,9 +39,14 @@ export interface ConversationActorDeps {
   /**
    * Called once per billed call of a turn (model calls, and the memory tools'
    * embedding calls); `call` numbers them from 0, so each gets its own ledger
-   * key under the one request id. Must not throw or block.
+   * key under the one request id. Must not throw or block. A promise (it
+   * never rejects) is the record's durable write, grouped with those of other
+   * calls of this event-loop turn (UsageMeter.recordGrouped): the turn
+   * commits and answers only after it settles, as when the write was
+   * synchronous, and concurrent turns share one journal write instead of a
+   * write(2) each.
    */
-  recordUsage?(payer: Payer, requestId: string, category: "agents" | "embeddings", figures: UsageFigures, call: number): void;
+  recordUsage?(payer: Payer, requestId: string, category: "agents" | "embeddings", figures: UsageFigures, call: number): Promise<void> | void;
   memory: TurnDeps["memory"];
   directory: ConversationDirectory;
   events: ConversationEventBus;
@@ -174,15 +179,17 @@ export function createConversationActor(deps: ConversationActorDeps) {
   const continueTurn = async (ctx: TurnCtx, data: ConversationData, payer: Payer | undefined, requestId: string, before = data.status): Promise<Conversation> => {
     const publishMessage = (message: AgentMessage) => announce(ctx, { type: "message.appended", conversation_id: data.id, message });
     let call = 0;
+    /** The embedding calls' usage writes, reported from inside the memory tools: awaited before the turn goes on to its commit. */
+    const usageWrites: Array<Promise<void> | void> = [];
     try {
       await runTurn(data, {
         chat: async (request, signal) => {
           const result = await deps.chat(request, signal, payer);
-          if (payer) deps.recordUsage?.(payer, requestId, "agents", result, call++);
+          if (payer) await deps.recordUsage?.(payer, requestId, "agents", result, call++);
           return result;
         },
         memory: deps.memory,
-        ...(payer ? { onEmbedded: (usage: EmbeddingUsage) => deps.recordUsage?.(payer, requestId, "embeddings", usage, call++) } : {}),
+        ...(payer ? { onEmbedded: (usage: EmbeddingUsage) => void usageWrites.push(deps.recordUsage?.(payer, requestId, "embeddings", usage, call++)) } : {}),
         newId: () => ctx.ids.uuid(),
         now: () => now(ctx),
         onMessage: publishMessage,
@@ -199,6 +206,9 @@ export function createConversationActor(deps: ConversationActorDeps) {
       // The one announcement of a failing turn: its own failure, now (nothing it queued will leave).
       deps.events.publish({ type: "turn.failed", conversation_id: data.id, error: { code, message } });
       throw error;
+    } finally {
+      // A failed turn's calls were billed all the same: their records are written before its error answers too.
+      await Promise.all(usageWrites);
     }
     if (data.status !== before) announce(ctx, { type: "status.changed", conversation_id: data.id, status: data.status });
     announceSummary(ctx, data);

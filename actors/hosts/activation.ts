@@ -4,6 +4,7 @@
 // resolves — is written once — and so is the input check: the method's input
 // schema parses what the caller sent before the turn runs. So is the outbox
 // rule: what a turn queued with ctx.afterCommit runs only after that commit.
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { z } from "zod";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log.ts";
@@ -88,6 +89,15 @@ interface QueuedTurn {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   signal: AbortSignal | undefined;
+  /**
+   * Runs a function in the async context of the call that queued the turn.
+   * The queue is drained in the context of whichever call found it idle, so
+   * without this a turn queued behind another would run with that other
+   * call's request context (its trace, its cache control, its key's model
+   * allowlist) instead of its own. Undefined for a turn that starts the
+   * drain: it runs in its caller's context already (no snapshot to pay for).
+   */
+  inCallerContext: (<R>(fn: () => R) => R) | undefined;
 }
 
 export class Activation {
@@ -133,7 +143,7 @@ export class Activation {
   invoke(method: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise((resolve, reject) => {
-      const turn: QueuedTurn = { method, input, resolve, reject, signal: undefined };
+      const turn: QueuedTurn = { method, input, resolve, reject, signal: undefined, inCallerContext: this.running ? AsyncLocalStorage.snapshot() : undefined };
       if (signal) {
         const onAbort = (): void => {
           // Still queued: drop it. Already running: the caller stops waiting, the turn completes.
@@ -169,7 +179,8 @@ export class Activation {
     try {
       for (let turn = this.queue.shift(); turn; turn = this.queue.shift()) {
         try {
-          turn.resolve(await this.runTurn(turn.method, turn.input));
+          const { method: name, input } = turn;
+          turn.resolve(await (turn.inCallerContext ? turn.inCallerContext(() => this.runTurn(name, input)) : this.runTurn(name, input)));
         } catch (error) {
           turn.reject(error);
         }
@@ -232,22 +243,28 @@ export class Activation {
     }
   }
 
-  /** Persists the turn's state when it changed; throwing fails the turn. */
+  /**
+   * Persists the turn's state when it changed; throwing fails the turn.
+   * The schema parses the draft first and only its output is serialized: a
+   * turn that changes the state (most of them) pays one JSON.stringify of the
+   * whole state, not two, and one that changes nothing compares the same
+   * text (the committed JSON is itself a parsed state's, so an unchanged
+   * draft parses back to it). Only a draft the schema refuses is serialized
+   * as it is, to tell an untouched state (no error, as ever) from a broken one.
+   */
   private async commit(method: string, state: unknown): Promise<void> {
     const { definition } = this;
-    const draftJson = JSON.stringify(state);
-    if (draftJson !== this.stateJson) {
-      const parsed = definition.state.safeParse(state);
-      if (!parsed.success) {
-        throw new TroupeError("internal_error", `${definition.type}.${method} left a state that does not match its schema.`, {
-          cause: parsed.error,
-        });
-      }
-      const nextJson = JSON.stringify(parsed.data);
-      if (nextJson !== this.stateJson) {
-        await this.persist(nextJson === this.initialJson ? null : nextJson);
-        this.stateJson = nextJson;
-      }
+    const parsed = definition.state.safeParse(state);
+    if (!parsed.success) {
+      if (JSON.stringify(state) === this.stateJson) return;
+      throw new TroupeError("internal_error", `${definition.type}.${method} left a state that does not match its schema.`, {
+        cause: parsed.error,
+      });
+    }
+    const nextJson = JSON.stringify(parsed.data);
+    if (nextJson !== this.stateJson) {
+      await this.persist(nextJson === this.initialJson ? null : nextJson);
+      this.stateJson = nextJson;
     }
   }
 

@@ -7,7 +7,7 @@
 // inside a turn: a turn is short, so retrieve and cancel answer while it runs.
 import { z } from "zod";
 import { payerSchema } from "../../providers/usage.ts";
-import { heldPartSchema } from "../job/job-budget.ts";
+import { jobBudgetSchema } from "../job/job-budget.ts";
 
 export const runStatusSchema = z.enum(["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"]);
 export type RunStatus = z.infer<typeof runStatusSchema>;
@@ -29,8 +29,11 @@ export const runStateSchema = z.object({
   payer: payerSchema,
   /** The usage category it is billed as (chat, or vision when it carries images). */
   category: z.enum(["chat", "vision"]),
-  /** Its hard-budget hold (one part), or null when nothing is held (a test key, no hard limit). */
-  budget: z.object({ project_id: z.string(), period: z.string(), parts: z.array(heldPartSchema) }).nullable(),
+  /**
+   * Its hard-budget hold (one part), or null when nothing is held (a test key, no hard limit):
+   * against the project's budget, the key's own (`api_key_id`), or both, as a video job's.
+   */
+  budget: jobBudgetSchema.nullable(),
   events: z.array(eventSchema),
   /** The process running the provider call, and when it last said so (ms since the epoch). */
   runner: z.string().nullable(),

@@ -17,7 +17,13 @@
 // A webhook made with an API key has an audience (its key's environment,
 // types.ts): the fan-out skips it for other environments' events, and it is
 // also indexed under its environment, the list such a key sees.
+//
+// An organization has at most WEBHOOK_ENDPOINTS_PER_ORGANIZATION active
+// webhooks: the record is written with a slot of the organization's quota
+// (core/quota-slots.ts), exact under concurrent creates on every replica; a
+// webhook that is deleted (inactive) or disabled gives its slot up.
 import { indexMembers, type DataStore, type StoreOp } from "../../core/data-store.ts";
+import { applyWithinQuota, quotaErasureOps, quotaExceeded, type QuotaScope } from "../../core/quota-slots.ts";
 import { audienceReceives, webhookAudienceSchema, webhookSchema, type EventOrigin, type Webhook, type WebhookAudience } from "./types.ts";
 
 const recordKey = (id: string) => `webhook:${id}`;
@@ -30,6 +36,8 @@ type Entry = Webhook & { audience: WebhookAudience };
 const scanPage = 100;
 /** Broadcast channel: the organization id whose webhook list changed. */
 const changedChannel = "webhooks-changed";
+/** The organization's quota scope (core/quota-slots.ts). */
+const quotaScope = (orgId: string) => `webhooks:${orgId}`;
 
 export interface DirectoryEntry extends Webhook {
   organization_id: string;
@@ -40,8 +48,21 @@ export class WebhookDirectory {
   /** Organization id → its webhooks (every status), loading or loaded; dropped on any change. */
   private readonly cache = new Map<string, Promise<Entry[]>>();
 
-  constructor(store: DataStore) {
+  /** WEBHOOK_ENDPOINTS_PER_ORGANIZATION; undefined: no limit (tests of the directory alone). */
+  private readonly perOrganization: number | undefined;
+
+  constructor(store: DataStore, perOrganization?: number) {
     this.store = store;
+    this.perOrganization = perOrganization;
+  }
+
+  private quota(organizationId: string, max: number): QuotaScope {
+    return {
+      scope: quotaScope(organizationId),
+      capacity: max,
+      counting: async (ids) => new Set((await this.read(ids)).filter((w) => w.status === "active").map((w) => w.id)),
+      refusal: () => quotaExceeded("this organization has as many active webhooks as it may", max),
+    };
   }
 
   /** Listens for changes made by other replicas (before serving). */
@@ -56,7 +77,9 @@ export class WebhookDirectory {
       { op: "index", key: orgIndexKey(organizationId), member: webhook.id, score },
     ];
     if (audience) ops.push({ op: "index", key: environmentIndexKey(audience.environment_id), member: webhook.id, score });
-    await this.store.apply(ops);
+    // Refused (403 quota_exceeded) inside the create's turn: the actor then keeps no webhook.
+    if (this.perOrganization === undefined) await this.store.apply(ops);
+    else await applyWithinQuota(this.store, this.quota(organizationId, this.perOrganization), webhook.id, ops);
     await this.changed(organizationId);
   }
 
@@ -126,6 +149,7 @@ export class WebhookDirectory {
       ops.push({ op: "delete", key: recordKey(id) }, { op: "unindex", key: orgIndexKey(organizationId), member: id });
       for (const env of environmentIds) ops.push({ op: "unindex", key: environmentIndexKey(env), member: id });
     }
+    ops.push(...(await quotaErasureOps(this.store, quotaScope(organizationId))));
     if (ops.length > 0) await this.store.apply(ops);
     await this.changed(organizationId);
     return ids;

@@ -24,6 +24,7 @@ const mapping: Record<ErrorCode, { status: number; type: ErrorType }> = {
   not_found: { status: 404, type: "not_found_error" },
   method_not_allowed: { status: 405, type: "invalid_request_error" },
   conflict: { status: 409, type: "invalid_request_error" },
+  precondition_failed: { status: 412, type: "invalid_request_error" },
   payload_too_large: { status: 413, type: "request_too_large" },
   uri_too_long: { status: 414, type: "invalid_request_error" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },

@@ -21,6 +21,7 @@ const mapping: Record<ErrorCode, { code: number; status: string }> = {
   not_found: { code: 404, status: "NOT_FOUND" },
   method_not_allowed: { code: 405, status: "UNIMPLEMENTED" },
   conflict: { code: 409, status: "ABORTED" },
+  precondition_failed: { code: 412, status: "FAILED_PRECONDITION" },
   payload_too_large: { code: 413, status: "INVALID_ARGUMENT" },
   uri_too_long: { code: 414, status: "INVALID_ARGUMENT" },
   unsupported_media_type: { code: 415, status: "INVALID_ARGUMENT" },

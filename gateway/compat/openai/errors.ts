@@ -25,6 +25,7 @@ const types: Record<ErrorCode, string> = {
   not_found: "invalid_request_error",
   method_not_allowed: "invalid_request_error",
   conflict: "invalid_request_error",
+  precondition_failed: "invalid_request_error",
   payload_too_large: "invalid_request_error",
   uri_too_long: "invalid_request_error",
   unsupported_media_type: "invalid_request_error",

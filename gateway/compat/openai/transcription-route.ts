@@ -83,7 +83,7 @@ export function openAiTranscriptionRoutes(deps: AiRouteDeps) {
         const audio = { bytes: body.file.bytes, contentType: audioTypeOf(body.file) };
         const r = await transcribeAudio(deps.router, { ...routed, language: body.language }, audio, { signal: ctx.signal });
         const seconds = r.durationSeconds ?? (await audioDurationSeconds(audio.bytes)) ?? 0;
-        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000 });
+        await ctx.bill({ model: r.model, provider: r.provider, input_tokens: 0, units: Math.round(seconds * 1000) / 1000, byok: r.byok });
         switch (body.response_format) {
           case "text":
             return binary(200, Buffer.from(r.text, "utf8"), "text/plain; charset=utf-8");

@@ -30,7 +30,7 @@ const fits = 3;
 t.test(`a hard limit fitting ${fits} background responses: ${fits} run, the rest refused before any provider call`, async (t) => {
   const p = await projectWithLiveKey(troupe, user.token, user.orgId, "responses-bg-budget");
   // The hold of one: what the route reserves for `input: "hi"` with max_output_tokens.
-  const hold = generationEstimateNanos(providers.router.catalogue, "text", model, countChatInputTokens([{ role: "user", content: "hi" }]), maxOutput);
+  const hold = generationEstimateNanos(troupe.services.router.catalogue, "text", model, countChatInputTokens([{ role: "user", content: "hi" }]), maxOutput);
   t.ok(hold > 0, `one holds ${hold} nano-dollars`);
   const limitUsd = ((fits + 0.5) * hold) / 1e9;
   const put = await troupe.request("PUT", `/v1/projects/${p.projectId}/budget`, { token: user.token, body: { monthly_limit_usd: limitUsd, hard_limit: true } });

@@ -5,43 +5,18 @@
 // failed once their heartbeat is stale; the survivor's finish), none is
 // billed twice, every completed one is billed, each is announced once (one
 // event id; a delivery cut short by the kill may be sent again under it).
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import t from "tap";
-import { RedisLedgerStore } from "../../../tenancy/redis-ledger-store.ts";
-import { startOpenAIFake } from "../../fakes/openai-fake.ts";
 import { startWebhookReceiver } from "../../fakes/webhook-receiver.ts";
 import { projectWithLiveKey } from "../../support/billing.ts";
-import { LocalCluster, repoDir, requireDaprPrerequisites } from "../../support/dapr-cluster.ts";
+import { startDaprOpenAICluster } from "../../support/dapr-openai-cluster.ts";
 import { waitFor } from "../../support/net.ts";
-import { startTestRedis } from "../../support/redis.ts";
 import { request, signup, str, type RequestOptions } from "../../support/troupe.ts";
 import { projectUsage } from "../../jobs/usage-reader.ts";
 
 t.setTimeout(300_000);
-const redis = await startTestRedis();
-requireDaprPrerequisites({ redisUrl: redis.url });
-const openai = await startOpenAIFake({ apiKey: "sk-fake" });
+const { openai, cluster, ledger, urls } = await startDaprOpenAICluster({ label: "responses-cluster", replicas: 2, appEnv: { WEBHOOK_RETRY_SCALE: "0.0002" } });
 const receiver = await startWebhookReceiver();
-const cluster = new LocalCluster({
-  mode: "dapr",
-  replicas: 2,
-  dataDir: mkdtempSync(join(tmpdir(), "troupe-responses-cluster-")),
-  appEntry: join(repoDir, "gateway/main.ts"),
-  appEnv: { LOG_LEVEL: "warn", OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: `${openai.url}/v1`, OUTBOUND_ALLOW_HOSTS: "127.0.0.1,localhost", WEBHOOK_RETRY_SCALE: "0.0002" },
-  redisUrl: redis.url,
-});
-const ledger = new RedisLedgerStore(redis.url);
-t.teardown(async () => {
-  await cluster.stop();
-  await ledger.close();
-  await receiver.close();
-  await openai.close();
-  await redis.stop();
-});
-await cluster.start();
-const urls = cluster.replicas.map((r) => r.gatewayUrl);
+t.teardown(() => receiver.close());
 const at = (i: number) => (method: string, path: string, options?: RequestOptions) => request(urls[i % urls.length] ?? "", method, path, options);
 const count = 50;
 

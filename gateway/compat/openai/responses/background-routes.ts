@@ -33,8 +33,9 @@ export async function queueBackground(
   queued: { id: string; stored: StoredResponse; payer: Payer; category: "chat" | "vision"; estimateNanos: number; ignored: string[]; index(): Promise<void> },
 ): Promise<RouteResult> {
   const { id, stored, payer } = queued;
-  // Held before anything is queued: a project at its hard limit is refused (402) before any provider call.
-  const held = bg.budget ? await bg.budget.reserveParts(payer, `resp:${id}`, [queued.estimateNanos]) : undefined;
+  // Held before anything is queued, as a foreground call is admitted: under the project's hard limit and the key's own;
+  // either one reached is refused (402 budget_exceeded) before any provider call.
+  const held = bg.budget ? await bg.budget.reserveParts(payer, `resp:${id}`, [queued.estimateNanos], { keyBudget: true }) : undefined;
   const run: RunState = {
     status: "queued",
     body: ctx.body as Record<string, unknown>,

@@ -10,7 +10,7 @@
 // answered and been billed already.
 import { isTroupeError, TroupeError } from "../../../../core/errors.ts";
 import { callActor, type ActorHost } from "../../../../actors/host.ts";
-import { openParts, partFor, type JobBudget } from "../../../../actors/job/job-budget.ts";
+import { openParts, partsFor, type JobBudget } from "../../../../actors/job/job-budget.ts";
 import type { RunEvent, RunState } from "../../../../actors/responses/background-run.ts";
 import { actorRef } from "../../../../actors/actor.ts";
 import { RESPONSE_ACTOR, type ResponseActorDefinition, type StoredResponse } from "../../../../actors/responses/response-actor.ts";
@@ -43,8 +43,8 @@ export interface BackgroundRunnerDeps {
   router: Pick<Router, "chatStream" | "catalogue">;
   history: ResponseHistory;
   meter: UsageMeter;
-  /** Bills one record durably, idempotently on its usage_key, then releases the part it settles. */
-  bill(record: UsageRecord, settles?: Reservation): Promise<void>;
+  /** Bills one record durably, idempotently on its usage_key, then releases the holds it settles (the project's part, the key's). */
+  bill(record: UsageRecord, settles: readonly Reservation[]): Promise<void>;
   budget?: Pick<JobBudget, "restoreParts" | "releaseParts"> | undefined;
   /** The Conversations API: a response naming a conversation reads its items first and appends its own once it ended. */
   conversations?: ResponseConversationHook | undefined;
@@ -160,7 +160,7 @@ export class BackgroundRunner {
       if (isFinish(event)) {
         finish = event;
         const record = this.deps.meter.build({ ...run.payer, request_id: id }, run.category, event);
-        await this.deps.bill(record, partFor(run.budget, 0));
+        await this.deps.bill(record, partsFor(run.budget, 0));
         billed = true;
       }
       reporter.add(stream.events(event));

@@ -5,9 +5,12 @@
 // `store: false`. A streamed response sends the provider's deltas as they
 // come and is stored (completed, incomplete or failed) before its last event.
 // `background: true` is queued and answered at once; background.ts runs it.
+// A stateless call (statelessCall) goes through the response cache's router
+// (docs/guides/caching.md); every other one through the plain router.
 import { invalidRequest, isTroupeError, TroupeError } from "../../../../core/errors.ts";
 import { ulid as newUlid } from "../../../../core/ids.ts";
 import type { ResponseOwner, StoredResponse } from "../../../../actors/responses/response-actor.ts";
+import type { Router } from "../../../../providers/router.ts";
 import { isFinish, type StreamEvent, type StreamFinish } from "../../../../providers/types.ts";
 import type { ApiKeyAuth } from "../../../auth-context.ts";
 import { json, streamed, type RouteContext, type RouteResult } from "../../../route.ts";
@@ -19,7 +22,7 @@ import { ignorableResponseFields, type ResponseCreateBody } from "./request.ts";
 import { outputItems, responseObject, statusOf, usageOf, type ModelOutput, type ResponseFrame } from "./response-object.ts";
 import type { ResponseStore } from "./store.ts";
 import { ResponseEventStream } from "./stream.ts";
-import { toChatRequest, type TranslatedResponse } from "./translate.ts";
+import { inputItemsOf, toChatRequest, type TranslatedResponse } from "./translate.ts";
 import { queueBackground, type BackgroundServices } from "./background-routes.ts";
 import { usageContextOf } from "../../../usage-context.ts";
 
@@ -43,6 +46,8 @@ export interface ResponseRouteDeps extends AiRouteDeps {
   conversations?: ResponseConversationHook | undefined;
   /** Background responses (absent: `background: true` is a 400 naming it). */
   background?: BackgroundServices | undefined;
+  /** The response cache's router (gateway/features/cache.ts), for stateless calls only (absent: the plain router answers them too). */
+  cachedRouter?: Router | undefined;
 }
 
 export function ownerOf(auth: ApiKeyAuth): ResponseOwner {
@@ -57,6 +62,20 @@ type CreateContext = RouteContext<ResponseCreateBody, undefined, string, "api_ke
 
 function conversationId(body: ResponseCreateBody): string | undefined {
   return body.conversation == null ? undefined : typeof body.conversation === "string" ? body.conversation : body.conversation.id;
+}
+
+/**
+ * Reads and writes no server-side state: not stored, no chain, no
+ * conversation, not in the background, no item referenced by id. Only such
+ * a call may be answered from the cache or stored in it: any other one's
+ * answer depends on (or becomes) state a cached copy would not see.
+ */
+export function statelessCall(body: ResponseCreateBody): boolean {
+  return body.store === false && body.previous_response_id == null && body.conversation == null && body.background !== true && !inputItemsOf(body).some((i) => i.type === "item_reference");
+}
+
+function routerFor(deps: ResponseRouteDeps, body: ResponseCreateBody): Router {
+  return deps.cachedRouter && statelessCall(body) ? deps.cachedRouter : deps.router;
 }
 
 async function persist(deps: ResponseRouteDeps, ctx: CreateContext, frame: ResponseFrame, input: Item[], response: Item): Promise<void> {
@@ -74,7 +93,8 @@ function answered(out: ModelOutput, frame: ResponseFrame, output: Item[]): Item 
 }
 
 async function streamResponse(deps: ResponseRouteDeps, ctx: CreateContext, frame: ResponseFrame, ulid: string, chat: TranslatedResponse, ignored: string[]): Promise<typeof streamed> {
-  const events = deps.router.chatStream(chat.request, { signal: ctx.signal, category: chat.category });
+  // The cache's outcome headers are set by the first event, before the SSE head is sent.
+  const events = routerFor(deps, ctx.body).chatStream(chat.request, { signal: ctx.signal, category: chat.category });
   // The first upstream event before the stream starts: refusals and unavailable providers keep their HTTP status.
   const first = await events.next();
   const sse = ctx.sse(ignoredParamsSseHeaders(ignored));
@@ -149,7 +169,7 @@ export async function createResponse(deps: ResponseRouteDeps, ctx: CreateContext
     });
   }
   if (body.stream) return streamResponse(deps, ctx, frame, ulid, chat, ignored);
-  const result = await deps.router.chat(chat.request, { signal: ctx.signal, category: chat.category });
+  const result = await routerFor(deps, body).chat(chat.request, { signal: ctx.signal, category: chat.category });
   await ctx.bill(result);
   const out: ModelOutput = { ...result, tool_calls: result.tool_calls ?? [], reasoning: result.extras?.reasoning ?? [] };
   const response = answered(out, frame, outputItems(ulid, out));

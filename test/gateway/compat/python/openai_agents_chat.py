@@ -6,22 +6,9 @@ one JSON object per model. Tracing is off: nothing goes to OpenAI."""
 
 import asyncio
 import json
-import sys
 
-from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
-from openai import AsyncOpenAI
-
-config = json.load(sys.stdin)
-set_tracing_disabled(True)
-client = AsyncOpenAI(base_url=config["base_url"], api_key=config["api_key"], max_retries=0)
-seen = []
-
-
-@function_tool
-def get_weather(input: str) -> str:
-    """Weather for a city."""
-    seen.append(input)
-    return "sunny, 21C"
+from agents import Agent, OpenAIChatCompletionsModel, Runner
+from agents_setup import client, config, get_weather, seen
 
 
 async def case(model_name):

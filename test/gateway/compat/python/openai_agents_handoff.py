@@ -8,14 +8,9 @@ one JSON object of what the runs returned. Tracing is off."""
 
 import asyncio
 import json
-import sys
 
-from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, handoff, set_tracing_disabled
-from openai import AsyncOpenAI
-
-config = json.load(sys.stdin)
-set_tracing_disabled(True)
-client = AsyncOpenAI(base_url=config["base_url"], api_key=config["api_key"], max_retries=0)
+from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, handoff
+from agents_setup import client, config
 
 
 async def case(model_name):
