@@ -65,6 +65,12 @@ const envSchema = z.object({
   ORGANIZATIONS_PER_ACCOUNT: int(1, 100_000).default(20),
   /** Projects one organization may hold; past it, 403 quota_exceeded. */
   PROJECTS_PER_ORGANIZATION: int(1, 100_000).default(100),
+  /** Active (non-revoked) keys a project may hold, made by members; an environment's automatic test key does not count. Past it, 403 quota_exceeded, exact under concurrency (core/quota-slots.ts). */
+  API_KEYS_PER_PROJECT: int(1, 100_000).default(100),
+  /** Environments one project may hold, its automatic production and development ones included; past it, 403 quota_exceeded. */
+  ENVIRONMENTS_PER_PROJECT: int(2, 10_000).default(20),
+  /** Invitations of one organization pending at once (neither accepted nor expired); past it, 403 quota_exceeded. */
+  PENDING_INVITATIONS_PER_ORGANIZATION: int(1, 100_000).default(100),
   /** Behind a proxy: the header whose last entry is the client address (e.g. x-forwarded-for); unset = the socket's peer. */
   CLIENT_ADDRESS_HEADER: optionalString,
 
@@ -191,6 +197,8 @@ const envSchema = z.object({
   WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(100).default(1),
   /** Delivery records (attempts) kept per webhook, newest first; older ones are dropped. */
   WEBHOOK_MAX_DELIVERIES: int(10, 100_000).default(100),
+  /** Active webhooks one organization may have (a deleted or disabled one no longer counts); past it, 403 quota_exceeded, exact under concurrency (core/quota-slots.ts). */
+  WEBHOOK_ENDPOINTS_PER_ORGANIZATION: int(1, 10_000).default(20),
   /**
    * 32 bytes, base64 or hex: the AES-256-GCM key webhook secrets are sealed with at rest. Required with
    * TROUPE_MODE=dapr (every replica must open what another sealed); embedded and unset: generated once
@@ -309,7 +317,13 @@ function configFrom<P extends object>(e: z.output<typeof envSchema>, providerSet
         windowMs: e.LOGIN_FAILURE_WINDOW_MS,
       },
       signupThrottle: { perAddress: e.SIGNUP_LIMIT_PER_ADDRESS, windowMs: e.SIGNUP_WINDOW_MS },
-      quotas: { organizationsPerAccount: e.ORGANIZATIONS_PER_ACCOUNT, projectsPerOrganization: e.PROJECTS_PER_ORGANIZATION },
+      quotas: {
+        organizationsPerAccount: e.ORGANIZATIONS_PER_ACCOUNT,
+        projectsPerOrganization: e.PROJECTS_PER_ORGANIZATION,
+        apiKeysPerProject: e.API_KEYS_PER_PROJECT,
+        environmentsPerProject: e.ENVIRONMENTS_PER_PROJECT,
+        pendingInvitationsPerOrganization: e.PENDING_INVITATIONS_PER_ORGANIZATION,
+      },
       clientAddressHeader: e.CLIENT_ADDRESS_HEADER?.toLowerCase(),
     },
     providers: {
@@ -392,6 +406,7 @@ function configFrom<P extends object>(e: z.output<typeof envSchema>, providerSet
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryScale: e.WEBHOOK_RETRY_SCALE,
       maxDeliveries: e.WEBHOOK_MAX_DELIVERIES,
+      endpointsPerOrganization: e.WEBHOOK_ENDPOINTS_PER_ORGANIZATION,
       /** Undefined: embedded mode's key file in the data directory (secret-box.ts). */
       secretKey: e.WEBHOOK_SECRET_KEY,
     },

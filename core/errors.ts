@@ -18,6 +18,8 @@ export const errorCatalog = {
   not_found: { status: 404, message: "Not found." },
   method_not_allowed: { status: 405, message: "Method not allowed on this path." },
   conflict: { status: 409, message: "The resource is in a state that does not allow this operation." },
+  // If-Match names another ETag (the files route): the client's copy is not this file.
+  precondition_failed: { status: 412, message: "A precondition (If-Match) does not hold." },
   payload_too_large: { status: 413, message: "The request body is too large." },
   uri_too_long: { status: 414, message: "The request URL is too long." },
   unsupported_media_type: { status: 415, message: "The request body must be application/json." },

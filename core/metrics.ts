@@ -7,6 +7,12 @@
 // Hot-path rule: a request records exactly one histogram observation through
 // a RouteMetrics bound when the route is registered (labels pre-bound); the
 // rest is recorded off the request path or read at scrape time (sources).
+//
+// Two objects, so nothing is completed after construction: the recorder
+// (`Metrics`) is built first, since the router and the features record into
+// it; the exposition (`MetricsExposition`, what /metrics renders) is built
+// last by the composition root from the finished parts it reads (the
+// router's breakers, the actor host, the cache's counts).
 
 /** A route's recorder, bound once at registration. */
 export interface RouteMetrics {
@@ -80,8 +86,8 @@ export interface CacheMetricReading {
 
 /**
  * Values read when Prometheus scrapes (gauges that describe a state rather
- * than count events). Each is optional: a source not wired yet is simply
- * not reported.
+ * than count events), given once to `Metrics.exposition`. Each is optional:
+ * a source absent is simply not reported (its family is still defined).
  */
 export interface MetricSources {
   breakers?: () => readonly BreakerReading[];
@@ -103,11 +109,16 @@ export interface Metrics {
   jobTransition(state: JobState): void;
   /** One delivery attempt ended; lagSeconds = event created_at → this attempt's end. */
   webhookDelivery(outcome: WebhookDeliveryOutcome, lagSeconds: number): void;
-  /** Adds scrape-time sources (later calls add to or replace earlier ones). */
-  addSources(sources: MetricSources): void;
-  /** The Prometheus text exposition. */
+  /** What /metrics renders: these counters and the scrape-time gauges read from `sources` (built last, once the sources exist). */
+  exposition(sources: MetricSources): MetricsExposition;
+}
+
+/** The Prometheus text exposition of one Metrics and its scrape-time sources. */
+export interface MetricsExposition {
   render(): Promise<{ contentType: string; body: string }>;
 }
+
+const noExposition: MetricsExposition = Object.freeze({ render: async () => ({ contentType: "text/plain; version=0.0.4; charset=utf-8", body: "" }) });
 
 const noRoute: RouteMetrics = Object.freeze({ observe: () => undefined });
 
@@ -120,6 +131,5 @@ export const noMetrics: Metrics = Object.freeze({
   ledger: () => undefined,
   jobTransition: () => undefined,
   webhookDelivery: () => undefined,
-  addSources: () => undefined,
-  render: async () => ({ contentType: "text/plain; version=0.0.4; charset=utf-8", body: "" }),
+  exposition: () => noExposition,
 });

@@ -36,7 +36,6 @@ export function createPrometheusMetrics(options: PrometheusOptions): Metrics {
   // Event-loop lag, heap, GC, CPU, handles: prom-client's standard Node set.
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  let sources: MetricSources = {};
 
   // Recorded on the request path: bound series (core/bound-series.ts).
   const http = new FastHistogram(
@@ -53,6 +52,111 @@ export function createPrometheusMetrics(options: PrometheusOptions): Metrics {
     providerBuckets,
   );
   const providerSeries = new Map<string, { calls: BoundCounter; duration: BoundHistogram }>();
+  const jobTransitions = new Counter({
+    name: "troupe_job_transitions_total",
+    help: "Video jobs entering each state (queued, processing, completed, failed).",
+    labelNames: ["state"] as const,
+    registers,
+  });
+  const webhookDeliveries = new Counter({
+    name: "troupe_webhook_deliveries_total",
+    help: "Webhook delivery attempts by outcome (succeeded, failed, disabled).",
+    labelNames: ["outcome"] as const,
+    registers,
+  });
+  const webhookLag = new Histogram({
+    name: "troupe_webhook_delivery_lag_seconds",
+    help: "From an event's creation to the end of a delivery attempt, by outcome.",
+    labelNames: ["outcome"] as const,
+    buckets: lagBuckets,
+    registers,
+  });
+  const refusals: Record<RefusalKind, Counter<"route">> = {
+    rate_limit: new Counter({
+      name: "troupe_rate_limit_refusals_total",
+      help: "Requests refused with 429 rate_limited (per-key limits and login throttling), by route.",
+      labelNames: ["route"] as const,
+      registers,
+    }),
+    budget: new Counter({
+      name: "troupe_budget_refusals_total",
+      help: "Requests refused with 402 budget_exceeded (hard budget limits), by route.",
+      labelNames: ["route"] as const,
+      registers,
+    }),
+  };
+  const ledgerUsd = new FastCounter(registry, "troupe_ledger_cost_usd_total", "Usage booked by this replica, in USD, by category and key mode (live is billed, test is not).");
+  const ledgerRecords = new FastCounter(registry, "troupe_ledger_records_total", "Usage records booked by this replica, by category and key mode.");
+  const ledgerSeries = new Map<string, { usd: BoundCounter; records: BoundCounter }>();
+
+  return {
+    enabled: true,
+    route(method, path) {
+      // One bound child per status seen, created on first use: the request
+      // path then does one array read and one observe.
+      const byStatus: (BoundHistogram | undefined)[] = [];
+      const recorder: RouteMetrics = {
+        observe(status, seconds) {
+          let child = byStatus[status];
+          if (!child) {
+            child = http.bind({ method: method.toUpperCase(), route: path, status: String(status) });
+            byStatus[status] = child;
+          }
+          child.observe(seconds);
+        },
+      };
+      return recorder;
+    },
+    providerCall(provider: string, model: string, outcome: ProviderCallOutcome, seconds: number) {
+      const key = `${provider}\n${model}\n${outcome}`;
+      let series = providerSeries.get(key);
+      if (!series) {
+        const labels = { provider, model, outcome };
+        series = { calls: providerCalls.bind(labels), duration: providerDuration.bind(labels) };
+        providerSeries.set(key, series);
+      }
+      series.calls.inc();
+      series.duration.observe(seconds);
+    },
+    refusal(kind: RefusalKind, route: string) {
+      refusals[kind].inc({ route });
+    },
+    ledger(entry: LedgerEntry) {
+      const mode = entry.live ? "live" : "test";
+      const key = `${entry.category}\n${mode}`;
+      let series = ledgerSeries.get(key);
+      if (!series) {
+        const labels = { category: entry.category, mode };
+        series = { usd: ledgerUsd.bind(labels), records: ledgerRecords.bind(labels) };
+        ledgerSeries.set(key, series);
+      }
+      series.records.inc();
+      series.usd.inc(entry.cost_usd);
+    },
+    jobTransition(state: JobState) {
+      jobTransitions.inc({ state });
+    },
+    webhookDelivery(outcome: WebhookDeliveryOutcome, lagSeconds: number) {
+      webhookDeliveries.inc({ outcome });
+      webhookLag.observe({ outcome }, Math.max(0, lagSeconds));
+    },
+    exposition(sources) {
+      const scraped = new Registry();
+      scraped.setDefaultLabels({ replica: options.replica });
+      scrapedSeries(scraped, sources);
+      return {
+        async render() {
+          // Each ends with a newline: one blank line between families, as within a registry.
+          return { contentType: registry.contentType, body: `${await registry.metrics()}\n${await scraped.metrics()}` };
+        },
+      };
+    },
+  };
+}
+
+/** The gauges and copied counters read from the sources when Prometheus scrapes, on their own registry. */
+function scrapedSeries(registry: Registry, sources: MetricSources): void {
+  const registers = [registry];
   new Gauge({
     name: "troupe_provider_breaker_state",
     help: "This replica's circuit breaker per configured provider: 0 closed, 1 half-open, 2 open.",
@@ -147,99 +251,4 @@ export function createPrometheusMetrics(options: PrometheusOptions): Metrics {
       if (held !== undefined) this.set(held);
     },
   });
-  const jobTransitions = new Counter({
-    name: "troupe_job_transitions_total",
-    help: "Video jobs entering each state (queued, processing, completed, failed).",
-    labelNames: ["state"] as const,
-    registers,
-  });
-  const webhookDeliveries = new Counter({
-    name: "troupe_webhook_deliveries_total",
-    help: "Webhook delivery attempts by outcome (succeeded, failed, disabled).",
-    labelNames: ["outcome"] as const,
-    registers,
-  });
-  const webhookLag = new Histogram({
-    name: "troupe_webhook_delivery_lag_seconds",
-    help: "From an event's creation to the end of a delivery attempt, by outcome.",
-    labelNames: ["outcome"] as const,
-    buckets: lagBuckets,
-    registers,
-  });
-  const refusals: Record<RefusalKind, Counter<"route">> = {
-    rate_limit: new Counter({
-      name: "troupe_rate_limit_refusals_total",
-      help: "Requests refused with 429 rate_limited (per-key limits and login throttling), by route.",
-      labelNames: ["route"] as const,
-      registers,
-    }),
-    budget: new Counter({
-      name: "troupe_budget_refusals_total",
-      help: "Requests refused with 402 budget_exceeded (hard budget limits), by route.",
-      labelNames: ["route"] as const,
-      registers,
-    }),
-  };
-  const ledgerUsd = new FastCounter(registry, "troupe_ledger_cost_usd_total", "Usage booked by this replica, in USD, by category and key mode (live is billed, test is not).");
-  const ledgerRecords = new FastCounter(registry, "troupe_ledger_records_total", "Usage records booked by this replica, by category and key mode.");
-  const ledgerSeries = new Map<string, { usd: BoundCounter; records: BoundCounter }>();
-
-  return {
-    enabled: true,
-    route(method, path) {
-      // One bound child per status seen, created on first use: the request
-      // path then does one array read and one observe.
-      const byStatus: (BoundHistogram | undefined)[] = [];
-      const recorder: RouteMetrics = {
-        observe(status, seconds) {
-          let child = byStatus[status];
-          if (!child) {
-            child = http.bind({ method: method.toUpperCase(), route: path, status: String(status) });
-            byStatus[status] = child;
-          }
-          child.observe(seconds);
-        },
-      };
-      return recorder;
-    },
-    providerCall(provider: string, model: string, outcome: ProviderCallOutcome, seconds: number) {
-      const key = `${provider}\n${model}\n${outcome}`;
-      let series = providerSeries.get(key);
-      if (!series) {
-        const labels = { provider, model, outcome };
-        series = { calls: providerCalls.bind(labels), duration: providerDuration.bind(labels) };
-        providerSeries.set(key, series);
-      }
-      series.calls.inc();
-      series.duration.observe(seconds);
-    },
-    refusal(kind: RefusalKind, route: string) {
-      refusals[kind].inc({ route });
-    },
-    ledger(entry: LedgerEntry) {
-      const mode = entry.live ? "live" : "test";
-      const key = `${entry.category}\n${mode}`;
-      let series = ledgerSeries.get(key);
-      if (!series) {
-        const labels = { category: entry.category, mode };
-        series = { usd: ledgerUsd.bind(labels), records: ledgerRecords.bind(labels) };
-        ledgerSeries.set(key, series);
-      }
-      series.records.inc();
-      series.usd.inc(entry.cost_usd);
-    },
-    jobTransition(state: JobState) {
-      jobTransitions.inc({ state });
-    },
-    webhookDelivery(outcome: WebhookDeliveryOutcome, lagSeconds: number) {
-      webhookDeliveries.inc({ outcome });
-      webhookLag.observe({ outcome }, Math.max(0, lagSeconds));
-    },
-    addSources(more) {
-      sources = { ...sources, ...more };
-    },
-    async render() {
-      return { contentType: registry.contentType, body: await registry.metrics() };
-    },
-  };
 }

@@ -6,6 +6,7 @@ import type { UpstreamClient } from "./upstream-request.ts";
 import { Catalogue } from "./catalogue.ts";
 import { descriptors, type ProviderSettingsMap } from "./registry.ts";
 import { Router, type RouterOptions } from "./router.ts";
+import { breakerOptionsOf } from "./router-health.ts";
 import type { ProviderAdapter } from "./types.ts";
 import type { ProviderDeps } from "./descriptor.ts";
 import { Deployments } from "./deployments.ts";
@@ -26,7 +27,16 @@ export interface ProviderOverrides {
   backoff?: RouterOptions["backoff"];
   /** The router's and the deployments' clock (breakers, rpm/tpm windows). */
   now?: () => number;
+  /** Told about each attempt (metrics, traces). */
+  observer?: RouterOptions["observer"];
+  /** An organization's own provider keys (docs/operations/byok.md). */
+  ownCredentials?: RouterOptions["ownCredentials"];
 }
+
+/** What the composition root hands the router it builds: who observes its attempts, who says which organization's own key a call uses. */
+export type RouterWiring = Pick<ProviderOverrides, "observer" | "ownCredentials">;
+/** Builds a router with that wiring (tests point its providers at fakes with short backoffs). */
+export type RouterFactory = (wiring: RouterWiring) => Router;
 
 export function createAdapters(cfg: ProvidersSettings, client?: UpstreamClient): Map<string, ProviderAdapter> {
   const adapters = new Map<string, ProviderAdapter>();
@@ -52,24 +62,28 @@ export function createAdapters(cfg: ProvidersSettings, client?: UpstreamClient):
 export function createRouter(cfg: ProvidersSettings, overrides: ProviderOverrides = {}): Router {
   const catalogue = Catalogue.load(cfg.openaiCompatible ?? []);
   const adapters = createAdapters(cfg, overrides.client);
-  const router = new Router({
+  const breaker = breakerOptionsOf(overrides.breaker);
+  // Built before the router, over the same adapter map, so the router is whole when constructed.
+  let deployments: Deployments | undefined;
+  if (cfg.deploymentsFile !== undefined) {
+    const settings: Readonly<Record<string, unknown>> = cfg;
+    deployments = new Deployments({ path: cfg.deploymentsFile, settings, adapters, breaker, client: overrides.client, ...(overrides.now ? { now: overrides.now } : {}) });
+    deployments.loadAtStart();
+  }
+  return new Router({
     catalogue,
     adapters,
     timeoutMs: cfg.timeoutMs,
     maxAttempts: cfg.maxAttempts,
     settingsOf: (provider) => descriptors.find((d) => d.name === provider)?.secretEnv ?? [],
+    breaker,
+    observer: overrides.observer,
+    ownCredentials: overrides.ownCredentials,
+    deployments,
     ...(overrides.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: overrides.attemptTimeoutMs } : {}),
-    ...(overrides.breaker ? { breaker: overrides.breaker } : {}),
     ...(overrides.backoff ? { backoff: overrides.backoff } : {}),
     ...(overrides.now ? { now: overrides.now } : {}),
   });
-  if (cfg.deploymentsFile !== undefined) {
-    const settings: Readonly<Record<string, unknown>> = cfg;
-    const deployments = new Deployments({ path: cfg.deploymentsFile, settings, adapters, breaker: router.breakerOptions, client: overrides.client, now: router.now });
-    deployments.loadAtStart();
-    router.deployments = deployments;
-  }
-  return router;
 }
 
 export { Router } from "./router.ts";

@@ -11,6 +11,12 @@ export interface BreakerOptions {
   halfOpenAfterMs: number;
 }
 
+/** The breakers' settings with their defaults filled in (the router's and its deployments' breakers take the same). */
+export function breakerOptionsOf(opts: Partial<BreakerOptions> = {}): BreakerOptions {
+  // 5 failures in a row, 30 s pause: long enough to shed load from a failing provider, short enough to notice recovery.
+  return { consecutiveFailures: opts.consecutiveFailures ?? 5, halfOpenAfterMs: opts.halfOpenAfterMs ?? 30_000 };
+}
+
 /** What the planner reads of a provider's health: a breaker's, or a deployment pool's over its deployments. */
 export interface HealthView {
   readonly accepting: boolean;

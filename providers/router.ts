@@ -17,7 +17,7 @@ import type { Catalogue, Category, ModelEntry, ModelListing, Need } from "./cata
 import { ProviderCallError } from "./errors.ts";
 import { Deadline, sleep } from "./deadline.ts";
 import { asProviderFailure, attemptOutcome, toTroupeError, type AttemptOutcome } from "./router-failures.ts";
-import { LatencyTracker, ProviderHealth, type BreakerOptions, type HealthView } from "./router-health.ts";
+import { breakerOptionsOf, LatencyTracker, ProviderHealth, type BreakerOptions, type HealthView } from "./router-health.ts";
 import { isDeploymentPool, type DeploymentReading } from "./deployment-pool.ts";
 import type { Deployments } from "./deployments.ts";
 import type { OwnCredential, OwnCredentialResolver } from "./own-credentials.ts";
@@ -52,6 +52,15 @@ export interface RouterOptions {
    * 400 a request for a model of an unconfigured provider gets; default: none named.
    */
   settingsOf?: (provider: string) => readonly string[];
+  /** Told about each attempt (one observer; the composition root combines metrics and traces); default: none. */
+  observer?: AttemptObserver | undefined;
+  /**
+   * Says which organization's own key a call uses (docs/operations/byok.md):
+   * asked before each attempt, inside the request's async context; default: none.
+   */
+  ownCredentials?: OwnCredentialResolver | undefined;
+  /** The deployments file's deployments (TROUPE_DEPLOYMENTS_FILE), installed in `adapters` (providers/index.ts builds them). */
+  deployments?: Deployments | undefined;
 }
 
 /**
@@ -115,10 +124,10 @@ export class Router {
   private readonly maxDelayMs: number;
   private readonly random: () => number;
   readonly now: () => number;
-  /** The deployments file's deployments, when TROUPE_DEPLOYMENTS_FILE is set (providers/index.ts attaches them). */
-  deployments: Deployments | undefined;
-  private observer: AttemptObserver | undefined;
-  private ownCredentials: OwnCredentialResolver | undefined;
+  /** The deployments file's deployments, when TROUPE_DEPLOYMENTS_FILE is set (SIGHUP reloads them). */
+  readonly deployments: Deployments | undefined;
+  private readonly observer: AttemptObserver | undefined;
+  private readonly ownCredentials: OwnCredentialResolver | undefined;
   private readonly planSource: PlanSource;
   private readonly video: RouterVideo;
 
@@ -128,16 +137,15 @@ export class Router {
     this.timeoutMs = opts.timeoutMs;
     this.maxAttempts = Math.max(1, opts.maxAttempts);
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? (this.maxAttempts > 1 ? Math.ceil(opts.timeoutMs / 2) : opts.timeoutMs);
-    // 5 failures in a row, 30 s pause: long enough to shed load from a failing provider, short enough to notice recovery.
-    this.breakerOptions = {
-      consecutiveFailures: opts.breaker?.consecutiveFailures ?? 5,
-      halfOpenAfterMs: opts.breaker?.halfOpenAfterMs ?? 30_000,
-    };
+    this.breakerOptions = breakerOptionsOf(opts.breaker);
     // 200 ms doubling to 5 s: typical provider 429/503 recovery times.
     this.initialDelayMs = opts.backoff?.initialDelayMs ?? 200;
     this.maxDelayMs = opts.backoff?.maxDelayMs ?? 5_000;
     this.random = opts.random ?? Math.random;
     this.now = opts.now ?? Date.now;
+    this.observer = opts.observer;
+    this.ownCredentials = opts.ownCredentials;
+    this.deployments = opts.deployments;
     this.planSource = {
       catalogue: this.catalogue,
       adapters: this.adapters,
@@ -146,19 +154,6 @@ export class Router {
       settingsOf: opts.settingsOf ?? (() => []),
     };
     this.video = new RouterVideo(this, this.adapters, this.attemptTimeoutMs);
-  }
-
-  /** Sets who is told about each attempt (one observer; the composition root combines metrics and traces). */
-  observeAttempts(observer: AttemptObserver): void {
-    this.observer = observer;
-  }
-
-  /**
-   * Sets who says which organization's own key a call uses (docs/operations/byok.md):
-   * asked before each attempt, inside the request's async context.
-   */
-  useOwnCredentials(resolver: OwnCredentialResolver): void {
-    this.ownCredentials = resolver;
   }
 
   /** Configured providers and their breaker states on this replica (metrics, the operator's console). */

@@ -35,7 +35,7 @@ export class AccountService extends TenancyService {
     this.config = config;
     this.sessions = new SessionService(store, config, clock);
     this.orgs = new OrganizationService(store, clock, apiKeys, config.quotas);
-    this.invitations = new InvitationService(store, clock);
+    this.invitations = new InvitationService(store, clock, config.quotas.pendingInvitationsPerOrganization);
     this.signupThrottle = new SignupThrottle(store, config.signupThrottle);
   }
 

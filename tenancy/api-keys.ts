@@ -4,23 +4,27 @@
 // key from the key cache (key-cache.ts) and closes the connections opened
 // with it (key-revocations.ts). Authentication and the per-key rate limit
 // live in key-cache.ts and key-rate-limit.ts; this service fronts them so
-// the gateway holds one object.
+// the gateway holds one object. A project holds at most API_KEYS_PER_PROJECT
+// active keys made by members, exactly even under concurrent creates
+// (core/quota-slots.ts); revoking one frees its slot. An environment's
+// automatic test key holds no slot: it comes with its environment, which
+// ENVIRONMENTS_PER_PROJECT limits, and is never refused.
 import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import type { TenancyConfig } from "../core/config.ts";
 import { invalidRequest, TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
-import { modelFilterOf, type ModelFilter } from "../providers/router-allowlist.ts";
+import { applyWithinQuota, quotaExceeded, slotReleaseOps, type QuotaScope } from "../core/quota-slots.ts";
 import type { Logger } from "../core/log.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import { displayPrefix, newApiKey, sha256 } from "./key-format.ts";
 import { KeyCache, toRecord } from "./key-cache.ts";
 import { KeyLimits, type RateLimitWindow } from "./key-rate-limit.ts";
 import { KeyRevocations, revocationMessageSchema, type RevocationMessage } from "./key-revocations.ts";
-import { keys } from "./records.ts";
+import { keys, quotaScopes } from "./records.ts";
 import type { StoredBudget } from "./ledger.ts";
 import { TenancyService } from "./tenancy-service.ts";
-import type { StoreOp, DataStore } from "../core/data-store.ts";
+import { ClaimTakenError, type StoreOp, type DataStore } from "../core/data-store.ts";
 import type { ApiKeyRecord, Environment, StoredApiKey } from "./types.ts";
 
 const revokedChannel = "api-keys:revoked";
@@ -159,7 +163,18 @@ export class ApiKeyService extends TenancyService {
     return { env, membership };
   }
 
-  /** `budgets`: where the key's own budget goes when it has one (before the key exists, so it is never unenforced). */
+  /** The slots of a project's member-made keys; a revoked (or erased) key no longer counts. */
+  private keyQuota(projectId: string): QuotaScope {
+    const max = this.config.quotas.apiKeysPerProject;
+    return {
+      scope: quotaScopes.apiKeys(projectId),
+      capacity: max,
+      counting: async (ids) => new Set((await this.records.apiKeys(ids)).filter((k) => k.revoked_at === null).map((k) => k.id)),
+      refusal: () => quotaExceeded("this project holds as many active API keys as it may", max),
+    };
+  }
+
+  /** `budgets`: where the key's own budget goes when it has one (before the key is answered, so it is never unenforced). */
   async create(
     userId: string,
     environmentId: string,
@@ -174,9 +189,50 @@ export class ApiKeyService extends TenancyService {
     }
     const now = this.clock.now();
     const built = this.build(input, env, now, userId);
-    if (built.stored.monthly_budget_usd !== null) await budgets.putBudget(env.project_id, keyBudgetOf(built.stored, now), built.stored.id);
-    await this.store.apply(built.ops);
+    // The slot first, in one batch with the key: a create refused here (a full
+    // project, or the last slot lost to a racing create) has written nothing,
+    // in the data store or the ledger.
+    const quota = this.keyQuota(env.project_id);
+    const slot = await applyWithinQuota(this.store, quota, built.stored.id, built.ops);
+    if (built.stored.monthly_budget_usd !== null) {
+      // Still before any call with the key: its secret exists only in this
+      // answer, so the budget is in force before the key can be presented.
+      try {
+        await budgets.putBudget(env.project_id, keyBudgetOf(built.stored, now), built.stored.id);
+      } catch (error) {
+        await this.discard(built.stored, quota.scope, slot);
+        throw error;
+      }
+    }
     return built.created;
+  }
+
+  /**
+   * Removes a key whose create failed after its slot was taken (its budget
+   * could not be written). Its secret was never answered, so it could never
+   * be used; removed, it no longer counts and its slot is given back (its
+   * holder document marked released, not left naming a key that is gone). If
+   * the removal fails too, the key stays unusable and holds its slot until
+   * revoked.
+   */
+  private async discard(stored: StoredApiKey, scope: string, slot: number): Promise<void> {
+    const removal: StoreOp[] = [
+      { op: "release", key: keys.apiKeyHash(stored.key_hash) },
+      { op: "delete", key: keys.apiKey(stored.id) },
+      { op: "unindex", key: keys.environmentKeys(stored.environment_id), member: stored.id },
+    ];
+    try {
+      await this.store.apply([...slotReleaseOps(scope, slot, stored.id), ...removal]);
+    } catch (error) {
+      // The turn from this key is taken only once the key stopped counting: a
+      // member revoked it (it is listed) and a create has its slot already.
+      if (error instanceof ClaimTakenError) await this.store.apply(removal).catch((again: unknown) => this.couldNotDiscard(stored, again));
+      else this.couldNotDiscard(stored, error);
+    }
+  }
+
+  private couldNotDiscard(stored: StoredApiKey, error: unknown): void {
+    this.log.warn("could not remove an API key whose budget was not written", { error, key_id: stored.id });
   }
 
   async list(userId: string, environmentId: string, limit: number, cursor: string | null | undefined) {
@@ -219,11 +275,6 @@ export class ApiKeyService extends TenancyService {
     await this.store.apply([{ op: "put", key: keys.apiKey(keyId), value: changed }]);
     this.cache.evict(stored.key_hash);
     return toRecord(changed);
-  }
-
-  /** The current allowlist filter of a key (an agent turn's, run outside its request); undefined: every model, or an unknown key. */
-  async modelFilterOf(keyId: string): Promise<ModelFilter | undefined> {
-    return modelFilterOf((await this.records.apiKey(keyId))?.models);
   }
 
   async revoke(userId: string, keyId: string): Promise<ApiKeyRecord> {

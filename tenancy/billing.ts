@@ -446,7 +446,7 @@ function exceeded(outcome: Exclude<ReserveOutcome, { admitted: true }>, period: 
     }
     return new TroupeError(
       "budget_exceeded",
-      `this job may cost up to ${usd(neededNanos)} USD, more than the ${usd(limit - spent - reserved)} USD left of this API key's monthly budget of ${usd(limit)} USD (${usd(spent)} USD spent, ${usd(reserved)} USD reserved by work in flight)`,
+      `this work may cost up to ${usd(neededNanos)} USD, more than the ${usd(limit - spent - reserved)} USD left of this API key's monthly budget of ${usd(limit)} USD (${usd(spent)} USD spent, ${usd(reserved)} USD reserved by work in flight)`,
       { details: { ...details, budget: "api_key", api_key_id: apiKeyId, required_usd: usd(neededNanos) } },
     );
   }
@@ -455,7 +455,7 @@ function exceeded(outcome: Exclude<ReserveOutcome, { admitted: true }>, period: 
   }
   return new TroupeError(
     "budget_exceeded",
-    `this job may cost up to ${usd(neededNanos)} USD, more than the ${usd(limit - spent - reserved)} USD left of the project's monthly budget of ${usd(limit)} USD (${usd(spent)} USD spent, ${usd(reserved)} USD reserved by work in flight)`,
+    `this work may cost up to ${usd(neededNanos)} USD, more than the ${usd(limit - spent - reserved)} USD left of the project's monthly budget of ${usd(limit)} USD (${usd(spent)} USD spent, ${usd(reserved)} USD reserved by work in flight)`,
     { details: { ...details, required_usd: usd(neededNanos) } },
   );
 }

@@ -1,14 +1,17 @@
 // Invitations: an owner or admin invites an email address with a role; the
 // token (shown once, only its SHA-256 stored as a claim) lets the user with
-// that email join within a week.
+// that email join within a week. An organization has at most
+// PENDING_INVITATIONS_PER_ORGANIZATION pending at once (neither accepted nor
+// expired), exactly even under concurrent creates (core/quota-slots.ts).
 import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import { TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
+import { applyWithinQuota, quotaExceeded, type QuotaScope } from "../core/quota-slots.ts";
 import { requireMembership, requireRole, roleAtLeast } from "./access.ts";
 import type { DataStore } from "../core/data-store.ts";
 import { newInvitationToken, sha256 } from "./key-format.ts";
-import { keys } from "./records.ts";
+import { keys, quotaScopes } from "./records.ts";
 import { TenancyService } from "./tenancy-service.ts";
 import type { Invitation, Membership, Role } from "./types.ts";
 import { requireWellFormed } from "./well-formed.ts";
@@ -16,9 +19,26 @@ import { requireWellFormed } from "./well-formed.ts";
 const invitationTtlMs = 7 * 24 * 3600_000; // a week, like most dashboards
 
 export class InvitationService extends TenancyService {
+  /** PENDING_INVITATIONS_PER_ORGANIZATION. */
+  private readonly pendingPerOrganization: number;
 
-  constructor(store: DataStore, clock: Clock) {
+  constructor(store: DataStore, clock: Clock, pendingPerOrganization: number) {
     super(store, clock);
+    this.pendingPerOrganization = pendingPerOrganization;
+  }
+
+  /** An invitation holds its slot until it is accepted or expires. */
+  private pendingQuota(orgId: string): QuotaScope {
+    const max = this.pendingPerOrganization;
+    return {
+      scope: quotaScopes.pendingInvitations(orgId),
+      capacity: max,
+      counting: async (ids) => {
+        const now = this.clock.now();
+        return new Set((await this.records.invitations(ids)).filter((i) => i.accepted_at === null && Date.parse(i.expires_at) > now).map((i) => i.id));
+      },
+      refusal: () => quotaExceeded("this organization has as many pending invitations as it may", max),
+    };
   }
 
   async create(userId: string, orgId: string, input: { email: string; role: Role }) {
@@ -40,7 +60,7 @@ export class InvitationService extends TenancyService {
       expires_at: isoTime(now + invitationTtlMs),
       accepted_at: null,
     };
-    await this.store.apply([
+    await applyWithinQuota(this.store, this.pendingQuota(orgId), invitation.id, [
       { op: "put", key: keys.invitation(invitation.id), value: invitation },
       { op: "claim", key: keys.invitationToken(sha256(token)), value: invitation.id },
       // So deleting the organization can release the claim (it is found by the token's hash only).

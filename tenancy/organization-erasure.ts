@@ -5,7 +5,8 @@
 // it. Users stay (they are people, and may belong to other organizations);
 // only their membership and their index entry for this organization go.
 import { indexMembers, type DataStore, type StoreOp } from "../core/data-store.ts";
-import { keys, recordsOf } from "./records.ts";
+import { quotaErasureOps } from "../core/quota-slots.ts";
+import { keys, quotaScopes, recordsOf } from "./records.ts";
 import type { StoredApiKey } from "./types.ts";
 import { providerCredentialErasureOps } from "./provider-credentials.ts";
 
@@ -47,7 +48,7 @@ export function keyErasureOps(t: OrganizationTenancy): StoreOp[] {
   return ops;
 }
 
-/** The ops that remove the rest: invitations, memberships, stored provider credentials, environments, projects and, last, the organization. */
+/** The ops that remove the rest: invitations, memberships, the exact quotas' slots (core/quota-slots.ts), stored provider credentials, environments, projects and, last, the organization. */
 export async function tenancyErasureOps(store: DataStore, t: OrganizationTenancy): Promise<StoreOp[]> {
   const ops: StoreOp[] = [];
   const tokenHashes = await store.getMany(t.invitationIds.map(keys.invitationTokenOf));
@@ -64,6 +65,8 @@ export async function tenancyErasureOps(store: DataStore, t: OrganizationTenancy
     );
   }
   ops.push(...(await providerCredentialErasureOps(store, t.orgId)));
+  const scopes = [quotaScopes.pendingInvitations(t.orgId), ...t.projectIds.flatMap((p) => [quotaScopes.apiKeys(p), quotaScopes.environments(p)])];
+  for (const scope of scopes) ops.push(...(await quotaErasureOps(store, scope)));
   const envsOf = await Promise.all(t.projectIds.map((p) => indexMembers(store, keys.projectEnvironments(p))));
   t.projectIds.forEach((projectId, i) => {
     for (const envId of envsOf[i] ?? []) ops.push({ op: "delete", key: keys.environment(envId) }, { op: "unindex", key: keys.projectEnvironments(projectId), member: envId });

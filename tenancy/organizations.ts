@@ -6,10 +6,11 @@ import type { Clock } from "../core/clock.ts";
 import { isoTime } from "../core/clock.ts";
 import { TroupeError } from "../core/errors.ts";
 import { prefixedId } from "../core/ids.ts";
+import { applyWithinQuota, quotaExceeded, type QuotaScope } from "../core/quota-slots.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import type { ApiKeyService, NewTestKey } from "./api-keys.ts";
 import type { DataStore, StoreOp } from "../core/data-store.ts";
-import { keys } from "./records.ts";
+import { keys, quotaScopes } from "./records.ts";
 import { TenancyService } from "./tenancy-service.ts";
 import type { Environment, Membership, Organization, Project } from "./types.ts";
 
@@ -18,11 +19,17 @@ export interface EnvironmentWithKey {
   test_key?: NewTestKey;
 }
 
-/** How many records one account or organization may create (ORGANIZATIONS_PER_ACCOUNT, PROJECTS_PER_ORGANIZATION). */
+/** How many records one account, organization or project may hold (ORGANIZATIONS_PER_ACCOUNT, PROJECTS_PER_ORGANIZATION, API_KEYS_PER_PROJECT, ENVIRONMENTS_PER_PROJECT, PENDING_INVITATIONS_PER_ORGANIZATION). */
 export interface TenancyQuotas {
   organizationsPerAccount: number;
   projectsPerOrganization: number;
+  apiKeysPerProject: number;
+  environmentsPerProject: number;
+  pendingInvitationsPerOrganization: number;
 }
+
+/** A project's production and development environments, made with it: they count against ENVIRONMENTS_PER_PROJECT without holding a slot. */
+const automaticEnvironments = 2;
 
 export class OrganizationService extends TenancyService {
   private readonly apiKeys: ApiKeyService;
@@ -43,9 +50,7 @@ export class OrganizationService extends TenancyService {
    */
   private async requireRoom(indexKey: string, max: number, what: string): Promise<void> {
     const page = await this.store.page(indexKey, max, null);
-    if (page.members.length >= max) {
-      throw new TroupeError("quota_exceeded", `${what}: the limit is ${max}`, { details: [{ path: "body", message: `at most ${max} (the limit)` }] });
-    }
+    if (page.members.length >= max) throw quotaExceeded(what, max);
   }
 
   newOrg(name: string, now: number): Organization {
@@ -174,10 +179,24 @@ export class OrganizationService extends TenancyService {
   async createEnvironment(userId: string, projectId: string, input: { name: string; production?: boolean | undefined }) {
     const { project, membership } = await this.projectFor(userId, projectId);
     requireRole(membership, "admin", "creating an environment");
+    const max = this.quotas.environmentsPerProject;
+    // Every environment counts, so one made before slots existed too (a check that, unlike the slot, can be passed by racing creates).
+    await this.requireRoom(keys.projectEnvironments(project.id), max, "this project holds as many environments as it may");
     const now = this.clock.now();
     const setup = this.environmentOps(project, input.name, input.production ?? false, now);
-    await this.store.apply(setup.ops);
+    await applyWithinQuota(this.store, this.environmentQuota(project.id), setup.result.environment.id, setup.ops);
     return setup.result;
+  }
+
+  /** The slots of environments made by API: the limit less the project's automatic two; environments are never deleted but with their organization. */
+  private environmentQuota(projectId: string): QuotaScope {
+    const max = this.quotas.environmentsPerProject;
+    return {
+      scope: quotaScopes.environments(projectId),
+      capacity: max - automaticEnvironments,
+      counting: async (ids) => new Set((await this.records.environments(ids)).map((e) => e.id)),
+      refusal: () => quotaExceeded("this project holds as many environments as it may", max),
+    };
   }
 
   async listEnvironments(userId: string, projectId: string, limit: number, cursor: string | null | undefined) {

@@ -118,6 +118,11 @@ export class ProviderCredentialStore {
     ]);
   }
 
+  /** Whether the organization stored any credential (any provider, any environment): one index page of one member. */
+  async storedAny(orgId: string): Promise<boolean> {
+    return (await this.store.page(keys.index(orgId), 1, null)).members.length > 0;
+  }
+
   /** The credential a call from this environment uses for `provider`: the environment's, else the organization's. */
   async resolve(orgId: string, environmentId: string, provider: string): Promise<OpenedCredential | undefined> {
     const [own, org] = await this.store.getMany([keys.credential(orgId, environmentId, provider), keys.credential(orgId, orgScope, provider)]);

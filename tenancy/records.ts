@@ -36,6 +36,13 @@ export const keys = {
   invitationTokenOf: (invitationId: string) => `invitation-token-of:${invitationId}`,
 } as const;
 
+/** The scopes of the exact quotas (core/quota-slots.ts), erased with their organization. */
+export const quotaScopes = {
+  apiKeys: (projectId: string) => `api-keys:${projectId}`,
+  environments: (projectId: string) => `environments:${projectId}`,
+  pendingInvitations: (orgId: string) => `invitations:${orgId}`,
+} as const;
+
 async function read<S extends z.ZodType>(store: DataStore, key: string, schema: S): Promise<z.output<S> | undefined> {
   const raw = await store.get(key);
   if (raw === undefined || raw === null) return undefined;

@@ -209,8 +209,7 @@ t.test("/metrics' exposition carries each deployment's traffic, errors, breaker 
   fakes[1]!.faults.queue.push({ kind: "status", status: 500 });
   t.same(await drive(router, 4, 1), []);
   const metrics = createPrometheusMetrics({ replica: "r1" });
-  metrics.addSources({ deployments: () => router.deploymentReadings() });
-  const { body } = await metrics.render();
+  const { body } = await metrics.exposition({ deployments: () => router.deploymentReadings() }).render();
   const line = (name: string, deployment: string) => body.split("\n").find((l) => l.startsWith(`${name}{`) && l.includes(`deployment="${deployment}"`));
   t.match(line("troupe_deployment_calls", "east"), / 3$/, "east: 2 of its own picks and 1 failover from west");
   t.match(line("troupe_deployment_calls", "west"), / 2$/);

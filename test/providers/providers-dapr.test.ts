@@ -3,31 +3,20 @@
 // both providers pointed at their fakes. Each replica builds its router from
 // the registry like the embedded mode; the conversations (plain, streamed,
 // tool round trips) and embeddings go through one replica, then the other.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import t from "tap";
 import { startAzureOpenAIFake } from "../fakes/azure-openai-fake.ts";
 import { startMistralFake } from "../fakes/mistral-fake.ts";
-import { LocalCluster, repoDir, requireDaprPrerequisites } from "../support/dapr-cluster.ts";
-import { startTestRedis } from "../support/redis.ts";
+import { startDaprCluster } from "../support/dapr-openai-cluster.ts";
 import { field, request, signup } from "../support/troupe.ts";
 import { plainAndStreamed, post, toolRoundTrip, type Started } from "./provider-e2e.ts";
-import { ownVectorIndex } from "../support/own-vector-index.ts";
 
 t.setTimeout(240_000);
-const redis = await startTestRedis();
-requireDaprPrerequisites({ redisUrl: redis.url });
 const azure = await startAzureOpenAIFake({ apiKey: "az-key", deployments: { "prod-4o": "gpt-4o-2024-08-06", "text-embedding-3-small": "text-embedding-3-small" } });
 const mistral = await startMistralFake({ apiKey: "mi-key" });
-const vectorIndex = ownVectorIndex("providers-dapr");
-const cluster = new LocalCluster({
-  mode: "dapr",
+const { cluster } = await startDaprCluster({
+  label: "providers-dapr",
   replicas: 2,
-  dataDir: mkdtempSync(join(tmpdir(), "troupe-providers-dapr-")),
-  appEntry: join(repoDir, "gateway/main.ts"),
   appEnv: {
-    ...vectorIndex.env,
     AZURE_OPENAI_API_KEY: "az-key",
     AZURE_OPENAI_ENDPOINT: azure.url,
     AZURE_OPENAI_DEPLOYMENTS: '{"gpt-4o": "prod-4o"}',
@@ -36,16 +25,9 @@ const cluster = new LocalCluster({
     PROVIDER_TIMEOUT_MS: "5000",
     LOG_LEVEL: "warn",
   },
-  redisUrl: redis.url,
+  ownVectorIndex: true,
+  closeAfter: [() => azure.close(), () => mistral.close()],
 });
-t.teardown(async () => {
-  await cluster.stop();
-  await vectorIndex.drop();
-  await azure.close();
-  await mistral.close();
-  await redis.stop();
-});
-await cluster.start();
 
 const replicas: Started[] = [];
 const first = cluster.replicas[0]!.gatewayUrl;

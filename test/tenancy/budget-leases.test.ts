@@ -6,89 +6,19 @@
 // through late), the ledger ends at the limit, most calls took no ledger
 // step; and the lease of a replica that died comes back once it expires.
 // Each replica's usage recorder is simulated by a slow flush to
-// Billing.write, so leases return before the recorder has their records.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// Billing.write, so leases return before the recorder has their records
+// (test/support/lease-replicas.ts).
 import t from "tap";
 import { isoTime, type Clock } from "../../core/clock.ts";
-import { createLogger } from "../../core/log.ts";
-import type { UsageRecord } from "../../providers/usage.ts";
 import { leaseMaxAgeMs } from "../../tenancy/budget-leases.ts";
-import { Billing } from "../../tenancy/billing.ts";
-import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
-import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
-import { periodOf, type LedgerStore } from "../../tenancy/ledger.ts";
-import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
-import { midMonthClock } from "../support/mid-month-clock.ts";
-import { startTestRedis } from "../support/redis.ts";
+import { periodOf } from "../../tenancy/ledger.ts";
+import { startLeaseLedgers, stopReplica, type Replica } from "../support/lease-replicas.ts";
 import { usage } from "./ledger-store-suite.ts";
 
 t.setTimeout(120_000);
-// Budgets are monthly: on the real clock a run near a month end would spend
-// part of the budget in each month. Billing, the ledgers and the records read one clock.
-const clock = midMonthClock();
-const dir = mkdtempSync(join(tmpdir(), "troupe-leases-"));
-const store = new EmbeddedDataStore(dir, clock);
-const embedded = new EmbeddedLedgerStore(dir, { now: () => clock.now() });
-const redis = await startTestRedis();
-const prefix = `troupe:test-leases:${process.pid}:`;
-const redisLedger = () => new RedisLedgerStore(redis.url, prefix, undefined, () => clock.now());
-const redisLedgers = [redisLedger(), redisLedger()];
-t.teardown(async () => {
-  for (const ledger of redisLedgers) await ledger.close();
-  await embedded.close();
-  await store.close();
-  await redis.stop();
-});
-const log = createLogger("silent");
+const { clock, shared, replica } = await startLeaseLedgers("leases");
 const costNanos = 1_000_000; // each call's estimate and real cost: $0.001
 const callsInBudget = 200; // a lease then holds 25 calls (an eighth of the limit)
-
-/** Counts the ledger steps a replica takes per method. */
-function counted(ledger: LedgerStore, steps: Map<string, number>, dead: { value: boolean } = { value: false }): LedgerStore {
-  return new Proxy(ledger, {
-    get(target, property, receiver) {
-      const value: unknown = Reflect.get(target, property, receiver);
-      if (typeof value !== "function" || property === "kind") return value;
-      return (...args: unknown[]) => {
-        if (dead.value) return Promise.reject(new Error("the replica is dead"));
-        steps.set(String(property), (steps.get(String(property)) ?? 0) + 1);
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-}
-
-interface Replica {
-  billing: Billing;
-  steps: Map<string, number>;
-  dead: { value: boolean };
-  /** The records the simulated recorder holds until its next flush. */
-  buffer: UsageRecord[];
-  flusher: NodeJS.Timeout;
-}
-
-function replica(ledger: LedgerStore, replicaClock: Clock = clock): Replica {
-  const steps = new Map<string, number>();
-  const dead = { value: false };
-  const billing = new Billing({ ledger: counted(ledger, steps, dead), store, clock: replicaClock, log });
-  const r: Replica = { billing, steps, dead, buffer: [], flusher: setInterval(() => undefined, 1 << 30) };
-  clearInterval(r.flusher);
-  // A recorder slower than a lease's life: returns must carry the records themselves.
-  r.flusher = setInterval(() => {
-    if (dead.value || r.buffer.length === 0) return;
-    const batch = r.buffer.splice(0);
-    void billing.write(batch).catch(() => r.buffer.unshift(...batch));
-  }, leaseMaxAgeMs * 2);
-  return r;
-}
-
-async function stopReplica(r: Replica): Promise<void> {
-  clearInterval(r.flusher);
-  if (!r.dead.value && r.buffer.length > 0) await r.billing.write(r.buffer.splice(0));
-  if (!r.dead.value) await r.billing.stop();
-}
 
 /** One billed call as billed-call.ts runs it: admit, the provider, settle, then the record to the recorder. */
 async function call(r: Replica, projectId: string, callClock: Clock = clock): Promise<"answered" | "refused"> {
@@ -109,10 +39,7 @@ async function call(r: Replica, projectId: string, callClock: Clock = clock): Pr
 
 const hardBudget = { monthly_limit_usd: (callsInBudget * costNanos) / 1e9, alert_thresholds: [], hard_limit: true, updated_at: "2026-03-01T00:00:00.000Z" };
 
-for (const [name, ledgers] of [
-  ["embedded (one ledger shared)", [embedded, embedded]],
-  ["Redis (one client per replica)", redisLedgers],
-] as const) {
+for (const [name, ledgers] of shared) {
   t.test(`${name}: two replicas, a budget worth exactly ${callsInBudget} calls: exactly ${callsInBudget} answered, the ledger at the limit`, async (t) => {
     const projectId = `prj_lease_${name.slice(0, 5)}_${process.pid}`;
     const [a, b] = [replica(ledgers[0]), replica(ledgers[1])];

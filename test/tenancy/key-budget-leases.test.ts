@@ -6,77 +6,16 @@
 // with the project's budget hard and smaller, the project's stops the key
 // there instead, both budgets leased at once. Each replica's usage recorder
 // is a slow flush, so leases return before the recorder has their records.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import t, { type Test } from "tap";
 import { isoTime } from "../../core/clock.ts";
-import { createLogger } from "../../core/log.ts";
-import type { UsageRecord } from "../../providers/usage.ts";
 import { leaseMaxAgeMs } from "../../tenancy/budget-leases.ts";
-import { Billing } from "../../tenancy/billing.ts";
-import { EmbeddedDataStore } from "../../tenancy/embedded-data-store.ts";
-import { EmbeddedLedgerStore } from "../../tenancy/embedded-ledger-store.ts";
-import { periodOf, type LedgerStore, type StoredBudget } from "../../tenancy/ledger.ts";
-import { RedisLedgerStore } from "../../tenancy/redis-ledger-store.ts";
-import { midMonthClock } from "../support/mid-month-clock.ts";
-import { startTestRedis } from "../support/redis.ts";
+import { periodOf, type StoredBudget } from "../../tenancy/ledger.ts";
+import { startLeaseLedgers, stopReplica, type Replica } from "../support/lease-replicas.ts";
 import { usageRecord } from "../support/usage-record.ts";
 
 t.setTimeout(120_000);
-const clock = midMonthClock();
-const dir = mkdtempSync(join(tmpdir(), "troupe-key-leases-"));
-const store = new EmbeddedDataStore(dir, clock);
-const embedded = new EmbeddedLedgerStore(dir, { now: () => clock.now() });
-const redis = await startTestRedis();
-const prefix = `troupe:test-key-leases:${process.pid}:`;
-const redisLedger = () => new RedisLedgerStore(redis.url, prefix, undefined, () => clock.now());
-const redisLedgers = [redisLedger(), redisLedger()];
-t.teardown(async () => {
-  for (const ledger of redisLedgers) await ledger.close();
-  await embedded.close();
-  await store.close();
-  await redis.stop();
-});
-const log = createLogger("silent");
+const { clock, embedded, shared, replica } = await startLeaseLedgers("key-leases");
 const costNanos = 1_000_000; // each call's estimate and real cost: $0.001
-
-interface Replica {
-  billing: Billing;
-  /** Ledger steps taken, per method. */
-  steps: Map<string, number>;
-  buffer: UsageRecord[];
-  flusher: NodeJS.Timeout;
-}
-
-function replica(ledger: LedgerStore): Replica {
-  const steps = new Map<string, number>();
-  const counted = new Proxy(ledger, {
-    get(target, property, receiver) {
-      const value: unknown = Reflect.get(target, property, receiver);
-      if (typeof value !== "function" || property === "kind") return value;
-      return (...args: unknown[]) => {
-        steps.set(String(property), (steps.get(String(property)) ?? 0) + 1);
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  const billing = new Billing({ ledger: counted, store, clock, log });
-  const r: Replica = { billing, steps, buffer: [], flusher: setInterval(() => undefined, 1 << 30) };
-  clearInterval(r.flusher);
-  r.flusher = setInterval(() => {
-    if (r.buffer.length === 0) return;
-    const batch = r.buffer.splice(0);
-    void billing.write(batch).catch(() => r.buffer.unshift(...batch));
-  }, leaseMaxAgeMs * 2);
-  return r;
-}
-
-async function stopReplica(r: Replica): Promise<void> {
-  clearInterval(r.flusher);
-  if (r.buffer.length > 0) await r.billing.write(r.buffer.splice(0));
-  await r.billing.stop();
-}
 
 async function call(r: Replica, projectId: string, keyId: string): Promise<"answered" | "refused-by-key" | "refused-by-project"> {
   const payer = { organization_id: "org_1", project_id: projectId, environment_id: "env_1", api_key_id: keyId, live: true };
@@ -113,10 +52,7 @@ async function spend(t: Test, a: Replica, b: Replica, projectId: string, keyId: 
   return { answered, refusals };
 }
 
-for (const [name, ledgers] of [
-  ["embedded (one ledger shared)", [embedded, embedded]],
-  ["Redis (one client per replica)", redisLedgers],
-] as const) {
+for (const [name, ledgers] of shared) {
   t.test(`${name}: a key budget worth exactly 200 calls, two replicas: exactly 200 answered, the key's spend at its limit`, async (t) => {
     const projectId = `prj_keylease_${name.slice(0, 5)}_${process.pid}`;
     const [a, b] = [replica(ledgers[0]), replica(ledgers[1])];
