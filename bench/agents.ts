@@ -26,6 +26,10 @@
 //        cluster with its own Redis: Redis's used_memory per conversation, and
 //        per replica its RSS, the copies in its memory and daprd's active count)
 //        --max-resident=N (ACTOR_MAX_RESIDENT for the scale phase's Troupe)
+//        --baseline=DIR --pairs=7 (embedded only: this tree's Troupe and the one in DIR, e.g.
+//        `git worktree add /tmp/base HEAD`, take turns --pairs times, first one then the
+//        other, each a fresh server; then the median Troupe CPU per turn of each and their
+//        ratio: on a busy machine only figures measured side by side compare)
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -56,6 +60,8 @@ const sampleSeconds = Number(args.get("sample-seconds") ?? 10);
 const memoryLimitMiB = args.has("memory-limit-mib") ? Number(args.get("memory-limit-mib")) : undefined;
 const scaleHost = args.get("scale-host") ?? "embedded";
 const scaleReplicas = Number(args.get("scale-replicas") ?? 2);
+const baselineDir = args.get("baseline");
+const pairs = Number(args.get("pairs") ?? 7);
 if (scaleHost !== "embedded" && scaleHost !== "dapr") throw new Error(`--scale-host must be embedded or dapr, got ${scaleHost}`);
 const appEnv = { LOG_LEVEL: "warn", DEFAULT_RATE_LIMIT_PER_MINUTE: "10000000" };
 
@@ -74,13 +80,13 @@ interface Server {
   beside?: Array<{ name: string; pid: number | undefined }>;
 }
 
-async function startEmbedded(env: Record<string, string> = {}): Promise<Server> {
+async function startEmbedded(env: Record<string, string> = {}, appDir = repoDir): Promise<Server> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "troupe-bench-agents-"));
   // TROUPE_NODE_OPTIONS, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, profiles the server.
   const nodeOptions = (process.env["TROUPE_NODE_OPTIONS"] ?? "").split(" ").filter(Boolean);
   const cgroup = memoryLimitMiB === undefined ? undefined : createMemoryCgroup(memoryLimitMiB);
-  const start = { command: process.execPath, args: [...nodeOptions, join(repoDir, "gateway/main.ts")] };
+  const start = { command: process.execPath, args: [...nodeOptions, join(appDir, "gateway/main.ts")] };
   const { command, args: commandArgs } = cgroup ? cgroup.wrap(start.command, start.args) : start;
   const child: ChildProcess = spawn(command, commandArgs, {
     env: { ...process.env, ...appEnv, ...env, PORT: String(port), HOST: "127.0.0.1", TROUPE_DATA_DIR: dataDir },
@@ -235,6 +241,28 @@ async function run(host: string, server: Server, concurrency: number): Promise<v
   await report(host, "turns", turned, server, beforeTurns);
 }
 
+/** This tree and the baseline's, embedded, taking turns (the order flips each pair); prints the medians of Troupe's CPU per turn. */
+async function runPairs(dir: string): Promise<void> {
+  const cpuPerTurn: Record<"current" | "baseline", number[]> = { current: [], baseline: [] };
+  for (let pair = 0; pair < pairs; pair++) {
+    const order: Array<"current" | "baseline"> = pair % 2 === 0 ? ["current", "baseline"] : ["baseline", "current"];
+    for (const which of order) {
+      const server = await startEmbedded({}, which === "current" ? repoDir : dir);
+      try {
+        await run(which, server, concurrency);
+      } finally {
+        await server.stop();
+      }
+      const turnsRow = rows.findLast((r) => r.host === which && r.phase === "turns");
+      if (turnsRow) cpuPerTurn[which].push(turnsRow.troupeCpuUs);
+    }
+  }
+  const median = (xs: number[]) => summarize(xs).p50;
+  const [current, baseline] = [median(cpuPerTurn.current), median(cpuPerTurn.baseline)];
+  console.log(`Troupe CPU per turn, median of ${pairs} pairs: current ${fmt(current, 0)} µs, baseline (${dir}) ${fmt(baseline, 0)} µs, ratio ${fmt(current / baseline, 3)}`);
+  console.log(`          each: current ${cpuPerTurn.current.map((x) => fmt(x, 0)).join(", ")}; baseline ${cpuPerTurn.baseline.map((x) => fmt(x, 0)).join(", ")}`);
+}
+
 /** Like drive(), but keeps each created conversation's id. */
 async function driveCollect(origin: string, headers: Record<string, string>, jobs: Job[], conc: number, ids: string[]) {
   const { Pool } = await import("undici");
@@ -272,7 +300,8 @@ async function driveCollect(origin: string, headers: Record<string, string>, job
 }
 
 console.log(`agents: ${conversations} conversations × ${turns} turns, ${concurrency} in flight (dapr ${daprConcurrency}), script ${JSON.stringify(script)}`);
-for (const host of hosts) {
+if (baselineDir !== undefined) await runPairs(baselineDir);
+else for (const host of hosts) {
   const server = host === "dapr" ? await startDapr() : await startEmbedded();
   try {
     await run(host, server, host === "dapr" ? daprConcurrency : concurrency);

@@ -71,10 +71,10 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const cache = await cacheFeature(shared, billing);
   const authenticator = createAuthenticator(shared.accounts, shared.apiKeys, config.tenancy.apiKeyPrefix);
   const openAiConversations = openAiConversationsFeature(shared);
-  const responses = responsesFeature(shared, billing, openAiConversations.responsesHook, webhooks.publisher, options.usage !== undefined);
+  const responses = responsesFeature(shared, billing, cache, openAiConversations.responsesHook, webhooks.publisher, options.usage !== undefined);
   const batches = batchesFeature(shared, billing, webhooks.publisher, responses.routes ?? []);
   const lifecycle = dataLifecycleFeature(shared, { conversations, jobs, webhooks, vectors, responses, openAiConversations, cache, batches, requestLog });
-  const features: Feature[] = [requestLog, tenancyFeature(shared, billing.billing), billing, cache, aiFeature(shared, billing, jobs, cache), responses, openAiConversations, vectors, conversations, jobs, batches, webhooks, lifecycle, providerCredentialsFeature(shared), consoleFeature(shared, authenticator, jobs, webhooks, requestLog.store)];
+  const features: Feature[] = [requestLog, tenancyFeature(shared, billing.billing), billing, cache, aiFeature(shared, billing, jobs, cache), responses, openAiConversations, vectors, conversations, jobs, batches, webhooks, lifecycle, providerCredentialsFeature(shared), consoleFeature(shared, authenticator, jobs, webhooks, requestLog.series)];
 
   const services: TroupeServices = { ...shared, publisher: webhooks.publisher };
   const extra = options.extraRoutes?.(services) ?? [];
@@ -84,7 +84,7 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const admission = createAdmission(authenticator, shared.apiKeys);
   const gateway = createGateway({
     routes,
-    wsRoutes: sockets.map((s) => s.route),
+    sockets: { routes: sockets, revocations: shared.apiKeys.revocations },
     admission,
     log,
     maxBodyBytes: config.maxBodyBytes,
@@ -93,21 +93,20 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
     unavailable: shared.capabilities.unavailable,
     openApiInfo: { title: "Troupe", version: "1.0.0" },
     rawPaths: features.flatMap((f) => f.rawPaths ?? []),
+    attachRaw: features.map((f) => (app) => f.attachRaw?.(app)),
     metrics,
     tracing: shared.tracing,
     pages: features.flatMap((f) => f.pages ?? []),
     callEnded: requestLog.callEnded,
+    usesCacheRequest: cache.usesCacheRequest,
   });
-  for (const socket of sockets) socket.attach(gateway.app, { admission, log, revocations: shared.apiKeys.revocations, metrics });
-  for (const f of features) f.attachRaw?.(gateway.app);
 
   // Listening first: the public URL is known before any actor or feature starts; requests wait for open() (503 until then).
-  // Features stop in reverse, then the shared services close: the end of a
-  // stop, and all a failed listen has to undo. A port in use fails the start
-  // here, and what the features and shared services opened (the ledger's
-  // worker thread, lmdb, the vector index) is closed before the caller exits.
-  // Once in CI such a start ended by a signal instead of exit code 1 while all
-  // of that was still open (not reproduced in 50 runs).
+  // Features stop in reverse, then the shared services close: the end of a stop, and all a failed
+  // listen has to undo. A port in use fails the start here, and what the features and shared
+  // services opened (the ledger's worker thread, lmdb, the vector index) is closed before the caller
+  // exits. Once in CI such a start ended by a signal instead of exit code 1 while all of that was
+  // still open (not reproduced in 50 runs).
   const closeOpened = async (step: (name: string) => void = () => undefined): Promise<void> => {
     for (const f of [...features].reverse()) await f.stop?.();
     step("features_stop");
@@ -121,7 +120,6 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   const url = shared.publicUrl.listening(config.host, port);
   actors.register(features.flatMap((f) => f.actors ?? []));
   await actors.start();
-  metrics.addSources({ breakers: () => shared.router.breakerStates(), deployments: () => shared.router.deploymentReadings(), activeActors: () => actors.runtimeActiveActors() });
   for (const f of features) await f.start?.();
   gateway.open();
 
@@ -150,7 +148,9 @@ export async function startTroupe(config: Config, log: Logger, options: StartOpt
   if (config.observability.metrics) {
     const { host, port: metricsPort } = config.observability.metrics;
     // A metrics port in use fails the start; what already started is stopped, not left serving half a Troupe.
-    metricsServer = await startMetricsServer(metrics, host, metricsPort, log).catch(async (error: unknown) => {
+    // Built last, from the finished parts it reads at scrape time (core/metrics.ts).
+    const exposition = metrics.exposition({ breakers: () => shared.router.breakerStates(), deployments: () => shared.router.deploymentReadings(), activeActors: () => actors.runtimeActiveActors(), cache: cache.metricReading });
+    metricsServer = await startMetricsServer(exposition, host, metricsPort, log).catch(async (error: unknown) => {
       await stop();
       throw error;
     });

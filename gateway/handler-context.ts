@@ -26,6 +26,8 @@ export class HandlerContext implements RouteContext<unknown, unknown> {
   private readonly res: HttpResponse;
   private readonly state: ResponseState;
   private readonly secureCookies: boolean;
+  /** Gathers a stream's answer text for the request log (a project that logs content); undefined: nothing gathered. */
+  private readonly streamedAnswer: { add(event: unknown): void } | undefined;
 
   constructor(
     res: HttpResponse,
@@ -37,6 +39,7 @@ export class HandlerContext implements RouteContext<unknown, unknown> {
     headers: Record<string, string>,
     auth: AuthContext,
     secureCookies: boolean,
+    streamedAnswer?: { add(event: unknown): void },
   ) {
     this.res = res;
     this.state = state;
@@ -47,6 +50,7 @@ export class HandlerContext implements RouteContext<unknown, unknown> {
     this.headers = headers;
     this.auth = auth;
     this.secureCookies = secureCookies;
+    this.streamedAnswer = streamedAnswer;
     this.cookies = undefined;
     this.billed = undefined;
   }
@@ -61,7 +65,20 @@ export class HandlerContext implements RouteContext<unknown, unknown> {
   }
 
   sse(headers?: readonly [string, string][], framing?: StreamFraming): SseWriter {
-    return openSse(this.res, this.state, this.requestId, headers, framing);
+    const writer = openSse(this.res, this.state, this.requestId, headers, framing);
+    const gathered = this.streamedAnswer;
+    if (!gathered) return writer;
+    return {
+      get closed() {
+        return writer.closed;
+      },
+      send(data, event) {
+        if (!writer.closed) gathered.add(data);
+        return writer.send(data, event);
+      },
+      done: () => writer.done(),
+      end: () => writer.end(),
+    };
   }
 
   setCookie(cookie: CookieSpec): void {

@@ -3,7 +3,7 @@
 // metrics port directly (a pod annotation in Kubernetes).
 import * as uWS from "uWebSockets.js";
 import type { Logger } from "../core/log.ts";
-import type { Metrics } from "../core/metrics.ts";
+import type { MetricsExposition } from "../core/metrics.ts";
 import { listenExclusive } from "./exclusive-listen.ts";
 
 export interface MetricsServer {
@@ -11,7 +11,7 @@ export interface MetricsServer {
   close(): void;
 }
 
-export async function startMetricsServer(metrics: Metrics, host: string, port: number, log: Logger): Promise<MetricsServer> {
+export async function startMetricsServer(metrics: MetricsExposition, host: string, port: number, log: Logger): Promise<MetricsServer> {
   const app = uWS.App();
   app.get("/metrics", (res) => {
     let aborted = false;

@@ -37,7 +37,7 @@ const digits = /^\d+$/;
 
 /** Why a request's body framing is refused, and which header is at fault. */
 export interface FramingProblem {
-  header: "content-length" | "transfer-encoding" | CredentialHeader;
+  header: "content-length" | "transfer-encoding" | "host" | CredentialHeader;
   message: string;
 }
 
@@ -53,9 +53,12 @@ function isCredentialHeader(name: string): name is CredentialHeader {
  * A credential header sent twice: uWS's getHeader answers the first, a
  * header map keeps the last, a proxy may pass either on, so which key a
  * request ran as would depend on who read it. Refused like ambiguous
- * framing (as two credentials on a WebSocket upgrade are).
+ * framing (as two credentials on a WebSocket upgrade are). Two Host
+ * headers are refused the same way: RFC 9112 §3.2 makes them a 400, and
+ * which host a request was for would again depend on the reader.
  */
 export function credentialConflict(name: string, seen: Readonly<Record<string, string>>): FramingProblem | undefined {
+  if (name === "host") return seen.host === undefined ? undefined : { header: "host", message: "more than one Host header" };
   if (!isCredentialHeader(name) || seen[name] === undefined) return undefined;
   return { header: name, message: `more than one ${name === "authorization" ? "Authorization" : name} header: send one credential` };
 }
@@ -86,7 +89,11 @@ export function framingConflict(name: string, value: string, seen: Readonly<Reco
 }
 
 export function framingError(problem: FramingProblem): TroupeError {
-  const what = isCredentialHeader(problem.header) ? "the request's credential is ambiguous" : "the request framing is ambiguous";
+  const what = isCredentialHeader(problem.header)
+    ? "the request's credential is ambiguous"
+    : problem.header === "host"
+      ? "the request's target host is ambiguous"
+      : "the request framing is ambiguous";
   return new TroupeError("invalid_request", `${problem.message}: ${what}; the connection is closed`, {
     details: [{ path: `headers.${problem.header}`, message: problem.message }],
   });

@@ -24,8 +24,16 @@ import { createRequestLog } from "./request-log.ts";
 import { createRouteRunner, type RouteRunnerDeps } from "./route-runner.ts";
 import { attachUnrouted, type PlainPage } from "./unrouted.ts";
 import type { UnavailableCapability } from "../media/media-tools.ts";
+import type { KeyRevocations } from "../tenancy/key-revocations.ts";
+import type { WsRouteDeps } from "./ws-route.ts";
 
 export type { PageAnswer, PageRequest, PlainPage } from "./unrouted.ts";
+
+/** A WebSocket route: its declaration (documented, admitted by the gateway) and how it is served. */
+export interface SocketRoute {
+  route: WsRouteDefinition;
+  attach(app: TemplatedApp, deps: WsRouteDeps & { revocations: KeyRevocations }): void;
+}
 
 export interface GatewayOptions {
   routes: RouteDefinition[];
@@ -40,10 +48,12 @@ export interface GatewayOptions {
   /** Listed by /readyz, which stays ready for the rest: what this server cannot do (no ffmpeg), and why. */
   unavailable?: readonly UnavailableCapability[];
   openApiInfo: { title: string; version: string };
-  /** WebSocket routes (attached by their modules, ws-route.ts): here for the OpenAPI document. */
-  wsRoutes?: readonly WsRouteDefinition[];
+  /** WebSocket routes (served by their modules, ws-route.ts; in the OpenAPI document) and the revocations that close their sockets. */
+  sockets?: { routes: readonly SocketRoute[]; revocations: KeyRevocations };
   /** Paths whose handlers are attached to the app directly (files): for the document and the 405 answers. */
   rawPaths?: readonly RawPath[];
+  /** Attach those handlers. */
+  attachRaw?: readonly ((app: TemplatedApp) => void)[];
   /** Plain (non-/v1, undocumented) GET pages served like /healthz: the console, /docs. */
   pages?: readonly PlainPage[];
   /** Request metrics (one observation per request); default off. */
@@ -52,6 +62,8 @@ export interface GatewayOptions {
   tracing?: Tracing;
   /** Each routed request as it ended (the request log, route-runner.ts); default none. */
   callEnded?: RouteRunnerDeps["callEnded"];
+  /** Whether a billed API-key call needs its cache control in its async context (route-runner.ts); default: every one. */
+  usesCacheRequest?: RouteRunnerDeps["usesCacheRequest"];
 }
 
 export interface Gateway {
@@ -61,7 +73,6 @@ export interface Gateway {
   open(): void;
   /** Stops accepting, waits for in-flight requests (up to graceMs), then closes. */
   shutdown(graceMs: number): Promise<void>;
-  readonly app: TemplatedApp;
 }
 
 const bodyMethods = new Set(["post", "put", "patch"]);
@@ -69,6 +80,7 @@ const bodyMethods = new Set(["post", "put", "patch"]);
 export function createGateway(options: GatewayOptions): Gateway {
   const app = uWS.App();
   const { log } = options;
+  const wsRoutes = (options.sockets?.routes ?? []).map((s) => s.route);
   let inflight = 0;
   let draining = false;
   // Until open(): listening (so the public URL is known) while the actor host and features start.
@@ -80,7 +92,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Built on first request, then cached: generating it (zod → JSON Schema for
   // every route) costs tens of milliseconds the start-up need not pay.
   let openApi: string | undefined;
-  const openApiJson = (): string => (openApi ??= JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, options.wsRoutes, options.rawPaths)));
+  const openApiJson = (): string => (openApi ??= JSON.stringify(buildOpenApi(options.routes, options.openApiInfo, wsRoutes, options.rawPaths)));
   if (loadedPageState() !== "json") log.warn("uWS's own 400/431/505 answers are HTML, not the JSON error body: run `npm run patch:uws` (see README, HTTP limits)");
 
   const finished = (): void => {
@@ -90,7 +102,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const errors = createErrorResponder(log);
   const { sendError, guard } = errors;
   const requestLog = createRequestLog(log);
-  const serve = createRouteRunner({ admission: options.admission, requestLog, errors, metrics, secureCookies: options.secureCookies, finished, callEnded: options.callEnded });
+  const serve = createRouteRunner({ admission: options.admission, requestLog, errors, metrics, secureCookies: options.secureCookies, finished, callEnded: options.callEnded, usesCacheRequest: options.usesCacheRequest });
   // Refused before the route runner (framing, URI length, not serving): its request line is written here instead.
   const refusedLine = (state: ResponseState, requestId: string, req: CapturedRequest, route: string, startedMs: number): void =>
     requestLog.write(state, { requestId, method: req.method, route, query: req.query, startedMs });
@@ -156,16 +168,21 @@ export function createGateway(options: GatewayOptions): Gateway {
     requestLog,
     admission: options.admission,
     routes: options.routes,
-    wsRoutes: options.wsRoutes ?? [],
+    wsRoutes,
     rawPaths: options.rawPaths ?? [],
     pages: options.pages ?? [],
     ready: async () => opened && !draining && (await options.ready()),
     unavailable: options.unavailable ?? [],
     openApiJson,
   });
+  // The WebSocket routes and the raw handlers go on the app here, so the gateway returned serves all it was given.
+  if (options.sockets) {
+    const deps = { admission: options.admission, log, revocations: options.sockets.revocations, metrics, callEnded: options.callEnded };
+    for (const socket of options.sockets.routes) socket.attach(app, deps);
+  }
+  for (const attach of options.attachRaw ?? []) attach(app);
 
   return {
-    app,
     async listen(host, port) {
       const socket = await listenExclusive(app, host, port, () => new Error(`could not listen on port ${port} of ${host}: the port is in use (or not available to this process)`));
       listenSocket = socket;

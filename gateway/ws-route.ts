@@ -26,13 +26,21 @@
 // that declares `billing` is admitted against its budget before `accept`
 // (route-billing.ts, as HTTP routes are) and what it held is released once
 // `accept` has answered.
+//
+// Each socket leaves one request-log entry when it closes (`callEnded`, as
+// an HTTP call does when it ends): status 101, its close code, how long it
+// was open, and the payload bytes of the frames each way; an upgrade refused
+// before it was upgraded leaves one with its HTTP status.
 import type { HttpResponse, TemplatedApp, WebSocket, WebSocketBehavior } from "uWebSockets.js";
 import { errorBody, isTroupeError, TroupeError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { refusalOf, type Metrics } from "../core/metrics.ts";
 import { statusLine } from "../core/http-status.ts";
 import { delivering } from "../core/uws-delivery.ts";
-import type { Admission } from "./admission.ts";
+import { refusedKeyOf, type Admission } from "./admission.ts";
+import type { AuthContext } from "./auth-context.ts";
+import { ResponseState } from "./http-io.ts";
+import type { EndedCall } from "./route-runner.ts";
 import { credentialConflict, decodePathParam, framingConflict, framingError, type FramingProblem } from "./request-guards.ts";
 import { pickRequestId } from "./request-id.ts";
 import { admitRoute, type RouteBill } from "./route-billing.ts";
@@ -75,6 +83,15 @@ interface SocketState<Data> {
   closed: boolean;
   /** Set once `accept` answered and `ready` ran. */
   ready: { data: Data } | undefined;
+  /** performance.now() at the upgrade. */
+  startedMs: number;
+  /** The credential, once admitted (the request log's key). */
+  auth: AuthContext | undefined;
+  /** Why the socket was refused after it opened. */
+  error: unknown;
+  /** Payload bytes received and sent. */
+  bytesIn: number;
+  bytesOut: number;
 }
 
 export interface WsRouteDeps {
@@ -82,7 +99,11 @@ export interface WsRouteDeps {
   log: Logger;
   /** Counts refused upgrades (rate limit, budget) like refused HTTP requests. */
   metrics?: Metrics;
+  /** Called once per socket when it closes, and per upgrade refused before it was upgraded (the request log); never awaited. */
+  callEnded?: ((call: EndedCall) => void) | undefined;
 }
+
+const frameBytes = (message: string | ArrayBuffer | ArrayBufferView): number => (typeof message === "string" ? Buffer.byteLength(message) : message.byteLength);
 
 const bearerProtocol = "bearer.";
 
@@ -150,8 +171,18 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
     return troupe;
   };
 
-  const answer = (res: HttpResponse, error: unknown, requestId: string, closeConnection: boolean): void => {
+  /** One request-log entry: a closed socket (101 and its figures) or an upgrade refused with `status`. */
+  const ended = (requestId: string, startedMs: number, status: number, auth: AuthContext | undefined, error: unknown, socket: EndedCall["socket"]): void => {
+    if (!deps.callEnded) return;
+    const state = new ResponseState();
+    state.status = status;
+    state.firstByteMs = socket ? socket.upgradedMs : performance.now();
+    deps.callEnded({ requestId, method: "GET", route: route.path, auth: auth ?? refusedKeyOf(error), state, startedMs, error, model: undefined, body: undefined, answer: undefined, socket });
+  };
+
+  const answer = (res: HttpResponse, error: unknown, requestId: string, closeConnection: boolean, startedMs = performance.now()): void => {
     const troupe = refusal(error);
+    ended(requestId, startedMs, troupe.status, undefined, troupe, undefined);
     res.cork(() => {
       res.writeStatus(statusLine(troupe.status));
       res.writeHeader("content-type", "application/json");
@@ -166,6 +197,7 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
     let data: Data;
     try {
       const { ctx, bill } = await admitted;
+      state.auth = ctx.auth;
       try {
         if (state.closed) return;
         data = await route.accept(ctx);
@@ -174,7 +206,9 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
       }
     } catch (error) {
       if (state.closed) return;
-      const { code, reason } = wsCloseFor(refusal(error), state.requestId);
+      const troupe = refusal(error);
+      state.error = troupe;
+      const { code, reason } = wsCloseFor(troupe, state.requestId);
       // Not corked: an end() inside cork() left the close frame unsent until the next I/O.
       ws.end(code, reason);
       return;
@@ -188,6 +222,7 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
   app.ws<SocketData<Data>>(route.path, {
     ...settings,
     upgrade: (res, req, context) => {
+      const startedMs = performance.now();
       delivering(res);
       // uWS's request object is valid only in this synchronous callback: copy what is needed first.
       const headers: Record<string, string> = {};
@@ -208,7 +243,7 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
         res.onAborted(() => (gone = true));
         // As server.ts refuseFraming: answered once uWS has parsed what it holds, so nothing pipelined behind is served.
         // Ambiguous framing: what follows on the connection cannot be trusted to be a request, so it closes.
-        setImmediate(() => gone || answer(res, framingError(problem), requestId, true));
+        setImmediate(() => gone || answer(res, framingError(problem), requestId, true, startedMs));
         return;
       }
       const closing = new AbortController();
@@ -216,7 +251,7 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
       try {
         admitted = admit(headers, protocols, rawParams, requestId, closing.signal);
       } catch (error) {
-        answer(res, error, requestId, false);
+        answer(res, error, requestId, false, startedMs);
         return;
       }
       // Awaited once open; marked handled now so a socket that never opens leaves no unhandled rejection.
@@ -227,15 +262,32 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
         closing,
         closed: false,
         ready: undefined,
+        startedMs,
+        auth: undefined,
+        error: undefined,
+        bytesIn: 0,
+        bytesOut: 0,
       };
       // Only the route's own subprotocol is ever selected (never whatever else was offered, never a credential).
       const selected = route.subprotocol && protocols.includes(route.subprotocol) ? route.subprotocol : "";
       res.upgrade<SocketData<Data>>({ state }, secKey, selected, extensions, context);
     },
     // Inside res.upgrade, inside this upgrade callback: nothing is sent from here (`start` awaits first).
-    open: (ws) => ws.getUserData().state.start(ws),
+    open: (ws) => {
+      const { state } = ws.getUserData();
+      if (deps.callEnded) {
+        // Counted here, whoever sends (the route's handlers hold this same object).
+        const send = ws.send.bind(ws);
+        ws.send = (message, isBinary, compress) => {
+          state.bytesOut += frameBytes(message);
+          return send(message, isBinary, compress);
+        };
+      }
+      state.start(ws);
+    },
     message: (ws, frame, isBinary) => {
       const { state } = ws.getUserData();
+      state.bytesIn += frame.byteLength;
       if (state.ready) message?.(ws, state.ready.data, frame, isBinary);
     },
     close: (ws, code) => {
@@ -243,6 +295,7 @@ export function attachWsRoute<P extends string, A extends AuthMode, Data>(
       state.closed = true;
       state.closing.abort();
       if (state.ready) close?.(state.ready.data, code);
+      ended(state.requestId, state.startedMs, 101, state.auth, state.error, { closeCode: code, bytesIn: state.bytesIn, bytesOut: state.bytesOut, upgradedMs: state.startedMs });
     },
   });
 }

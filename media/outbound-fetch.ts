@@ -314,16 +314,26 @@ function transportError(e: unknown, signal: AbortSignal, timeoutMs: number): Out
   return new OutboundFetchError("unreachable", `the URL could not be fetched: ${withoutAddresses(message)}`);
 }
 
-const ipv6Text = /(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{1,4})?/gi;
-const ipv4Text = /\b(?:\d{1,3}\.){3}\d{1,3}\b/g;
+/** A run of address characters standing alone (not inside a word, a file name or a longer run). */
+const addressLike = /(?<![\w.:])[0-9a-f.:]*[.:][0-9a-f.:]*(?![\w.:])/gi;
 
 /**
  * A socket error names the address it dialled ("connect ECONNREFUSED
- * 10.1.2.3:443"): the DNS answer for the caller's host, which the caller
- * must not learn (an allow-listed internal name, a split-horizon answer).
+ * 10.1.2.3:443", "::1:443"): the DNS answer for the caller's host, which the
+ * caller must not learn (an allow-listed internal name, a split-horizon
+ * answer). Only a run that is an address (with or without its port) is
+ * replaced: OpenSSL's messages name source files and lines
+ * ("tlsany_meth.c:38:"), and a pattern for any hex and colons made those
+ * read "tlsany_meth.[address]".
  */
-function withoutAddresses(message: string): string {
-  return message.replace(ipv6Text, (m) => (m.split(":").length > 2 ? "[address]" : m)).replace(ipv4Text, "[address]");
+export function withoutAddresses(message: string): string {
+  return message.replace(addressLike, (run) => {
+    const trailing = /[.:]*$/.exec(run)?.[0] ?? "";
+    const text = run.slice(0, run.length - trailing.length);
+    if (isIP(text) !== 0) return `[address]${trailing}`;
+    const port = /:\d{1,5}$/.exec(text)?.[0] ?? "";
+    return port !== "" && isIP(text.slice(0, -port.length)) !== 0 ? `[address]${port}${trailing}` : run;
+  });
 }
 
 function raceSignal<T>(p: Promise<T>, signal: AbortSignal, timeoutMs: number): Promise<T> {

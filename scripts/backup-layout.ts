@@ -10,6 +10,8 @@ export const backupManifestSchema = z.object({
   started_at: z.string(),
   finished_at: z.string(),
   source: z.string(),
+  /** Made with `--compact`: the lmdb stores copied without their free pages (absent in backups made before the flag). */
+  compacted: z.boolean().optional(),
   stores: z.array(z.object({ path: z.string(), bytes: z.number() })),
   files: z.number(),
   bytes: z.number(),

@@ -9,6 +9,12 @@
 // Writes during the backup may or may not be in it. Usage records reach the
 // ledger within the usage recorder's flush (at most 200 ms after the
 // answer), so a call answered in that window may be missing from the copy.
+// `--compact` copies each lmdb store without its free pages (lmdb's
+// compacting copy, `mdb_copy -c`): lmdb does not zero a freed page, so
+// bytes an erasure removed (an organization's deletion, an expired record)
+// can linger in the live files until the page is reused; a compacted copy
+// holds only what is still stored, and restoring it is how an operator
+// makes deleted content gone from disk (docs/operations/backup-and-restore.md).
 // The distributed mode's stores (Redis, Elasticsearch, S3) have their own
 // procedures: docs/operations/backup-and-restore.md.
 import { copyFile, mkdir, readdir, stat, writeFile } from "node:fs/promises";
@@ -42,8 +48,11 @@ async function emptyOrAbsent(dir: string): Promise<boolean> {
   }
 }
 
-const target = process.argv.slice(2).find((a) => !a.startsWith("--"));
-if (target === undefined) fail("usage: npm run backup -- <directory for the copy>");
+const args = process.argv.slice(2);
+const target = args.find((a) => !a.startsWith("--"));
+const unknownFlags = args.filter((a) => a.startsWith("--") && a !== "--compact");
+if (target === undefined || unknownFlags.length > 0) fail("usage: npm run backup -- [--compact] <directory for the copy>");
+const compact = args.includes("--compact");
 const config = loadConfig();
 if (config.mode !== "embedded") fail("TROUPE_MODE=dapr keeps its data in Redis, Elasticsearch and S3: see docs/operations/backup-and-restore.md");
 const source = resolve(config.dataDir);
@@ -54,7 +63,7 @@ await mkdir(destination, { recursive: true, mode: 0o700 });
 
 const startedAt = new Date().toISOString();
 const files = (await walk(source)).filter((path) => !isSkipped(path)).sort();
-const manifest: BackupManifest = { format: 1, started_at: startedAt, finished_at: "", source, stores: [], files: 0, bytes: 0 };
+const manifest: BackupManifest = { format: 1, started_at: startedAt, finished_at: "", source, compacted: compact, stores: [], files: 0, bytes: 0 };
 
 // The lmdb environments first: a record in them names only files that
 // already exist, and the files are copied after.
@@ -63,7 +72,7 @@ for (const path of files.filter(isLmdbFile)) {
   await mkdir(join(into, ".."), { recursive: true, mode: 0o700 });
   const db = open({ path: join(source, path), readOnly: true });
   try {
-    await db.backup(into, false);
+    await db.backup(into, compact);
   } finally {
     await db.close();
   }
@@ -89,4 +98,4 @@ for (const path of files.filter((p) => !isLmdbFile(p))) {
 
 manifest.finished_at = new Date().toISOString();
 await writeFile(join(destination, backupManifestName), JSON.stringify(manifest, null, 2) + "\n", { mode: 0o600 });
-process.stdout.write(`backup of ${source} in ${destination}: ${manifest.stores.length} stores, ${manifest.files} files, ${manifest.bytes} bytes (began ${startedAt})\n`);
+process.stdout.write(`${compact ? "compacted backup" : "backup"} of ${source} in ${destination}: ${manifest.stores.length} stores, ${manifest.files} files, ${manifest.bytes} bytes (began ${startedAt})\n`);

@@ -7,7 +7,7 @@ import { readSnapshots, SnapshotPublisher, takeSnapshot } from "../console/repli
 import { budgetsFromLedger, usageTodayFromLedger } from "../console/usage-today.ts";
 import { webhookFailures } from "../console/webhook-failures.ts";
 import { keyUse, trafficSeries } from "../console/traffic.ts";
-import type { RequestLogStore } from "../../tenancy/request-log-store.ts";
+import type { RequestLogSeriesReads } from "../../tenancy/request-log-series.ts";
 import type { Authenticator } from "../authenticate.ts";
 import { docsPages } from "../docs-page.ts";
 import type { Feature } from "./feature.ts";
@@ -15,8 +15,12 @@ import type { JobsFeature } from "./jobs.ts";
 import type { SharedServices } from "./shared-services.ts";
 import type { WebhooksFeature } from "./webhooks.ts";
 
-/** `requestLog`: the charts' and the key limits' aggregates (absent: those sections say so). */
-export function consoleFeature(s: SharedServices, authenticator: Authenticator, jobs: JobsFeature, webhooks: WebhooksFeature, requestLog?: RequestLogStore): Feature {
+/**
+ * `requestLog`: the charts' and the key limits' aggregates (absent: those
+ * sections say so), every replica's added when several share the data store
+ * (RequestLogFeature.series).
+ */
+export function consoleFeature(s: SharedServices, authenticator: Authenticator, jobs: JobsFeature, webhooks: WebhooksFeature, requestLog?: RequestLogSeriesReads): Feature {
   const { actors, router, clock, config, ledger, store } = s;
   const snapshotSources = { replica: config.replica, mode: config.mode, activeActors: () => actors.runtimeActiveActors(), breakers: () => router.consoleBreakerRows() };
   const snapshots = new SnapshotPublisher({ store, sources: snapshotSources, clock, intervalMs: config.observability.consoleSnapshotIntervalMs, log: s.log });
@@ -26,7 +30,7 @@ export function consoleFeature(s: SharedServices, authenticator: Authenticator, 
     jobsInFlight: (orgId) => jobsInFlight(jobs.directory, orgId),
     webhookFailures: (orgId) => webhookFailures({ actors, webhook: webhooks.webhook, directory: webhooks.directory }, orgId),
     ...(requestLog && {
-      traffic: async (org, projects) => trafficSeries(requestLog, org, projects, clock.now()),
+      traffic: (org, projects) => trafficSeries(requestLog, org, projects, clock.now()),
       keyUse: (_orgId, projects) => keyUse(store, requestLog, projects, clock.now()),
     }),
   };

@@ -7,6 +7,7 @@ import { ConversationDirectory } from "../../actors/conversation/directory.ts";
 import { storeConversationEventBus } from "../../actors/conversation/events.ts";
 import { attachConversationEvents, conversationEventsRoute } from "../conversation-events-ws.ts";
 import { agentRoutes } from "../routes/agents.ts";
+import { storedKeyModelFilter } from "../../tenancy/key-model-filter.ts";
 import type { BillingFeature } from "./billing.ts";
 import type { Feature } from "./feature.ts";
 import type { SharedServices } from "./shared-services.ts";
@@ -22,9 +23,9 @@ export function conversationsFeature(s: SharedServices, billing: BillingFeature,
   const directory = new ConversationDirectory(s.store, (error) => log.warn("conversation summary write failed", { error }));
   const events = storeConversationEventBus(s.store, (error) => log.warn("conversation event failed", { error }));
   const conversation = createConversationActor({
-    // The key that runs the turn decides which models it may reach (read at each turn, so a PATCH applies to the next one).
-    chat: async (request, signal, payer) => router.chat(request, { signal, allowModel: (payer ? await s.apiKeys.modelFilterOf(payer.api_key_id) : undefined) ?? null }),
-    recordUsage: (payer, requestId, category, figures, call) => billing.meter.record({ ...payer, request_id: requestId, call }, category, figures),
+    // The key that runs the turn decides which models it may reach (read at each call, so a PATCH applies to the next one).
+    chat: async (request, signal, payer) => router.chat(request, { signal, allowModel: (payer ? await storedKeyModelFilter(s.store, payer.api_key_id) : undefined) ?? null }),
+    recordUsage: (payer, requestId, category, figures, call) => billing.meter.recordGrouped({ ...payer, request_id: requestId, call }, category, figures),
     memory: vectors.orgIndex,
     directory,
     events,

@@ -7,17 +7,11 @@
 // actor host's stop.
 import type { TemplatedApp } from "uWebSockets.js";
 import type { AnyActorDefinition } from "../../actors/actor.ts";
-import type { KeyRevocations } from "../../tenancy/key-revocations.ts";
-import type { PlainPage } from "../server.ts";
+import type { PlainPage, SocketRoute } from "../server.ts";
 import type { RawPath } from "../openapi.ts";
-import type { RouteDefinition, WsRouteDefinition } from "../route.ts";
-import type { WsRouteDeps } from "../ws-route.ts";
+import type { RouteDefinition } from "../route.ts";
 
-/** A WebSocket route: its declaration (documented, admitted by the gateway) and how it is served. */
-export interface SocketRoute {
-  route: WsRouteDefinition;
-  attach(app: TemplatedApp, deps: WsRouteDeps & { revocations: KeyRevocations }): void;
-}
+export type { SocketRoute } from "../server.ts";
 
 export interface Feature {
   /** Actor types the host runs (registered before the host starts). */

@@ -22,7 +22,7 @@ export interface WebhooksFeature extends Feature {
 
 export async function webhooksFeature(s: SharedServices): Promise<WebhooksFeature> {
   const { config, actors, fetcher } = s;
-  const directory = new WebhookDirectory(s.store);
+  const directory = new WebhookDirectory(s.store, config.webhooks.endpointsPerOrganization);
   await directory.start();
   // The test and retry routes wait for their attempt's outcome here (announced after the turn commits).
   const deliveries = await startDeliveryWatcher(s.store, (error) => s.log.warn("webhook delivery announcement failed", { error }));

@@ -104,7 +104,8 @@ export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageT
       summary: "Create an environment; a non-production one comes with its test key, shown once",
       body: z.object({ name, production: z.boolean().optional() }).strict(),
       responses: { 201: environmentWithKeySchema },
-      errors: ["not_found"],
+      // quota_exceeded: ENVIRONMENTS_PER_PROJECT reached.
+      errors: ["not_found", "quota_exceeded"],
       handler: async (ctx) => json(201, await accounts.orgs.createEnvironment(ctx.auth.userId, ctx.params.project_id, ctx.body)),
     }),
     defineRoute({
@@ -119,7 +120,8 @@ export function accountRoutes(accounts: AccountService, usageToDate?: ReadUsageT
       summary: "Invite someone by email with a role; the token is shown once",
       body: z.object({ email, role: roleSchema }).strict(),
       responses: { 201: z.object({ invitation: invitationSchema, token: z.string() }) },
-      errors: ["not_found"],
+      // quota_exceeded: PENDING_INVITATIONS_PER_ORGANIZATION reached.
+      errors: ["not_found", "quota_exceeded"],
       handler: async (ctx) => json(201, await accounts.invitations.create(ctx.auth.userId, ctx.params.org_id, ctx.body)),
     }),
     defineRoute({

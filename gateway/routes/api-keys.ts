@@ -63,6 +63,8 @@ export function apiKeyRoutes(apiKeys: ApiKeyService, budgets: KeyBudgets, usageT
       summary: "Create an API key; the full key is returned only now",
       body: createKeyBody,
       responses: { 201: newApiKeySchema },
+      // quota_exceeded: API_KEYS_PER_PROJECT active keys reached.
+      errors: ["not_found", "quota_exceeded"],
       handler: async (ctx) => json(201, await apiKeys.create(ctx.auth.userId, ctx.params.environment_id, ctx.body, budgets)),
     }),
     defineRoute({

@@ -4,8 +4,8 @@
 // directly rather than declared as a JSON route: Content-Type and
 // Content-Length, single byte ranges (206, 416) honoured only while
 // If-Range (when sent) names the current ETag, a strong ETag with
-// If-None-Match (304), and a year-long immutable Cache-Control — a file never
-// changes under its id. Any replica serves any file when the store is S3.
+// If-Match (412 when it does not hold) and If-None-Match (304), and a
+// year-long immutable Cache-Control — a file never changes under its id. Any replica serves any file when the store is S3.
 import type { HttpRequest, HttpResponse, TemplatedApp } from "uWebSockets.js";
 import { errorBody, TroupeError } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
@@ -56,6 +56,52 @@ export function rangeStillApplies(ifRange: string | undefined, etag: string): bo
   return ifRange === undefined || ifRange.trim() === etag;
 }
 
+/**
+ * Whether an If-Match header holds (RFC 9110 §13.1.1): absent, `*`, or a
+ * list naming this strong ETag (a weak tag never matches: strong
+ * comparison). Anything else, an empty value included, is a 412.
+ */
+export function ifMatchHolds(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return true;
+  return header.split(",").some((t) => t.trim() === "*" || t.trim() === etag);
+}
+
+/**
+ * The range and conditional headers of a file request, read in one pass
+ * so that an empty value counts as sent (getHeader answers "" for both) and
+ * a repeated one is seen (getHeader answers the first only).
+ */
+export interface FileConditions {
+  /** Undefined when Range came twice: which one the client meant is unknown, so it is ignored (RFC 9110 §14.2 allows it) and the whole file sent. */
+  range: string | undefined;
+  /** A repeated If-Range is a value no ETag equals: it never matches, so the whole file is sent. */
+  ifRange: string | undefined;
+  /** If-Match and If-None-Match are lists: repeated headers are joined with commas (RFC 9110 §5.3). */
+  ifMatch: string | undefined;
+  ifNoneMatch: string | undefined;
+}
+
+const conditionHeaders = new Set(["range", "if-range", "if-match", "if-none-match"]);
+const repeatedIfRange = "repeated If-Range";
+
+export function readConditions(req: Pick<HttpRequest, "forEach">): FileConditions {
+  const seen = new Map<string, string[]>();
+  req.forEach((name, value) => {
+    if (!conditionHeaders.has(name)) return;
+    const values = seen.get(name);
+    if (values) values.push(value);
+    else seen.set(name, [value]);
+  });
+  const range = seen.get("range");
+  const ifRange = seen.get("if-range");
+  return {
+    range: range?.length === 1 ? range[0] : undefined,
+    ifRange: ifRange && ifRange.length > 1 ? repeatedIfRange : ifRange?.[0],
+    ifMatch: seen.get("if-match")?.join(", "),
+    ifNoneMatch: seen.get("if-none-match")?.join(", "),
+  };
+}
+
 /** True when an If-None-Match header names this ETag (or is `*`). */
 export function etagMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
@@ -73,9 +119,7 @@ export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): v
     // Ids are `file_` + base64url: never percent-encoded, so the raw segment is
     // looked up as it is (a malformed escape is simply not found, never decoded).
     const id = req.getParameter(0) ?? "";
-    const range = req.getHeader("range") || undefined;
-    const ifNoneMatch = req.getHeader("if-none-match") || undefined;
-    const ifRange = req.getHeader("if-range") || undefined;
+    const conditions = readConditions(req);
     const requestId = pickRequestId(req.getHeader("x-request-id") || undefined);
     const state: ServeState = { aborted: false, iterator: undefined, status: 0, bytes: 0 };
     res.onAborted(() => {
@@ -93,7 +137,7 @@ export function attachFiles(app: TemplatedApp, store: FileStore, log: Logger): v
       });
       return;
     }
-    serveFile(res, state, store, id, range, ifRange, ifNoneMatch, headOnly, requestId)
+    serveFile(res, state, store, id, conditions, headOnly, requestId)
       .catch((error: unknown) => {
         log.error("file serving failed", { request_id: requestId, file_id: id, error });
         if (state.aborted) return;
@@ -123,9 +167,7 @@ async function serveFile(
   state: ServeState,
   store: FileStore,
   id: string,
-  rangeHeader: string | undefined,
-  ifRange: string | undefined,
-  ifNoneMatch: string | undefined,
+  { range: rangeHeader, ifRange, ifMatch, ifNoneMatch }: FileConditions,
   headOnly: boolean,
   requestId: string,
 ): Promise<void> {
@@ -137,6 +179,12 @@ async function serveFile(
     return;
   }
   const common = fileHeaders(file, requestId);
+  // If-Match before If-None-Match and Range (RFC 9110 §13.2.2).
+  if (!ifMatchHolds(ifMatch, file.etag)) {
+    const error = new TroupeError("precondition_failed", `If-Match does not name the file's ETag ${file.etag}`);
+    endWith(res, state, headOnly, 412, [["content-type", "application/json"], ["etag", file.etag], ["x-request-id", requestId]], JSON.stringify(errorBody(error, requestId)));
+    return;
+  }
   if (etagMatches(ifNoneMatch, file.etag)) {
     endWith(res, state, headOnly, 304, common.filter(([k]) => k !== "content-type"), undefined);
     return;
@@ -267,6 +315,7 @@ function toArrayBuffer(b: Buffer): ArrayBuffer {
 const fileParameters = [
   { name: "id", in: "path", required: true, schema: { type: "string", pattern: "^file_[A-Za-z0-9_-]{22}$" } },
   { name: "Range", in: "header", required: false, schema: { type: "string" } },
+  { name: "If-Match", in: "header", required: false, schema: { type: "string" } },
   { name: "If-None-Match", in: "header", required: false, schema: { type: "string" } },
   { name: "If-Range", in: "header", required: false, schema: { type: "string" } },
 ];
@@ -276,6 +325,7 @@ const fileResponses = {
   "206": { description: "The requested byte range (Content-Range)" },
   "304": { description: "Not modified (If-None-Match named the ETag)" },
   "404": { description: "not_found (no such file)", content: errorJson },
+  "412": { description: "precondition_failed (If-Match does not name the ETag)", content: errorJson },
   "416": { description: "invalid_request (range outside the file; Content-Range: bytes */size)", content: errorJson },
 };
 

@@ -2,13 +2,20 @@
 // owners and admins read every key's entries, members only their own keys'
 // (tenancy/request-log-access.ts); another organization's project, and an
 // entry the caller may not read, are 404. Newest first, cursor-paginated.
+// The list carries metadata only; one entry read alone also shows its
+// content (prompt and answer) when the project logged it. The project's
+// request-log settings (content logging and its retention): any member reads
+// them, owners and admins change them.
 import { z } from "zod";
 import { cursorPattern, type DataStore } from "../../core/data-store.ts";
 import { TroupeError } from "../../core/errors.ts";
+import { requireRole } from "../../tenancy/access.ts";
 import { requestLogReader } from "../../tenancy/request-log-access.ts";
-import { entryBody, requestLogEntrySchema } from "../../tenancy/request-log-entry.ts";
-import type { RequestLogStore } from "../../tenancy/request-log-store.ts";
+import { entryBody, entryWithContentBody, requestLogEntrySchema, requestLogEntryWithContentSchema } from "../../tenancy/request-log-entry.ts";
+import { requestLogSettingsPatchSchema, requestLogSettingsSchema, type RequestLogSettingsStore } from "../../tenancy/request-log-settings.ts";
+import type { RequestLogReads } from "../../tenancy/request-log-replicas.ts";
 import type { OrganizationService } from "../../tenancy/organizations.ts";
+import { formBodyMaxBytes } from "../body-limits.ts";
 import { defineRoute, json, routeGroup } from "../route.ts";
 
 const short = z.string().min(1).max(200);
@@ -33,12 +40,17 @@ const pageSchema = z.object({
   next_cursor: z.string().nullable().describe("null once the filtered log is read to its end; a page may hold fewer than `limit` entries and still have one (a rare filter combination is read in bounded steps)"),
 });
 
-const logRoute = routeGroup({ tag: "requests", auth: "session", errors: ["not_found"] });
+// service_unavailable: with several replicas, one that holds part of the log did not answer (tenancy/request-log-replicas.ts).
+const logRoute = routeGroup({ tag: "requests", auth: "session", errors: ["not_found", "service_unavailable"] });
+const settingsRoute = routeGroup({ tag: "requests", auth: "session", maxBodyBytes: formBodyMaxBytes, errors: ["not_found", "forbidden"] });
 
 export interface RequestLogRouteDeps {
   store: DataStore;
   orgs: OrganizationService;
-  log: RequestLogStore;
+  /** This replica's store, or with several replicas every one's. */
+  log: RequestLogReads;
+  /** Reads the project's settings; an update is seen by every replica at once (gateway/features/request-log.ts). */
+  settings: Pick<RequestLogSettingsStore, "settingsOf" | "update">;
 }
 
 /** The store's filter from the query (times as epoch ms). */
@@ -63,19 +75,39 @@ export function requestLogRoutes(deps: RequestLogRouteDeps) {
       responses: { 200: pageSchema },
       handler: async (ctx) => {
         const reader = await requestLogReader(deps.store, deps.orgs, ctx.auth.userId, ctx.params.project_id);
-        const page = deps.log.page(reader.project.id, { ...filterOf(ctx.query), keyIds: reader.keyIds }, ctx.query.limit, ctx.query.after);
+        const page = await deps.log.page(reader.project.id, { ...filterOf(ctx.query), keyIds: reader.keyIds }, ctx.query.limit, ctx.query.after);
         return json(200, { data: page.entries.map(entryBody), next_cursor: page.nextCursor });
       },
     }),
     defineRoute({
       ...logRoute("get", "/v1/projects/:project_id/requests/:request_id"),
-      summary: "One entry of a project's request log",
-      responses: { 200: requestLogEntrySchema },
+      summary: "One entry of a project's request log, with its prompt and answer when the project logged content",
+      responses: { 200: requestLogEntryWithContentSchema },
       handler: async (ctx) => {
         const reader = await requestLogReader(deps.store, deps.orgs, ctx.auth.userId, ctx.params.project_id);
-        const entry = deps.log.get(reader.project.id, ctx.params.request_id);
+        const entry = await deps.log.get(reader.project.id, ctx.params.request_id);
         if (!entry || (reader.keyIds && !reader.keyIds.has(entry.api_key_id))) throw new TroupeError("not_found", "request not found");
-        return json(200, entryBody(entry));
+        return json(200, entryWithContentBody(entry));
+      },
+    }),
+    defineRoute({
+      ...settingsRoute("get", "/v1/projects/:project_id/request-log"),
+      summary: "A project's request-log settings: content logging (off by default) and its retention",
+      responses: { 200: requestLogSettingsSchema },
+      handler: async (ctx) => {
+        const { project } = await deps.orgs.projectFor(ctx.auth.userId, ctx.params.project_id);
+        return json(200, await deps.settings.settingsOf(project.id));
+      },
+    }),
+    defineRoute({
+      ...settingsRoute("patch", "/v1/projects/:project_id/request-log"),
+      summary: "Change a project's request-log settings: turn content logging on or off, set its retention in days (owners and admins)",
+      body: requestLogSettingsPatchSchema,
+      responses: { 200: requestLogSettingsSchema },
+      handler: async (ctx) => {
+        const { project, membership } = await deps.orgs.projectFor(ctx.auth.userId, ctx.params.project_id);
+        requireRole(membership, "admin", "changing the request-log settings");
+        return json(200, await deps.settings.update(project.id, ctx.body));
       },
     }),
   ];

@@ -148,7 +148,8 @@ export function webhookRoutes(deps: WebhookRouteDeps) {
       query: orgQuery,
       body: createBody,
       responses: { 201: createdSchema },
-      errors: ["not_found", "forbidden"],
+      // quota_exceeded: WEBHOOK_ENDPOINTS_PER_ORGANIZATION active webhooks reached.
+      errors: ["not_found", "forbidden", "quota_exceeded"],
       handler: async (ctx) => {
         const caller = await callerOf(ctx);
         try {

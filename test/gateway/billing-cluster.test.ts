@@ -4,39 +4,14 @@
 // replicas land in the ledger to the nano-dollar; a 1,000-requests/min key
 // gets exactly 1,000 admissions across them; a hard budget worth 10.5 calls
 // admits exactly 11 sequential calls whatever replica each lands on.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import t from "tap";
 import { Catalogue } from "../../providers/catalogue.ts";
-import { startOpenAIFake } from "../fakes/openai-fake.ts";
 import { eventually, hello, projectWithLiveKey } from "../support/billing.ts";
-import { LocalCluster, repoDir, requireDaprPrerequisites } from "../support/dapr-cluster.ts";
-import { startTestRedis } from "../support/redis.ts";
+import { startDaprOpenAICluster } from "../support/dapr-openai-cluster.ts";
 import { field, request, signup, str, type RequestOptions } from "../support/troupe.ts";
-import { ownVectorIndex } from "../support/own-vector-index.ts";
 
 t.setTimeout(300_000);
-const redis = await startTestRedis();
-requireDaprPrerequisites({ redisUrl: redis.url });
-const fake = await startOpenAIFake({ apiKey: "sk-fake" });
-const vectorIndex = ownVectorIndex("billing-cluster");
-const cluster = new LocalCluster({
-  mode: "dapr",
-  replicas: 3,
-  dataDir: mkdtempSync(join(tmpdir(), "troupe-billing-cluster-")),
-  appEntry: join(repoDir, "gateway/main.ts"),
-  appEnv: { ...vectorIndex.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: `${fake.url}/v1`, LOG_LEVEL: "warn" },
-  redisUrl: redis.url,
-});
-t.teardown(async () => {
-  await cluster.stop();
-  await vectorIndex.drop();
-  await fake.close();
-  await redis.stop();
-});
-await cluster.start();
-const urls = cluster.replicas.map((r) => r.gatewayUrl);
+const { openai: fake, urls } = await startDaprOpenAICluster({ label: "billing-cluster", replicas: 3, ownVectorIndex: true });
 let turn = 0;
 /** The replicas in turn, as a load balancer would spread requests. */
 const next = (method: string, path: string, options?: RequestOptions) => request(urls[turn++ % urls.length] ?? "", method, path, options);

@@ -1,6 +1,6 @@
 // Bring your own key beyond chat (docs/operations/byok.md): an organization's
 // stored OpenAI key goes out on its embeddings, vision, speech, transcription
-// and image calls (the Authorization header checked at the fakes) and never
+// (the /v1 route and the OpenAI-compatible upload) and image calls (the Authorization header checked at the fakes) and never
 // on another organization's; those calls are marked byok in the ledger and
 // billed BYOK_PRICE_FRACTION of the catalogue price (0.25 here, 0 by
 // default), while the other organization pays the full price.
@@ -8,8 +8,10 @@ import t from "tap";
 import type { UsageRecord } from "../../providers/usage.ts";
 import { startMediaFake } from "../fakes/media-fakes.ts";
 import { startOpenAIFake } from "../fakes/openai-fake.ts";
-import { projectWithLiveKey } from "../support/billing.ts";
-import { signup, startTestTroupe, type TestTroupe } from "../support/troupe.ts";
+import { encodeWav } from "../../media/wav.ts";
+import { eventually, projectWithLiveKey } from "../support/billing.ts";
+import { midMonthClock } from "../support/mid-month-clock.ts";
+import { field, signup, startTestTroupe, type TestTroupe } from "../support/troupe.ts";
 
 t.setTimeout(120_000);
 const troupeKey = "sk-troupe-own-key-000";
@@ -113,4 +115,48 @@ t.test("speech, transcription and images: the organization's key at the media fa
     t.equal(ofB?.byok, undefined, `${model}: B's is not byok`);
     t.ok((ofB?.cost_nanos ?? 0) > 0, `${model}: B pays the catalogue price`);
   }
+});
+
+t.test("the OpenAI-compatible transcription upload: the organization's key at the media fake, its ledger row byok", async (t) => {
+  const media = await startMediaFake({ openaiKey: [troupeKey, orgKey] });
+  t.teardown(() => media.close());
+  // The durable ledger (no usage override): the usage report reads the rows the calls wrote.
+  const troupe = await startTestTroupe({ OPENAI_API_KEY: troupeKey, OPENAI_BASE_URL: `${media.url}/v1`, PROVIDER_MAX_ATTEMPTS: "1" }, { clock: midMonthClock() });
+  t.teardown(() => troupe.stop());
+  const { pa, pb, a, b } = await twoOrganizations(troupe);
+  const wav = encodeWav(new Float32Array(8_000), 8_000);
+  const transcribe = async (key: string) => {
+    const form = new FormData();
+    form.append("model", "whisper-1");
+    form.append("file", new Blob([wav], { type: "audio/wav" }), "speech.wav");
+    const res = await fetch(`http://127.0.0.1:${troupe.port}/openai/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    return { status: res.status, text: await res.text() };
+  };
+  media.calls.length = 0;
+  const heard = [await transcribe(pa.liveKey), await transcribe(pb.liveKey)];
+  t.same(heard.map((r) => r.status), [200, 200], heard.map((r) => r.text.slice(0, 200)).join(" | "));
+  t.same(heard.map((r) => JSON.parse(r.text) as unknown), [{ text: media.transcript }, { text: media.transcript }]);
+  t.same(
+    media.calls.map((c) => [c.path, c.headers.authorization]),
+    [
+      ["/v1/audio/transcriptions", `Bearer ${orgKey}`],
+      ["/v1/audio/transcriptions", `Bearer ${troupeKey}`],
+    ],
+    "A's upload carries A's key; B's carries Troupe's",
+  );
+  type Group = { key: string; live: { calls: number; cost_nanos: number } };
+  const groupsOf = async (session: string, projectId: string) =>
+    field(
+      (
+        await eventually(
+          () => troupe.request("GET", `/v1/projects/${projectId}/usage?group_by=byok`, { token: session }),
+          (r) => (field(r.body, "groups") as Group[] | undefined)?.some((g) => g.live.calls === 1) === true,
+        )
+      ).body,
+      "groups",
+    ) as Group[];
+  t.match(await groupsOf(a.token, pa.projectId), [{ key: "byok", live: { calls: 1, cost_nanos: 0 } }], "A's transcription: the byok row, billed 0");
+  const ofB = await groupsOf(b.token, pb.projectId);
+  t.match(ofB, [{ key: "troupe", live: { calls: 1 } }], "B's: Troupe's key");
+  t.ok((ofB[0]?.live.cost_nanos ?? 0) > 0, "B pays the catalogue price");
 });

@@ -106,7 +106,7 @@ t.test("/v1: model null with auto, cost and latency picks only allowed models", 
   const small = await keyWith({ models: ["tier:small"] });
   const bySmall = await troupe.request("POST", "/v1/chat/completions", { token: small.key, body: say({ model: null, routing_strategy: "cost" }) });
   t.equal(bySmall.status, 200);
-  t.equal(providers.router.catalogue.get(str(bySmall.body, "model"))?.tier, "small", `tier:small served ${String(field(bySmall.body, "model"))}`);
+  t.equal(troupe.services.router.catalogue.get(str(bySmall.body, "model"))?.tier, "small", `tier:small served ${String(field(bySmall.body, "model"))}`);
   const none = await keyWith({ models: [] });
   const refused = await troupe.request("POST", "/v1/chat/completions", { token: none.key, body: say({ model: null, routing_strategy: "auto" }) });
   t.equal(refused.status, 403, "an empty list allows nothing");

@@ -7,7 +7,7 @@
 import { request as httpRequest } from "node:http";
 import t from "tap";
 import { loadConfig } from "../../gateway/config.ts";
-import { createRouter } from "../../providers/index.ts";
+import { createRouter, type RouterFactory } from "../../providers/index.ts";
 import { startOpenAIFake } from "../fakes/openai-fake.ts";
 import { families, hasSample, parsePrometheus, sampleValue } from "../support/prometheus-text.ts";
 import { signup, startTestTroupe, str } from "../support/troupe.ts";
@@ -15,7 +15,7 @@ import { signup, startTestTroupe, str } from "../support/troupe.ts";
 const fake = await startOpenAIFake({ apiKey: "sk-metrics" });
 const env = { METRICS_PORT: "0", METRICS_HOST: "127.0.0.1", OPENAI_API_KEY: "sk-metrics", OPENAI_BASE_URL: `${fake.url}/v1` };
 // One failure opens the breaker, with a pause long enough to scrape it open.
-const router = createRouter(loadConfig(env).providers, { breaker: { consecutiveFailures: 1, halfOpenAfterMs: 60_000 }, backoff: { initialDelayMs: 1, maxDelayMs: 1 } });
+const router: RouterFactory = (wiring) => createRouter(loadConfig(env).providers, { breaker: { consecutiveFailures: 1, halfOpenAfterMs: 60_000 }, backoff: { initialDelayMs: 1, maxDelayMs: 1 }, ...wiring });
 const troupe = await startTestTroupe(env, { router });
 t.teardown(async () => {
   await troupe.stop();
@@ -116,10 +116,13 @@ t.test("the families the jobs, webhooks and billing branches feed are defined an
   metrics.webhookDelivery("succeeded", 0.3);
   metrics.webhookDelivery("failed", 12);
   metrics.refusal("budget", "/v1/chat/completions");
-  metrics.addSources({ jobsInFlight: async () => [{ state: "processing", count: 4 }] });
   const samples = parsePrometheus((await scrape()).text);
   t.equal(sampleValue(samples, "troupe_job_transitions_total", { state: "completed" }), 1);
-  t.equal(sampleValue(samples, "troupe_jobs_in_flight", { state: "processing" }), 4);
+  // No jobs source is wired yet: an exposition given one reports it, beside the same recorded counters.
+  const withJobs = parsePrometheus((await metrics.exposition({ jobsInFlight: async () => [{ state: "processing", count: 4 }] }).render()).body);
+  t.equal(sampleValue(withJobs, "troupe_jobs_in_flight", { state: "processing" }), 4);
+  t.equal(sampleValue(withJobs, "troupe_job_transitions_total", { state: "completed" }), 1);
+  t.ok(withJobs.every((s) => s.labels["replica"] === "0"), "its series name the replica too");
   t.equal(sampleValue(samples, "troupe_webhook_deliveries_total", { outcome: "failed" }), 1);
   t.equal(sampleValue(samples, "troupe_webhook_delivery_lag_seconds_bucket", { outcome: "failed", le: "10" }), 0, "12 s of lag is above the 10 s bucket");
   t.equal(sampleValue(samples, "troupe_webhook_delivery_lag_seconds_bucket", { outcome: "failed", le: "30" }), 1);
@@ -136,5 +139,5 @@ t.test("METRICS_PORT unset: metrics off, no listener", async (t) => {
   t.teardown(() => plain.stop());
   t.equal(plain.metricsPort, undefined);
   t.equal(plain.services.metrics.enabled, false);
-  t.equal((await plain.services.metrics.render()).body, "", "the no-op renders nothing");
+  t.equal((await plain.services.metrics.exposition({}).render()).body, "", "the no-op renders nothing");
 });

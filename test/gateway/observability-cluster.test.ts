@@ -10,43 +10,27 @@
 //     call on replica 0, the actor turn and the provider calls on replica 1
 //     (the W3C traceparent crosses through both daprd), exported over OTLP
 //     to a receiver in this test.
-import { mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { chromium, type Page } from "playwright-core";
-import { LocalCluster, repoDir, requireDaprPrerequisites } from "../support/dapr-cluster.ts";
-import { startTestRedis } from "../support/redis.ts";
+import { repoDir } from "../support/dapr-cluster.ts";
+import { startDaprCluster } from "../support/dapr-openai-cluster.ts";
 import { startOtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.ts";
 import { request, signup, str } from "../support/troupe.ts";
-import { ownVectorIndex } from "../support/own-vector-index.ts";
 
 t.setTimeout(240_000);
 const artifacts = join(repoDir, "test-artifacts");
 mkdirSync(artifacts, { recursive: true });
-const redis = await startTestRedis();
-requireDaprPrerequisites({ redisUrl: redis.url });
 const receiver = await startOtlpReceiver();
-
-const vectorIndex = ownVectorIndex("observability-cluster");
-const cluster = new LocalCluster({
-  mode: "dapr",
-  replicas: 2,
-  dataDir: mkdtempSync(join(tmpdir(), "troupe-obs-cluster-")),
-  appEntry: join(repoDir, "gateway/main.ts"),
-  appEnv: { ...vectorIndex.env, LOG_LEVEL: "warn", CONSOLE_SNAPSHOT_INTERVAL_MS: "500", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
-  redisUrl: redis.url,
-});
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
-t.teardown(async () => {
-  await browser.close();
-  await cluster.stop();
-  await vectorIndex.drop();
-  await redis.stop();
-  await receiver.close();
+const { cluster, urls } = await startDaprCluster({
+  label: "obs-cluster",
+  replicas: 2,
+  appEnv: { LOG_LEVEL: "warn", CONSOLE_SNAPSHOT_INTERVAL_MS: "500", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
+  ownVectorIndex: true,
+  closeAfter: [() => browser.close(), () => receiver.close()],
 });
-await cluster.start();
-const urls = cluster.replicas.map((r) => r.gatewayUrl);
 const owner = await signup({ request: (method, path, options) => request(urls[0]!, method, path, options) }, "obs-owner");
 
 /** ConversationActor count each daprd reports for its replica. */

@@ -23,8 +23,7 @@ const priced: ModelEntry[] = shipped.models.map((m) =>
     : m,
 );
 const config = loadConfig({});
-const router = new Router({ catalogue: new Catalogue(priced), adapters: createAdapters(config.providers), timeoutMs: 5000, maxAttempts: 1, settingsOf: () => [] });
-const troupe = await startTestTroupe({}, { router });
+const troupe = await startTestTroupe({}, { router: (wiring) => new Router({ catalogue: new Catalogue(priced), adapters: createAdapters(config.providers), timeoutMs: 5000, maxAttempts: 1, settingsOf: () => [], ...wiring }) });
 t.teardown(() => troupe.stop());
 const user = await signup(troupe, "prompt-cache");
 

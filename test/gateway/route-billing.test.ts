@@ -19,6 +19,7 @@ import { admitRoute, type ReservedCall, type BillableContext } from "../../gatew
 import { defineRoute, defineWsRoute, json, type AuthMode } from "../../gateway/route.ts";
 import { createGateway } from "../../gateway/server.ts";
 import { attachWsRoute } from "../../gateway/ws-route.ts";
+import { KeyRevocations } from "../../tenancy/key-revocations.ts";
 import type { Reservation } from "../../tenancy/ledger.ts";
 import type { ApiKeyRecord } from "../../tenancy/types.ts";
 import { parseResponse, raw } from "./raw-http.ts";
@@ -96,7 +97,6 @@ const routes = [
   }),
 ];
 
-const gateway = createGateway({ routes, admission, log: createLogger("error"), maxBodyBytes: 1024, secureCookies: false, ready: async () => true, openApiInfo: { title: "t", version: "1" } });
 const socketRoute = defineWsRoute({
   kind: "ws",
   path: "/v1/billed-socket",
@@ -109,7 +109,16 @@ const socketRoute = defineWsRoute({
     return {};
   },
 });
-attachWsRoute(gateway.app, socketRoute, {}, { admission, log: createLogger("error") });
+const gateway = createGateway({
+  routes,
+  sockets: { routes: [{ route: socketRoute, attach: (app, deps) => attachWsRoute(app, socketRoute, {}, deps) }], revocations: new KeyRevocations() },
+  admission,
+  log: createLogger("error"),
+  maxBodyBytes: 1024,
+  secureCookies: false,
+  ready: async () => true,
+  openApiInfo: { title: "t", version: "1" },
+});
 const port = await gateway.listen("127.0.0.1", 0);
 gateway.open();
 t.teardown(() => gateway.shutdown(100));

@@ -6,35 +6,13 @@
 // the limit, else 402 before any provider call; each scene settles its part;
 // a cancelled or failed job gives the rest back.
 import t from "tap";
-import { startMediaFake } from "../fakes/media-fakes.ts";
-import { startLumaFake } from "../fakes/video-fakes.ts";
 import { projectWithLiveKey } from "../support/billing.ts";
-import { field, signup, startTestTroupe } from "../support/troupe.ts";
+import { field } from "../support/troupe.ts";
+import { ray2, sceneNanos, startVideoBudgetTroupe } from "../support/video-budget-troupe.ts";
 import { startJob, watchJob } from "./job-suite.ts";
 
 t.setTimeout(120_000);
-const luma = await startLumaFake("luma-key");
-const media = await startMediaFake({ openaiKey: "sk-o" });
-const troupe = await startTestTroupe({
-  LUMA_API_KEY: "luma-key",
-  LUMA_BASE_URL: luma.url,
-  OPENAI_API_KEY: "sk-o",
-  OPENAI_BASE_URL: `${media.url}/v1`,
-  VIDEO_NARRATION_MODEL: "tts-1",
-  VIDEO_NARRATION_VOICE: "alloy",
-  VIDEO_POLL_INTERVAL_MS: "50",
-  JOB_WATCHDOG_MS: "1000",
-  OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
-});
-t.teardown(async () => {
-  await troupe.stop();
-  await luma.close();
-  await media.close();
-});
-const user = await signup(troupe, "video-budget");
-
-const sceneNanos = 700_000_000; // ray-2: 5 s × $0.14
-const ray2 = (prompt: string, extra: Record<string, unknown> = {}) => ({ model: "ray-2", routing_strategy: "manual", duration_seconds: 5, prompt, ...extra });
+const { luma, troupe, user, submitted } = await startVideoBudgetTroupe("video-budget", { VIDEO_NARRATION_MODEL: "tts-1", VIDEO_NARRATION_VOICE: "alloy" });
 
 async function budgeted(name: string, limitNanos: number) {
   const p = await projectWithLiveKey(troupe, user.token, user.orgId, name);
@@ -49,8 +27,6 @@ const liveCost = async (projectId: string): Promise<number> => {
   if (typeof cost !== "number") throw new Error(`usage: ${report.text}`);
   return cost;
 };
-
-const submitted = (prefix: string) => [...luma.tasks.values()].filter((task) => task.prompt.startsWith(prefix)).length;
 
 t.test("$2.10 with $0.70 spent: of 30 concurrent ray-2 jobs exactly 2 start, 28 are 402, the ledger ends at the limit", async (t) => {
   const p = await budgeted("burst", 3 * sceneNanos);

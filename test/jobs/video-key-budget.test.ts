@@ -7,33 +7,12 @@
 // the key's spend in the ledger equals the usage report's for that key.
 import t from "tap";
 import { periodOf } from "../../tenancy/ledger.ts";
-import { startMediaFake } from "../fakes/media-fakes.ts";
-import { startLumaFake } from "../fakes/video-fakes.ts";
-import { field, signup, startTestTroupe } from "../support/troupe.ts";
+import { field } from "../support/troupe.ts";
+import { ray2, sceneNanos, startVideoBudgetTroupe } from "../support/video-budget-troupe.ts";
 import { startJob, watchJob } from "./job-suite.ts";
 
 t.setTimeout(120_000);
-const luma = await startLumaFake("luma-key");
-const media = await startMediaFake({ openaiKey: "sk-o" });
-const troupe = await startTestTroupe({
-  LUMA_API_KEY: "luma-key",
-  LUMA_BASE_URL: luma.url,
-  OPENAI_API_KEY: "sk-o",
-  OPENAI_BASE_URL: `${media.url}/v1`,
-  VIDEO_POLL_INTERVAL_MS: "50",
-  JOB_WATCHDOG_MS: "1000",
-  OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
-});
-t.teardown(async () => {
-  await troupe.stop();
-  await luma.close();
-  await media.close();
-});
-const user = await signup(troupe, "video-key-budget");
-
-const sceneNanos = 700_000_000; // ray-2: 5 s × $0.14
-const ray2 = (prompt: string, extra: Record<string, unknown> = {}) => ({ model: "ray-2", routing_strategy: "manual", duration_seconds: 5, prompt, ...extra });
-const submitted = (prefix: string) => [...luma.tasks.values()].filter((task) => task.prompt.startsWith(prefix)).length;
+const { troupe, user, submitted } = await startVideoBudgetTroupe("video-key-budget");
 
 t.test("a key budget that fits one scene: one scene runs and is billed, the rest are 402 api_key", async (t) => {
   const key = await troupe.request("POST", `/v1/environments/${user.productionEnvId}/api-keys`, {

@@ -9,7 +9,7 @@ import { createServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
-import { OutboundFetcher, OutboundFetchError, type Resolver } from "../../media/outbound-fetch.ts";
+import { OutboundFetcher, OutboundFetchError, withoutAddresses, type Resolver } from "../../media/outbound-fetch.ts";
 import { selfSignedCertificate } from "../support/tls.ts";
 
 let port = 0;
@@ -151,6 +151,28 @@ t.test("a connection error to an allowed name does not show the address it diall
     t.match(e.message, /could not be fetched: .*ECONNREFUSED/);
     t.notMatch(e.message, /127\.0\.0\.1/, e.message);
   }
+});
+
+t.test("a TLS error keeps OpenSSL's text whole: only addresses are replaced", async (t) => {
+  // https to the plain HTTP server: OpenSSL's "wrong version number", whose
+  // text names a source file and line (".../tlsany_meth.c:38:").
+  const e = (await loopback(["127.0.0.1"]).fetch(`https://127.0.0.1:${port}/ok`).catch((err: unknown) => err)) as OutboundFetchError;
+  t.equal(e.reason, "unreachable");
+  t.match(e.message, /could not be fetched: .*wrong version number/);
+  t.notMatch(e.message, /\w\.\[address\]/, `no file name read as an address in: ${e.message}`);
+  t.match(e.message, /\.c:\d+/, "the source file and line stay");
+});
+
+t.test("what is an address in an error's text, and what is not", async (t) => {
+  const cases: Array<[string, string]> = [
+    ["connect ECONNREFUSED 10.1.2.3:443", "connect ECONNREFUSED [address]:443"],
+    ["connect ECONNREFUSED ::1:443", "connect ECONNREFUSED [address]"],
+    ["connect ETIMEDOUT fd00:ec2::254", "connect ETIMEDOUT [address]"],
+    ["dialled ::ffff:169.254.169.254.", "dialled [address]."],
+    ["error:0A00010B:SSL routines:tls_get_more_records:wrong version number:../ssl/record/methods/tlsany_meth.c:38:", "error:0A00010B:SSL routines:tls_get_more_records:wrong version number:../ssl/record/methods/tlsany_meth.c:38:"],
+    ["ssl3_record.c:350: and version 1.2.3", "ssl3_record.c:350: and version 1.2.3"],
+  ];
+  for (const [message, shown] of cases) t.equal(withoutAddresses(message), shown, message);
 });
 
 t.test("plain http to a public host is refused; https is required", async (t) => {

@@ -4,8 +4,7 @@
 // live key, a budget) over real HTTP.
 import { loadConfig } from "../../gateway/config.ts";
 import type { EventPublisher, OrganizationEvent } from "../../core/organization-events.ts";
-import { createRouter } from "../../providers/index.ts";
-import type { Router } from "../../providers/router.ts";
+import { createRouter, type RouterFactory } from "../../providers/index.ts";
 import { startOpenAIFake } from "../fakes/openai-fake.ts";
 import type { FakeServer } from "../fakes/fake-server.ts";
 import { str, type TestTroupe } from "./troupe.ts";
@@ -19,11 +18,14 @@ export function recordingPublisher(): RecordingPublisher {
   return { events, publish: async (event) => void events.push(event) };
 }
 
-/** `providerTimeoutMs`: longer for thousands of concurrent calls in one test process (they queue in its event loop). */
-export async function startFakeOpenAI(providerTimeoutMs = 5000): Promise<{ fake: FakeServer; router: () => Router }> {
+/**
+ * `providerTimeoutMs`: longer for thousands of concurrent calls in one test process (they queue in its event loop).
+ * `router()`: what a Troupe builds its router with (StartOptions.router), each Troupe its own router.
+ */
+export async function startFakeOpenAI(providerTimeoutMs = 5000): Promise<{ fake: FakeServer; router: () => RouterFactory }> {
   const fake = await startOpenAIFake({ apiKey: "sk-fake" });
   const config = loadConfig({ OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: `${fake.url}/v1`, PROVIDER_TIMEOUT_MS: String(providerTimeoutMs) });
-  return { fake, router: () => createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } }) };
+  return { fake, router: () => (wiring) => createRouter(config.providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 }, ...wiring }) };
 }
 
 type Requester = Pick<TestTroupe, "request">;

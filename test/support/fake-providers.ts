@@ -1,10 +1,9 @@
 // The provider fakes the gateway tests run against (real HTTP servers, see
-// test/fakes/), the settings that point Troupe's providers at them, and a
-// router over them whose backoffs are short (5 ms doubling to 20 ms) so a
-// retried call does not slow a test down.
+// test/fakes/), the settings that point Troupe's providers at them, and how
+// a Troupe builds its router over them: backoffs short (5 ms doubling to
+// 20 ms) so a retried call does not slow a test down.
 import { loadConfig } from "../../gateway/config.ts";
-import { createRouter } from "../../providers/index.ts";
-import type { Router } from "../../providers/router.ts";
+import { createRouter, type RouterFactory } from "../../providers/index.ts";
 import { startAnthropicFake } from "../fakes/anthropic-fake.ts";
 import { startCohereFake } from "../fakes/cohere-fake.ts";
 import type { FakeServer } from "../fakes/fake-server.ts";
@@ -37,8 +36,9 @@ export interface FakeProviders<N extends FakeProviderName> {
   fakes: Record<N, FakeServer>;
   /** The settings that configure exactly these providers, at their fakes (5 s provider timeout). */
   env: Record<string, string>;
-  router: Router;
-  /** Closes the fakes (not the router: whoever it was given to closes it). */
+  /** StartOptions.router: each Troupe given it builds its own router over the fakes (and closes it). */
+  router: RouterFactory;
+  /** Closes the fakes. */
   close(): Promise<void>;
 }
 
@@ -50,7 +50,8 @@ export async function startFakeProviders<N extends FakeProviderName>(names: read
     fakes[name] = fake;
     Object.assign(env, settingsFor[name](fake.url));
   }
-  const router = createRouter(loadConfig(env).providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 } });
+  const providers = loadConfig(env).providers;
+  const router: RouterFactory = (wiring) => createRouter(providers, { backoff: { initialDelayMs: 5, maxDelayMs: 20 }, ...wiring });
   return {
     fakes,
     env,

@@ -32,6 +32,9 @@ export async function populate(r: Requester, user: { token: string; orgId: strin
   const live = await ok(r("POST", `/v1/environments/${user.productionEnvId}/api-keys`, { token: session, body: { name: `key ${marker}`, scopes: [], live: true } }), "live key");
   needles.push(str(live.body, "id"));
   const key = user.testKey;
+  // Content logging on: the request log then keeps prompts and answers carrying the marker, which the erasure must remove too.
+  await ok(r("PATCH", `/v1/projects/${user.projectId}/request-log`, { token: session, body: { content_logging: true } }), "request-log settings");
+  await ok(r("POST", "/v1/chat/completions", { token: key, body: { model: "simulated-chat", messages: [{ role: "user", content: `chat ${marker}` }] } }), "chat");
   const invite = await ok(r("POST", `/v1/orgs/${user.orgId}/invitations`, { token: session, body: { email: `invitee-${marker.toLowerCase()}@example.test`, role: "admin" } }), "invitation");
   needles.push(str(invite.body, "invitation", "id"), `invitee-${marker.toLowerCase()}`);
   const webhook = await ok(r("POST", "/v1/webhooks", { token: key, body: { url: "http://127.0.0.1:9/hook", events: ["job.completed", "job.failed"] } }), "webhook");

@@ -60,7 +60,7 @@ async function suite(t: Test, kind: string, store: DataStore): Promise<void> {
     dispatch: (_id, attempts) => sent.push(...attempts),
     directory: new WebhookDirectory(faulty),
     log: new DeliveryLog(faulty),
-    config: { timeoutMs: 1000, retryScale: 0.0001, maxDeliveries, secretKey: undefined },
+    config: { timeoutMs: 1000, retryScale: 0.0001, maxDeliveries, endpointsPerOrganization: 20, secretKey: undefined },
     secrets: createSecretBox(randomBytes(32)),
   });
   const host = new EmbeddedActorHost({ dataDir, idleTimeoutMs: 60_000, clock: systemClock, log: createLogger("silent") });

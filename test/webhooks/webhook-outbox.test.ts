@@ -36,7 +36,7 @@ t.test(`past ${MAX_OUTBOX} waiting events, an event is refused with a failed rec
     directory: new WebhookDirectory(store),
     log: new DeliveryLog(store),
     // Attempts stay out (in flight, unanswered) for the whole test: a long lease.
-    config: { timeoutMs: 120_000, retryScale: 1, maxDeliveries: 2 * MAX_OUTBOX, secretKey: undefined },
+    config: { timeoutMs: 120_000, retryScale: 1, maxDeliveries: 2 * MAX_OUTBOX, endpointsPerOrganization: 20, secretKey: undefined },
     secrets: createSecretBox(randomBytes(32)),
   });
   const host = new EmbeddedActorHost({ dataDir, idleTimeoutMs: 60_000, clock: systemClock, log: createLogger("silent") });

@@ -23,7 +23,9 @@ export interface AiHarness {
 
 export async function startAiHarness(): Promise<AiHarness> {
   const providers = await startFakeProviders(allFakeProviders);
-  const { router, fakes } = providers;
+  const { fakes } = providers;
+  // The extra routes' own router over the fakes: not the Troupe's, so no attempt observer and no organization's own keys.
+  const router = providers.router({});
   const usage: UsageRecord[] = [];
   const deps = { router, usage: new UsageMeter(router.catalogue, { record: (u: UsageRecord) => void usage.push(u) }) };
   const troupe = await startTestTroupe({}, {

@@ -32,3 +32,37 @@ t.test("If-Range: a part only while it names the file's ETag", async (t) => {
     t.equal(res.body, bytes.toString("latin1"));
   }
 });
+
+// An empty If-Range was read as absent (getHeader answers "" either way) and
+// got the part; If-Match was not read at all; a second Range or If-Range was
+// dropped in favour of the first. Now: an empty or repeated If-Range never
+// matches (200, the whole file), a repeated Range is ignored (200, the whole
+// file, as RFC 9110 §14.2 allows), and If-Match must name the ETag (412).
+t.test("empty or repeated If-Range, repeated Range: the whole file; If-Match must hold", async (t) => {
+  const whole = async (headers: string, what: string) => {
+    const res = parseResponse((await get(headers)).text);
+    t.equal(res.status, 200, `${what}: the whole file`);
+    t.equal(res.headers["content-range"], undefined, what);
+    t.equal(res.body, bytes.toString("latin1"), what);
+  };
+  await whole("range: bytes=0-9\r\nif-range:\r\n", "empty If-Range");
+  await whole(`range: bytes=0-9\r\nif-range: ${file.etag}\r\nif-range: ${file.etag}\r\n`, "If-Range twice, even the same ETag");
+  await whole(`range: bytes=0-9\r\nif-range: ${file.etag}\r\nif-range: "other"\r\n`, "If-Range twice, the first matching");
+  await whole("range: bytes=0-9\r\nrange: bytes=10-19\r\n", "Range twice");
+  await whole("range: bytes=5000-\r\nrange: bytes=0-9\r\n", "Range twice, the first unsatisfiable");
+  for (const ifMatch of ['"not-the-etag"', `W/${file.etag}`, ""]) {
+    const res = parseResponse((await get(`range: bytes=0-9\r\nif-match: ${ifMatch}\r\n`)).text);
+    t.equal(res.status, 412, `If-Match ${JSON.stringify(ifMatch)}: 412`);
+    t.equal((JSON.parse(res.body) as { error: { code: string } }).error.code, "precondition_failed");
+    t.equal(res.headers.etag, file.etag, "the current ETag is shown");
+  }
+  for (const ifMatch of [file.etag, "*", `"other", ${file.etag}`]) {
+    const res = parseResponse((await get(`range: bytes=0-9\r\nif-match: ${ifMatch}\r\n`)).text);
+    t.equal(res.status, 206, `If-Match ${ifMatch}: holds, the part`);
+  }
+  const split = parseResponse((await get(`if-match: "other"\r\nif-match: ${file.etag}\r\n`)).text);
+  t.equal(split.status, 200, "If-Match over two headers is one list");
+  const head = parseResponse((await raw(troupe.port, `HEAD /v1/files/${file.id} HTTP/1.1\r\nhost: x\r\nif-match: "x"\r\n\r\n`, 300)).text);
+  t.equal(head.status, 412, "HEAD too");
+  t.equal(head.body, "", "without a body");
+});
