@@ -25,7 +25,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One entry of a project's request log */
+        /** One entry of a project's request log, with its prompt and answer when the project logged content */
         get: operations["getV1ProjectsProjectIdRequestsRequestId"];
         put?: never;
         post?: never;
@@ -33,6 +33,24 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project_id}/request-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's request-log settings: content logging (off by default) and its retention */
+        get: operations["getV1ProjectsProjectIdRequestLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change a project's request-log settings: turn content logging on or off, set its retention in days (owners and admins) */
+        patch: operations["patchV1ProjectsProjectIdRequestLog"];
         trace?: never;
     };
     "/v1/auth/signup": {
@@ -1747,7 +1765,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "unauthorized" | "budget_exceeded" | "insufficient_scope" | "model_not_allowed" | "forbidden" | "provider_credential_rejected" | "quota_exceeded" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "upgrade_required" | "rate_limited" | "headers_too_large" | "internal_error" | "provider_error" | "no_provider_available" | "capability_unavailable" | "service_unavailable" | "provider_timeout" | "http_version_not_supported";
+                code: "invalid_request" | "unauthorized" | "budget_exceeded" | "insufficient_scope" | "model_not_allowed" | "forbidden" | "provider_credential_rejected" | "quota_exceeded" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "upgrade_required" | "rate_limited" | "headers_too_large" | "internal_error" | "provider_error" | "no_provider_available" | "capability_unavailable" | "service_unavailable" | "provider_timeout" | "http_version_not_supported";
                 message: string;
                 request_id: string;
                 details?: unknown;
@@ -1930,6 +1948,15 @@ export interface operations {
                             cost_usd: number;
                             cache: string | null;
                             byok: boolean | null;
+                            /** @description a WebSocket route's entry, written when the socket closed (status 101, latency_ms its open duration, ttfb_ms until the upgrade); null for an HTTP call */
+                            websocket: {
+                                /** @description 1000 normal, 1001 going away, 1006 gone without a close frame, 4000 + the HTTP status when refused */
+                                close_code: number;
+                                /** @description payload bytes of the client's frames */
+                                bytes_in: number;
+                                /** @description payload bytes of the frames Troupe sent */
+                                bytes_out: number;
+                            } | null;
                         }[];
                         /** @description null once the filtered log is read to its end; a page may hold fewer than `limit` entries and still have one (a rare filter combination is read in bounded steps) */
                         next_cursor: string | null;
@@ -2008,6 +2035,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description http_version_not_supported */
             505: {
                 headers: {
@@ -2062,6 +2098,36 @@ export interface operations {
                         cost_usd: number;
                         cache: string | null;
                         byok: boolean | null;
+                        /** @description a WebSocket route's entry, written when the socket closed (status 101, latency_ms its open duration, ttfb_ms until the upgrade); null for an HTTP call */
+                        websocket: {
+                            /** @description 1000 normal, 1001 going away, 1006 gone without a close frame, 4000 + the HTTP status when refused */
+                            close_code: number;
+                            /** @description payload bytes of the client's frames */
+                            bytes_in: number;
+                            /** @description payload bytes of the frames Troupe sent */
+                            bytes_out: number;
+                        } | null;
+                        /** @description null unless the project's content logging was on for this call and the content has not expired */
+                        content: {
+                            /** @description the request's prompt fields (messages, system, input, prompt, instructions, contents) as JSON */
+                            request: {
+                                /** @description UTF-8, at most 32 KiB; when cut, it ends with a line [truncated: N bytes in the original, 32768 kept] */
+                                text: string;
+                                /** @description UTF-8 bytes before it was cut */
+                                original_bytes: number;
+                                truncated: boolean;
+                            } | null;
+                            /** @description the answer's text (a stream's too, gathered as it was sent); null for an error, audio or vectors */
+                            answer: {
+                                /** @description UTF-8, at most 32 KiB; when cut, it ends with a line [truncated: N bytes in the original, 32768 kept] */
+                                text: string;
+                                /** @description UTF-8 bytes before it was cut */
+                                original_bytes: number;
+                                truncated: boolean;
+                            } | null;
+                            /** @description when the content is removed; the entry stays */
+                            expires_at: string;
+                        } | null;
                     };
                 };
             };
@@ -2103,6 +2169,249 @@ export interface operations {
             };
             /** @description uri_too_long */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    getV1ProjectsProjectIdRequestLog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description entries keep the request's messages/input and the answer's text (each up to 32 KiB); off by default */
+                        content_logging: boolean;
+                        /** @description days an entry keeps its content; never longer than the log keeps the entry (REQUEST_LOG_RETENTION_SECONDS), the shorter applies */
+                        content_retention_days: number;
+                    };
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description http_version_not_supported */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParserError"];
+                };
+            };
+        };
+    };
+    patchV1ProjectsProjectIdRequestLog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description entries keep the request's messages/input and the answer's text (each up to 32 KiB); off by default */
+                    content_logging?: boolean;
+                    /** @description days an entry keeps its content; never longer than the log keeps the entry (REQUEST_LOG_RETENTION_SECONDS), the shorter applies */
+                    content_retention_days?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description entries keep the request's messages/input and the answer's text (each up to 32 KiB); off by default */
+                        content_logging: boolean;
+                        /** @description days an entry keeps its content; never longer than the log keeps the entry (REQUEST_LOG_RETENTION_SECONDS), the shorter applies */
+                        content_retention_days: number;
+                    };
+                };
+            };
+            /** @description invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3757,7 +4066,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | quota_exceeded */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4019,7 +4328,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | quota_exceeded */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4482,7 +4791,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden */
+            /** @description forbidden | quota_exceeded */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17270,7 +17579,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description forbidden | insufficient_scope */
+            /** @description forbidden | insufficient_scope | quota_exceeded */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18018,6 +18327,7 @@ export interface operations {
             query?: never;
             header?: {
                 Range?: string;
+                "If-Match"?: string;
                 "If-None-Match"?: string;
                 "If-Range"?: string;
             };
@@ -18060,6 +18370,15 @@ export interface operations {
             };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
             405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description precondition_failed (If-Match does not name the ETag) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18226,6 +18545,7 @@ export interface operations {
             query?: never;
             header?: {
                 Range?: string;
+                "If-Match"?: string;
                 "If-None-Match"?: string;
                 "If-Range"?: string;
             };
@@ -18268,6 +18588,15 @@ export interface operations {
             };
             /** @description method_not_allowed (a method this path does not serve; the Allow header lists those it does) */
             405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description precondition_failed (If-Match does not name the ETag) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
