@@ -19,7 +19,7 @@ import type { Logger } from "../core/log.ts";
 import { requireMembership, requireRole } from "./access.ts";
 import { displayPrefix, newApiKey, sha256 } from "./key-format.ts";
 import { KeyCache, toRecord } from "./key-cache.ts";
-import { KeyLimits, type RateLimitWindow } from "./key-rate-limit.ts";
+import { KeyLimits, type BatchLaneLimits, type RateLimitWindow } from "./key-rate-limit.ts";
 import { KeyRevocations, revocationMessageSchema, type RevocationMessage } from "./key-revocations.ts";
 import { keys, quotaScopes } from "./records.ts";
 import type { StoredBudget } from "./ledger.ts";
@@ -318,6 +318,11 @@ export class ApiKeyService extends TenancyService {
   /** Reserves an AI call's estimated tokens for a key with a token limit (see key-rate-limit.ts); the function returned releases what was not billed. */
   reserveTokens(record: ApiKeyRecord, requestId: string, tokens: number): (() => void) | undefined | Promise<(() => void) | undefined> {
     return this.limits.reserveTokens(record, requestId, tokens);
+  }
+
+  /** The same limits counted in windows of the key's batch lines, apart from its interactive calls' (see key-rate-limit.ts). */
+  batchLimits(): BatchLaneLimits {
+    return this.limits.batchLane();
   }
 
   /** One more call in flight for a key with max_concurrent (see key-rate-limit.ts); the function returned ends it. */

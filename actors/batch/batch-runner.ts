@@ -23,7 +23,7 @@ export type LineOutcome =
   | { kind: "answered"; ok: boolean; custom_id: string; text: string }
   /** The budget is exhausted: the batch pauses until the watchdog tries again. */
   | { kind: "budget" }
-  /** The key's rate limit: the line goes back and runs after `retryInMs`. */
+  /** The key's rate limit: the line goes back and runs again after `retryInMs` (a second at most, then it is asked again). */
   | { kind: "later"; retryInMs: number };
 
 export interface BatchRunnerDeps {
@@ -44,6 +44,13 @@ export interface BatchRunnerDeps {
 const reportWindowMs = 25;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * The longest a line refused by its key's rate limit waits before it goes
+ * back to be leased again: short, so a cancel is seen within it and a window
+ * that turned is used at once; the wait does not hold a slot.
+ */
+const rateLimitedWaitMs = 1_000;
 
 export class BatchRunner {
   /** This process's runner: leases held by another epoch are a dead process's. */
@@ -130,6 +137,7 @@ export class BatchRunner {
   private async runOne(batchId: string, batch: BatchData, index: number, readLine: (index: number) => Promise<string | undefined>, reporter: AnswerReporter, track: (report: Promise<void>) => void): Promise<void> {
     const { host, batch: definition } = this.deps;
     await this.acquire();
+    let holdsSlot = true;
     try {
       // Cancelled since the lease: the line never starts.
       if (this.stopped) return;
@@ -140,7 +148,10 @@ export class BatchRunner {
         return;
       }
       if (outcome.kind === "later") {
-        await sleep(outcome.retryInMs);
+        // Other batches (other keys) take the slot meanwhile.
+        holdsSlot = false;
+        this.release();
+        await sleep(Math.min(outcome.retryInMs, rateLimitedWaitMs));
         await callActor(host, definition, batchId, "release", { index, pause: null });
         return;
       }
@@ -154,7 +165,7 @@ export class BatchRunner {
       this.deps.log.warn("batch line failed on our side; it runs again", { batch_id: batchId, index, error });
       await callActor(host, definition, batchId, "release", { index, pause: null }).catch(() => undefined);
     } finally {
-      this.release();
+      if (holdsSlot) this.release();
     }
   }
 

@@ -70,13 +70,14 @@ export function batchesFeature(s: SharedServices, billing: BillingFeature, publi
     "/v1/messages": find(anthropicRoutes(ai), "/anthropic/v1/messages"),
   };
   const loop = eventLoopBusy(settings.yieldLagMs);
+  const keyLimits = s.apiKeys.batchLimits();
 
   const runLine = async (batch: BatchData, index: number, text: string): Promise<LineOutcome> => {
     const parsed = (batch.api === "openai" ? openAiLine : anthropicLine).safeParse(JSON.parse(text));
     const customId = parsed.success ? parsed.data.custom_id : `line-${index + 1}`;
     const body = parsed.success ? ("body" in parsed.data ? parsed.data.body : "params" in parsed.data ? parsed.data.params : undefined) : undefined;
-    const outcome = await runRouteLine(endpoints[batch.endpoint], batch, index, body);
-    if (outcome.kind === "budget") return outcome;
+    const outcome = await runRouteLine(endpoints[batch.endpoint], batch, index, body, Buffer.byteLength(text), keyLimits);
+    if (outcome.kind !== "answer") return outcome;
     const line = batch.api === "openai" ? openAiOutputLine(batch, index, customId, outcome.answer) : anthropicResultLine(customId, outcome.answer);
     return { kind: "answered", custom_id: customId, ...line };
   };

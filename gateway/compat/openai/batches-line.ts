@@ -5,19 +5,27 @@
 // is exactly what the mount answers. Only the credential differs: the line
 // runs as the key that created the batch (a snapshot), and its request id is
 // `batch:<batch id>:line:<index>`, which the usage ledger is idempotent on,
-// so a line run again after a crash is billed once.
+// so a line run again after a crash is billed once. Each line counts against
+// the key's limits (per-minute windows and max_concurrent, the batch lines'
+// own, of the key's sizes); a line those would refuse is not answered with
+// a 429 but waits (`later`) for the window to turn.
 import { isTroupeError, TroupeError } from "../../../core/errors.ts";
 import type { LineOutcome } from "../../../actors/batch/batch-runner.ts";
 import type { BatchData } from "../../../actors/batch/types.ts";
 import { allowlistOfKey, withModelAllowlist } from "../../../providers/router-allowlist.ts";
+import type { BatchLaneLimits } from "../../../tenancy/key-rate-limit.ts";
 import { checkInputScope } from "../../admission.ts";
 import type { AuthContext } from "../../auth-context.ts";
 import { admitRoute } from "../../route-billing.ts";
 import { streamed, type RouteContext, type RouteDefinition, type RouteResult } from "../../route.ts";
+import { tokenEstimate } from "../../token-estimate.ts";
 import { parseWith } from "../../validation.ts";
 
 /** A line's request id: what its usage record is keyed on (billed once however often it runs). */
 export const lineRequestId = (batchId: string, index: number): string => `batch:${batchId}:line:${index}`;
+
+/** The key's limits a line is counted against: its batch lines' windows (tenancy/key-rate-limit.ts). */
+export type LineLimits = BatchLaneLimits;
 
 export interface LineAnswer {
   status: number;
@@ -25,14 +33,19 @@ export interface LineAnswer {
   requestId: string;
 }
 
+export type LineRun = { kind: "answer"; answer: LineAnswer } | { kind: "budget" } | { kind: "later"; retryInMs: number };
+
 /**
- * Runs `route` with `body` as `batch`'s key. A 402 is not an answer: the
- * caller pauses the batch (`budget`); every other refusal or failure is the
- * line's answer, in the route's dialect.
+ * Runs `route` with `body` (`bodyBytes` long as sent) as `batch`'s key. A
+ * 402 is not an answer: the caller pauses the batch (`budget`); nor is the
+ * key's own rate limit, requests or tokens per minute or max_concurrent
+ * (`later`: run the line again after `retryInMs`); every other refusal or
+ * failure is the line's answer, in the route's dialect.
  */
-export async function runRouteLine(route: RouteDefinition, batch: BatchData, index: number, body: unknown): Promise<{ kind: "answer"; answer: LineAnswer } | { kind: "budget" }> {
+export async function runRouteLine(route: RouteDefinition, batch: BatchData, index: number, body: unknown, bodyBytes: number, limits: LineLimits): Promise<LineRun> {
   const requestId = lineRequestId(batch.id, index);
   const auth: AuthContext = { kind: "api_key", key: batch.key };
+  let ends: Array<() => void> = [];
   try {
     const parsed: unknown = route.body ? parseWith(route.body, batch.endpoint === "/v1/responses" ? statelessByDefault(body) : (body ?? {}), "body") : undefined;
     const flags = typeof parsed === "object" && parsed !== null ? (parsed as { stream?: unknown; background?: unknown }) : {};
@@ -41,6 +54,10 @@ export async function runRouteLine(route: RouteDefinition, batch: BatchData, ind
     if (flags.background === true) throw new TroupeError("invalid_request", "a batch line cannot run in the background", { details: [{ path: "body.background", message: "must be false or absent in a batch" }] });
     if (route.inputScope) checkInputScope(auth, route.inputScope(parsed));
     const ctx = lineContext(requestId, parsed, auth);
+    // Counted only once the line is known to be a valid call, as admission and the route runner count an HTTP one.
+    const counted = await countAgainstKey(limits, batch, requestId, route.billing ? tokenEstimate(bodyBytes, parsed) : 0);
+    if (counted.kind === "later") return counted;
+    ends = counted.ends;
     const allow = allowlistOfKey(batch.key);
     const run = async (): Promise<RouteResult> => {
       const bill = route.billing ? await admitRoute(route.billing, ctx) : undefined;
@@ -59,6 +76,30 @@ export async function runRouteLine(route: RouteDefinition, batch: BatchData, ind
     if (troupeError.code === "budget_exceeded") return { kind: "budget" };
     const rendered = route.dialect ? route.dialect.renderError(troupeError, requestId) : { status: troupeError.status, body: { error: { code: troupeError.code, message: troupeError.message } } };
     return { kind: "answer", answer: { status: rendered.status, body: rendered.body, requestId } };
+  } finally {
+    for (const end of ends) end();
+  }
+}
+
+/**
+ * One request in the key's requests-per-minute window, one call in flight
+ * under its max_concurrent, and the line's estimated tokens in its token
+ * window: what ends the last two as the line ends, or `later` with the wait
+ * the refusal gave (nothing is left held then).
+ */
+async function countAgainstKey(limits: LineLimits, batch: BatchData, requestId: string, tokens: number): Promise<{ kind: "counted"; ends: Array<() => void> } | { kind: "later"; retryInMs: number }> {
+  const ends: Array<() => void> = [];
+  try {
+    await limits.checkRateLimit(batch.key);
+    const endCall = limits.enterCall(batch.key);
+    if (endCall) ends.push(endCall);
+    const releaseTokens = tokens > 0 ? await limits.reserveTokens(batch.key, requestId, tokens) : undefined;
+    if (releaseTokens) ends.push(releaseTokens);
+    return { kind: "counted", ends };
+  } catch (error) {
+    for (const end of ends) end();
+    if (isTroupeError(error) && error.code === "rate_limited") return { kind: "later", retryInMs: (error.retryAfterSeconds ?? 1) * 1000 };
+    throw error;
   }
 }
 
