@@ -2,7 +2,8 @@
 // (docs/api/batches.md, "Priority"): a line reader that decodes each stored
 // page once, answers reported to the actor in groups (one write and one turn
 // for lines that finish together), and the actor counting a group as it
-// counts single answers — once per line, whatever the repeats.
+// counts single answers — once per line, whatever the repeats; and the
+// runner's bound on lines leased and not yet counted.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +12,7 @@ import { eraseDefinition } from "../../../actors/actor.ts";
 import { AnswerReporter, type StoredAnswer } from "../../../actors/batch/answer-reporter.ts";
 import { createBatchActor } from "../../../actors/batch/batch-actor.ts";
 import { BatchFiles, pageLines } from "../../../actors/batch/batch-files.ts";
+import { BatchRunner } from "../../../actors/batch/batch-runner.ts";
 import { callActor } from "../../../actors/host.ts";
 import { EmbeddedActorHost } from "../../../actors/hosts/embedded/embedded-host.ts";
 import { systemClock } from "../../../core/clock.ts";
@@ -89,4 +91,65 @@ t.test("answeredMany counts each line once, frees its leases and finalizes at th
   t.equal(last.status, "finalizing", "the last answers finalize the batch");
   b = await callActor(host, actor, "batch_m", "get", owner);
   t.same([b.completed, b.failed, b.leased.length], [3, 1, 0]);
+});
+
+/** Answers that cannot be stored yet: every group waits until `open()`. */
+class HeldResults extends BatchFiles {
+  private gate: Promise<void>;
+  open: () => void = () => undefined;
+  constructor(store: EmbeddedDataStore) {
+    super(store, () => Date.now());
+    this.gate = new Promise<void>((resolve) => (this.open = resolve));
+  }
+  override async putResults(batchId: string, answers: Parameters<BatchFiles["putResults"]>[1]): Promise<void> {
+    await this.gate;
+    return super.putResults(batchId, answers);
+  }
+}
+
+t.test("lines leased and not yet counted stay within twice the concurrency, whatever waits to be stored", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-batch-bound-"));
+  const store = new EmbeddedDataStore(join(dir, "store"), systemClock);
+  const files = new HeldResults(store);
+  let runner: BatchRunner | undefined;
+  const actor = createBatchActor({ kick: (id) => runner?.kick(id), watchdogMs: 3_600_000 });
+  const host = new EmbeddedActorHost({ dataDir: join(dir, "actors"), idleTimeoutMs: 60_000, clock: systemClock, log: createLogger("silent") });
+  host.register([eraseDefinition(actor)]);
+  await host.start();
+  t.teardown(async () => {
+    files.open();
+    await runner?.stop();
+    await host.stop();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const concurrency = 4;
+  const total = 40;
+  const file = await files.put(owner, { filename: "in.jsonl", purpose: "batch", lines: Array.from({ length: total }, (_, i) => `{"line":${i}}`), bytes: 1 });
+  const calls: number[] = [];
+  runner = new BatchRunner({
+    host,
+    batch: actor,
+    files,
+    // Every model call answers at once: only the held stores keep lines from being counted.
+    runLine: async (_batch, index) => (calls.push(index), { kind: "answered", ok: true, custom_id: `c-${index}`, text: "{}" }),
+    outputs: async () => ({ output: [], errors: [] }),
+    concurrency,
+    busy: () => false,
+    log: createLogger("silent"),
+  });
+  const key = { id: "key_1", name: "k", display_prefix: "trp_test_x", scopes: [], live: false, environment_id: "env_1", project_id: "prj_1", organization_id: "org_1", rate_limit_per_minute: 600, token_limit_per_minute: null, models: null, max_concurrent: null, created_at: "2026-12-01T00:00:00.000Z", last_used_at: null, revoked_at: null };
+  await callActor(host, actor, "batch_bound", "create", { api: "openai", key, endpoint: "/v1/chat/completions", input_file_id: file.id, completion_window: "24h", metadata: null, total, errors: null, window_ms: 24 * 3600_000 });
+  // Until the lines in their model call and those waiting for their group fill both halves; then nothing more starts.
+  for (let waited = 0; calls.length < 2 * concurrency && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.equal(calls.length, 2 * concurrency, `${2 * concurrency} model calls while no answer could be stored, not more`);
+  const held = await callActor(host, actor, "batch_bound", "get", owner);
+  t.equal(held.leased.length, 2 * concurrency, "as many lines leased: what a kill now would run again");
+  files.open();
+  for (let waited = 0; (await callActor(host, actor, "batch_bound", "get", owner)).status === "in_progress" && waited < 20_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+  const done = await callActor(host, actor, "batch_bound", "get", owner);
+  t.equal(done.completed, total, "once stored, every line is counted");
+  t.same([...new Set(calls)].length, total, "each line ran");
+  t.equal(calls.length, total, "none ran twice");
 });
