@@ -50,6 +50,9 @@ const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export const newFileId = (): string => `file-${randomBytes(12).toString("hex")}`;
 
+/** A batch's output or error file id: the batch's own, so a finalize retried after a crash writes the same file again. */
+export const outputFileId = (batchId: string, kind: "output" | "error"): string => `file-${batchId}-${kind}`;
+
 export class BatchFiles {
   private readonly store: DataStore;
   private readonly now: () => number;
@@ -192,9 +195,22 @@ export class BatchFiles {
     return out;
   }
 
-  async deleteResults(batchId: string, total: number): Promise<void> {
+  /**
+   * Organization deletion, per batch: its lines' answers, and every page its
+   * output and error files can have. A finalize cut off by a crash leaves
+   * pages whose head and index entries (written last) never were, which no
+   * file listing finds; deleting a page never written is a no-op.
+   */
+  async eraseBatch(batchId: string, total: number): Promise<void> {
     for (let from = 0; from < total; from += pageLines) {
       await this.store.apply(Array.from({ length: Math.min(pageLines, total - from) }, (_, i): StoreOp => ({ op: "delete", key: keys.result(batchId, from + i) })));
+    }
+    const pages = Math.ceil(total / pageLines);
+    for (const kind of ["output", "error"] as const) {
+      const id = outputFileId(batchId, kind);
+      for (let from = 0; from < pages; from += pageLines) {
+        await this.store.apply(Array.from({ length: Math.min(pageLines, pages - from) }, (_, i): StoreOp => ({ op: "delete", key: keys.page(id, from + i) })));
+      }
     }
   }
 

@@ -14,7 +14,7 @@ import type { Logger } from "../../core/log.ts";
 import { callActor, type ActorHost } from "../host.ts";
 import { needsFiles, type BatchActorDefinition } from "./batch-actor.ts";
 import { AnswerReporter } from "./answer-reporter.ts";
-import type { BatchFiles } from "./batch-files.ts";
+import { outputFileId, type BatchFiles } from "./batch-files.ts";
 import type { BatchData } from "./types.ts";
 
 /** What running one line came to. */
@@ -174,10 +174,10 @@ export class BatchRunner {
     const { output, errors } = await this.deps.outputs(batch, await files.results(batch.id, batch.total));
     const owner = { organization_id: batch.key.organization_id, environment_id: batch.key.environment_id };
     // Ids from the batch's: a finalize retried after a crash writes the same files again.
-    const write = async (suffix: string, lines: string[]) => {
+    const write = async (suffix: "output" | "error", lines: string[]) => {
       if (lines.length === 0) return null;
       const bytes = lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0);
-      return (await files.put(owner, { id: `file-${batch.id}-${suffix}`, filename: `${batch.id}_${suffix}.jsonl`, purpose: "batch_output", lines, bytes })).id;
+      return (await files.put(owner, { id: outputFileId(batch.id, suffix), filename: `${batch.id}_${suffix}.jsonl`, purpose: "batch_output", lines, bytes })).id;
     };
     const outputId = await write("output", output);
     const errorId = await write("error", errors);

@@ -128,7 +128,7 @@ export function batchesFeature(s: SharedServices, billing: BillingFeature, publi
         if (ids.length === 0) break;
         for (const id of ids) {
           const { total, environment_id } = await callActor(actors, batch, id, "erase", {});
-          await files.deleteResults(id, total);
+          await files.eraseBatch(id, total);
           await directory.remove({ organization_id: organizationId, environment_id: environment_id ?? "" }, id);
         }
       }

@@ -11,7 +11,7 @@ import t from "tap";
 import { eraseDefinition } from "../../../actors/actor.ts";
 import { AnswerReporter, type StoredAnswer } from "../../../actors/batch/answer-reporter.ts";
 import { createBatchActor } from "../../../actors/batch/batch-actor.ts";
-import { BatchFiles, pageLines } from "../../../actors/batch/batch-files.ts";
+import { BatchFiles, outputFileId, pageLines } from "../../../actors/batch/batch-files.ts";
 import { BatchRunner } from "../../../actors/batch/batch-runner.ts";
 import { callActor } from "../../../actors/host.ts";
 import { EmbeddedActorHost } from "../../../actors/hosts/embedded/embedded-host.ts";
@@ -152,4 +152,32 @@ t.test("lines leased and not yet counted stay within twice the concurrency, what
   t.equal(done.completed, total, "once stored, every line is counted");
   t.same([...new Set(calls)].length, total, "each line ran");
   t.equal(calls.length, total, "none ran twice");
+});
+
+/** A store that fails the write of an output file's head: a finalize cut off after its pages, as by a kill. */
+class HeadlessOutputs extends EmbeddedDataStore {
+  override async apply(ops: Parameters<EmbeddedDataStore["apply"]>[0]): Promise<void> {
+    if (ops.some((op) => op.op === "put" && /^batchfile:file-[^:]+-output$/.test(op.key))) throw new Error("killed before the head");
+    return super.apply(ops);
+  }
+}
+
+t.test("a batch's erasure removes the pages of an output file whose head was never written", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "troupe-batch-erase-"));
+  const store = new HeadlessOutputs(dir, systemClock);
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const files = new BatchFiles(store, () => Date.now());
+  const total = pageLines * 2 + 3;
+  const id = outputFileId("batch_cut", "output");
+  await t.rejects(files.put(owner, { id, filename: "out.jsonl", purpose: "batch_output", lines: Array.from({ length: total }, (_, i) => `{"answer":${i}}`), bytes: 1 }), /killed before the head/);
+  const pageKeys = [0, 1, 2].map((page) => `batchfile:${id}:page:${page}`);
+  t.ok((await store.getMany(pageKeys)).every((v) => v !== undefined), "the pages were written, the head not");
+  t.same((await files.list(owner, 10, undefined)).data, [], "no listing finds them");
+  await files.putResult("batch_cut", 0, { ok: true, custom_id: "c", text: "{}" });
+  await files.eraseBatch("batch_cut", total);
+  t.same(await store.getMany(pageKeys), [undefined, undefined, undefined], "erased with the batch");
+  t.same(await files.results("batch_cut", 1), [undefined], "and its answers");
 });
