@@ -35,8 +35,16 @@ export class GenerationSlots {
     this.generation = slots.map((i) => meta.get(`slot-${i}`) ?? -1);
     this.until = slots.map((i) => meta.get(`until-${i}`) ?? legacyUntil(this.generation[i] ?? -1, retentionMs));
     if (meta.get("generation-ms") !== generationMs(retentionMs)) {
-      // Another generation length: the numbers mean other times, so no slot may match a generation now.
-      slots.forEach((i) => (this.generation[i] = this.generation[i] === -1 ? -1 : -2));
+      // Another generation length: the numbers mean other times, so no slot may match a generation now. Written
+      // down with the new length, and each slot's due time with it (an older ledger's is derived from its number):
+      // a later restart would otherwise read the old numbers under it, and an append's idempotency check would
+      // skip a slot that holds the call.
+      for (const i of slots) {
+        if (this.generation[i] === -1) continue;
+        this.generation[i] = -2;
+        void meta.put(`slot-${i}`, -2);
+        void meta.put(`until-${i}`, this.until[i] ?? 0);
+      }
       void meta.put("generation-ms", generationMs(retentionMs));
     }
   }

@@ -171,11 +171,15 @@ t.test("under a new generation length, a slot written before matches no generati
   t.equal(slots.live(0, 500_000), false);
   t.equal(slots.mayHold(0, 219_999), true, "generation 15 (150–160 s) now, plus the skew");
   t.equal(slots.mayHold(0, 220_000), false);
-  t.strictSame(await stored(meta, 3), [[15, 500_000], [1, 600_000], [12, 170_000]]);
+  t.strictSame(await stored(meta, 3), [[15, 500_000], [-2, 600_000], [12, 170_000]], "slot 1's times written down as unknown");
+  // Another restart under the same new length: slot 1's entries (calls of 100–200 s) still count as unknown times.
+  const again = new GenerationSlots(meta, 40_000);
+  t.equal(again.mayHold(1, 150_000), true, "after a second restart, a call of 150 s may still be in slot 1");
+  t.equal(again.mayHold(0, 219_999), true, "and slot 0 holds generation 15");
   // 500 s: generation 50 takes slot 0, due now; slot 2's generation 12 (due 170 s) is dropped and emptied.
   t.equal(slots.rotate(500_000, clear), 0);
   t.strictSame(calls, [[2, false], [0, true], [2, true]]);
-  t.strictSame(await stored(meta, 3), [[50, 550_000], [1, 600_000], [-1, 0]]);
+  t.strictSame(await stored(meta, 3), [[50, 550_000], [-2, 600_000], [-1, 0]]);
   t.equal(slots.rotate(600_000, clear), 0, "generation 60");
   t.strictSame(calls.slice(3), [[0, true], [1, true]], "slot 1's old entries go at their time");
 });
@@ -200,7 +204,12 @@ t.test("a ledger that kept generation numbers only: three slots of half windows,
   const { calls, clear } = clearLog();
   t.equal(slots.rotate(700_000, clear), 2, "generation 7 (slot 2)");
   t.strictSame(calls, [[1, true], [2, false]], "generation 0's slot due, generation 2's not yet");
-  t.strictSame(await stored(meta, 3), [[2, undefined], [-1, 0], [7, 1_200_000]], "slot 0 is left as it was until it is due");
+  t.strictSame(await stored(meta, 3), [[-2, 1_000_000], [-1, 0], [7, 1_200_000]], "slot 0 is kept until it is due, written down as of unknown times with its due time");
+  // A restart now reads the map as written: slot 0 still of unknown times, still due at 1,000 s.
+  const again = new GenerationSlots(meta, retentionMs);
+  t.equal(again.mayHold(0, 1e12), true, "any call, after the restart too");
+  t.equal(again.live(0, 999_999), true, "due when it was due");
+  t.equal(again.live(0, 1_000_000), false);
 
   // With windows of a millisecond, a half window is still 1 ms.
   const tiny = metaDb(t);
