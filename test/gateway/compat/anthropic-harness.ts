@@ -28,10 +28,10 @@ export interface CompatHarness {
   stop(): Promise<void>;
 }
 
-export async function startCompatHarness(): Promise<CompatHarness> {
+export async function startCompatHarness(options: { env?: Record<string, string> } = {}): Promise<CompatHarness> {
   const providers = await startFakeProviders(["openai", "anthropic", "gemini"]);
   const { router, fakes, env } = providers;
-  const troupe = await startTestTroupe(env, { router });
+  const troupe = await startTestTroupe({ ...env, ...options.env }, { router });
   const user = await signup(troupe, "anthropic-sdk");
   const project = await projectWithLiveKey(troupe, user.token, user.orgId, "anthropic-sdk");
   return {
