@@ -15,7 +15,7 @@ import { mock } from "node:test";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import t, { type Test } from "tap";
-import type { LogFields, Logger, LogLevel } from "../../core/log.ts";
+import { recordingLog } from "../support/recording-log.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import { readJournal, syncEveryMs, UsageJournal } from "../../tenancy/usage-journal.ts";
 import { usageRecord } from "../support/usage-record.ts";
@@ -31,24 +31,6 @@ const keys = (records: readonly UsageRecord[]) => records.map((r) => r.usage_key
 
 /** Lets the turn end: grouped writes (setImmediate) and unlinks already started run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
-
-interface LogLine {
-  level: LogLevel;
-  msg: string;
-  fields: LogFields | undefined;
-}
-function recordingLog(): { log: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const log: Logger = {
-    debug: (msg, fields) => void lines.push({ level: "debug", msg, fields }),
-    info: (msg, fields) => void lines.push({ level: "info", msg, fields }),
-    warn: (msg, fields) => void lines.push({ level: "warn", msg, fields }),
-    error: (msg, fields) => void lines.push({ level: "error", msg, fields }),
-    child: () => log,
-    enabled: () => true,
-  };
-  return { log, lines };
-}
 
 function tempDir(): string {
   // Real path: the open-file check compares /proc/self/fd targets with it.

@@ -13,7 +13,8 @@ import { mock } from "node:test";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { createLogger, type LogFields, type Logger, type LogLevel } from "../../core/log.ts";
+import { createLogger } from "../../core/log.ts";
+import { recordingLog } from "../support/recording-log.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import { UsageJournal } from "../../tenancy/usage-journal.ts";
 import { flushAtRecords, flushEveryMs, retryFlushAfterMs, UsageRecorder, type ScheduleFlush, type WriteUsage } from "../../tenancy/usage-recorder.ts";
@@ -78,24 +79,6 @@ function manualSchedule() {
     }
   };
   return { schedule, calls, live, runDue };
-}
-
-interface LogLine {
-  level: LogLevel;
-  msg: string;
-  fields: LogFields | undefined;
-}
-function recordingLog(): { log: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const log: Logger = {
-    debug: (msg, fields) => void lines.push({ level: "debug", msg, fields }),
-    info: (msg, fields) => void lines.push({ level: "info", msg, fields }),
-    warn: (msg, fields) => void lines.push({ level: "warn", msg, fields }),
-    error: (msg, fields) => void lines.push({ level: "error", msg, fields }),
-    child: () => log,
-    enabled: () => true,
-  };
-  return { log, lines };
 }
 
 /** A real journal (its file in a temp dir) whose recorder-facing steps are recorded and answered as told. */
