@@ -13,6 +13,7 @@ import { modelFilterOf, type ModelFilter } from "../../providers/router-allowlis
 import { LatencyTracker, ProviderHealth, type HealthView } from "../../providers/router-health.ts";
 import { adapterServes, planModels, type PlanSource } from "../../providers/router-plan.ts";
 import type { ProviderAdapter, RoutingStrategy } from "../../providers/types.ts";
+import { thrownBy } from "../support/thrown-by.ts";
 
 type Tier = ModelEntry["tier"];
 
@@ -103,16 +104,6 @@ function ids(models: readonly ModelEntry[]): string[] {
 
 function plan(src: PlanSource, model: string | null | undefined, strategy: RoutingStrategy, need: Need = textNeed, allow?: ModelFilter): string[] {
   return ids(planModels(src, model, strategy, need, allow));
-}
-
-function thrownBy(fn: () => unknown): TroupeError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof TroupeError) return e;
-    throw e;
-  }
-  throw new Error("expected a TroupeError");
 }
 
 function refusalOf(src: PlanSource, model: string | null | undefined, strategy: RoutingStrategy, need: Need = textNeed, allow?: ModelFilter): TroupeError {

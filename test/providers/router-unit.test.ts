@@ -14,6 +14,7 @@ import { ProviderCallError } from "../../providers/errors.ts";
 import { Router, type AttemptObserver, type AttemptRun, type RouterOptions } from "../../providers/router.ts";
 import type { OwnCredential } from "../../providers/own-credentials.ts";
 import type { ProviderAdapter } from "../../providers/types.ts";
+import { thrownBy } from "../support/thrown-by.ts";
 
 const catalogue = Catalogue.load();
 
@@ -418,16 +419,6 @@ t.test("without settingsOf, a model of an unconfigured provider's 400 names no s
   t.match(e.details, [{ path: "body.model", message: "model gemini-2.5-flash needs provider gemini, which is not configured on this Troupe" }]);
   t.notMatch(JSON.stringify(e.details), /set /);
 });
-
-function thrownBy(fn: () => unknown): TroupeError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof TroupeError) return e;
-    throw e;
-  }
-  throw new Error("expected a TroupeError");
-}
 
 t.test("the client aborting during the wait before a retry ends the call there", async (t) => {
   const client = new AbortController();
