@@ -53,6 +53,29 @@ export function countChatInputTokens(messages: ChatMessage[], tools?: ToolDefini
     // An image costs a fixed 85 tokens, OpenAI's "low detail" price.
     if (m.images) n += 85 * m.images.length;
   }
-  if (tools) n += countTokens(JSON.stringify(tools));
+  if (tools) n += countToolTokens(tools);
+  return n;
+}
+
+// An agent offers the same tool objects on every model call of a turn (the
+// built-in ones on every call of every turn): counted once per object, the
+// declarations are not serialised again per call.
+const toolTokens = new WeakMap<ToolDefinition, number>();
+
+/**
+ * `countTokens(JSON.stringify(tools))`, exactly: the brackets and each comma
+ * between two tools are one token apiece, and a tool's JSON begins and ends
+ * with a brace, so no word runs across two tools.
+ */
+export function countToolTokens(tools: readonly ToolDefinition[]): number {
+  let n = 2 + Math.max(0, tools.length - 1);
+  for (const tool of tools) {
+    let own = toolTokens.get(tool);
+    if (own === undefined) {
+      own = countTokens(JSON.stringify(tool));
+      toolTokens.set(tool, own);
+    }
+    n += own;
+  }
   return n;
 }
