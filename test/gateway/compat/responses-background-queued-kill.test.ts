@@ -14,10 +14,10 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import t from "tap";
 import { startOpenAIFake } from "../../fakes/openai-fake.ts";
-import { projectWithLiveKey } from "../../support/billing.ts";
 import { embeddedEnv, killAndWait } from "../../support/gateway-process.ts";
 import { freePort, waitFor } from "../../support/net.ts";
-import { request, signup, str } from "../../support/troupe.ts";
+import { expectBilledOnce, expectCompletedAfterRestart, queueHeldResponses } from "../../support/queued-kill.ts";
+import { request } from "../../support/troupe.ts";
 import { EmbeddedLedgerStore } from "../../../tenancy/embedded-ledger-store.ts";
 import { periodOf } from "../../../tenancy/ledger.ts";
 import { projectUsage } from "../../jobs/usage-reader.ts";
@@ -51,60 +51,19 @@ let child = await start(true);
 t.teardown(() => void child.kill("SIGKILL"));
 const r = { request: (m: string, p: string, o?: Parameters<typeof request>[3]) => request(base, m, p, o) };
 const count = 3;
-
-async function status(key: string, id: string): Promise<string> {
-  const got = await r.request("GET", `/openai/v1/responses/${id}`, { token: key });
-  if (got.status !== 200) throw new Error(`retrieve ${id}: ${got.status} ${got.text}`);
-  return str(got.body, "status");
-}
+const providerCalls = () => openai.requests.length;
 
 t.test(`${count} background responses queued at a kill -9: each completes after the restart, billed once`, async (t) => {
-  const user = await signup(r, "kill-queued-responses");
-  const p = await projectWithLiveKey(r, user.token, user.orgId);
-  const budget = await r.request("PUT", `/v1/projects/${p.projectId}/budget`, { token: user.token, body: { monthly_limit_usd: 5, hard_limit: true } });
-  t.equal(budget.status, 200, budget.text);
-  const keyBudget = await r.request("PATCH", `/v1/api-keys/${p.liveKeyId}`, { token: user.token, body: { monthly_budget_usd: 1, hard_limit: true } });
-  t.equal(keyBudget.status, 200, keyBudget.text);
-
-  const ids: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const created = await r.request("POST", "/openai/v1/responses", { token: p.liveKey, body: { model: "gpt-4.1-mini", input: `queued ${i}`, max_output_tokens: 100, background: true } });
-    t.equal(created.status, 200, created.text);
-    t.equal(str(created.body, "status"), "queued");
-    ids.push(str(created.body, "id"));
-  }
-  // Past a watchdog period (5 s): still queued, nothing sent to the provider.
-  await new Promise((resolve) => setTimeout(resolve, 6_000));
-  for (const id of ids) t.equal(await status(p.liveKey, id), "queued", `${id} queued at the kill`);
-  t.equal(openai.requests.length, 0, "no provider call before the kill");
+  const queued = await queueHeldResponses(t, r, "kill-queued-responses", count, providerCalls);
   await killAndWait(child, "SIGKILL");
 
   child = await start(false);
-  for (const id of ids) {
-    let seen = "queued";
-    await waitFor(async () => ((seen = await status(p.liveKey, id)), seen !== "queued" && seen !== "in_progress"), 30_000, `${id} to end`);
-    t.equal(seen, "completed", `${id} completed after the restart`);
-  }
-  t.equal(openai.requests.length, count, "one provider call each");
-  // The holds restored after the restart were released by the bills: another one fits under the key's budget and runs.
-  const after = await r.request("POST", "/openai/v1/responses", { token: p.liveKey, body: { model: "gpt-4.1-mini", input: "after", max_output_tokens: 100, background: true } });
-  t.equal(after.status, 200, after.text);
-  const afterId = str(after.body, "id");
-  await waitFor(async () => (await status(p.liveKey, afterId)) === "completed", 30_000, `${afterId} to complete`);
+  await expectCompletedAfterRestart(t, r, queued, providerCalls, 30_000);
 
   await killAndWait(child, "SIGTERM");
   const ledger = new EmbeddedLedgerStore(dataDir);
-  const records = await projectUsage(ledger, p.projectId);
-  const keySpent = await ledger.spent(p.projectId, periodOf(new Date().toISOString()), p.liveKeyId);
+  const records = await projectUsage(ledger, queued.projectId);
+  const keySpent = await ledger.spent(queued.projectId, periodOf(new Date().toISOString()), queued.liveKeyId);
   await ledger.close();
-  for (const id of ids) {
-    const billed = records.filter((rec) => rec.usage_key === id);
-    t.equal(billed.length, 1, `${id}: one ledger record`);
-    t.equal(billed[0]?.api_key_id, p.liveKeyId, `${id}: billed to its key`);
-  }
-  const queuedCost = records.filter((rec) => ids.includes(rec.usage_key)).reduce((sum, rec) => sum + rec.cost_nanos, 0);
-  t.ok(queuedCost > 0, `billed ${queuedCost} nano-dollars`);
-  const keyCost = records.filter((rec) => rec.api_key_id === p.liveKeyId).reduce((sum, rec) => sum + rec.cost_nanos, 0);
-  t.equal(records.length, count + 1, "nothing else billed");
-  t.equal(keySpent, keyCost, `the key's spend is its records' (${keyCost} nano-dollars)`);
+  expectBilledOnce(t, queued, records, keySpent);
 });
