@@ -23,7 +23,10 @@
 // - image_to_video: the caller's image first, then the previous clip's last
 //   frame, stored on the segment.
 // Fast on purpose: the mutation run runs this file once per mutant.
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import t from "tap";
 import { TroupeError } from "../../core/errors.ts";
 import { advance, failJob, jobEventId, MAX_POLL_FAILURES, narrationRequestId, segmentRequestId, segmentToSubmit, type NarrationOutcome, type StepDeps } from "../../actors/job/job-steps.ts";
@@ -31,13 +34,30 @@ import type { JobData, SegmentState } from "../../actors/job/types.ts";
 import type { JobBudgetState } from "../../actors/job/job-budget.ts";
 import type { FileStore, PutInput, StoredFile } from "../../media/file-store.ts";
 import { Capabilities, mediaTools, type MediaTool } from "../../media/media-tools.ts";
-import { OutboundFetcher } from "../../media/outbound-fetch.ts";
+import { OutboundFetcher, type FetchedBody, type FetchOptions } from "../../media/outbound-fetch.ts";
 import { Catalogue } from "../../providers/catalogue.ts";
 import type { UsageRecord } from "../../providers/usage.ts";
 import type { VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../../providers/video.ts";
 import type { RoutingStrategy } from "../../providers/types.ts";
 import type { Reservation } from "../../tenancy/ledger.ts";
 import { recordingLog } from "../support/recording-log.ts";
+
+// The steps' scratch dirs (troupe-frame-*, troupe-compose-*) go under this one, so the test sees them removed.
+const scratch = mkdtempSync(join(tmpdir(), "job-steps-unit-"));
+process.env["TMPDIR"] = scratch;
+t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+const leftovers = () => readdirSync(scratch).filter((name) => name.startsWith("troupe-"));
+
+/** A provider's clip URL, answered from memory: the URLs and accept lists asked for are kept. */
+class RecordingFetcher extends OutboundFetcher {
+  readonly asked: { url: string; accept: readonly string[] | undefined }[] = [];
+  answer: FetchedBody | Error = { body: Buffer.alloc(0), contentType: "application/octet-stream", url: "" };
+  override async fetch(url: string, options: FetchOptions = {}): Promise<FetchedBody> {
+    this.asked.push({ url, accept: options.accept });
+    if (this.answer instanceof Error) throw this.answer;
+    return this.answer;
+  }
+}
 
 const clockMs = 1_764_790_000_000;
 const createdAt = "2025-12-03T19:26:40.000Z";
@@ -119,6 +139,9 @@ interface Rig {
   lines: ReturnType<typeof recordingLog>["lines"];
   composed: { concat: string[][]; mux: number; frames: number; slots: number };
   narrated: string[];
+  /** Every signal handed to a provider call or the narrator. */
+  signals: (AbortSignal | undefined)[];
+  fetcher: RecordingFetcher;
   /** Set per test. */
   submitWith: (req: Req) => Promise<VideoTask>;
   findWith: (req: Req) => Promise<VideoTask | undefined>;
@@ -129,7 +152,10 @@ interface Rig {
 function rig(opts: { installed?: Iterable<MediaTool>; slots?: boolean; pollRetryBaseMs?: number } = {}): Rig {
   const files = memoryFiles();
   const { log, lines } = recordingLog();
+  const fetcher = new RecordingFetcher({ allowHosts: [], maxBytes: 1 << 20, timeoutMs: 1000 });
   const r: Rig = {
+    signals: [],
+    fetcher,
     files,
     submits: [],
     finds: [],
@@ -146,12 +172,12 @@ function rig(opts: { installed?: Iterable<MediaTool>; slots?: boolean; pollRetry
   };
   r.deps = {
     video: {
-      submitVideo: async (req) => (r.submits.push(req), r.submitWith(req)),
-      findVideo: async (req, sinceMs) => (r.finds.push({ req, sinceMs }), r.findWith(req)),
-      pollVideo: async (tk) => (r.polls.push(tk), r.pollWith(tk)),
+      submitVideo: async (req, ctx) => (r.signals.push(ctx.signal), r.submits.push(req), r.submitWith(req)),
+      findVideo: async (req, sinceMs, ctx) => (r.signals.push(ctx.signal), r.finds.push({ req, sinceMs }), r.findWith(req)),
+      pollVideo: async (tk, ctx) => (r.signals.push(ctx.signal), r.polls.push(tk), r.pollWith(tk)),
       cancelVideo: async () => undefined,
     },
-    narrate: async (text) => (r.narrated.push(text), r.narrateWith(text)),
+    narrate: async (text, signal) => (r.signals.push(signal), r.narrated.push(text), r.narrateWith(text)),
     compose: {
       concatClips: async (inputs, out) => {
         r.composed.concat.push(inputs);
@@ -168,7 +194,7 @@ function rig(opts: { installed?: Iterable<MediaTool>; slots?: boolean; pollRetry
       },
     },
     ...(opts.slots ? { composeSlots: <T>(fn: () => Promise<T>) => ((r.composed.slots += 1), fn()) } : {}),
-    media: { files, fetcher: new OutboundFetcher({ allowHosts: [], maxBytes: 1 << 20, timeoutMs: 1000 }), fileUrl: (id) => `http://troupe.test/v1/files/${id}`, ownFileId: () => undefined, capabilities: new Capabilities(opts.installed ?? mediaTools) },
+    media: { files, fetcher, fileUrl: (id) => `http://troupe.test/v1/files/${id}`, ownFileId: () => undefined, capabilities: new Capabilities(opts.installed ?? mediaTools) },
     catalogue: Catalogue.load([]),
     bill: async (record, settles) => void r.billed.push({ record, settles }),
     log,
@@ -367,9 +393,7 @@ t.test("poll: a succeeded clip is re-hosted, billed once with its hold's parts, 
   const r = rig();
   const b = budget();
   const j = job({ status: "processing", budget: b, segments: [processing(), segment(1)] });
-  r.pollWith = async () => ({ state: "succeeded", clip: { kind: "bytes", bytes: clipBytes("c0") } }) as unknown as VideoTaskStatus;
-  // The double's clip kinds: a file path on disk.
-  const path = `${process.env["TMPDIR"] ?? "/tmp"}/job-steps-unit-${process.pid}.mp4`;
+  const path = join(scratch, "clip.mp4");
   await writeFile(path, clipBytes("c0"));
   r.pollWith = async () => ({ state: "succeeded", clip: { kind: "file", path } });
   t.same(await advance(j, r.deps), { afterMs: 0 });
@@ -403,7 +427,7 @@ t.test("poll: an empty clip is refused (nothing billed, the part stays held)", a
   const r = rig();
   const b = budget();
   const j = job({ status: "processing", budget: b, segments: [processing()] });
-  const path = `${process.env["TMPDIR"] ?? "/tmp"}/job-steps-unit-empty-${process.pid}.mp4`;
+  const path = join(scratch, "empty.mp4");
   await writeFile(path, Buffer.alloc(63, 1));
   r.pollWith = async () => ({ state: "succeeded", clip: { kind: "file", path } });
   await t.rejects(advance(j, r.deps), /the clip is empty/);
@@ -614,4 +638,55 @@ t.test("image_to_video: no image and no previous clip: submitted without one", a
   await advance(j2, r.deps, false);
   t.notOk("image" in r.submits[1]!);
   t.equal(r.composed.frames, 0);
+});
+
+t.test("poll: a clip at a URL is downloaded, stored as video/mp4; a failed download is the provider's error", async (t) => {
+  const r = rig();
+  const j = job({ status: "processing", segments: [processing()] });
+  r.fetcher.answer = { body: clipBytes("remote"), contentType: "application/octet-stream", url: "https://cdn.example/clip" };
+  r.pollWith = async () => ({ state: "succeeded", clip: { kind: "url", url: "https://cdn.example/clip" } });
+  await advance(j, r.deps);
+  t.same(r.fetcher.asked, [{ url: "https://cdn.example/clip", accept: ["video/", "application/octet-stream"] }]);
+  const stored = r.files.stored.get(j.segments[0]!.file_id!)!;
+  t.same(stored.body, clipBytes("remote"));
+  t.equal(stored.input.contentType, "video/mp4");
+
+  const j2 = job({ status: "processing", segments: [processing()] });
+  r.fetcher.answer = new Error("reset");
+  await t.rejects(advance(j2, r.deps), { code: "provider_error", message: "could not copy the prov result: the download failed" });
+  t.equal(j2.segments[0]!.status, "processing");
+});
+
+t.test("every provider call and the narration get a live signal", async (t) => {
+  const r = rig();
+  const j = job({ narration_text: "words" });
+  await advance(j, r.deps); // find + submit
+  r.pollWith = async () => ({ state: "running", progress: null, poll_after_ms: 1 });
+  await advance(j, r.deps); // poll
+  j.segments[0]!.status = "completed";
+  await advance(j, r.deps); // narrate
+  t.equal(r.signals.length, 4);
+  for (const signal of r.signals) {
+    t.ok(signal instanceof AbortSignal);
+    t.equal(signal?.aborted, false);
+  }
+});
+
+t.test("the scratch dirs of frames and compositions are removed", async (t) => {
+  const r = rig();
+  const segs = await storedClips(r, 2);
+  const j = job({ type: "image_to_video", segments: [segs[0]!, segment(1)] });
+  await advance(j, r.deps, false);
+  t.equal(r.composed.frames, 1);
+  t.same(leftovers(), []);
+  const j2 = job({ status: "processing", segments: segs });
+  await advance(j2, r.deps);
+  t.equal(j2.status, "completed");
+  t.same(leftovers(), []);
+  // Removed when the composition fails too.
+  r.deps.compose.concatClips = async () => {
+    throw new Error("ffmpeg exploded");
+  };
+  await t.rejects(advance(job({ status: "processing", segments: segs }), r.deps), /ffmpeg exploded/);
+  t.same(leftovers(), []);
 });
