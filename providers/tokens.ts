@@ -59,7 +59,9 @@ export function countChatInputTokens(messages: ChatMessage[], tools?: ToolDefini
 
 // An agent offers the same tool objects on every model call of a turn (the
 // built-in ones on every call of every turn): counted once per object, the
-// declarations are not serialised again per call.
+// declarations are not serialised again per call. This keys on the object,
+// so a tool definition must not be changed once made: every request and
+// every conversation state is parsed into new objects, and nothing edits them.
 const toolTokens = new WeakMap<ToolDefinition, number>();
 
 /**
