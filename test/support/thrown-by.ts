@@ -1,6 +1,6 @@
-// The TroupeError a synchronous call throws, for tests that assert its code,
-// status and message; anything else it throws (or its not throwing) fails
-// the test loudly.
+// The TroupeError a synchronous call throws, or a promise rejects with, for
+// tests that assert its code, status and message; anything else it throws
+// (or its not throwing) fails the test loudly.
 import { TroupeError } from "../../core/errors.ts";
 
 export function thrownBy(fn: () => unknown): TroupeError {
@@ -11,4 +11,15 @@ export function thrownBy(fn: () => unknown): TroupeError {
     throw e;
   }
   throw new Error("expected a TroupeError");
+}
+
+/** The TroupeError a promise rejects with; its resolving, or any other rejection, fails the test loudly. */
+export async function rejectedWith(promise: Promise<unknown>): Promise<TroupeError> {
+  try {
+    await promise;
+  } catch (e) {
+    if (e instanceof TroupeError) return e;
+    throw e;
+  }
+  throw new Error("expected a rejection with a TroupeError");
 }

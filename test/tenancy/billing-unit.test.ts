@@ -8,9 +8,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { rejectedWith } from "../support/thrown-by.ts";
 import type { Clock } from "../../core/clock.ts";
 import { createLogger } from "../../core/log.ts";
-import { TroupeError } from "../../core/errors.ts";
 import type { OrganizationEvent } from "../../core/organization-events.ts";
 import { BothBudgets, Billing } from "../../tenancy/billing.ts";
 import { LeaseTicket } from "../../tenancy/budget-leases.ts";
@@ -56,16 +56,6 @@ async function room(ledger: EmbeddedLedgerStore, project_id: string, nowMs: numb
   return ledger.reserve({ project_id, period: "2026-03", id: `probe_${nowMs}_${Math.random()}`, ...(api_key_id ? { api_key_id } : {}) }, 0, nowMs + 1, nowMs);
 }
 
-async function refusal(promise: Promise<unknown>): Promise<TroupeError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof TroupeError) return error;
-    throw error;
-  }
-  throw new Error("not refused");
-}
-
 t.test("nothing is held for a test key or a project without a hard limit", async (t) => {
   const { billing, ledger } = setup(t);
   t.equal(await billing.reserveParts(payer("prj_free"), "job1", [5000]), undefined, "no budget");
@@ -97,7 +87,7 @@ t.test("a job that does not fit is refused with what it needed", async (t) => {
   const { billing, ledger } = setup(t);
   await ledger.putBudget("prj_full", budget(true));
   await ledger.append([usageRecord({ project_id: "prj_full", cost_nanos: 4000, usage_key: "spent" })]);
-  const error = await refusal(billing.reserveParts(payer("prj_full"), "job1", [3000, 3001]));
+  const error = await rejectedWith(billing.reserveParts(payer("prj_full"), "job1", [3000, 3001]));
   t.equal(error.code, "budget_exceeded");
   t.match(error.details, { limit_usd: 0.00001, spent_usd: 0.000004, reserved_usd: 0, required_usd: 0.000006, period: "2026-03" });
   t.same(await room(ledger, "prj_full", startMs), { admitted: true }, "nothing held");
@@ -112,7 +102,7 @@ t.test("a key's budget holds the job's parts too, only when asked, and the proje
   const held = await billing.reserveParts(p, "job1", [6000], { keyBudget: true });
   t.same(held, { project_id: "prj_key", period: "2026-03", parts: [{ id: "job1:0", amount_nanos: 6000 }], api_key_id: p.api_key_id, project: false });
   t.same(await room(ledger, "prj_key", startMs, p.api_key_id), { admitted: true });
-  const error = await refusal(billing.reserveParts(p, "job2", [4001], { keyBudget: true }));
+  const error = await rejectedWith(billing.reserveParts(p, "job2", [4001], { keyBudget: true }));
   t.match(error.details, { budget: "api_key", api_key_id: p.api_key_id, reserved_usd: 0.000006, required_usd: 0.000004 });
   if (!held) return;
   await billing.releaseParts(held, ["job1:0"]);
@@ -125,12 +115,12 @@ t.test("under both budgets a refusal by the project releases the key's holds", a
   await ledger.putBudget("prj_both", budget(true));
   await ledger.putBudget("prj_both", budget(true), p.api_key_id);
   await ledger.append([usageRecord({ project_id: "prj_both", api_key_id: "key_other", cost_nanos: 5000, usage_key: "spent" })]);
-  const error = await refusal(billing.reserveParts(p, "job1", [6000], { keyBudget: true }));
+  const error = await rejectedWith(billing.reserveParts(p, "job1", [6000], { keyBudget: true }));
   t.match(error.details, { spent_usd: 0.000005, required_usd: 0.000006 });
   t.notOk((error.details as { budget?: string }).budget, "the project's budget refused it");
   t.same(await room(ledger, "prj_both", startMs + 1, p.api_key_id), { admitted: true });
   t.ok(await billing.reserveParts({ ...p, project_id: "prj_both" }, "job2", [5000], { keyBudget: true }), "5,000 fits both");
-  const again = await refusal(billing.reserveParts(p, "job3", [5001], { keyBudget: true }));
+  const again = await rejectedWith(billing.reserveParts(p, "job3", [5001], { keyBudget: true }));
   t.match(again.details, { budget: "api_key", reserved_usd: 0.000005 }, "the key's 10,000 holds job2's 5,000, not job1's 6,000 too");
 });
 
@@ -206,7 +196,7 @@ t.test("bill releases the parts it settles, one or several", async (t) => {
   const place = { project_id: "prj_bill", period: "2026-03" };
   await billing.bill(usageRecord({ project_id: "prj_bill", api_key_id: p.api_key_id, cost_nanos: 1000, usage_key: "seg0" }), { ...place, id: first });
   t.same(await room(ledger, "prj_bill", startMs), { admitted: true });
-  t.same(await refusal(billing.reserveParts(payer("prj_bill"), "probe", [5001])).then((e) => e.details), { limit_usd: 0.00001, spent_usd: 0.000001, reserved_usd: 0.000004, period: "2026-03", required_usd: 0.000005 }, "the project's first part released, its second held");
+  t.same(await rejectedWith(billing.reserveParts(payer("prj_bill"), "probe", [5001])).then((e) => e.details), { limit_usd: 0.00001, spent_usd: 0.000001, reserved_usd: 0.000004, period: "2026-03", required_usd: 0.000005 }, "the project's first part released, its second held");
   await billing.bill(usageRecord({ project_id: "prj_bill", api_key_id: p.api_key_id, cost_nanos: 1000, usage_key: "seg1" }), [
     { ...place, id: second },
     { ...place, api_key_id: p.api_key_id, id: first },
@@ -282,7 +272,7 @@ t.test("a job that does not fit even after the idle lease went back is refused",
   const ticket = await billing.admit(payer("prj_lease2"), () => 1000);
   if (!(ticket instanceof LeaseTicket)) return t.fail("admitted from a lease");
   await billing.settle(ticket, usageRecord({ project_id: "prj_lease2", cost_nanos: 1000, usage_key: "call1" }));
-  const error = await refusal(billing.reserveParts(payer("prj_lease2"), "job1", [999_001]));
+  const error = await rejectedWith(billing.reserveParts(payer("prj_lease2"), "job1", [999_001]));
   t.match(error.details, { spent_usd: 0.000001, reserved_usd: 0, required_usd: 0.000999 });
   t.same(await room(ledger, "prj_lease2", startMs), { admitted: true }, "nothing held");
 });

@@ -22,8 +22,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { rejectedWith } from "../support/thrown-by.ts";
 import { isoTime, type Clock } from "../../core/clock.ts";
-import { TroupeError } from "../../core/errors.ts";
 import { createLogger } from "../../core/log.ts";
 import { loadConfig } from "../../gateway/config.ts";
 import { ApiKeyService } from "../../tenancy/api-keys.ts";
@@ -132,16 +132,6 @@ function row(overrides: Partial<UsageRow>): UsageRow {
 
 const none: UsageTotals = { cost_usd: 0, cost_nanos: 0, calls: 0, input_tokens: 0, cached_input_tokens: 0, cache_write_input_tokens: 0, output_tokens: 0, units: 0 };
 
-async function refusal(promise: Promise<unknown>): Promise<TroupeError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof TroupeError) return error;
-    throw error;
-  }
-  throw new Error("not refused");
-}
-
 /** The report, checked against the schema the route declares (which would strip or refuse what it does not name). */
 async function usage(t: Test, query: { from?: string; to?: string; group_by?: GroupBy }): Promise<UsageReport> {
   const report = await reports.usage("usr_owner", project.id, query);
@@ -165,7 +155,7 @@ t.test("owners and admins read usage and the budget; a member is 403 naming the 
     ["setting the budget", () => reports.putBudget("usr_member", project.id, { monthly_limit_usd: 1 })],
   ];
   for (const [action, call] of cases) {
-    const error = await refusal(call());
+    const error = await rejectedWith(call());
     t.equal(error.code, "forbidden", action);
     t.equal(error.message, `${action} requires the admin role or higher; you are member`);
   }
@@ -176,9 +166,9 @@ t.test("owners and admins read usage and the budget; a member is 403 naming the 
     ["usr_owner", elsewhere.id],
     ["usr_owner", "prj_unknown"],
   ] as const) {
-    t.equal((await refusal(reports.usage(user, id, {}))).code, "not_found", `${user} on ${id}: usage`);
-    t.equal((await refusal(reports.getBudget(user, id))).code, "not_found", `${user} on ${id}: budget`);
-    t.equal((await refusal(reports.putBudget(user, id, { monthly_limit_usd: 1 }))).code, "not_found", `${user} on ${id}: set budget`);
+    t.equal((await rejectedWith(reports.usage(user, id, {}))).code, "not_found", `${user} on ${id}: usage`);
+    t.equal((await rejectedWith(reports.getBudget(user, id))).code, "not_found", `${user} on ${id}: budget`);
+    t.equal((await rejectedWith(reports.putBudget(user, id, { monthly_limit_usd: 1 }))).code, "not_found", `${user} on ${id}: set budget`);
   }
   t.equal(await ledger.getBudget(elsewhere.id), undefined, "nothing written to a project out of reach");
 });
