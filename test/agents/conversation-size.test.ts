@@ -2,32 +2,14 @@
 // must never read less than the exact size, whatever the text: if it did, a
 // message could pass AGENT_CONVERSATION_MAX_BYTES without the exact check.
 import t from "tap";
+import { agentMessage, conversationData } from "../support/conversation-data.ts";
 import { conversationBytes, conversationBytesAtMost } from "../../actors/conversation/conversation-size.ts";
 import type { AgentMessage, ConversationData } from "../../actors/conversation/types.ts";
 
-const conversation = (messages: AgentMessage[], systemPrompt = "You are terse."): ConversationData => ({
-  id: "0193c6f0-0000-7000-8000-000000000000",
-  owner: { organization_id: "org_1", project_id: "prj_1", environment_id: "env_1" },
-  model: null,
-  routing_strategy: "auto",
-  system_prompt: systemPrompt,
-  tools: [],
-  status: "idle",
-  messages,
-  pending_tool_call_ids: [],
-  pending_video: null,
-  created_at: "2026-11-28T00:00:00.000Z",
-  updated_at: "2026-11-28T00:00:00.000Z",
-});
+const conversation = (messages: AgentMessage[], systemPrompt?: string): ConversationData =>
+  conversationData(systemPrompt === undefined ? { messages } : { messages, system_prompt: systemPrompt });
 
-const message = (content: string, extra: Partial<AgentMessage> = {}): AgentMessage => ({
-  id: "0193c6f0-0000-7000-8000-000000000001",
-  role: "user",
-  content,
-  tool_calls: null,
-  tool_call_id: null,
-  ...extra,
-});
+const message = agentMessage;
 
 /** Text JSON makes longest per UTF-16 unit, and text it does not grow at all. */
 const texts: Record<string, string> = {

@@ -14,6 +14,7 @@
 // - at the conversation's cap the turn stops exactly where the next message
 //   would pass it, answering every call of the step.
 import t from "tap";
+import { agentMessage, conversationData, testConversationId } from "../support/conversation-data.ts";
 import { memoryRecordId } from "../../actors/conversation/builtin-tools.ts";
 import { appendedBytes, conversationBytes } from "../../actors/conversation/conversation-size.ts";
 import { MAX_MODEL_STEPS_PER_TURN, runTurn, type TurnDeps } from "../../actors/conversation/turn-loop.ts";
@@ -25,26 +26,23 @@ import type { OnEmbedded, OrgIndex, RecordDraft } from "../../vectors/org-index.
 import type { VectorRecord } from "../../vectors/vector-index.ts";
 import { answer } from "../support/double-chat-answer.ts";
 
-const conversationId = "0193c6f0-0000-7000-8000-000000000000";
+const conversationId = testConversationId;
 const customTool = { name: "lookup_order", description: "Looks an order up", parameters: { type: "object", properties: {} } };
 
 function conversation(over: Partial<ConversationData> = {}): ConversationData {
-  return {
-    id: conversationId,
-    owner: { organization_id: "org_1", project_id: "prj_1", environment_id: "env_1" },
+  return conversationData({
     model: "gpt-test",
     routing_strategy: "cost",
     system_prompt: "",
     tools: [customTool],
     // A turn runs from wherever the actor left it: these must be replaced by what the turn ends in.
     status: "requires_action",
-    messages: [{ id: "msg-user", role: "user", content: "go", tool_calls: null, tool_call_id: null }],
+    messages: [agentMessage("go", { id: "msg-user" })],
     pending_tool_call_ids: ["stale"],
-    pending_video: null,
     created_at: "2026-12-03T00:00:00.000Z",
     updated_at: "2026-12-03T00:00:00.000Z",
     ...over,
-  };
+  });
 }
 
 const call = (id: string, name: string, args: Record<string, unknown> = {}): AgentToolCall => ({ id, name, arguments: args });

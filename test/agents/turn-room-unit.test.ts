@@ -11,35 +11,14 @@
 // - the quick bound is never below the exact size, for every role, empty
 //   contents, JSON's longest escapes, and tool calls.
 import t from "tap";
+import { agentMessage, conversationData } from "../support/conversation-data.ts";
 import { appendedBytes, conversationBytes, conversationBytesAtMost } from "../../actors/conversation/conversation-size.ts";
 import { capNotice, closingReserveBytes, ConversationRoom, notAddedAnswer } from "../../actors/conversation/turn-room.ts";
 import type { AgentMessage, ConversationData } from "../../actors/conversation/types.ts";
 
-function conversation(messages: AgentMessage[], systemPrompt = "Be terse."): ConversationData {
-  return {
-    id: "0193c6f0-0000-7000-8000-000000000000",
-    owner: { organization_id: "org_1", project_id: "prj_1", environment_id: "env_1" },
-    model: null,
-    routing_strategy: "auto",
-    system_prompt: systemPrompt,
-    tools: [],
-    status: "idle",
-    messages,
-    pending_tool_call_ids: [],
-    pending_video: null,
-    created_at: "2026-12-04T00:00:00.000Z",
-    updated_at: "2026-12-04T00:00:00.000Z",
-  };
-}
+const conversation = (messages: AgentMessage[], systemPrompt = "Be terse."): ConversationData => conversationData({ messages, system_prompt: systemPrompt });
 
-const message = (role: AgentMessage["role"], content: string, over: Partial<AgentMessage> = {}): AgentMessage => ({
-  id: "0193c6f0-0000-7000-8000-000000000001",
-  role,
-  content,
-  tool_calls: null,
-  tool_call_id: null,
-  ...over,
-});
+const message = (role: AgentMessage["role"], content: string, over: Partial<AgentMessage> = {}): AgentMessage => agentMessage(content, { role, ...over });
 
 t.test("fits: exactly up to the cap less the closing reserve, or the cap itself for the closing message", async (t) => {
   const data = conversation([message("user", "hello there")]);

@@ -4,6 +4,7 @@
 // stored conversation stays within its cap, every tool call of the history
 // is answered, and the turn ends idle with a message saying why.
 import t from "tap";
+import { agentMessage, conversationData } from "../support/conversation-data.ts";
 import { conversationBytes } from "../../actors/conversation/conversation-size.ts";
 import { closingReserveBytes } from "../../actors/conversation/turn-room.ts";
 import { runTurn, type TurnDeps } from "../../actors/conversation/turn-loop.ts";
@@ -12,20 +13,7 @@ import type { ChatResult } from "../../providers/types.ts";
 import type { OrgIndex } from "../../vectors/org-index.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 
-const conversation = (tools: ConversationData["tools"] = []): ConversationData => ({
-  id: "0193c6f0-0000-7000-8000-000000000000",
-  owner: { organization_id: "org_1", project_id: "prj_1", environment_id: "env_1" },
-  model: null,
-  routing_strategy: "auto",
-  system_prompt: "You are terse.",
-  tools,
-  status: "idle",
-  messages: [{ id: "0193c6f0-0000-7000-8000-000000000001", role: "user", content: "go", tool_calls: null, tool_call_id: null }],
-  pending_tool_call_ids: [],
-  pending_video: null,
-  created_at: "2026-11-28T00:00:00.000Z",
-  updated_at: "2026-11-28T00:00:00.000Z",
-});
+const conversation = (tools: ConversationData["tools"] = []): ConversationData => conversationData({ tools, messages: [agentMessage("go")] });
 
 const reply = (content: string, calls: { name: string; arguments?: Record<string, unknown> }[] = [], step = 0): ChatResult => ({
   content,
