@@ -640,6 +640,17 @@ t.test("image_to_video: no image and no previous clip: submitted without one", a
   t.equal(r.composed.frames, 0);
 });
 
+t.test("text_to_video: a later segment is submitted without the previous clip's frame", async (t) => {
+  const r = rig();
+  const clip = await r.files.put({ body: clipBytes("c0"), contentType: "video/mp4", organizationId: "org", environmentId: "env", scope: "video" });
+  const j = job({ type: "text_to_video", image: null, segments: [segment(0, { status: "completed", file_id: clip.id }), segment(1)] });
+  await advance(j, r.deps, false);
+  t.equal(r.submits.length, 1);
+  t.notOk("image" in r.submits[0]!, "only image_to_video chains its clips through their last frames");
+  t.equal(r.composed.frames, 0, "no frame is extracted");
+  t.equal(j.segments[1]!.frame_file_id, null);
+});
+
 t.test("poll: a clip at a URL is downloaded, stored as video/mp4; a failed download is the provider's error", async (t) => {
   const r = rig();
   const j = job({ status: "processing", segments: [processing()] });
