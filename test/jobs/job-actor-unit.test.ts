@@ -245,15 +245,16 @@ function rig(opts: RigOptions = {}): Rig {
 /** One turn's context: reminders and calls recorded, afterCommit functions held until the host commits. */
 class Turn implements ActorContext<unknown> {
   readonly type = JOB_ACTOR;
-  readonly id = jobId;
+  readonly id: string;
   readonly clock: Clock;
   readonly ids = { uuid: () => "uuid" };
   readonly log: ActorContext<unknown>["log"];
   readonly committed: (() => unknown)[] = [];
   state: unknown;
   private readonly r: Rig;
-  constructor(r: Rig, state: unknown) {
+  constructor(r: Rig, state: unknown, id: string) {
     this.r = r;
+    this.id = id;
     this.state = state;
     this.clock = r.clock;
     this.log = r.deps.log;
@@ -286,10 +287,16 @@ class Host {
   readonly def: AnyActorDefinition;
   readonly r: Rig;
   state: JobState;
-  constructor(r: Rig, state: JobState = { job: null }) {
+  readonly id: string;
+  constructor(r: Rig, state: JobState = { job: null }, process?: AnyActorDefinition, id = jobId) {
     this.r = r;
     this.state = state;
-    this.def = eraseDefinition(createJobActor(r.deps));
+    this.id = id;
+    this.def = process ?? eraseDefinition(createJobActor(r.deps));
+  }
+  /** Another actor (id) of this process. */
+  sibling(id: string): Host {
+    return new Host(this.r, { job: null }, this.def, id);
   }
   /** The same stored state in a new process. */
   restart(): Host {
@@ -302,7 +309,7 @@ class Host {
   /** Runs a turn: committed (and then its afterCommit functions run, a rejection recorded) only when it resolves. */
   async invoke(method: string, input: unknown): Promise<unknown> {
     const m = this.def.methods[method]!;
-    const ctx = new Turn(this.r, JSON.parse(JSON.stringify(this.state)) as unknown);
+    const ctx = new Turn(this.r, JSON.parse(JSON.stringify(this.state)) as unknown, this.id);
     const result = await m.run(ctx, m.input.parse(input));
     this.state = jobStateSchema.parse(ctx.state);
     this.r.trail.push("commit");
@@ -318,7 +325,7 @@ class Host {
   /** Runs a turn and throws its state away, as a host whose commit failed. */
   async uncommitted(method: string, input: unknown): Promise<void> {
     const m = this.def.methods[method]!;
-    await m.run(new Turn(this.r, JSON.parse(JSON.stringify(this.state)) as unknown), m.input.parse(input));
+    await m.run(new Turn(this.r, JSON.parse(JSON.stringify(this.state)) as unknown, this.id), m.input.parse(input));
   }
 }
 
@@ -538,11 +545,35 @@ t.test("create under a budget: nothing reserved without amounts or a budget, or 
   await host.restart().invoke("step", {});
   t.same(unlimited.restored, [], "no parts: nothing restored");
 
+  const unestimated = rig({ budget: true });
+  const bare = new Host(unestimated);
+  await bare.invoke("create", createInput());
+  t.same(unestimated.reserved, [], "no estimate: nothing reserved");
+  t.equal(bare.job.budget, null);
+
+  const image = rig({ budget: true, estimate: [5] });
+  await new Host(image).invoke("create", createInput({ image: { file_id: "img", content_type: "image/png" } }));
+  t.equal(image.estimated[0]!.withImage, true, "an image job is estimated as one");
+  t.equal(image.estimated[0]!.segments, 1);
+
   const noBudget = rig({ estimate: [5] });
   const plain = new Host(noBudget);
   await plain.invoke("create", createInput());
   t.equal(plain.job.budget, null);
   t.same(noBudget.estimated.length, 1);
+});
+
+t.test("step: parts held again only where there is a ledger and an open part", async (t) => {
+  const closed = rig({ budget: true });
+  await hostWith(closed, processing({ budget: { project_id: "proj", period: "p", parts: [{ id: "p0", amount_nanos: 1, open: false }] } })).invoke("step", {});
+  t.same(closed.restored, [], "no open part: nothing restored");
+  t.same(closed.trail, ["poll", "reminder:next:7", "commit"]);
+
+  const unbudgeted = rig();
+  const host = hostWith(unbudgeted, processing({ budget: { project_id: "proj", period: "p", parts: [{ id: "p0", amount_nanos: 1, open: true }] } }));
+  await host.invoke("step", {});
+  t.equal(host.job.step_failures, 0, "no ledger: the step runs");
+  t.same(unbudgeted.trail, ["poll", "reminder:next:7", "commit"]);
 });
 
 t.test("create: a turn that fails releases what it reserved and throws its own error", async (t) => {
@@ -561,7 +592,7 @@ t.test("create: a turn that fails releases what it reserved and throws its own e
 
   const plain = rig();
   plain.createdWith = async () => Promise.reject(new Error("directory down"));
-  await rejection(new Host(plain).invoke("create", createInput()));
+  t.equal(((await rejection(new Host(plain).invoke("create", createInput()))) as Error).message, "directory down");
   t.same(plain.released, [], "nothing held, nothing released");
 });
 
@@ -593,6 +624,10 @@ t.test("cancel: a queued job fails cancelled, announced once committed", async (
   t.same(r.trail, ["reminder:next:0", "commit", "transition:failed", "directory:failed", "event:failed"], "after the commit: the transition, the snapshot, then the event");
   t.same(r.updated, [{ place: owner, job: toPublicJob(job), openai: null }]);
   t.same(r.events, [{ type: "job.updated", job_id: jobId, job: toPublicJob(job) }]);
+
+  const unmetered = rig({ metrics: false });
+  await hostWith(unmetered, jobData()).invoke("cancel", caller);
+  t.same(unmetered.trail, ["reminder:next:0", "commit", "directory:failed", "event:failed"], "no metrics: nothing counted, nothing thrown");
 
   t.same(troupe(await rejection(host.invoke("cancel", caller))), { code: "conflict", message: "the job is already failed", details: { status: "failed" } });
   t.same(troupe(await rejection(hostWith(r, completed()).invoke("cancel", caller))), { code: "conflict", message: "the job is already completed", details: { status: "completed" } });
@@ -739,6 +774,22 @@ t.test("step: any other run of a submission looks for its task first", async (t)
   t.equal(again.submits.length, 2);
 });
 
+t.test("step: an arming is trusted for its own job only", async (t) => {
+  const r = rig();
+  const a = new Host(r);
+  await a.invoke("create", createInput());
+  // Job b, made by another process, steps in this one (which armed job a's segment 0 at the same time).
+  const elsewhere = new Host(r, { job: null }, undefined, "job_2");
+  await elsewhere.invoke("create", createInput());
+  const b = a.sibling("job_2");
+  b.state = elsewhere.state;
+  await b.invoke("step", {});
+  t.same(r.finds.map((f) => f.sinceMs), [startMs], "job b looks first");
+  await a.invoke("step", {});
+  t.equal(r.finds.length, 1, "job a, armed here, does not");
+  t.equal(r.submits.length, 2);
+});
+
 t.test("step: the first poll after the previous segment's hint, else the segment's own", async (t) => {
   const r = rig();
   const host = hostWith(r, jobData({ segments: [segment(0, { status: "completed", task: task({ poll_after_ms: 4321 }), file_id: "c0" }), segment(1)] }));
@@ -748,6 +799,10 @@ t.test("step: the first poll after the previous segment's hint, else the segment
   const r2 = rig();
   await hostWith(r2, jobData({ segments: [segment(0, { task: task({ poll_after_ms: 777 }) })] })).invoke("step", {});
   t.equal(r2.reminders[0]!.due, 777, "a pending segment that kept a task: its own hint");
+
+  const r3 = rig();
+  await hostWith(r3, jobData({ segments: [segment(0, { status: "completed", file_id: "c0" }), segment(1)] })).invoke("step", {});
+  t.equal(r3.reminders[0]!.due, 1_000, "a previous segment without a task: 1 s");
 });
 
 t.test("step: a poll schedules the provider's wait, announcing only what callers see change", async (t) => {
