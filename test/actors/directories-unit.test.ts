@@ -42,21 +42,23 @@ const startMs = Date.UTC(2026, 5, 1, 12);
 const clock: Clock = { now: () => startMs };
 const at = (seconds: number) => isoTime(startMs + seconds * 1000);
 
-/** The embedded store, whose writes and page reads the test can make fail. */
+/** The embedded store, whose writes and page reads the test can make fail (a page read once, when `failPage` settles), and which keeps each batch it applies. */
 class FlakyStore extends EmbeddedDataStore {
   failApply: Error | null = null;
-  failPage: Error | null = null;
+  failPage: Promise<never> | null = null;
   pages: string[] = [];
+  applied: StoreOp[][] = [];
   override async apply(ops: StoreOp[]): Promise<void> {
     if (this.failApply) throw this.failApply;
+    this.applied.push(ops);
     return super.apply(ops);
   }
   override async page(indexKey: string, limit: number, cursor?: string | null): Promise<IndexPage> {
     this.pages.push(indexKey);
     if (this.failPage) {
-      const error = this.failPage;
+      const failing = this.failPage;
       this.failPage = null;
-      throw error;
+      return failing;
     }
     return super.page(indexKey, limit, cursor);
   }
@@ -141,8 +143,9 @@ t.test("conversations: updates coalesce, flush writes them, the timer flushes to
     ["conv_u2", 7, "idle"],
     ["conv_u1", 2, "requires_action"],
   ]);
+  store.applied = [];
   await conversations.flush();
-  t.same(await store.get("conversation-summary:conv_u1"), summary("conv_u1", 1, { message_count: 2, status: "requires_action" }), "an empty flush writes nothing");
+  t.same(store.applied, [], "an empty flush writes nothing");
   // After a flush the timer is armed again by the next update.
   conversations.updated(summary("conv_u2", 2, { message_count: 8 }));
   for (let i = 0; i < 200 && (await conversations.list("env_c5", 1, null)).data[0]?.message_count !== 8; i++) await new Promise((r) => setTimeout(r, 10));
@@ -344,9 +347,40 @@ t.test("webhooks: the fan-out's cache is kept until a change, here or broadcast"
 t.test("webhooks: a failed read is not cached", async (t) => {
   const webhooks = new WebhookDirectory(store);
   await webhooks.created("org_w6", hook("wh_r", 1));
-  store.failPage = new Error("index down");
+  store.failPage = Promise.reject(new Error("index down"));
   await t.rejects(webhooks.subscribed(wholeOrg("org_w6"), "job.completed"), { message: "index down" });
   t.same(await webhooks.subscribed(wholeOrg("org_w6"), "job.completed"), ["wh_r"], "read again");
+});
+
+t.test("webhooks: a read that fails after a change does not drop the newer cached list", async (t) => {
+  const webhooks = new WebhookDirectory(store);
+  await webhooks.created("org_w10", hook("wh_s1", 1));
+  let fail: (error: Error) => void = () => {};
+  store.failPage = new Promise<never>((_, reject) => (fail = reject));
+  const stale = webhooks.subscribed(wholeOrg("org_w10"), "job.completed");
+  await webhooks.updated("org_w10", hook("wh_s1", 1, { events: ["job.completed", "job.failed"] }));
+  t.same(await webhooks.subscribed(wholeOrg("org_w10"), "job.failed"), ["wh_s1"], "the newer list, cached");
+  fail(new Error("slow index down"));
+  await t.rejects(stale, { message: "slow index down" });
+  await store.apply([
+    { op: "put", key: "webhook:wh_s2", value: { ...hook("wh_s2", 2), organization_id: "org_w10", audience: null } },
+    { op: "index", key: "org-webhooks:org_w10", member: "wh_s2", score: startMs + 2000 },
+  ]);
+  t.same(await webhooks.subscribed(wholeOrg("org_w10"), "job.completed"), ["wh_s1"], "still the newer cached list");
+});
+
+t.test("webhooks: changes are broadcast on webhooks-changed; a listed id without its record is skipped", async (t) => {
+  const heard: string[] = [];
+  await store.subscribe("webhooks-changed", (org) => heard.push(org));
+  const webhooks = new WebhookDirectory(store);
+  await webhooks.created("org_w11", hook("wh_t1", 1));
+  await webhooks.updated("org_w11", hook("wh_t1", 1, { status: "inactive" }));
+  t.same(heard, ["org_w11", "org_w11"]);
+  await store.apply([{ op: "index", key: "org-webhooks:org_w11", member: "wh_gone", score: startMs + 5000 }]);
+  t.same((await webhooks.list("org_w11", 10, null)).data.map((w) => w.id), ["wh_t1"]);
+  t.same(await webhooks.subscribed(wholeOrg("org_w11"), "job.completed"), []);
+  t.same(await webhooks.eraseOrganization("org_w11", []), ["wh_gone", "wh_t1"]);
+  t.same(heard, ["org_w11", "org_w11", "org_w11"], "erasure too");
 });
 
 t.test("webhooks: the fan-out reads every index page, 100 at a time", async (t) => {
@@ -386,7 +420,16 @@ t.test("webhooks: at most perOrganization active, one over refused, an inactive 
   await webhooks.created("org_w8", hook("wh_q3", 3));
   t.same(await webhooks.subscribed(envW8, "job.completed"), ["wh_q3", "wh_q2"], "created, and the cache dropped");
   await rejectedWith(webhooks.created("org_w8", hook("wh_q4", 4)));
+  t.equal((await members("quota-turns:webhooks:org_w8")).length, 3, "the quota's turns: two first takes, one retake");
+  t.same(
+    [await store.get("quota-holder:webhooks:org_w8:0"), await store.get("quota-holder:webhooks:org_w8:1")].sort(),
+    ["wh_q2", "wh_q3"],
+    "the holders: the active ones",
+  );
+  store.applied = [];
   t.same(await webhooks.eraseOrganization("org_w8", ["env_w8"]), ["wh_q3", "wh_q2", "wh_q1"]);
+  t.same(store.applied.flat().filter((op) => typeof op !== "object"), [], "only store ops");
+  t.equal(store.applied.length, 1, "one batch");
   t.same(await members("org-webhooks:org_w8"), []);
   t.same(await members("env-webhooks:env_w8"), []);
   t.equal(await store.get("webhook:wh_q2"), undefined);
@@ -395,5 +438,7 @@ t.test("webhooks: at most perOrganization active, one over refused, an inactive 
   t.equal(await store.get("quota-holder:webhooks:org_w8:1"), undefined);
   t.equal(await store.lookup("quota-turn:webhooks:org_w8:0:-"), undefined);
   t.same(await webhooks.subscribed(envW8, "job.completed"), [], "the cache dropped");
+  store.applied = [];
   t.same(await webhooks.eraseOrganization("org_w8", []), [], "nothing left");
+  t.same(store.applied, [], "and nothing to apply");
 });
