@@ -594,6 +594,11 @@ t.test("create: a turn that fails releases what it reserved and throws its own e
   plain.createdWith = async () => Promise.reject(new Error("directory down"));
   t.equal(((await rejection(new Host(plain).invoke("create", createInput()))) as Error).message, "directory down");
   t.same(plain.released, [], "nothing held, nothing released");
+
+  const unheld = rig({ budget: true });
+  unheld.createdWith = async () => Promise.reject(new Error("directory down"));
+  t.equal(((await rejection(new Host(unheld).invoke("create", createInput()))) as Error).message, "directory down");
+  t.same(unheld.released, [], "a ledger but nothing held: nothing released");
 });
 
 t.test("get: the caller's job only", async (t) => {
@@ -801,8 +806,10 @@ t.test("step: the first poll after the previous segment's hint, else the segment
   t.equal(r2.reminders[0]!.due, 777, "a pending segment that kept a task: its own hint");
 
   const r3 = rig();
-  await hostWith(r3, jobData({ segments: [segment(0, { status: "completed", file_id: "c0" }), segment(1)] })).invoke("step", {});
-  t.equal(r3.reminders[0]!.due, 1_000, "a previous segment without a task: 1 s");
+  const untasked = hostWith(r3, jobData({ segments: [segment(0, { status: "completed", file_id: "c0" }), segment(1)] }));
+  await untasked.invoke("step", {});
+  t.same(r3.reminders.map((x) => x.due), [1_000], "a previous segment without a task: 1 s");
+  t.same([untasked.job.segments[1]!.status, untasked.job.step_failures], ["processing", 0], "and the segment submitted");
 });
 
 t.test("step: a poll schedules the provider's wait, announcing only what callers see change", async (t) => {
