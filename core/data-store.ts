@@ -125,7 +125,7 @@ export function decodeCursor(cursor: string): { score: number; member: string } 
   return { score: Number(cursor.slice(0, dot)), member: Buffer.from(cursor.slice(dot + 1), "base64url").toString("utf8") };
 }
 
-/** Every member of an index, oldest first (read in pages of 500). */
+/** Every member of an index, newest first as `page` gives them (read in pages of 500). */
 export async function indexMembers(store: DataStore, key: string): Promise<string[]> {
   const out: string[] = [];
   let cursor: string | null = null;
