@@ -37,6 +37,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
+import { jobData as videoJob, segmentState } from "../support/job-data.ts";
 import type { z } from "zod";
 import { eraseDefinition, type ActorContext, type ActorRef, type AnyActorDefinition, type MethodInputs, type MethodOutputs } from "../../actors/actor.ts";
 import { JobDirectory, type JobPlace } from "../../actors/job/directory.ts";
@@ -44,7 +45,7 @@ import type { JobEvent } from "../../actors/job/events.ts";
 import { createJobActor, JOB_ACTOR, MAX_STEP_FAILURES, type CreateJobInput, type JobActorDeps } from "../../actors/job/job-actor.ts";
 import type { HeldJobParts, HeldJobPlaces, JobBudget, JobShape } from "../../actors/job/job-budget.ts";
 import { jobEventId } from "../../actors/job/job-steps.ts";
-import { jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type OpenAiVideoFields, type SegmentState } from "../../actors/job/types.ts";
+import { jobStateSchema, toPublicJob, type Job, type JobData, type JobState, type OpenAiVideoFields } from "../../actors/job/types.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { DataStore } from "../../core/data-store.ts";
 import { TroupeError } from "../../core/errors.ts";
@@ -346,42 +347,9 @@ const createInput = (over: Partial<CreateJobInput> = {}): CreateJobInput => ({
 });
 const caller = { organization_id: "org" };
 
-function segment(index: number, over: Partial<SegmentState> = {}): SegmentState {
-  return { index, prompt: `scene ${index}`, status: "pending", progress: 0, task: null, submissions: 0, armed_at: null, file_id: null, frame_file_id: null, billed: false, poll_failures: 0, ...over };
-}
-function jobData(over: Partial<JobData> = {}): JobData {
-  return {
-    id: jobId,
-    owner,
-    payer,
-    type: "text_to_video",
-    status: "queued",
-    requested_model: null,
-    routing_strategy: "auto",
-    model: "planned-model",
-    provider: "planned-provider",
-    prompt: "a film",
-    duration_seconds: 4,
-    narration_text: null,
-    image: null,
-    segments: [segment(0)],
-    narration_file_id: null,
-    result_file_id: null,
-    result_url: null,
-    error: null,
-    callback: null,
-    budget: null,
-    openai_video: null,
-    event_published: false,
-    callback_done: false,
-    next_step_at: 0,
-    step_failures: 0,
-    snapshot_dirty: false,
-    created_at: iso(startMs - 100_000),
-    updated_at: iso(startMs - 100_000),
-    ...over,
-  };
-}
+const segment = segmentState;
+const jobData = (over: Partial<JobData> = {}): JobData =>
+  videoJob({ id: jobId, owner, payer, requested_model: null, created_at: iso(startMs - 100_000), updated_at: iso(startMs - 100_000), ...over });
 const hostWith = (r: Rig, job: JobData) => new Host(r, { job });
 /** A job with segment 0 in flight at the provider. */
 const processing = (over: Partial<JobData> = {}) => jobData({ status: "processing", segments: [segment(0, { status: "processing", task: task(), submissions: 1, armed_at: startMs - 50_000 })], ...over });

@@ -28,6 +28,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
+import { jobData, segmentState } from "../support/job-data.ts";
 import { TroupeError } from "../../core/errors.ts";
 import { advance, failJob, jobEventId, MAX_POLL_FAILURES, narrationRequestId, segmentRequestId, segmentToSubmit, type NarrationOutcome, type StepDeps } from "../../actors/job/job-steps.ts";
 import type { JobData, SegmentState } from "../../actors/job/types.ts";
@@ -89,43 +90,9 @@ function memoryFiles(): FileStore & { stored: Map<string, { body: Buffer; input:
   };
 }
 
-function segment(index: number, over: Partial<SegmentState> = {}): SegmentState {
-  return { index, prompt: `scene ${index}`, status: "pending", progress: 0, task: null, submissions: 0, armed_at: null, file_id: null, frame_file_id: null, billed: false, poll_failures: 0, ...over };
-}
+const segment = segmentState;
 
-function job(over: Partial<JobData> = {}): JobData {
-  return {
-    id: "job_1",
-    owner: { organization_id: "org", project_id: "proj", environment_id: "env" },
-    payer: { organization_id: "org", project_id: "proj", environment_id: "env", api_key_id: "key", live: true },
-    type: "text_to_video",
-    status: "queued",
-    requested_model: "asked-model",
-    routing_strategy: "auto",
-    model: "planned-model",
-    provider: "planned-provider",
-    prompt: "a film",
-    duration_seconds: 4,
-    narration_text: null,
-    image: null,
-    segments: [segment(0)],
-    narration_file_id: null,
-    result_file_id: null,
-    result_url: null,
-    error: null,
-    callback: null,
-    budget: null,
-    openai_video: null,
-    event_published: false,
-    callback_done: false,
-    next_step_at: 0,
-    step_failures: 0,
-    snapshot_dirty: false,
-    created_at: createdAt,
-    updated_at: createdAt,
-    ...over,
-  };
-}
+const job = (over: Partial<JobData> = {}): JobData => jobData({ created_at: createdAt, updated_at: createdAt, ...over });
 
 const task = (over: Partial<VideoTask> = {}): VideoTask => ({ provider: "prov", model: "vid-model", task_id: "task-1", poll_after_ms: 1234, duration_seconds: 5, ...over });
 

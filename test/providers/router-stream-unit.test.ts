@@ -34,15 +34,10 @@ import { withModelAllowlist } from "../../providers/router-allowlist.ts";
 import { breakerOptionsOf } from "../../providers/router-health.ts";
 import { Router, type AttemptObserver, type RouterOptions } from "../../providers/router.ts";
 import type { ChatCallOptions, ChatResult, EmbedRequest, EmbedResult, ProviderAdapter, StreamEvent, StreamFinish } from "../../providers/types.ts";
+import { catalogueModel } from "../support/catalogue-model.ts";
 import { rejectedWith } from "../support/thrown-by.ts";
 
-const loaded = Catalogue.load();
-
-function model(id: string): ModelEntry {
-  const e = loaded.get(id);
-  if (!e) throw new Error(`no catalogue model ${id}`);
-  return e;
-}
+const model = catalogueModel;
 
 // gpt-4.1-mini is called by another name upstream; the others by their ids. "plain-chat" does not
 // stream, call tools or answer JSON, and serves text only (no vision, no translation).

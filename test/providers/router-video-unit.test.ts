@@ -19,21 +19,16 @@
 // Fast on purpose: a mutation run runs this file once per mutant.
 import t from "tap";
 import { TroupeError } from "../../core/errors.ts";
-import { Catalogue, type ModelEntry } from "../../providers/catalogue.ts";
+import { Catalogue } from "../../providers/catalogue.ts";
 import { ProviderCallError } from "../../providers/errors.ts";
 import { Router, type RouterOptions } from "../../providers/router.ts";
 import type { RoutedVideoRequest } from "../../providers/router-video.ts";
 import type { ProviderAdapter } from "../../providers/types.ts";
 import type { VideoAdapter, VideoImage, VideoSegmentRequest, VideoTask, VideoTaskStatus } from "../../providers/video.ts";
+import { catalogueModel } from "../support/catalogue-model.ts";
 import { rejectedWith } from "../support/thrown-by.ts";
 
-const loaded = Catalogue.load();
-
-function model(id: string): ModelEntry {
-  const e = loaded.get(id);
-  if (!e) throw new Error(`no catalogue model ${id}`);
-  return e;
-}
+const model = catalogueModel;
 
 // gen4_turbo (runway, 5 or 10 s) needs an image; ray-2 (luma, 5 or 9 s) is called by another name upstream;
 // "pika-1" (pika, 4 or 8 s) takes an image or not. All three are medium: equivalents of one another.

@@ -13,8 +13,8 @@ export function thrownBy(fn: () => unknown): TroupeError {
   throw new Error("expected a TroupeError");
 }
 
-/** The TroupeError a promise rejects with; its resolving, or any other rejection, fails the test loudly. */
-export async function rejectedWith(promise: Promise<unknown>): Promise<TroupeError> {
+/** The TroupeError a promise rejects with; its resolving (or no promise at all), or any other rejection, fails the test loudly. */
+export async function rejectedWith(promise: Promise<unknown> | undefined): Promise<TroupeError> {
   try {
     await promise;
   } catch (e) {

@@ -32,9 +32,9 @@ import { mock } from "node:test";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { rejectedWith } from "../support/thrown-by.ts";
 import { decodeTime } from "ulid";
 import { isoTime, type Clock } from "../../core/clock.ts";
-import { TroupeError } from "../../core/errors.ts";
 import type { OrganizationEvent } from "../../core/organization-events.ts";
 import type { Payer, UsageRecord } from "../../providers/usage.ts";
 import { appendChunk, Billing, BothBudgets, usd } from "../../tenancy/billing.ts";
@@ -190,16 +190,6 @@ const payer = (project_id: string, live = true): Payer => ({ organization_id: "o
 /** Spends `cost_nanos` of the project (and, with `api_key_id`, of that key) straight in the ledger. */
 async function spend(ledger: RecordingLedger, project_id: string, cost_nanos: number, api_key_id = "key_other"): Promise<void> {
   await ledger.inner.append([usageRecord({ project_id, api_key_id, cost_nanos, usage_key: `spent_${project_id}_${api_key_id}_${cost_nanos}` })]);
-}
-
-async function refusal(promise: Promise<unknown> | undefined): Promise<TroupeError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof TroupeError) return error;
-    throw error;
-  }
-  throw new Error("not refused");
 }
 
 /** Whether `amount` more fits in the budget at `nowMs`, asked of the ledger itself (no recorded call; the probe expires at once). */
@@ -367,7 +357,7 @@ t.test("a call is refused at the project's limit, not one nano-dollar under it",
   await spend(ledger, "prj_full", 10_000);
   await spend(ledger, "prj_almost", 9_999);
   t.ok(await billing.admit(payer("prj_almost"), () => 5000), "one under the limit: admitted");
-  const error = await refusal(billing.admit(payer("prj_full"), () => 5000));
+  const error = await rejectedWith(billing.admit(payer("prj_full"), () => 5000));
   t.equal(error.code, "budget_exceeded");
   t.equal(error.status, 402);
   t.equal(error.message, "the project's monthly budget of 0.00001 USD is used up (0.00001 USD spent)");
@@ -380,7 +370,7 @@ t.test("a call is refused at the key's limit with the key's message", async (t) 
   const p = payer("prj_kfull");
   await ledger.inner.putBudget("prj_kfull", budget(true), p.api_key_id);
   await spend(ledger, "prj_kfull", 10_000, p.api_key_id);
-  const error = await refusal(billing.admit(p, () => 5000));
+  const error = await rejectedWith(billing.admit(p, () => 5000));
   t.equal(error.code, "budget_exceeded");
   t.equal(error.message, "this API key's monthly budget of 0.00001 USD is used up (0.00001 USD spent)");
   t.strictSame(error.details, { limit_usd: 0.00001, spent_usd: 0.00001, reserved_usd: 0, period: "2026-03", budget: "api_key", api_key_id: p.api_key_id });
@@ -393,12 +383,12 @@ t.test("a call's refusal says used up even when the ledger refused below the lim
   const p = payer("prj_odd");
   await ledger.inner.putBudget("prj_odd", budget(true));
   ledger.reserveAnswer = { admitted: false, spent_nanos: 4000, reserved_nanos: 1000, limit_nanos: 10_000 };
-  const error = await refusal(billing.admit(p, () => 5000));
+  const error = await rejectedWith(billing.admit(p, () => 5000));
   t.equal(error.message, "the project's monthly budget of 0.00001 USD is used up (0.000004 USD spent)");
   t.strictSame(error.details, { limit_usd: 0.00001, spent_usd: 0.000004, reserved_usd: 0.000001, period: "2026-03" });
   await ledger.inner.putBudget("prj_odd", budget(true), p.api_key_id);
   await billing.putBudget("prj_odd", budget(false));
-  const keyError = await refusal(billing.admit(p, () => 5000));
+  const keyError = await rejectedWith(billing.admit(p, () => 5000));
   t.equal(keyError.message, "this API key's monthly budget of 0.00001 USD is used up (0.000004 USD spent)");
 });
 
@@ -407,7 +397,7 @@ t.test("a job that does not fit is told what it may cost against what is left of
   await ledger.inner.putBudget("prj_job", budget(true));
   await spend(ledger, "prj_job", 4000);
   t.ok(await billing.reserveParts(payer("prj_job"), "job0", [1000]), "1,000 held by work in flight");
-  const error = await refusal(billing.reserveParts(payer("prj_job"), "job1", [3000, 3001]));
+  const error = await rejectedWith(billing.reserveParts(payer("prj_job"), "job1", [3000, 3001]));
   t.equal(error.code, "budget_exceeded");
   t.equal(error.message, "this work may cost up to 0.000006 USD, more than the 0.000005 USD left of the project's monthly budget of 0.00001 USD (0.000004 USD spent, 0.000001 USD reserved by work in flight)");
   t.strictSame(error.details, { limit_usd: 0.00001, spent_usd: 0.000004, reserved_usd: 0.000001, period: "2026-03", required_usd: 0.000006 });
@@ -418,7 +408,7 @@ t.test("a job refused when spent and held reach the project's limit exactly is t
   await ledger.inner.putBudget("prj_jobfull", budget(true));
   await spend(ledger, "prj_jobfull", 9000);
   t.ok(await billing.reserveParts(payer("prj_jobfull"), "job0", [1000]));
-  const error = await refusal(billing.reserveParts(payer("prj_jobfull"), "job1", [1]));
+  const error = await rejectedWith(billing.reserveParts(payer("prj_jobfull"), "job1", [1]));
   t.equal(error.message, "the project's monthly budget of 0.00001 USD is used up (0.000009 USD spent)");
   t.strictSame(error.details, { limit_usd: 0.00001, spent_usd: 0.000009, reserved_usd: 0.000001, period: "2026-03" });
 });
@@ -429,7 +419,7 @@ t.test("a job that does not fit a key's budget is told so, naming the key", asyn
   await ledger.inner.putBudget("prj_kjob", budget(true), p.api_key_id);
   await spend(ledger, "prj_kjob", 4000, p.api_key_id);
   t.ok(await billing.reserveParts(p, "job0", [1000], { keyBudget: true }));
-  const error = await refusal(billing.reserveParts(p, "job1", [3000, 3001], { keyBudget: true }));
+  const error = await rejectedWith(billing.reserveParts(p, "job1", [3000, 3001], { keyBudget: true }));
   t.equal(error.message, "this work may cost up to 0.000006 USD, more than the 0.000005 USD left of this API key's monthly budget of 0.00001 USD (0.000004 USD spent, 0.000001 USD reserved by work in flight)");
   t.strictSame(error.details, { limit_usd: 0.00001, spent_usd: 0.000004, reserved_usd: 0.000001, period: "2026-03", budget: "api_key", api_key_id: p.api_key_id, required_usd: 0.000006 });
 });
@@ -440,7 +430,7 @@ t.test("a job refused when spent and held reach the key's limit exactly is told 
   await ledger.inner.putBudget("prj_kjobfull", budget(true), p.api_key_id);
   await spend(ledger, "prj_kjobfull", 9000, p.api_key_id);
   t.ok(await billing.reserveParts(p, "job0", [1000], { keyBudget: true }));
-  const error = await refusal(billing.reserveParts(p, "job1", [1], { keyBudget: true }));
+  const error = await rejectedWith(billing.reserveParts(p, "job1", [1], { keyBudget: true }));
   t.equal(error.message, "this API key's monthly budget of 0.00001 USD is used up (0.000009 USD spent)");
   t.strictSame(error.details, { limit_usd: 0.00001, spent_usd: 0.000009, reserved_usd: 0.000001, period: "2026-03", budget: "api_key", api_key_id: p.api_key_id });
 });
@@ -470,7 +460,7 @@ t.test("a job's restore, release and bill ask the ledger only of the budgets tha
   await billing.bill(usageRecord({ project_id: "prj_pjob", cost_nanos: 1000, usage_key: "seg" }));
   t.strictSame(ledger.of("release").length, 2, "a bill without parts releases nothing");
   await spend(ledger, "prj_pjob", 10_000);
-  await refusal(billing.reserveParts(payer("prj_pjob"), "pj2", [1000]));
+  await rejectedWith(billing.reserveParts(payer("prj_pjob"), "pj2", [1000]));
   t.strictSame(ledger.of("release").length, 2, "a project-only job's refusal has no key's holds to release");
 });
 
@@ -501,7 +491,7 @@ t.test("under both, the key's refusal is the error and the project is never aske
   await ledger.inner.putBudget("prj_bk", budget(true));
   await ledger.inner.putBudget("prj_bk", budget(true), p.api_key_id);
   await spend(ledger, "prj_bk", 10_000, p.api_key_id);
-  const error = await refusal(billing.admit(p, () => 1000));
+  const error = await rejectedWith(billing.admit(p, () => 1000));
   t.match(error.details, { budget: "api_key", api_key_id: p.api_key_id });
   t.equal(ledger.of("reserve").length, 1);
   t.strictSame(ledger.of("release"), []);
@@ -514,13 +504,13 @@ t.test("under both, the project's refusal releases the key's reservation, even w
   await ledger.inner.putBudget("prj_bp", budget(true));
   await ledger.inner.putBudget("prj_bp", budget(true), p.api_key_id);
   await spend(ledger, "prj_bp", 10_000);
-  const error = await refusal(billing.admit(p, () => 10_000));
+  const error = await rejectedWith(billing.admit(p, () => 10_000));
   t.equal(error.message, "the project's monthly budget of 0.00001 USD is used up (0.00001 USD spent)");
   const [keyArgs] = ledger.of("reserve");
   t.strictSame(ledger.of("release"), [[keyArgs?.[0]]], "the key's reservation released");
   t.strictSame(await fits(ledger, keyPlace, 10_000), { admitted: true }, "nothing held of the key's budget");
   ledger.failNext.set("release", new Error("ledger down"));
-  const again = await refusal(billing.admit(p, () => 10_000));
+  const again = await rejectedWith(billing.admit(p, () => 10_000));
   t.equal(again.message, error.message, "the project's refusal, not the release's failure");
   t.equal(ledger.of("release").length, 2);
 });
@@ -535,7 +525,7 @@ t.test("under both, the project's refusal gives a key's lease ticket back whole"
   await ledger.inner.putBudget("prj_bl", budget(true));
   await ledger.inner.putBudget("prj_bl", leaseBudget(), p.api_key_id);
   await spend(ledger, "prj_bl", 10_000);
-  await refusal(billing.admit(p, () => 1000));
+  await rejectedWith(billing.admit(p, () => 1000));
   t.equal(ledger.of("reserveParts").length, 1, "the key's lease taken");
   t.strictSame(ledger.of("release"), [], "a ticket goes back to its lease, not the ledger");
   await billing.putBudget("prj_bl", budget(false));
@@ -591,7 +581,7 @@ t.test("still refused after the idle lease went back: the second answer's figure
   if (!(ticket instanceof LeaseTicket)) return t.fail("a lease");
   await billing.settle(ticket, usageRecord({ project_id: "prj_idle2", cost_nanos: 1000, usage_key: "call1" }));
   await spend(ledger, "prj_idle2", 999_000);
-  const error = await refusal(billing.admit(p, () => 0));
+  const error = await rejectedWith(billing.admit(p, () => 0));
   t.equal(error.message, "the project's monthly budget of 0.001 USD is used up (0.001 USD spent)");
   t.strictSame(error.details, { limit_usd: 0.001, spent_usd: 0.001, reserved_usd: 0, period: "2026-03" });
   t.equal(ledger.of("reserve").length, 2);
