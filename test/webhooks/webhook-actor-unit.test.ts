@@ -48,9 +48,10 @@ import {
 } from "../../actors/webhooks/types.ts";
 import { createWebhookActor, MAX_RECENT_EVENTS, WEBHOOK_ACTOR, type WebhookActorDefinition } from "../../actors/webhooks/webhook-actor.ts";
 import type { WebhooksConfig } from "../../core/config.ts";
-import type { BackoffAdmission, DataStore, IndexPage, StoreOp } from "../../core/data-store.ts";
+import type { DataStore, StoreOp } from "../../core/data-store.ts";
 import { prefixedId } from "../../core/ids.ts";
 import { createLogger } from "../../core/log.ts";
+import { MemoryDataStore } from "../support/memory-data-store.ts";
 import { rejectedWith } from "../support/thrown-by.ts";
 
 const second = 1000;
@@ -75,49 +76,17 @@ type Trail =
   | { op: "clearReminder"; name: string }
   | { op: "directory"; kind: "created" | "updated"; organizationId: string; webhook: Webhook; audience: WebhookAudience };
 
-/** JSON documents by key; the batches are recorded. Only what DeliveryLog reads and writes is there. */
-class MemoryStore implements DataStore {
-  readonly kind = "embedded";
-  readonly docs = new Map<string, unknown>();
+/** The shared in-memory store, each batch also written to the harness's trail (in order with the dispatches and reminders). */
+class TrailStore extends MemoryDataStore {
   private readonly trail: Trail[];
   constructor(trail: Trail[]) {
+    super();
     this.trail = trail;
   }
-  async get(key: string): Promise<unknown> {
-    return this.docs.get(key);
-  }
-  async getMany(keys: string[]): Promise<unknown[]> {
-    return keys.map((k) => this.docs.get(k));
-  }
-  async apply(ops: StoreOp[]): Promise<void> {
+  override async apply(ops: StoreOp[]): Promise<void> {
     this.trail.push({ op: "apply", ops: structuredClone(ops) });
-    for (const o of ops) {
-      if (o.op === "put") this.docs.set(o.key, structuredClone(o.value));
-      else if (o.op === "delete") this.docs.delete(o.key);
-    }
+    await super.apply(ops);
   }
-  lookup(): Promise<string | undefined> {
-    throw new Error("not used");
-  }
-  page(): Promise<IndexPage> {
-    throw new Error("not used");
-  }
-  hit(): Promise<{ count: number; resetInMs: number }> {
-    throw new Error("not used");
-  }
-  backoffAttempt(): Promise<BackoffAdmission> {
-    throw new Error("not used");
-  }
-  backoffRefund(): Promise<void> {
-    throw new Error("not used");
-  }
-  backoffClear(): Promise<void> {
-    throw new Error("not used");
-  }
-  async publish(): Promise<void> {}
-  async subscribe(): Promise<void> {}
-  async unsubscribe(): Promise<void> {}
-  async close(): Promise<void> {}
 }
 
 /** Records what the actor tells the directory (a copy of the webhook as it was then). */
@@ -147,7 +116,7 @@ type Inputs = Parameters<Def["methods"]["create"]["run"]>[0];
 class Harness {
   now = t0;
   readonly trail: Trail[] = [];
-  readonly store = new MemoryStore(this.trail);
+  readonly store = new TrailStore(this.trail);
   readonly directory = new RecordingDirectory(this.store, this.trail);
   /** Plaintexts sealed. */
   readonly sealed: string[] = [];
