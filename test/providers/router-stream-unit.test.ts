@@ -205,7 +205,7 @@ function delay(ms: number): Promise<void> {
 
 t.test("the first attempt's stream is passed on; its finish event names the catalogue model and provider", async (t) => {
   const events: Step[] = [{ delta: "a" }, { tool_call: { id: "c1", name: "f", arguments: { x: 1 } } }, { reasoning_delta: "hm" }, finish({ extras: { reasoning_tokens: 4 } })];
-  const s = setup({ openai: [events] }, { timeoutMs: 150 });
+  const s = setup({ openai: [events] }, { timeoutMs: 400 });
   const before = performance.now();
   const { events: got, error } = await drain(s.router.chatStream(mini));
   const took = performance.now() - before;
@@ -225,7 +225,7 @@ t.test("the first attempt's stream is passed on; its finish event names the cata
   t.same(s.seen, ["start openai gpt-4.1-mini", "success openai"]);
   const latency = s.router.latency.get("gpt-4.1-mini") ?? -1;
   t.ok(latency >= 0 && latency <= took, `time to the first event recorded (${latency} ms, within the ${took} ms the stream took)`);
-  await delay(250);
+  await delay(600);
   t.equal(call.signal.aborted, false, "a finished stream is not aborted, and its request deadline was disposed");
 });
 
@@ -334,7 +334,7 @@ t.test("a stream that ends without a finish event is a provider_error", async (t
 });
 
 t.test("a consumer stopping before the finish event aborts the upstream call; stopping at it does not", async (t) => {
-  const s = setup({ openai: [[{ delta: "a" }, { delta: "b" }, finish()], [{ delta: "a" }, finish()]] }, { timeoutMs: 150 });
+  const s = setup({ openai: [[{ delta: "a" }, { delta: "b" }, finish()], [{ delta: "a" }, finish()]] }, { timeoutMs: 300 });
   for await (const e of s.router.chatStream(mini)) {
     t.same(e, { delta: "a" });
     break;
@@ -349,7 +349,7 @@ t.test("a consumer stopping before the finish event aborts the upstream call; st
   }
   const atFinish = s.openai.calls[1]!;
   t.equal(atFinish.stream.returns, 1);
-  await delay(250);
+  await delay(600);
   t.equal(atFinish.signal.aborted, false, "stopped at the finish event: nothing aborted, the deadline disposed");
 });
 
@@ -584,9 +584,9 @@ t.test("close closes the deployments' replaced adapters too", async (t) => {
 });
 
 t.test("a routed call's request deadline is disposed with it; adapters without close() are skipped", async (t) => {
-  const s = setup({}, { timeoutMs: 60 });
+  const s = setup({}, { timeoutMs: 300 });
   await s.router.chat(mini);
-  await delay(150);
+  await delay(600);
   t.equal(s.openai.chatCalls[0]?.signal.aborted, false, "the answered call's signal is not aborted by a deadline left running");
   const r = new Router({ catalogue, adapters: new Map<string, ProviderAdapter>([["openai", s.openai], ["gemini", { provider: "gemini" }]]), timeoutMs: 1_000, maxAttempts: 1 });
   await r.close();
