@@ -6,14 +6,10 @@
 // side. outbox.test.ts tells the same story end to end; this file pins the
 // numbers and the edge cases.
 import t from "tap";
+import { documentedDelaysMs, hour, minute, second } from "../support/documented-webhook-schedule.ts";
 import { MAX_OUTBOX, MAX_RECENT_EVENTS, Outbox, leaseMsOf, pendingRecordOf, reminderPeriodMsOf } from "../../actors/webhooks/outbox.ts";
 import type { AttemptResult, Delivery, DispatchedAttempt, EventPayload, OutboxEntry, Webhook, WebhookState } from "../../actors/webhooks/types.ts";
 
-const second = 1000;
-const minute = 60 * second;
-const hour = 60 * minute;
-// The schedule as docs/api/webhooks.md states it, written out here rather than imported so the module is checked against the document.
-const documentedDelaysMs = [5 * second, 5 * minute, 30 * minute, 2 * hour, 5 * hour, 10 * hour, 14 * hour, 20 * hour, 24 * hour];
 const t0 = Date.parse("2026-11-25T12:00:00Z");
 const iso = (ms: number): string => new Date(ms).toISOString();
 // timeoutMs 1000: the lease is 6 s and the reminder's period 7 s.

@@ -6,13 +6,10 @@
 // (half up), and a Retry-After taken only when longer than the scheduled
 // wait, capped at 24 h, each boundary one ms either side.
 import t from "tap";
+import { documentedDelaysMs, hour } from "../support/documented-webhook-schedule.ts";
 import { maxAttempts, nextDelayMs, retryAfterCapMs, retryDelaysMs } from "../../actors/webhooks/schedule.ts";
 
-const second = 1000;
-const minute = 60 * second;
-const hour = 60 * minute;
-// Written out from the document rather than imported.
-const documented = [5 * second, 5 * minute, 30 * minute, 2 * hour, 5 * hour, 10 * hour, 14 * hour, 20 * hour, 24 * hour];
+const documented = documentedDelaysMs;
 
 t.test("the constants: the documented nine waits, ten attempts, Retry-After capped at 24 h", async (t) => {
   t.strictSame(retryDelaysMs, [5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000]);

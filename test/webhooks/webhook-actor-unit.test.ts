@@ -29,6 +29,7 @@
 //   finished event requeued, one no longer kept refused), delivery and the
 //   deliveries pages (cursor, limit and next_cursor at each boundary).
 import t from "tap";
+import { documentedDelaysMs, second } from "../support/documented-webhook-schedule.ts";
 import type { z } from "zod";
 import type { ActorContext } from "../../actors/actor.ts";
 import { DeliveryLog } from "../../actors/webhooks/delivery-log.ts";
@@ -54,11 +55,6 @@ import { createLogger } from "../../core/log.ts";
 import { MemoryDataStore } from "../support/memory-data-store.ts";
 import { rejectedWith } from "../support/thrown-by.ts";
 
-const second = 1000;
-const minute = 60 * second;
-const hour = 60 * minute;
-// docs/api/webhooks.md's schedule, written out rather than imported.
-const documentedDelaysMs = [5 * second, 5 * minute, 30 * minute, 2 * hour, 5 * hour, 10 * hour, 14 * hour, 20 * hour, 24 * hour];
 const t0 = Date.parse("2026-11-25T12:00:00.000Z");
 const iso = (ms: number): string => new Date(ms).toISOString();
 // timeoutMs 1000: the lease is 6 s, the reminder's period 7 s.
